@@ -1,0 +1,3 @@
+from harness_sidecar.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,364 @@
+"""The catalog: instructions, skills and templates found under ordered roots.
+
+Finding resources never runs code and never reads a skill's body: a skill costs one
+directory entry, one ``open`` and a bounded read of its frontmatter. The earlier root
+wins a resource of the same kind and name; everything left out is a ``Diagnostic``.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_sidecar import frontmatter
+from harness_sidecar.errors import DomainError
+from harness_sidecar.frontmatter import FrontmatterError, Problem
+from harness_sidecar.names import name_problem
+from harness_sidecar.paths import decode_utf8, is_within, read_contained
+
+logger = logging.getLogger(__name__)
+
+PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass(frozen=True)
+class Limits:
+    catalog_bytes: int = 8000
+    hook_timeout_ms: int = 5000
+    tool_timeout_ms: int = 60000
+    dynamic_tool_timeout_ms: int = 30000
+    extension_timeout_ms: int = 10000
+    max_skills_per_root: int = 2000
+    max_frontmatter_bytes: int = 16384
+    max_file_bytes: int = 1048576
+
+    WIRE_NAMES = {
+        "catalogBytes": "catalog_bytes",
+        "hookTimeoutMs": "hook_timeout_ms",
+        "toolTimeoutMs": "tool_timeout_ms",
+        "dynamicToolTimeoutMs": "dynamic_tool_timeout_ms",
+        "extensionTimeoutMs": "extension_timeout_ms",
+        "maxSkillsPerRoot": "max_skills_per_root",
+        "maxFrontmatterBytes": "max_frontmatter_bytes",
+        "maxFileBytes": "max_file_bytes",
+    }
+
+
+@dataclass
+class Diagnostic:
+    kind: str
+    message: str
+    path: str | None = None
+    hint: str | None = None
+    line: int | None = None
+    column: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.path is not None:
+            out["path"] = self.path
+        out["message"] = self.message
+        for key in ("hint", "line", "column"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        out.update(self.extra)
+        return out
+
+    @classmethod
+    def from_problem(cls, problem: Problem, path: str, **extra: Any) -> "Diagnostic":
+        return cls(problem.kind, problem.message, path, problem.hint, problem.line, problem.column, extra)
+
+    @classmethod
+    def from_error(cls, error: DomainError, path: str, **extra: Any) -> "Diagnostic":
+        return cls(error.kind, error.message, path, extra=extra)
+
+
+@dataclass(frozen=True)
+class Root:
+    path: str  # as given, normalised
+    real: str  # links resolved: the boundary every resource is checked against
+    index: int
+
+
+@dataclass
+class SkillEntry:
+    name: str
+    description: str
+    root: Root
+    source: str  # <root>/skills/<name>/SKILL.md, as found under the root
+    directory: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "root": self.root.path, "source": self.source}
+
+
+@dataclass
+class TemplateEntry:
+    name: str
+    description: str | None
+    root: Root
+    source: str
+    variables: list[str]
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.description is not None:
+            out["description"] = self.description
+        out.update(root=self.root.path, source=self.source, variables=list(self.variables))
+        return out
+
+
+@dataclass
+class Instructions:
+    root: Root
+    source: str
+    text: str  # snapshot taken at thread/start
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"root": self.root.path, "source": self.source}
+
+
+@dataclass
+class Catalog:
+    roots: list[Root]
+    instructions: list[Instructions]
+    skills: dict[str, SkillEntry]  # sorted by name
+    templates: dict[str, TemplateEntry]  # sorted by name
+    diagnostics: list[Diagnostic]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "instructions": [i.to_wire() for i in self.instructions],
+            "skills": [s.to_wire() for s in self.skills.values()],
+            "templates": [t.to_wire() for t in self.templates.values()],
+        }
+
+
+def resolve_roots(paths: list[str], diagnostics: list[Diagnostic]) -> list[Root]:
+    """Keep the roots that exist, in order; report missing, non-directory and repeated ones."""
+    roots: list[Root] = []
+    seen: dict[str, str] = {}
+    for given in paths:
+        path = os.path.normpath(given)
+        real = os.path.realpath(path)
+        if not os.path.isdir(real):
+            kind = "root_not_found" if not os.path.exists(real) else "root_not_directory"
+            diagnostics.append(Diagnostic(kind, f"root {path} is not an existing directory; it contributes nothing",
+                                          path, "check the path the editor sends in thread/start.roots"))
+            continue
+        if real in seen:
+            diagnostics.append(Diagnostic("duplicate_root", f"root {path} is the same directory as root {seen[real]}",
+                                          path))
+            continue
+        seen[real] = path
+        roots.append(Root(path, real, len(roots)))
+    return roots
+
+
+def find_placeholders(text: str) -> list[str]:
+    """Variable names in order of first appearance."""
+    return list(dict.fromkeys(m.group(1) for m in PLACEHOLDER.finditer(text)))
+
+
+def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
+    """Open ``directory/name`` for reading; follow a link only if it stays inside the root."""
+    path = os.path.join(directory_real, name)
+    try:
+        return os.open(path, _O_FLAGS)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EMLINK):
+            raise
+    real = os.path.realpath(path)
+    if not is_within(real, root.real):
+        raise DomainError("path_escape", f"{os.path.join(directory, name)} is a link to {real}, outside the root "
+                                         f"{root.path}", resolved=real)
+    return os.open(real, _O_FLAGS)
+
+
+def _scan_skill(root: Root, skills_dir: str, skills_real: str, entry: os.DirEntry, limits: Limits,
+                diagnostics: list[Diagnostic]) -> SkillEntry | None:
+    name = entry.name
+    directory = os.path.join(skills_dir, name)
+    source = os.path.join(directory, "SKILL.md")
+    if entry.is_symlink() or not is_within(skills_real, root.real):
+        real_dir = os.path.realpath(directory)
+        if not is_within(real_dir, root.real):
+            diagnostics.append(Diagnostic(
+                "path_escape", f"skill directory {directory} resolves to {real_dir}, outside the root {root.path}",
+                directory, "skills must live inside their root; copy the skill instead of linking it",
+                extra={"resolved": real_dir}))
+            return None
+    else:
+        real_dir = os.path.join(skills_real, name)
+    try:
+        fd = _open_in(directory, real_dir, "SKILL.md", root)
+    except DomainError as exc:
+        diagnostics.append(Diagnostic.from_error(exc, source))
+        return None
+    except FileNotFoundError:
+        diagnostics.append(Diagnostic("missing_skill_file", f"skill directory {directory} has no SKILL.md", directory,
+                                      "add SKILL.md with name and description frontmatter"))
+        return None
+    except OSError as exc:
+        diagnostics.append(Diagnostic("unreadable", f"{source} cannot be opened: {exc.strerror}", source))
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            diagnostics.append(Diagnostic("unreadable", f"{source} is not a regular file", source))
+            return None
+        if st.st_size > limits.max_file_bytes:
+            diagnostics.append(Diagnostic(
+                "too_large", f"{source} is {st.st_size} bytes; maxFileBytes is {limits.max_file_bytes}", source,
+                "shorten the body or move material into resource files", extra={"size": st.st_size}))
+            return None
+        data, eof = frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)
+    finally:
+        os.close(fd)
+    try:
+        fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
+    except FrontmatterError as exc:
+        diagnostics.append(Diagnostic.from_problem(exc.problem, source))
+        return None
+    assert fm is not None
+    problems = frontmatter.check_skill(fm, name)
+    if problems:
+        diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
+        return None
+    return SkillEntry(name, fm.data["description"].strip(), root, source, directory)
+
+
+def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> list[SkillEntry]:
+    skills_dir = os.path.join(root.path, "skills")
+    try:
+        with os.scandir(os.path.join(root.real, "skills")) as it:
+            entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        diagnostics.append(Diagnostic("unreadable", f"{skills_dir} cannot be listed: {exc.strerror}", skills_dir))
+        return []
+    skills_real = os.path.realpath(os.path.join(root.real, "skills"))
+    found: list[SkillEntry] = []
+    counted = 0
+    for entry in entries:
+        try:
+            is_dir = entry.is_dir()
+        except OSError:
+            is_dir = False
+        if not is_dir:
+            if entry.name.endswith(".md"):
+                diagnostics.append(Diagnostic(
+                    "not_a_skill", f"{os.path.join(skills_dir, entry.name)} is a file; a skill is a directory",
+                    os.path.join(skills_dir, entry.name),
+                    f"move it to skills/{entry.name[:-3]}/SKILL.md"))
+            continue
+        if counted >= limits.max_skills_per_root:
+            diagnostics.append(Diagnostic(
+                "too_many_skills", f"root {root.path} has more than maxSkillsPerRoot ({limits.max_skills_per_root}) "
+                f"skills; {entry.name} was not read", os.path.join(skills_dir, entry.name),
+                "raise limits.maxSkillsPerRoot or remove unused skills"))
+            continue
+        counted += 1
+        skill = _scan_skill(root, skills_dir, skills_real, entry, limits, diagnostics)
+        if skill is not None:
+            found.append(skill)
+    return found
+
+
+def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, str]:
+    """Read a template file inside ``root``: ``(description, body)``. Raises ``DomainError``."""
+    _, data = read_contained(path, root.real, limits.max_file_bytes, "template")
+    try:
+        fm = frontmatter.parse(data, True, limits.max_frontmatter_bytes, required=False)
+    except FrontmatterError as exc:
+        raise DomainError(exc.problem.kind if exc.problem.kind in ("not_utf8", "too_large") else "invalid_frontmatter",
+                          f"template {path}: {exc.problem.message}", path=path, line=exc.problem.line) from None
+    description = None
+    body_bytes = data
+    if fm is not None:
+        problem = frontmatter.description_problem(fm.data.get("description"), fm.lines.get("description"),
+                                                  required=False)
+        if problem:
+            raise DomainError("invalid_frontmatter", f"template {path}: {problem.message}", path=path,
+                              line=problem.line)
+        if fm.data.get("description") is not None:
+            description = fm.data["description"].strip()
+        body_bytes = data[fm.body_start:]
+    body = decode_utf8(body_bytes, path, "template")
+    return description, body.lstrip("\r\n") if fm is not None else body
+
+
+def scan_templates(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> list[TemplateEntry]:
+    templates_dir = os.path.join(root.path, "templates")
+    try:
+        with os.scandir(os.path.join(root.real, "templates")) as it:
+            names = sorted(e.name for e in it if e.name.endswith(".md") and not e.name.startswith("."))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        diagnostics.append(Diagnostic("unreadable", f"{templates_dir} cannot be listed: {exc.strerror}",
+                                      templates_dir))
+        return []
+    found = []
+    for filename in names:
+        name = filename[:-3]
+        path = os.path.join(templates_dir, filename)
+        why = name_problem(name)
+        if why:
+            diagnostics.append(Diagnostic("invalid_name", f"template name '{name}' {why}", path,
+                                          "rename the file to a lower-case, hyphenated name"))
+            continue
+        try:
+            description, body = read_template(path, root, limits)
+        except DomainError as exc:
+            if exc.kind == "resource_not_found" and not os.path.lexists(path):
+                continue
+            diagnostics.append(Diagnostic.from_error(exc, path))
+            continue
+        found.append(TemplateEntry(name, description, root, path, find_placeholders(body)))
+    return found
+
+
+def read_instructions(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> Instructions | None:
+    path = os.path.join(root.path, "AGENTS.md")
+    if not os.path.lexists(path):
+        return None
+    try:
+        _, data = read_contained(path, root.real, limits.max_file_bytes, "instructions")
+        text = decode_utf8(data, path, "instructions")
+    except DomainError as exc:
+        diagnostics.append(Diagnostic.from_error(exc, path))
+        return None
+    return Instructions(root, path, text)
+
+
+def _merge(kind: str, per_root: list[list[Any]], diagnostics: list[Diagnostic]) -> dict[str, Any]:
+    winners: dict[str, Any] = {}
+    for found in per_root:
+        for item in found:
+            winner = winners.get(item.name)
+            if winner is None:
+                winners[item.name] = item
+            else:
+                diagnostics.append(Diagnostic(
+                    "shadowed", f"{kind} '{item.name}' at {item.source} is shadowed by {winner.source} "
+                    f"(an earlier root wins)", item.source, extra={"name": item.name, "shadowedBy": winner.source}))
+    return dict(sorted(winners.items()))
+
+
+def build_catalog(root_paths: list[str], limits: Limits) -> Catalog:
+    diagnostics: list[Diagnostic] = []
+    roots = resolve_roots(root_paths, diagnostics)
+    instructions = [i for i in (read_instructions(r, limits, diagnostics) for r in roots) if i is not None]
+    skills = _merge("skill", [scan_skills(r, limits, diagnostics) for r in roots], diagnostics)
+    templates = _merge("template", [scan_templates(r, limits, diagnostics) for r in roots], diagnostics)
+    return Catalog(roots, instructions, skills, templates, diagnostics)

@@ -1,0 +1,48 @@
+"""The system prompt: instructions, the skill listing within a byte budget, active skill bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from harness_sidecar.activation import ActivatedSkill
+from harness_sidecar.catalog import Catalog
+
+SKILLS_HEADING = "# Skills\n\nActivate a skill with the load_skill tool when its description fits the task.\n"
+
+
+def skill_listing(entries: Iterable[tuple[str, str]], budget: int) -> tuple[str, int]:
+    """``name: description`` lines in name order, whole entries only, within ``budget`` UTF-8 bytes.
+
+    Stops at the first entry that does not fit (never packs a later, shorter one into the
+    gap). Returns the listing and how many entries were left out.
+    """
+    ordered = sorted(entries)
+    lines: list[str] = []
+    used = 0
+    for name, description in ordered:
+        line = f"{name}: {description}\n"
+        size = len(line.encode("utf-8"))
+        if used + size > budget:
+            break
+        lines.append(line)
+        used += size
+    return "".join(lines), len(ordered) - len(lines)
+
+
+def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], catalog_bytes: int) -> str:
+    sections: list[str] = []
+    for instructions in reversed(catalog.instructions):  # lowest precedence first: the project speaks last
+        sections.append(f"# Instructions ({instructions.source})\n\n{instructions.text.strip()}\n")
+    if catalog.skills:
+        listing, left_out = skill_listing(((s.name, s.description) for s in catalog.skills.values()), catalog_bytes)
+        section = SKILLS_HEADING + "\n" + listing
+        if left_out:
+            section += f"({left_out} more skill{'s' if left_out != 1 else ''} not listed: the catalog budget is full)\n"
+        sections.append(section)
+    for name in sorted(activated):
+        skill = activated[name]
+        section = f"# Active skill: {skill.name}\n\n{skill.body.strip()}\n"
+        for resource in skill.resources:
+            section += f"\n## Resource: {resource.request}\n\n{resource.content.rstrip()}\n"
+        sections.append(section)
+    return "\n".join(sections)

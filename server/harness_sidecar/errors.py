@@ -1,0 +1,90 @@
+"""JSON-RPC errors: one class per code, plus the domain errors clients branch on.
+
+Every error the sidecar answers carries ``error.data.kind`` so that a client can
+branch on a stable string instead of parsing a message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RpcError(Exception):
+    """An error that becomes a JSON-RPC ``error`` object."""
+
+    code: int = -32603
+    default_kind: str = "internal_error"
+
+    def __init__(self, message: str, kind: str | None = None, **data: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.kind = kind or self.default_kind
+        self.data = {k: v for k, v in data.items() if v is not None}
+
+    def to_error(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "data": {"kind": self.kind, **self.data}}
+
+
+class ParseError(RpcError):
+    code = -32700
+    default_kind = "parse_error"
+
+
+class InvalidRequest(RpcError):
+    code = -32600
+    default_kind = "invalid_request"
+
+
+class MethodNotFound(RpcError):
+    code = -32601
+    default_kind = "method_not_found"
+
+
+class InvalidParams(RpcError):
+    """Params of the wrong shape; ``data.field`` names the offending field."""
+
+    code = -32602
+    default_kind = "invalid_params"
+
+    def __init__(self, message: str, field: str | None = None, **data: Any) -> None:
+        super().__init__(message, "invalid_params", field=field, **data)
+
+
+class InternalError(RpcError):
+    code = -32603
+    default_kind = "internal_error"
+
+
+class ServerNotInitialized(RpcError):
+    code = -32002
+    default_kind = "not_initialized"
+
+
+class RequestCancelled(RpcError):
+    code = -32800
+    default_kind = "cancelled"
+
+
+# Domain errors: a code in -32000..-32099 per kind, so logs stay readable, but
+# clients are meant to branch on ``data.kind``.
+DOMAIN_CODES: dict[str, int] = {
+    "thread_not_found": -32001,
+    "skill_not_found": -32010,
+    "invalid_arguments": -32011,
+    "path_escape": -32012,
+    "name_mismatch": -32013,
+    "invalid_frontmatter": -32014,
+    "not_utf8": -32015,
+    "resource_not_found": -32016,
+    "too_large": -32017,
+    "template_not_found": -32020,
+    "missing_argument": -32021,
+}
+
+
+class DomainError(RpcError):
+    """A failure of the request's subject (a skill, a template, a thread), not of its shape."""
+
+    def __init__(self, kind: str, message: str, **data: Any) -> None:
+        super().__init__(message, kind, **data)
+        self.code = DOMAIN_CODES.get(kind, -32000)

@@ -1,0 +1,206 @@
+"""Frontmatter: find the ``---`` block at the top of a file and load it with safe YAML only.
+
+Discovery reads a bounded prefix of a file, never its body; the functions here work on
+that prefix and say precisely (line, column) what is wrong, so the same checks serve the
+catalog, ``harness-sidecar check`` and the LSP mode.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_sidecar.names import name_problem
+
+FIRST_CHUNK = 4096
+_OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?(?:\n|\Z)")
+_CLOSE = re.compile(rb"^---[ \t]*\r?$", re.M)
+
+
+@dataclass
+class Problem:
+    """One reason a resource cannot be used; ``line``/``column`` are 1-based when known."""
+
+    kind: str
+    message: str
+    hint: str | None = None
+    line: int | None = None
+    column: int | None = None
+    end_column: int | None = None
+
+
+@dataclass
+class Frontmatter:
+    data: dict[str, Any]
+    body_start: int  # byte offset of the first byte after the closing line
+    lines: dict[str, int] = field(default_factory=dict)  # top-level key -> 1-based line
+    end_line: int = 0  # 1-based line of the closing ---
+
+
+class FrontmatterError(Exception):
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(problem.message)
+        self.problem = problem
+
+
+def read_prefix(fd: int, max_frontmatter_bytes: int) -> tuple[bytes, bool]:
+    """Read from ``fd`` just far enough to hold the frontmatter.
+
+    Returns ``(data, eof)``. Reads ``FIRST_CHUNK`` bytes, then more only while no
+    closing line was seen and the frontmatter could still fit the limit.
+    """
+    cap = max_frontmatter_bytes + 16  # the opening and closing lines themselves
+    data = os.read(fd, min(FIRST_CHUNK, cap))
+    if len(data) < min(FIRST_CHUNK, cap):
+        return data, True
+    if not _OPEN.match(data):
+        return data, False
+    while len(data) < cap:
+        start = data.find(b"\n") + 1
+        if _CLOSE.search(data, start):
+            return data, False
+        chunk = os.read(fd, min(max(len(data), FIRST_CHUNK), cap - len(data)))
+        if not chunk:
+            return data, True
+        data += chunk
+    return data, False
+
+
+def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) -> tuple[str | None, int, int]:
+    """Locate the frontmatter in ``data``.
+
+    Returns ``(yaml_text or None, body_start_offset, closing_line_number)``.
+    Raises ``FrontmatterError`` for a missing (when required), unclosed, oversized or
+    non-UTF-8 block.
+    """
+    opening = _OPEN.match(data)
+    if not opening:
+        if required:
+            raise FrontmatterError(Problem(
+                "invalid_frontmatter", "the file does not start with a '---' line",
+                hint="start the file with '---', then 'name:' and 'description:' lines, then a closing '---'",
+                line=1, column=1,
+            ))
+        return None, 0, 0
+    start = opening.end()
+    closing = _CLOSE.search(data, start)
+    if closing is None or closing.start() - start > max_frontmatter_bytes:
+        if closing is None and eof:
+            raise FrontmatterError(Problem(
+                "invalid_frontmatter", "the frontmatter has no closing '---' line",
+                hint="add a line containing only '---' after the last frontmatter field", line=1, column=1,
+            ))
+        raise FrontmatterError(Problem(
+            "too_large", f"the frontmatter is longer than maxFrontmatterBytes ({max_frontmatter_bytes} bytes)",
+            hint="keep only name and description (and short metadata) in the frontmatter; move the rest to the body",
+            line=1, column=1,
+        ))
+    raw = data[start:closing.start()]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: start + exc.start].count(b"\n") + 1
+        raise FrontmatterError(Problem(
+            "not_utf8", f"the frontmatter is not valid UTF-8 (byte {start + exc.start})",
+            hint="save the file as UTF-8", line=line,
+        )) from None
+    body_start = closing.end()
+    if data[body_start:body_start + 1] == b"\n":
+        body_start += 1
+    closing_line = data[:closing.start()].count(b"\n") + 1
+    return text, body_start, closing_line
+
+
+def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int]]:
+    """Load ``text`` with the safe loader; return the mapping and each top-level key's line.
+
+    ``first_line`` is the 1-based file line on which ``text`` starts. Nothing but plain
+    data is ever constructed: tags such as ``!!python/object`` are errors.
+    """
+    import yaml
+
+    loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = loader_cls(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            data: Any = None
+        else:
+            data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FrontmatterError(Problem(
+            "invalid_frontmatter", f"the frontmatter is not valid YAML: {reason}",
+            hint="check quoting and indentation; a description containing ': ' needs quotes",
+            line=(mark.line + first_line) if mark else first_line,
+            column=(mark.column + 1) if mark else None,
+        )) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrontmatterError(Problem(
+            "invalid_frontmatter", f"the frontmatter must be a mapping of fields, not a {type(data).__name__}",
+            hint="write 'name: …' and 'description: …' lines", line=first_line, column=1,
+        ))
+    lines: dict[str, int] = {}
+    if node is not None and hasattr(node, "value") and isinstance(node.value, list):
+        for key_node, _ in node.value:
+            if isinstance(getattr(key_node, "value", None), str):
+                lines.setdefault(key_node.value, key_node.start_mark.line + first_line)
+    return data, lines
+
+
+def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) -> Frontmatter | None:
+    text, body_start, closing_line = split(data, eof, max_frontmatter_bytes, required)
+    if text is None:
+        return None
+    mapping, lines = load_yaml(text, 2)
+    return Frontmatter(mapping, body_start, lines, closing_line)
+
+
+def description_problem(value: object, line: int | None, required: bool) -> Problem | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str):
+        found = "missing" if value is None else f"a {type(value).__name__}"
+        return Problem("invalid_frontmatter", f"'description' must be a string (found {found})",
+                       hint="add 'description: <when to use this, in one line>'", line=line)
+    stripped = value.strip()
+    if not stripped:
+        return Problem("invalid_frontmatter", "'description' is blank",
+                       hint="say in one line when this should be used", line=line)
+    if "\n" in stripped or "\r" in stripped:
+        return Problem("invalid_frontmatter", "'description' spans several lines; it must be one line",
+                       hint="join it into one line (avoid '|' block scalars)", line=line)
+    return None
+
+
+def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
+    """Every rule a skill's frontmatter must meet, as a list of problems (empty when valid)."""
+    problems: list[Problem] = []
+    name = fm.data.get("name")
+    name_line = fm.lines.get("name", 2)
+    if name is None:
+        problems.append(Problem("invalid_frontmatter", "'name' is missing",
+                                hint=f"add 'name: {dir_name}'", line=2))
+    elif not isinstance(name, str):
+        problems.append(Problem("invalid_frontmatter", f"'name' must be a string, not {type(name).__name__}",
+                                hint=f"write 'name: {dir_name}'", line=name_line))
+    else:
+        why = name_problem(name)
+        if why:
+            problems.append(Problem("invalid_name", f"name '{name}' {why}",
+                                    hint="rename the skill (the directory and 'name:' together)", line=name_line))
+        elif name != dir_name:
+            problems.append(Problem("name_mismatch", f"name '{name}' differs from its directory '{dir_name}'",
+                                    hint=f"write 'name: {dir_name}' or rename the directory to '{name}'",
+                                    line=name_line))
+    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 2), required=True)
+    if desc:
+        problems.append(desc)
+    return problems

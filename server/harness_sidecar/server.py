@@ -1,0 +1,279 @@
+"""The JSON-RPC endpoint: lifecycle, dispatch, cancellation and the editor-bound requests.
+
+Served requests (the editor's) and sent requests (``item/tool/call``) live in separate
+tables. Every served request is answered exactly once, whatever happens: an error in a
+handler, a ``$/cancelRequest``, ``exit``, or stdin reaching EOF while it is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+from typing import Any, Callable
+
+from harness_sidecar import PROTOCOL_VERSION, SERVER_NAME, __version__
+from harness_sidecar.errors import (
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+    RequestCancelled,
+    RpcError,
+    ServerNotInitialized,
+)
+from harness_sidecar.threads import PeerError, Sidecar
+from harness_sidecar.transport import BadFrame, TooLarge, Writer
+
+logger = logging.getLogger(__name__)
+
+_NO_ID = object()
+
+
+def _id_key(request_id: Any) -> tuple[type, Any]:
+    return (type(request_id), request_id)
+
+
+class Endpoint:
+    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], Sidecar] = Sidecar) -> None:
+        self.writer = writer
+        self.service = service_factory(self)
+        self.initialized = False
+        self.shutting_down = False
+        self.eof = False
+        self._served: dict[tuple[type, Any], asyncio.Task] = {}
+        self._sent: dict[int, asyncio.Future] = {}
+        self._sent_ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.exit_code: asyncio.Future[int] | None = None
+
+    # -- entry points ----------------------------------------------------------------------
+
+    async def serve(self, start_reader: Callable[[Callable[[list[Any]], None]], None]) -> int:
+        """Serve until ``exit`` or EOF; return the process exit code."""
+        self._loop = asyncio.get_running_loop()
+        self.exit_code = self._loop.create_future()
+        loop = self._loop
+        start_reader(lambda batch: loop.call_soon_threadsafe(self.receive_batch, batch))
+        return await self.exit_code
+
+    def receive_batch(self, batch: list[Any]) -> None:
+        for item in batch:
+            if self.exit_code is not None and self.exit_code.done():
+                return
+            try:
+                self.receive(item)
+            except Exception:  # noqa: BLE001 - one bad message must never end the session
+                logger.exception("failed to handle an incoming message")
+
+    def receive(self, item: Any) -> None:
+        if isinstance(item, EOFError):
+            self._on_eof()
+        elif isinstance(item, TooLarge):
+            size = f" ({item.size} bytes)" if item.size is not None else ""
+            self.send_error(None, InvalidRequest(f"message too large{size}: the limit is 16 MiB", "too_large"))
+        elif isinstance(item, BadFrame):
+            self.send_error(None, ParseError(f"bad Content-Length frame: {item.reason}"))
+        else:
+            self.receive_frame(item)
+
+    def receive_frame(self, raw: bytes) -> None:
+        try:
+            message = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
+            return
+        except ValueError as exc:
+            self.send_error(None, ParseError(f"malformed JSON: {exc}"))
+            return
+        if isinstance(message, list):
+            self.send_error(None, InvalidRequest("batches (JSON arrays) are not supported; send one object per line"))
+            return
+        if not isinstance(message, dict):
+            self.send_error(None, InvalidRequest(f"a message must be a JSON object, not {type(message).__name__}"))
+            return
+        request_id = message.get("id", _NO_ID)
+        if request_id is not _NO_ID and (not isinstance(request_id, (int, str)) or isinstance(request_id, bool)):
+            self.send_error(None, InvalidRequest("'id' must be an integer or a string"))
+            return
+        usable_id = None if request_id is _NO_ID else request_id
+        if "jsonrpc" in message and message["jsonrpc"] != "2.0":
+            self.send_error(usable_id, InvalidRequest("'jsonrpc' must be \"2.0\" when present"))
+            return
+        method = message.get("method")
+        if method is None:
+            if request_id is not _NO_ID and ("result" in message or "error" in message):
+                self._on_response(request_id, message)
+            else:
+                self.send_error(usable_id, InvalidRequest("a request needs a 'method'"))
+            return
+        if not isinstance(method, str):
+            self.send_error(usable_id, InvalidRequest("'method' must be a string"))
+            return
+        params = message.get("params", {})
+        if request_id is _NO_ID:
+            self._on_notification(method, params)
+        else:
+            self._on_request(request_id, method, params)
+
+    # -- served requests ----------------------------------------------------------------------
+
+    def _on_request(self, request_id: Any, method: str, params: Any) -> None:
+        if method == "initialize":
+            self._initialize(request_id, params)
+            return
+        if not self.initialized:
+            self.send_error(request_id, ServerNotInitialized(f"'{method}' before 'initialize'"))
+            return
+        if self.shutting_down:
+            self.send_error(request_id, InvalidRequest(f"'{method}' after 'shutdown'", "shutting_down"))
+            return
+        key = _id_key(request_id)
+        if key in self._served:
+            self.send_error(request_id, InvalidRequest(f"request id {request_id!r} is already in flight",
+                                                       "duplicate_id"))
+            return
+        if method == "shutdown":
+            self.shutting_down = True
+            handler = self._shutdown
+        else:
+            handler = self.service.methods.get(method)  # type: ignore[assignment]
+            if handler is None:
+                self.send_error(request_id, MethodNotFound(f"unknown method '{method}'"))
+                return
+        if params is None:
+            params = {}
+        if not isinstance(params, dict):
+            self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
+            return
+        assert self._loop is not None
+        self._served[key] = self._loop.create_task(self._answer(request_id, method, handler, params))
+
+    async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
+        try:
+            result = await handler(params)
+        except asyncio.CancelledError:
+            self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
+        except RpcError as exc:
+            self.send_error(request_id, exc)
+        except Exception as exc:  # noqa: BLE001
+            logger.exception("%s failed", method)
+            self.send_error(request_id, InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}"))
+        else:
+            self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+        finally:
+            self._served.pop(_id_key(request_id), None)
+            self._maybe_finish()
+
+    def _initialize(self, request_id: Any, params: Any) -> None:
+        if params is not None and not isinstance(params, dict):
+            self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
+            return
+        if self.initialized:
+            self.send_error(request_id, InvalidRequest("'initialize' was already called", "already_initialized"))
+            return
+        params = params or {}
+        version = params.get("protocolVersion")
+        if version is not None and version != PROTOCOL_VERSION:
+            logger.warning("client asked for protocol %r; serving protocol %s", version, PROTOCOL_VERSION)
+        self.initialized = True
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": {
+            "serverInfo": {"name": SERVER_NAME, "version": __version__},
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {
+                "framing": self.writer.framing,
+                "methods": sorted([*self.service.methods, "shutdown"]),
+                "notifications": ["thread/diagnostic"],
+                "clientRequests": ["item/tool/call"],
+                "cancellation": True,
+            },
+        }})
+
+    async def _shutdown(self, params: dict) -> None:
+        others = [t for t in self._served.values() if t is not asyncio.current_task()]
+        if others:
+            await asyncio.wait(others)
+        return None
+
+    # -- notifications ------------------------------------------------------------------------
+
+    def _on_notification(self, method: str, params: Any) -> None:
+        if method == "exit":
+            self._exit(0 if self.shutting_down else 1)
+        elif method == "$/cancelRequest":
+            target = params.get("id") if isinstance(params, dict) else None
+            task = self._served.get(_id_key(target)) if isinstance(target, (int, str)) else None
+            if task is not None:
+                task.cancel()
+        elif method == "initialized":
+            pass
+        else:
+            logger.debug("ignoring notification %s", method)
+
+    def _exit(self, code: int) -> None:
+        assert self.exit_code is not None
+        pending = list(self._served.values())
+        for task in pending:
+            task.cancel()
+        if pending:
+            asyncio.ensure_future(self._exit_after(pending, code))
+        elif not self.exit_code.done():
+            self.exit_code.set_result(code)
+
+    async def _exit_after(self, pending: list[asyncio.Task], code: int) -> None:
+        await asyncio.wait(pending)
+        if self.exit_code is not None and not self.exit_code.done():
+            self.exit_code.set_result(code)
+
+    def _on_eof(self) -> None:
+        self.eof = True
+        for future in self._sent.values():
+            if not future.done():
+                future.set_exception(PeerError("the editor closed stdin"))
+        self._maybe_finish()
+
+    def _maybe_finish(self) -> None:
+        if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done():
+            self.exit_code.set_result(0)
+
+    # -- sent requests and notifications (the Peer the methods use) -----------------------------
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
+        if self.eof or self.writer.broken:
+            raise PeerError("the editor is gone")
+        assert self._loop is not None
+        request_id = next(self._sent_ids)
+        future = self._loop.create_future()
+        self._sent[request_id] = future
+        try:
+            self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            return await asyncio.wait_for(future, timeout_s)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"no answer to {method} within {timeout_s:g} s") from None
+        finally:
+            self._sent.pop(request_id, None)
+
+    def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
+        future = self._sent.get(request_id) if isinstance(request_id, int) else None
+        if future is None or future.done():
+            logger.info("ignoring a response to unknown or expired request %r", request_id)
+            return
+        if "error" in message:
+            error = message["error"]
+            text = error.get("message") if isinstance(error, dict) else None
+            future.set_exception(PeerError(str(text or error)))
+        else:
+            future.set_result(message.get("result"))
+
+    # -- output --------------------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.writer.write(message)
+
+    def send_error(self, request_id: Any, error: RpcError) -> None:
+        self.send({"jsonrpc": "2.0", "id": request_id, "error": error.to_error()})

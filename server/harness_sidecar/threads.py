@@ -1,0 +1,201 @@
+"""Threads: the sidecar's methods, independent of the transport that carries them.
+
+A thread owns its catalog snapshot, its trusted extensions, its tools and hooks and its
+activated skills; nothing is shared between threads. ``Sidecar.methods`` maps each wire
+method to a coroutine taking the params object, so the JSONL endpoint and the LSP mode
+serve the very same implementation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Protocol
+
+from harness_sidecar import params as P
+from harness_sidecar.activation import ActivatedSkill, activate, check_skill_name
+from harness_sidecar.catalog import Catalog, Limits, build_catalog
+from harness_sidecar.context import build_system_prompt
+from harness_sidecar.errors import DomainError, InvalidParams
+from harness_sidecar.hooks import HookFault
+from harness_sidecar.params import ToolCall
+from harness_sidecar.templates import render
+from harness_sidecar.tools import Tool, ToolRegistry, ToolResult, call_tool
+
+logger = logging.getLogger(__name__)
+
+LOAD_SKILL_SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "description": "The skill's name, as listed in the catalog."}},
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+
+class PeerError(Exception):
+    """The editor answered a reverse request with an error, or cannot answer any more."""
+
+
+class Peer(Protocol):
+    """What a transport offers the methods: notifications and reverse requests to the editor."""
+
+    def notify(self, method: str, params: dict[str, Any]) -> None: ...
+
+    async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any: ...
+
+
+@dataclass
+class Thread:
+    id: str
+    catalog: Catalog
+    limits: Limits
+    registry: ToolRegistry
+    extensions: list[Any] = field(default_factory=list)  # ExtensionSource, in catalog order
+    activated: dict[str, ActivatedSkill] = field(default_factory=dict)
+
+
+class Sidecar:
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.threads: dict[str, Thread] = {}
+        self._ids = itertools.count(1)
+        self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
+            "thread/start": self.thread_start,
+            "thread/close": self.thread_close,
+            "skills/activate": self.skills_activate,
+            "templates/render": self.templates_render,
+            "context/build": self.context_build,
+            "tools/list": self.tools_list,
+            "tools/call": self.tools_call,
+        }
+
+    def thread(self, params: dict[str, Any]) -> Thread:
+        thread_id = P.thread_id(params)
+        thread = self.threads.get(thread_id)
+        if thread is None:
+            raise DomainError("thread_not_found", f"no open thread '{thread_id}'", threadId=thread_id)
+        return thread
+
+    # -- threads -------------------------------------------------------------------------
+
+    async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
+        start = P.parse_thread_start(params)
+        thread_id = f"thread-{next(self._ids)}"
+        registry = ToolRegistry()
+        limits = start.limits
+        holder: dict[str, Thread] = {}
+        registry.tools["load_skill"] = Tool(
+            "load_skill", "Activate a skill by name: its instructions and files become part of the context.",
+            LOAD_SKILL_SCHEMA, "builtin", self._load_skill_runner(holder))
+        for i, dynamic in enumerate(start.dynamic_tools):
+            if dynamic.name in registry.tools:
+                raise InvalidParams(f"'dynamicTools[{i}].name': tool '{dynamic.name}' is already declared",
+                                    f"dynamicTools[{i}].name")
+            registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
+                                                self._dynamic_runner(thread_id, limits))
+        catalog = build_catalog(start.roots, limits)
+        from harness_sidecar import extensions  # extension machinery only when a thread starts
+
+        found = extensions.discover(catalog.roots, start.extensions, limits, catalog.diagnostics)
+        await extensions.load_trusted(found, start.trusted_extensions, registry, limits, catalog.diagnostics)
+        thread = Thread(thread_id, catalog, limits, registry, list(found.values()))
+        holder["thread"] = thread
+        self.threads[thread_id] = thread
+        wire_catalog = catalog.to_wire()
+        wire_catalog["extensions"] = [e.to_wire() for e in thread.extensions]
+        return {"threadId": thread_id, "catalog": wire_catalog, "tools": registry.to_wire(),
+                "diagnostics": [d.to_wire() for d in catalog.diagnostics]}
+
+    async def thread_close(self, params: dict[str, Any]) -> None:
+        thread = self.thread(params)
+        del self.threads[thread.id]
+        from harness_sidecar import extensions
+
+        for source in thread.extensions:
+            extensions.unload(source)
+        return None
+
+    # -- skills, templates, context ----------------------------------------------------------
+
+    async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = self.thread(params)
+        name = P.require(params, "name", str)
+        resources = P.require(params, "resources", list, optional=True, default=[])
+        for i, request in enumerate(resources):
+            if not isinstance(request, str):
+                raise InvalidParams(f"'resources[{i}]' must be a string", f"resources[{i}]")
+        skill = activate(thread.catalog, name, resources, thread.limits)
+        thread.activated[skill.name] = skill
+        return {"skill": skill.to_wire()}
+
+    async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = self.thread(params)
+        name = P.require(params, "name", str)
+        arguments = P.require(params, "arguments", dict, optional=True, default={})
+        return {"message": render(thread.catalog, name, arguments, thread.limits)}
+
+    async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = self.thread(params)
+        return {"systemPrompt": build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)}
+
+    # -- tools -------------------------------------------------------------------------------
+
+    async def tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"tools": self.thread(params).registry.to_wire()}
+
+    async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = self.thread(params)
+        call = P.parse_tool_call(params)
+
+        def report(fault: HookFault) -> None:
+            self.peer.notify("thread/diagnostic", {"threadId": thread.id, "extensionId": fault.extension_id,
+                                                   "hook": fault.hook, "kind": fault.kind, "message": fault.message})
+
+        result = await call_tool(thread.registry, thread.id, call, thread.limits.hook_timeout_ms / 1000, report)
+        return {"result": result.to_wire()}
+
+    def _load_skill_runner(self, holder: dict[str, Thread]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+        async def run(call: ToolCall) -> ToolResult:
+            thread = holder["thread"]
+            extra = sorted(set(call.arguments) - {"name"})
+            if extra or "name" not in call.arguments:
+                why = f"unexpected field(s) {', '.join(extra)}" if extra else "'name' is required"
+                return ToolResult.error(call, f"load_skill takes exactly {{name}}: {why}", kind="invalid_arguments")
+            try:
+                check_skill_name(call.arguments["name"])
+                skill = activate(thread.catalog, call.arguments["name"], [], thread.limits)
+            except DomainError as exc:
+                return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
+            thread.activated[skill.name] = skill
+            return ToolResult.text(call, skill.body, skill=skill.name, source=skill.source)
+        return run
+
+    def _dynamic_runner(self, thread_id: str, limits: Limits) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+        timeout_s = limits.dynamic_tool_timeout_ms / 1000
+
+        async def run(call: ToolCall) -> ToolResult:
+            request = {"threadId": thread_id, "callId": call.id, "tool": call.name, "arguments": call.arguments}
+            try:
+                answer = await self.peer.request("item/tool/call", request, timeout_s)
+            except TimeoutError:
+                return ToolResult.error(call, f"the editor did not answer item/tool/call within "
+                                              f"{limits.dynamic_tool_timeout_ms} ms", kind="timeout")
+            except PeerError as exc:
+                return ToolResult.error(call, f"the editor failed the tool call: {exc}", kind="editor_error")
+            return dynamic_result(call, answer)
+        return run
+
+
+def dynamic_result(call: ToolCall, answer: Any) -> ToolResult:
+    """Turn the editor's ``{contentItems, success}`` answer into a tool result."""
+    items = answer.get("contentItems") if isinstance(answer, dict) else None
+    success = answer.get("success") if isinstance(answer, dict) else None
+    if not isinstance(items, list) or not isinstance(success, bool) or not all(
+            isinstance(i, dict) and i.get("type") in ("inputText", "text") and isinstance(i.get("text"), str)
+            for i in items):
+        return ToolResult.error(call, "the editor's answer to item/tool/call is malformed: expected "
+                                      "{contentItems: [{type: 'inputText', text}], success: bool}",
+                                kind="malformed_answer")
+    content = [{"type": "text", "text": i["text"]} for i in items]
+    return ToolResult(call.id, call.name, content, {}, not success)

@@ -1,0 +1,231 @@
+"""Byte transport: claim stdout, frame messages (JSONL or Content-Length), write them whole.
+
+Reading happens on a thread doing blocking ``os.read`` on fd 0, which works for every
+kind of stdin (pipe, file, terminal, socket); complete frames are handed to the event
+loop in batches. Framing is decided by the first non-blank input: ``Content-Length:``
+selects LSP base-protocol framing for the whole session, both ways; anything else is
+JSONL. Lines are split on ``\\n`` bytes only (never on U+2028 inside a string).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+from typing import Any, Callable
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+READ_CHUNK = 256 * 1024
+JSONL = "jsonl"
+CONTENT_LENGTH = "content-length"
+_HEADER = b"content-length:"
+MAX_HEADER_BYTES = 8192
+
+
+class TooLarge:
+    """A frame longer than ``MAX_MESSAGE_BYTES``; it was skipped."""
+
+    def __init__(self, size: int | None) -> None:
+        self.size = size
+
+
+class BadFrame:
+    """Content-Length headers that cannot be parsed."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def claim_stdout() -> int:
+    """Keep the real stdout for the protocol and point fd 1 (and ``sys.stdout``) at stderr.
+
+    After this, a ``print`` in an extension, a C library writing to fd 1 or a child
+    process inheriting it all land in the log, never in the protocol stream.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    protocol_fd = os.dup(1)
+    os.set_inheritable(protocol_fd, False)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return protocol_fd
+
+
+class Writer:
+    """Writes whole frames to the protocol fd under a lock; nothing is buffered, nothing needs a flush."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.framing = JSONL
+        self._lock = threading.Lock()
+        self.broken = False
+
+    def encode(self, message: dict[str, Any]) -> bytes:
+        try:
+            body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from \ud800 in the input: escape everything
+            body = json.dumps(message, separators=(",", ":")).encode("ascii")
+        if self.framing == CONTENT_LENGTH:
+            return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+        return body + b"\n"
+
+    def write(self, message: dict[str, Any]) -> None:
+        self.write_bytes(self.encode(message))
+
+    def write_bytes(self, data: bytes) -> None:
+        with self._lock:
+            if self.broken:
+                return
+            view = memoryview(data)
+            try:
+                while view:
+                    written = os.write(self.fd, view)
+                    view = view[written:]
+            except OSError as exc:  # the editor closed our stdout: nothing more can be said
+                self.broken = True
+                logger.warning("cannot write to the protocol stream: %s", exc)
+
+
+class Reader:
+    """Splits fd input into frames on a daemon thread and delivers them in batches."""
+
+    def __init__(self, fd: int, deliver: Callable[[list[Any]], None], on_framing: Callable[[str], None]) -> None:
+        self.fd = fd
+        self.deliver = deliver  # called from the reader thread; must be thread-safe
+        self.on_framing = on_framing
+        self.framing: str | None = None
+
+    def start(self) -> None:
+        threading.Thread(target=self._run, name="harness-stdin", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # noqa: BLE001 - a reader bug must still end the session cleanly
+            logger.exception("stdin reader failed")
+        self.deliver([EOFError()])
+
+    def _read(self) -> bytes:
+        try:
+            return os.read(self.fd, READ_CHUNK)
+        except OSError as exc:
+            logger.warning("cannot read stdin: %s", exc)
+            return b""
+
+    def _loop(self) -> None:
+        buf = bytearray()
+        while self.framing is None:
+            chunk = self._read()
+            if not chunk:
+                if buf.strip():
+                    self._set_framing(JSONL)
+                    break
+                return
+            buf += chunk
+            head = bytes(buf.lstrip()[: len(_HEADER)]).lower()
+            if len(head) >= len(_HEADER) or (head and not _HEADER.startswith(head)) or b"\n" in head:
+                self._set_framing(CONTENT_LENGTH if head.startswith(_HEADER) else JSONL)
+        if self.framing == JSONL:
+            self._jsonl(buf)
+        else:
+            self._content_length(buf)
+
+    def _set_framing(self, framing: str) -> None:
+        self.framing = framing
+        self.on_framing(framing)
+
+    def _jsonl(self, buf: bytearray) -> None:
+        discarding = False
+        chunk: bytes = b"x"
+        searched = 0  # bytes at the front of buf already known to hold no newline
+        while True:
+            out: list[Any] = []
+            start = 0
+            while True:
+                newline = buf.find(b"\n", start if start else searched)
+                if newline < 0:
+                    break
+                if discarding:
+                    discarding = False
+                elif newline > start:
+                    line = bytes(buf[start:newline])
+                    if line.strip():
+                        out.append(line)
+                start = newline + 1
+            del buf[:start]
+            if not discarding and len(buf) > MAX_MESSAGE_BYTES:
+                out.append(TooLarge(None))
+                discarding = True
+            if discarding:
+                buf.clear()
+            searched = len(buf)
+            if out:
+                self.deliver(out)
+            if not chunk:
+                break
+            chunk = self._read()
+            if not chunk:
+                if buf.strip() and not discarding:  # a last line without its newline
+                    buf += b"\n"
+                    continue
+                return
+            buf += chunk
+
+    def _content_length(self, buf: bytearray) -> None:
+        skip = 0
+        eof = False
+        while True:
+            out: list[Any] = []
+            while True:
+                if skip:
+                    dropped = min(skip, len(buf))
+                    del buf[:dropped]
+                    skip -= dropped
+                    if skip:
+                        break
+                stripped = len(buf) - len(buf.lstrip())
+                if stripped:
+                    del buf[:stripped]
+                end = buf.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(buf) > MAX_HEADER_BYTES:
+                        out.append(BadFrame("headers longer than 8 KiB without a blank line"))
+                        buf.clear()
+                    break
+                headers = bytes(buf[:end]).decode("ascii", "replace").split("\r\n")
+                length = None
+                for header in headers:
+                    key, _, value = header.partition(":")
+                    if key.strip().lower() == "content-length":
+                        try:
+                            length = int(value.strip())
+                        except ValueError:
+                            length = None
+                if length is None or length < 0:
+                    out.append(BadFrame(f"no valid Content-Length in headers {headers!r}"))
+                    del buf[: end + 4]
+                    continue
+                if length > MAX_MESSAGE_BYTES:
+                    out.append(TooLarge(length))
+                    del buf[: end + 4]
+                    skip = length
+                    continue
+                if len(buf) < end + 4 + length:
+                    break
+                out.append(bytes(buf[end + 4: end + 4 + length]))
+                del buf[: end + 4 + length]
+            if out:
+                self.deliver(out)
+            if eof:
+                return
+            chunk = self._read()
+            if not chunk:
+                eof = True
+                continue
+            buf += chunk
