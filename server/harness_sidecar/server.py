@@ -43,10 +43,12 @@ class Endpoint:
         self.initialized = False
         self.shutting_down = False
         self.eof = False
+        self.exiting = False
         self._served: dict[tuple[type, Any], asyncio.Task] = {}
         self._sent: dict[int, asyncio.Future] = {}
         self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._shutdown_task: asyncio.Task | None = None
         self.exit_code: asyncio.Future[int] | None = None
 
     # -- entry points ----------------------------------------------------------------------
@@ -61,8 +63,8 @@ class Endpoint:
 
     def receive_batch(self, batch: list[Any]) -> None:
         for item in batch:
-            if self.exit_code is not None and self.exit_code.done():
-                return
+            if self.exiting:
+                return  # nothing is read after 'exit'
             try:
                 self.receive(item)
             except Exception:  # noqa: BLE001 - one bad message must never end the session
@@ -149,7 +151,18 @@ class Endpoint:
             self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
             return
         assert self._loop is not None
-        self._served[key] = self._loop.create_task(self._answer(request_id, method, handler, params))
+        task = self._loop.create_task(self._answer(request_id, method, handler, params))
+        task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method))
+        self._served[key] = task
+        if method == "shutdown":
+            self._shutdown_task = task
+
+    def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str) -> None:
+        # A task cancelled before its first step never runs _answer: answer for it here.
+        if task.cancelled():
+            self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
+            self._served.pop(_id_key(request_id), None)
+            self._maybe_finish()
 
     async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
         try:
@@ -214,9 +227,11 @@ class Endpoint:
 
     def _exit(self, code: int) -> None:
         assert self.exit_code is not None
+        self.exiting = True
         pending = list(self._served.values())
         for task in pending:
-            task.cancel()
+            if task is not self._shutdown_task:  # a queued shutdown still answers null
+                task.cancel()
         if pending:
             asyncio.ensure_future(self._exit_after(pending, code))
         elif not self.exit_code.done():

@@ -8,6 +8,7 @@ serve the very same implementation.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ class Sidecar:
         self.peer = peer
         self.threads: dict[str, Thread] = {}
         self._ids = itertools.count(1)
+        self._starting: dict[str, asyncio.Future] = {}
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "thread/start": self.thread_start,
             "thread/close": self.thread_close,
@@ -70,8 +72,16 @@ class Sidecar:
             "tools/call": self.tools_call,
         }
 
-    def thread(self, params: dict[str, Any]) -> Thread:
+    async def thread(self, params: dict[str, Any]) -> Thread:
+        """The open thread named by ``params.threadId``.
+
+        A request pipelined behind the ``thread/start`` that creates its thread waits for
+        that start to finish, so a session piped by hand behaves as it reads.
+        """
         thread_id = P.thread_id(params)
+        starting = self._starting.get(thread_id)
+        if starting is not None:
+            await asyncio.shield(starting)
         thread = self.threads.get(thread_id)
         if thread is None:
             raise DomainError("thread_not_found", f"no open thread '{thread_id}'", threadId=thread_id)
@@ -81,17 +91,29 @@ class Sidecar:
 
     async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
         start = P.parse_thread_start(params)
+        seen = {"load_skill"}
+        for i, dynamic in enumerate(start.dynamic_tools):
+            if dynamic.name in seen:
+                raise InvalidParams(f"'dynamicTools[{i}].name': tool '{dynamic.name}' is already declared",
+                                    f"dynamicTools[{i}].name")
+            seen.add(dynamic.name)
         thread_id = f"thread-{next(self._ids)}"
+        starting = asyncio.get_running_loop().create_future()
+        self._starting[thread_id] = starting
+        try:
+            return await self._start(thread_id, start)
+        finally:
+            del self._starting[thread_id]
+            starting.set_result(None)
+
+    async def _start(self, thread_id: str, start: P.ThreadStartParams) -> dict[str, Any]:
         registry = ToolRegistry()
         limits = start.limits
         holder: dict[str, Thread] = {}
         registry.tools["load_skill"] = Tool(
             "load_skill", "Activate a skill by name: its instructions and files become part of the context.",
             LOAD_SKILL_SCHEMA, "builtin", self._load_skill_runner(holder))
-        for i, dynamic in enumerate(start.dynamic_tools):
-            if dynamic.name in registry.tools:
-                raise InvalidParams(f"'dynamicTools[{i}].name': tool '{dynamic.name}' is already declared",
-                                    f"dynamicTools[{i}].name")
+        for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 self._dynamic_runner(thread_id, limits))
         catalog = build_catalog(start.roots, limits)
@@ -108,7 +130,7 @@ class Sidecar:
                 "diagnostics": [d.to_wire() for d in catalog.diagnostics]}
 
     async def thread_close(self, params: dict[str, Any]) -> None:
-        thread = self.thread(params)
+        thread = await self.thread(params)
         del self.threads[thread.id]
         from harness_sidecar import extensions
 
@@ -119,7 +141,7 @@ class Sidecar:
     # -- skills, templates, context ----------------------------------------------------------
 
     async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = self.thread(params)
+        thread = await self.thread(params)
         name = P.require(params, "name", str)
         resources = P.require(params, "resources", list, optional=True, default=[])
         for i, request in enumerate(resources):
@@ -130,22 +152,22 @@ class Sidecar:
         return {"skill": skill.to_wire()}
 
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = self.thread(params)
+        thread = await self.thread(params)
         name = P.require(params, "name", str)
         arguments = P.require(params, "arguments", dict, optional=True, default={})
         return {"message": render(thread.catalog, name, arguments, thread.limits)}
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = self.thread(params)
+        thread = await self.thread(params)
         return {"systemPrompt": build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)}
 
     # -- tools -------------------------------------------------------------------------------
 
     async def tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": self.thread(params).registry.to_wire()}
+        return {"tools": (await self.thread(params)).registry.to_wire()}
 
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = self.thread(params)
+        thread = await self.thread(params)
         call = P.parse_tool_call(params)
 
         def report(fault: HookFault) -> None:

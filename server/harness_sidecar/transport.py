@@ -153,6 +153,8 @@ class Reader:
                     break
                 if discarding:
                     discarding = False
+                elif newline - start > MAX_MESSAGE_BYTES:
+                    out.append(TooLarge(newline - start))
                 elif newline > start:
                     line = bytes(buf[start:newline])
                     if line.strip():

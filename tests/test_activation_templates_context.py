@@ -1,0 +1,186 @@
+"""Activation, template rendering and the system prompt, on temporary trees (no process)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness_sidecar.activation import activate
+from harness_sidecar.catalog import Limits, build_catalog
+from harness_sidecar.context import build_system_prompt, skill_listing
+from harness_sidecar.errors import DomainError
+from harness_sidecar.templates import render, render_text
+from helpers import add_skill, write
+
+LIMITS = Limits()
+
+
+def kind_of(fn, *args) -> str:
+    with pytest.raises(DomainError) as info:
+        fn(*args)
+    return info.value.kind
+
+
+@pytest.fixture
+def review(tree):
+    root = tree("project")
+    add_skill(root, "review", "Use when reviewing.", "\n\n  \nFirst line of the body.\nSecond.\n")
+    write(root / "skills/review/references/checklist.md", "- check one\n")
+    write(root / "skills/review/notes.md", "notes\n")
+    write(root / "skills/review-old/secret.md", "sibling secret\n")
+    write(root / "private.md", "root secret\n")
+    return root
+
+
+def test_body_is_read_on_activation_without_leading_blank_lines(review):
+    catalog = build_catalog([str(review)], LIMITS)
+    skill = activate(catalog, "review", [], LIMITS)
+    assert skill.body == "First line of the body.\nSecond.\n"
+    assert (skill.name, skill.description, skill.root) == ("review", "Use when reviewing.", str(review))
+
+
+def test_resources_in_request_order_deduplicated_with_canonical_sources(review):
+    catalog = build_catalog([str(review)], LIMITS)
+    skill = activate(catalog, "review", ["notes.md", "references/checklist.md", "notes.md",
+                                         "references/../notes.md"], LIMITS)
+    assert [(r.request, r.content) for r in skill.resources] == [
+        ("notes.md", "notes\n"), ("references/checklist.md", "- check one\n"), ("references/../notes.md", "notes\n")]
+    assert skill.resources[1].source == os.path.realpath(review / "skills/review/references/checklist.md")
+
+
+@pytest.mark.parametrize("request_path", [
+    "../review-old/secret.md",  # sibling with a shared prefix
+    "../../private.md",
+    "references/../../../private.md",
+    "/etc/passwd",
+])
+def test_resource_escapes_are_refused(review, request_path):
+    catalog = build_catalog([str(review)], LIMITS)
+    assert kind_of(activate, catalog, "review", [request_path], LIMITS) == "path_escape"
+
+
+def test_resource_link_out_of_the_skill_is_refused(review):
+    os.symlink(review / "private.md", review / "skills/review/link.md")
+    os.symlink(review / "skills/review-old", review / "skills/review/old")
+    catalog = build_catalog([str(review)], LIMITS)
+    assert kind_of(activate, catalog, "review", ["link.md"], LIMITS) == "path_escape"
+    assert kind_of(activate, catalog, "review", ["old/secret.md"], LIMITS) == "path_escape"
+
+
+def test_missing_resource_and_unknown_skill(review):
+    catalog = build_catalog([str(review)], LIMITS)
+    assert kind_of(activate, catalog, "review", ["nope.md"], LIMITS) == "resource_not_found"
+    assert kind_of(activate, catalog, "nothing", [], LIMITS) == "skill_not_found"
+    assert kind_of(activate, catalog, "../review", [], LIMITS) == "invalid_arguments"
+
+
+def test_failed_activation_leaves_no_partial_state(review):
+    catalog = build_catalog([str(review)], LIMITS)
+    with pytest.raises(DomainError):
+        activate(catalog, "review", ["notes.md", "../../private.md"], LIMITS)
+
+
+def test_changes_after_the_snapshot_are_rechecked(review, tree):
+    catalog = build_catalog([str(review)], LIMITS)
+    skill_md = review / "skills/review/SKILL.md"
+    skill_md.write_text("---\nname: renamed\ndescription: d\n---\nbody\n")
+    assert kind_of(activate, catalog, "review", [], LIMITS) == "name_mismatch"
+    skill_md.write_text("---\nname: review\ndescription: d\n---\nnew body\n")
+    assert activate(catalog, "review", [], LIMITS).body == "new body\n"  # read afresh every time
+    skill_md.write_bytes(b"---\nname: review\ndescription: d\n---\n\xff\n")
+    assert kind_of(activate, catalog, "review", [], LIMITS) == "not_utf8"
+
+
+def test_skill_directory_renamed_after_start(review):
+    catalog = build_catalog([str(review)], LIMITS)
+    os.rename(review / "skills/review", review / "skills/review-new")
+    assert kind_of(activate, catalog, "review", [], LIMITS) == "skill_not_found"
+
+
+def test_skill_directory_replaced_by_an_escaping_link_after_start(review, tree):
+    outside = tree("outside")
+    add_skill(outside, "review", body="attacker body\n")
+    catalog = build_catalog([str(review)], LIMITS)
+    shutil.rmtree(review / "skills/review")
+    os.symlink(outside / "skills/review", review / "skills/review")
+    assert kind_of(activate, catalog, "review", [], LIMITS) == "path_escape"
+
+
+def test_oversized_resource(review):
+    write(review / "skills/review/big.md", "x" * 2000)
+    catalog = build_catalog([str(review)], LIMITS)
+    assert kind_of(activate, catalog, "review", ["big.md"], Limits(max_file_bytes=1000)) == "too_large"
+
+
+# -- templates ---------------------------------------------------------------------------------
+
+def test_placeholder_grammar():
+    text = "{{a}} {{ a }} {{1x}} {{a}}{{b_2}} {{{a}}} {{a-b}}"
+    assert render_text(text, {"a": "A", "b_2": "B", "extra": "ignored"}) == "A {{ a }} {{1x}} AB {A} {{a-b}}"
+
+
+def test_values_are_inserted_as_is_and_never_rescanned():
+    assert render_text("{{a}} {{b}}", {"a": "{{b}}", "b": "$1 \\g<0>"}) == "{{b}} $1 \\g<0>"
+
+
+def test_missing_and_non_string_arguments():
+    with pytest.raises(DomainError) as info:
+        render_text("{{path}} {{focus}}", {"path": "x"})
+    assert info.value.kind == "missing_argument" and info.value.data["variable"] == "focus"
+    with pytest.raises(DomainError) as info:
+        render_text("{{n}}", {"n": 3})
+    assert info.value.kind == "invalid_arguments"
+
+
+def test_render_reads_the_template_again(tree):
+    root = tree("r")
+    path = write(root / "templates/ask.md", "---\ndescription: Ask.\n---\n\nAsk about {{topic}}.\n")
+    catalog = build_catalog([str(root)], LIMITS)
+    assert render(catalog, "ask", {"topic": "parsers"}, LIMITS) == {"role": "user", "content": "Ask about parsers.\n"}
+    path.write_text("Changed {{topic}}")
+    assert render(catalog, "ask", {"topic": "x"}, LIMITS)["content"] == "Changed x"
+    path.unlink()
+    assert kind_of(render, catalog, "ask", {}, LIMITS) == "template_not_found"
+    assert kind_of(render, catalog, "nope", {}, LIMITS) == "template_not_found"
+
+
+# -- context -----------------------------------------------------------------------------------
+
+def test_listing_counts_utf8_bytes_and_stops_at_the_first_entry_that_does_not_fit():
+    entries = [("a", "é" * 10), ("b", "long " * 10), ("c", "x")]
+    first = len(("a: " + "é" * 10 + "\n").encode("utf-8"))  # 3 + 20 + 1 bytes, 14 characters
+    assert first == 24
+    listing, left_out = skill_listing(entries, first + 5)
+    assert listing == "a: " + "é" * 10 + "\n" and left_out == 2  # "c: x" would fit but is never packed in
+    listing, left_out = skill_listing(entries, first - 1)
+    assert listing == "" and left_out == 3
+
+
+def test_system_prompt_order_and_only_active_bodies(tree):
+    project, user = tree("project"), tree("user")
+    write(project / "AGENTS.md", "PROJECT RULES")
+    write(user / "AGENTS.md", "USER RULES")
+    add_skill(project, "zed", "Zed skill.", "ZED BODY\n")
+    add_skill(project, "alpha", "Alpha skill.", "ALPHA BODY\n")
+    add_skill(user, "inactive", "Never active.", "INACTIVE BODY\n")
+    write(project / "skills/alpha/ref.md", "ALPHA REF")
+    catalog = build_catalog([str(project), str(user)], LIMITS)
+    activated = {"zed": activate(catalog, "zed", [], LIMITS), "alpha": activate(catalog, "alpha", ["ref.md"], LIMITS)}
+    prompt = build_system_prompt(catalog, activated, 8000)
+    order = [prompt.index(s) for s in ["USER RULES", "PROJECT RULES", "alpha: Alpha skill.", "inactive: Never",
+                                       "zed: Zed skill.", "ALPHA BODY", "ALPHA REF", "ZED BODY"]]
+    assert order == sorted(order)
+    assert "INACTIVE BODY" not in prompt
+
+
+def test_system_prompt_notes_left_out_skills(tree):
+    root = tree("r")
+    for i in range(10):
+        add_skill(root, f"skill-{i}", "d" * 20)
+    catalog = build_catalog([str(root)], LIMITS)
+    prompt = build_system_prompt(catalog, {}, 100)
+    assert prompt.count(": " + "d" * 20) == 3  # each entry is 31 bytes
+    assert "7 more skills not listed" in prompt

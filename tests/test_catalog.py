@@ -1,0 +1,233 @@
+"""The catalog as a skill author meets it: what loads, what is left out, and why."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness_sidecar.catalog import Limits, build_catalog
+from helpers import add_skill, kinds_by_path, write
+
+
+def catalog_of(*roots: Path, limits: Limits | None = None):
+    return build_catalog([str(r) for r in roots], limits or Limits())
+
+
+def only_problem(catalog, path: Path) -> str:
+    found = kinds_by_path([d.to_wire() for d in catalog.diagnostics])
+    assert str(path) in found, catalog.diagnostics
+    return ",".join(sorted(found[str(path)]))
+
+
+def test_valid_skill_is_listed_with_metadata_only(tree):
+    root = tree("project")
+    add_skill(root, "review", "Use when reviewing code.", "SECRET BODY\n")
+    catalog = catalog_of(root)
+    assert catalog.to_wire()["skills"] == [{
+        "name": "review", "description": "Use when reviewing code.", "root": str(root),
+        "source": str(root / "skills/review/SKILL.md"),
+    }]
+    assert "SECRET BODY" not in repr(catalog.to_wire())
+    assert catalog.diagnostics == []
+
+
+def test_earlier_root_wins_and_the_loser_is_reported(tree):
+    project, user = tree("project"), tree("user")
+    add_skill(project, "review", "Project review.")
+    add_skill(user, "review", "User review.")
+    add_skill(user, "commit", "User commit.")
+    write(project / "templates/review.md", "Project {{path}}")
+    write(user / "templates/review.md", "User {{path}}")
+    catalog = catalog_of(project, user)
+    assert [(s.name, s.description) for s in catalog.skills.values()] == [("commit", "User commit."),
+                                                                          ("review", "Project review.")]
+    assert catalog.templates["review"].root.path == str(project)
+    shadowed = [d.to_wire() for d in catalog.diagnostics if d.kind == "shadowed"]
+    assert {d["path"] for d in shadowed} == {str(user / "skills/review/SKILL.md"), str(user / "templates/review.md")}
+    assert all(d["shadowedBy"].startswith(str(project)) for d in shadowed)
+
+
+def test_skills_are_sorted_by_name_across_roots(tree):
+    a, b = tree("a"), tree("b")
+    for name in ["zeta", "alpha"]:
+        add_skill(a, name)
+    for name in ["mid", "beta"]:
+        add_skill(b, name)
+    assert list(catalog_of(a, b).skills) == ["alpha", "beta", "mid", "zeta"]
+
+
+@pytest.mark.parametrize("content, kind", [
+    ("no frontmatter at all\n", "invalid_frontmatter"),
+    ("---\nname: x\ndescription: never closed\n", "invalid_frontmatter"),
+    ("---\nname: other\ndescription: d\n---\n", "name_mismatch"),
+    ("---\nname: Upper\ndescription: d\n---\n", "invalid_name"),
+    ("---\nname: under_score\ndescription: d\n---\n", "invalid_name"),
+    ("---\nname: 123\ndescription: d\n---\n", "invalid_frontmatter"),
+    ("---\nname: x\ndescription: [a, b]\n---\n", "invalid_frontmatter"),
+    ("---\nname: x\ndescription: '   '\n---\n", "invalid_frontmatter"),
+    ("---\nname: x\ndescription: |\n  line one\n  line two\n---\n", "invalid_frontmatter"),
+    ("---\nname: x\n---\n", "invalid_frontmatter"),
+    ("---\n- a list\n---\n", "invalid_frontmatter"),
+    ("---\nname: x\ndescription: bad: colon\n---\n", "invalid_frontmatter"),
+    (b"---\nname: x\ndescription: caf\xe9\n---\n", "not_utf8"),
+])
+def test_each_rule_excludes_the_skill_with_a_reason(tree, content, kind):
+    root = tree("r")
+    # the directory is named after what the valid name would be
+    name = "x"
+    if isinstance(content, str) and "name: Upper" in content:
+        name = "Upper"
+    elif isinstance(content, str) and "under_score" in content:
+        name = "under_score"
+    path = write(root / "skills" / name / "SKILL.md", content)
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    assert kind in only_problem(catalog, path)
+
+
+@pytest.mark.parametrize("name", ["a" * 65, "nul", "com1", "lpt9", "double--hyphen", "-lead", "trail-"])
+def test_reserved_and_malformed_names(tree, name):
+    root = tree("r")
+    path = add_skill(root, name)
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    assert only_problem(catalog, path) == "invalid_name"
+
+
+def test_a_64_character_name_is_fine(tree):
+    root = tree("r")
+    add_skill(root, "a" * 64)
+    assert list(catalog_of(root).skills) == ["a" * 64]
+
+
+def test_yaml_never_constructs_objects(tree, tmp_path):
+    root = tree("r")
+    marker = tmp_path / "constructed"
+    path = write(root / "skills/x/SKILL.md",
+                 f"---\nname: x\ndescription: !!python/object/apply:os.system ['touch {marker}']\n---\n")
+    write(root / "skills/y/SKILL.md", "---\nname: y\ndescription: !!python/name:os.system\n---\n")
+    catalog = catalog_of(root)
+    assert not marker.exists()
+    assert catalog.skills == {}
+    assert only_problem(catalog, path) == "invalid_frontmatter"
+
+
+def test_yaml_error_reports_line_and_column(tree):
+    root = tree("r")
+    path = write(root / "skills/x/SKILL.md", "---\nname: x\ndescription: a: b\n---\n")
+    (diag,) = catalog_of(root).diagnostics
+    assert diag.path == str(path) and diag.line == 3 and diag.column is not None
+
+
+def test_skill_directory_linked_out_of_the_root_is_rejected(tree):
+    root, outside = tree("r"), tree("outside")
+    add_skill(outside, "evil")
+    (root / "skills").mkdir()
+    os.symlink(outside / "skills/evil", root / "skills/evil")
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    assert only_problem(catalog, root / "skills/evil") == "path_escape"
+
+
+def test_skill_file_linked_out_of_the_root_is_rejected(tree):
+    root, outside = tree("r"), tree("outside")
+    target = write(outside / "SKILL.md", "---\nname: x\ndescription: d\n---\n")
+    (root / "skills/x").mkdir(parents=True)
+    os.symlink(target, root / "skills/x/SKILL.md")
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    assert only_problem(catalog, root / "skills/x/SKILL.md") == "path_escape"
+
+
+def test_skills_folder_linked_out_of_the_root_is_rejected(tree):
+    root, outside = tree("r"), tree("outside")
+    add_skill(outside, "x")
+    os.symlink(outside / "skills", root / "skills")
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    assert only_problem(catalog, root / "skills/x") == "path_escape"
+
+
+def test_links_inside_the_root_are_followed(tree):
+    root = tree("r")
+    add_skill(root, "x", directory="real-x")
+    os.symlink(root / "skills/real-x", root / "skills/x")
+    catalog = catalog_of(root)
+    assert "x" in catalog.skills  # the link's name is the skill's name; real-x mismatches and is reported
+    assert only_problem(catalog, root / "skills/real-x/SKILL.md") == "name_mismatch"
+
+
+def test_missing_root_and_missing_skill_file_are_reported(tree, tmp_path):
+    root = tree("r")
+    (root / "skills/empty").mkdir(parents=True)
+    catalog = catalog_of(tmp_path / "nope", root)
+    found = kinds_by_path([d.to_wire() for d in catalog.diagnostics])
+    assert found[str(tmp_path / "nope")] == {"root_not_found"}
+    assert found[str(root / "skills/empty")] == {"missing_skill_file"}
+
+
+def test_limits_leave_out_and_report(tree):
+    root = tree("r")
+    for i in range(5):
+        add_skill(root, f"s{i}")
+    big = add_skill(root, "big", body="x" * 5000)
+    long_fm = write(root / "skills/long/SKILL.md", "---\nname: long\ndescription: " + "d" * 300 + "\n---\n")
+    catalog = catalog_of(root, limits=Limits(max_skills_per_root=100, max_file_bytes=4000,
+                                             max_frontmatter_bytes=200))
+    assert only_problem(catalog, big) == "too_large"
+    assert only_problem(catalog, long_fm) == "too_large"
+    catalog = catalog_of(root, limits=Limits(max_skills_per_root=3))
+    assert list(catalog.skills) == ["big", "long", "s0"]
+    left_out = [d for d in catalog.diagnostics if d.kind == "too_many_skills"]
+    assert [Path(d.path).name for d in left_out] == ["s1", "s2", "s3", "s4"]
+
+
+def test_discovery_reads_a_bounded_prefix_not_the_body(tree):
+    """A catalog of skills with 100 KiB bodies reads a few KiB per skill (counted by the kernel)."""
+    root = tree("r")
+    for i in range(100):
+        add_skill(root, f"skill-{i:03d}", body="x" * 100 * 1024)
+
+    def rchar() -> int:
+        with open("/proc/self/io") as f:
+            return int(next(line for line in f if line.startswith("rchar")).split()[1])
+
+    before = rchar()
+    catalog = catalog_of(root)
+    read = rchar() - before
+    assert len(catalog.skills) == 100
+    assert read / 100 < 8 * 1024, f"{read / 100:.0f} bytes read per skill"
+
+
+def test_instructions_from_every_root_in_order(tree):
+    project, user = tree("project"), tree("user")
+    write(project / "AGENTS.md", "project rules")
+    write(user / "AGENTS.md", "user rules")
+    catalog = catalog_of(project, user)
+    assert [(i.source, i.text) for i in catalog.instructions] == [
+        (str(project / "AGENTS.md"), "project rules"), (str(user / "AGENTS.md"), "user rules")]
+
+
+def test_instructions_linked_out_of_the_root_are_rejected(tree):
+    root, outside = tree("r"), tree("o")
+    os.symlink(write(outside / "AGENTS.md", "outside"), root / "AGENTS.md")
+    catalog = catalog_of(root)
+    assert catalog.instructions == []
+    assert only_problem(catalog, root / "AGENTS.md") == "path_escape"
+
+
+def test_templates_list_variables_in_order_and_validate_names(tree):
+    root = tree("r")
+    write(root / "templates/review.md", "---\ndescription: Review a file.\n---\n{{path}} {{ focus }} {{path}} {{b_2}}")
+    write(root / "templates/plain.md", "no frontmatter {{x}}")
+    bad = write(root / "templates/Bad_Name.md", "x")
+    unclosed = write(root / "templates/broken.md", "---\ndescription: x\n")
+    catalog = catalog_of(root)
+    wire = {t["name"]: t for t in catalog.to_wire()["templates"]}
+    assert wire["review"]["variables"] == ["path", "b_2"]
+    assert wire["review"]["description"] == "Review a file."
+    assert "description" not in wire["plain"] and wire["plain"]["variables"] == ["x"]
+    assert only_problem(catalog, bad) == "invalid_name"
+    assert only_problem(catalog, unclosed) == "invalid_frontmatter"
