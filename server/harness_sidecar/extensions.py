@@ -131,7 +131,7 @@ def discover(roots: list[Root], explicit: list[ExplicitExtension], limits: Limit
         try:
             with os.scandir(os.path.join(root.real, "extensions")) as it:
                 entries = sorted((e.name, e.is_dir()) for e in it
-                                 if not e.name.startswith((".", "_")) or e.name == "__init__.py")
+                                 if not e.name.startswith((".", "_")))
         except FileNotFoundError:
             continue
         except OSError as exc:

@@ -48,7 +48,6 @@ class Endpoint:
         self._sent: dict[int, asyncio.Future] = {}
         self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._shutdown_task: asyncio.Task | None = None
         self.exit_code: asyncio.Future[int] | None = None
 
     # -- entry points ----------------------------------------------------------------------
@@ -154,8 +153,6 @@ class Endpoint:
         task = self._loop.create_task(self._answer(request_id, method, handler, params))
         task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method))
         self._served[key] = task
-        if method == "shutdown":
-            self._shutdown_task = task
 
     def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str) -> None:
         # A task cancelled before its first step never runs _answer: answer for it here.
@@ -226,11 +223,13 @@ class Endpoint:
             logger.debug("ignoring notification %s", method)
 
     def _exit(self, code: int) -> None:
+        """``exit``: after ``shutdown``, finish what was asked before it; without, cancel everything."""
         assert self.exit_code is not None
         self.exiting = True
+        self._fail_sent_requests("the editor sent 'exit'")
         pending = list(self._served.values())
-        for task in pending:
-            if task is not self._shutdown_task:  # a queued shutdown still answers null
+        if not self.shutting_down:
+            for task in pending:
                 task.cancel()
         if pending:
             asyncio.ensure_future(self._exit_after(pending, code))
@@ -244,10 +243,13 @@ class Endpoint:
 
     def _on_eof(self) -> None:
         self.eof = True
+        self._fail_sent_requests("the editor closed stdin")
+        self._maybe_finish()
+
+    def _fail_sent_requests(self, reason: str) -> None:
         for future in self._sent.values():
             if not future.done():
-                future.set_exception(PeerError("the editor closed stdin"))
-        self._maybe_finish()
+                future.set_exception(PeerError(reason))
 
     def _maybe_finish(self) -> None:
         if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done():
@@ -259,7 +261,7 @@ class Endpoint:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
-        if self.eof or self.writer.broken:
+        if self.eof or self.exiting or self.writer.broken:
             raise PeerError("the editor is gone")
         assert self._loop is not None
         request_id = next(self._sent_ids)
