@@ -239,3 +239,10 @@ def test_default_mode_starts_without_heavy_imports():
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=child_env(), text=True)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_initialize_advertises_exactly_the_served_methods():
+    from harness_sidecar.server import SERVED_METHODS
+    from harness_sidecar.threads import Sidecar
+
+    assert sorted(Sidecar(peer=None).methods) == sorted(SERVED_METHODS)  # type: ignore[arg-type]

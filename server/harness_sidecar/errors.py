@@ -88,3 +88,7 @@ class DomainError(RpcError):
     def __init__(self, kind: str, message: str, **data: Any) -> None:
         super().__init__(message, kind, **data)
         self.code = DOMAIN_CODES.get(kind, -32000)
+
+
+class PeerError(Exception):
+    """The editor answered a reverse request with an error, or cannot answer any more."""

@@ -26,7 +26,7 @@ from harness_sidecar.hooks import EVENTS, Hook
 from harness_sidecar.names import name_problem
 from harness_sidecar.params import TOOL_NAME, ExplicitExtension, TrustedExtension
 from harness_sidecar.paths import is_within, read_contained
-from harness_sidecar.tools import Tool, ToolRegistry, extension_runner
+from harness_sidecar.tools import Tool, ToolRegistry
 
 logger = logging.getLogger(__name__)
 
@@ -273,8 +273,8 @@ async def load(source: ExtensionSource, registry: ToolRegistry, limits: Limits) 
         return
     timeout_s = limits.tool_timeout_ms / 1000
     for name, description, schema, execute in staging.tools:
-        registry.tools[name] = Tool(name, description, schema, "extension", extension_runner(source.id, execute,
-                                                                                            timeout_s), source.id)
+        registry.tools[name] = Tool(name, description, schema, "extension", source.id, execute=execute,
+                                    timeout_s=timeout_s)
     for event, fn in staging.hooks:
         (registry.before if event == "tool_call" else registry.after).append(Hook(source.id, event, fn))
     source.status = "loaded"

@@ -2,20 +2,17 @@
 
 A before hook allows with ``None``, ``{}`` or ``{"block": False}``; blocks with
 ``{"block": True, "reason": "..."}``; anything else, a raise, or running past the
-timeout blocks too (fail-closed). Every hook gets its own deep copy of the event, so
-nothing it changes is seen by anyone else.
+timeout blocks too (fail-closed). What each outcome means is decided here; where the
+hook runs (a worker thread or the event loop) is the business of ``tools`` and
+``workers``.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness_sidecar import workers
-
-logger = logging.getLogger(__name__)
+from harness_sidecar.workers import Outcome, describe_exception
 
 BEFORE = "tool_call"
 AFTER = "tool_result"
@@ -67,39 +64,33 @@ def interpret_before(value: Any) -> tuple[bool, str | None]:
     raise TypeError(f"a tool_call hook must return None, {{}} or {{'block': bool, 'reason': str}}, not {value!r:.200}")
 
 
-async def run_before(hooks: list[Hook], event_json: str, timeout_s: float,
-                     faults: list[HookFault]) -> HookDecision | None:
-    """Run before hooks in order; the first block wins and the rest do not run."""
-    for hook in hooks:
-        outcome = await workers.call(hook.fn, (json.loads(event_json),), timeout_s)
-        if outcome.timed_out:
-            message = f"tool_call hook of '{hook.extension_id}' did not answer within {timeout_s * 1000:.0f} ms"
-            faults.append(HookFault(hook.extension_id, BEFORE, "timeout", message))
-            return HookDecision(hook.extension_id, "timeout", message)
-        if outcome.error is not None:
-            message = f"tool_call hook of '{hook.extension_id}' raised {workers.describe_exception(outcome.error)}"
-            faults.append(HookFault(hook.extension_id, BEFORE, "throw", message))
-            return HookDecision(hook.extension_id, "throw", message)
-        try:
-            blocked, reason = interpret_before(outcome.value)
-        except TypeError as exc:
-            message = f"tool_call hook of '{hook.extension_id}' failed: {exc}"
-            faults.append(HookFault(hook.extension_id, BEFORE, "throw", message))
-            return HookDecision(hook.extension_id, "throw", message)
-        if blocked:
-            return HookDecision(hook.extension_id, "deny", reason or "")
+def judge_before(hook: Hook, outcome: Outcome, timeout_s: float) -> tuple[HookDecision | None, HookFault | None]:
+    """What a before hook's outcome means: ``(block decision or None, fault to report or None)``."""
+    if outcome.timed_out:
+        message = f"tool_call hook of '{hook.extension_id}' did not answer within {timeout_s * 1000:.0f} ms"
+        return HookDecision(hook.extension_id, "timeout", message), HookFault(hook.extension_id, BEFORE, "timeout",
+                                                                              message)
+    if outcome.error is not None:
+        message = f"tool_call hook of '{hook.extension_id}' raised {describe_exception(outcome.error)}"
+        return HookDecision(hook.extension_id, "throw", message), HookFault(hook.extension_id, BEFORE, "throw",
+                                                                            message)
+    try:
+        blocked, reason = interpret_before(outcome.value)
+    except TypeError as exc:
+        message = f"tool_call hook of '{hook.extension_id}' failed: {exc}"
+        return HookDecision(hook.extension_id, "throw", message), HookFault(hook.extension_id, BEFORE, "throw",
+                                                                            message)
+    if blocked:
+        return HookDecision(hook.extension_id, "deny", reason or ""), None
+    return None, None
+
+
+def judge_after(hook: Hook, outcome: Outcome, timeout_s: float) -> HookFault | None:
+    """An after hook's outcome only matters if it raised or timed out."""
+    if outcome.timed_out:
+        return HookFault(hook.extension_id, AFTER, "timeout",
+                         f"tool_result hook of '{hook.extension_id}' did not finish within {timeout_s * 1000:.0f} ms")
+    if outcome.error is not None:
+        return HookFault(hook.extension_id, AFTER, "throw",
+                         f"tool_result hook of '{hook.extension_id}' raised {describe_exception(outcome.error)}")
     return None
-
-
-async def run_after(hooks: list[Hook], event_json: str, timeout_s: float, faults: list[HookFault]) -> None:
-    """Run after hooks in order; they observe only, and a faulty one does not stop the next."""
-    for hook in hooks:
-        outcome = await workers.call(hook.fn, (json.loads(event_json),), timeout_s)
-        if outcome.timed_out:
-            faults.append(HookFault(hook.extension_id, AFTER, "timeout",
-                                    f"tool_result hook of '{hook.extension_id}' did not finish within "
-                                    f"{timeout_s * 1000:.0f} ms"))
-        elif outcome.error is not None:
-            faults.append(HookFault(hook.extension_id, AFTER, "throw",
-                                    f"tool_result hook of '{hook.extension_id}' raised "
-                                    f"{workers.describe_exception(outcome.error)}"))

@@ -11,7 +11,8 @@ import asyncio
 import itertools
 import json
 import logging
-from typing import Any, Callable
+import threading
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar import PROTOCOL_VERSION, SERVER_NAME, __version__
 from harness_sidecar.errors import (
@@ -20,16 +21,33 @@ from harness_sidecar.errors import (
     InvalidRequest,
     MethodNotFound,
     ParseError,
+    PeerError,
     RequestCancelled,
     RpcError,
     ServerNotInitialized,
 )
-from harness_sidecar.threads import PeerError, Sidecar
 from harness_sidecar.transport import BadFrame, TooLarge, Writer
+
+if TYPE_CHECKING:
+    from harness_sidecar.threads import Sidecar
 
 logger = logging.getLogger(__name__)
 
+# The methods served by harness_sidecar.threads.Sidecar (kept here so that answering
+# 'initialize' does not import the catalog, YAML or the extension machinery).
+SERVED_METHODS = ("context/build", "skills/activate", "templates/render", "thread/close", "thread/start",
+                  "tools/call", "tools/list")
+
 _NO_ID = object()
+
+
+def _preload() -> None:
+    try:
+        import harness_sidecar.extensions  # noqa: F401
+        import harness_sidecar.threads  # noqa: F401
+        import yaml  # noqa: F401
+    except Exception:  # noqa: BLE001 - the request that needs them will report the failure
+        logger.debug("preloading failed", exc_info=True)
 
 
 def _id_key(request_id: Any) -> tuple[type, Any]:
@@ -37,9 +55,10 @@ def _id_key(request_id: Any) -> tuple[type, Any]:
 
 
 class Endpoint:
-    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], Sidecar] = Sidecar) -> None:
+    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None) -> None:
         self.writer = writer
-        self.service = service_factory(self)
+        self._service_factory = service_factory
+        self._service: Sidecar | None = None
         self.initialized = False
         self.shutting_down = False
         self.eof = False
@@ -49,6 +68,16 @@ class Endpoint:
         self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.exit_code: asyncio.Future[int] | None = None
+
+    @property
+    def service(self) -> "Sidecar":
+        if self._service is None:
+            if self._service_factory is None:
+                from harness_sidecar.threads import Sidecar
+
+                self._service_factory = Sidecar
+            self._service = self._service_factory(self)
+        return self._service
 
     # -- entry points ----------------------------------------------------------------------
 
@@ -194,12 +223,14 @@ class Endpoint:
             "protocolVersion": PROTOCOL_VERSION,
             "capabilities": {
                 "framing": self.writer.framing,
-                "methods": sorted([*self.service.methods, "shutdown"]),
+                "methods": sorted([*SERVED_METHODS, "shutdown"]),
                 "notifications": ["thread/diagnostic"],
                 "clientRequests": ["item/tool/call"],
                 "cancellation": True,
             },
         }})
+        # Warm the modules the next requests need while the editor reads the answer.
+        threading.Thread(target=_preload, name="harness-preload", daemon=True).start()
 
     async def _shutdown(self, params: dict) -> None:
         others = [t for t in self._served.values() if t is not asyncio.current_task()]

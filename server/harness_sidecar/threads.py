@@ -18,7 +18,7 @@ from harness_sidecar import params as P
 from harness_sidecar.activation import ActivatedSkill, activate, check_skill_name
 from harness_sidecar.catalog import Catalog, Limits, build_catalog
 from harness_sidecar.context import build_system_prompt
-from harness_sidecar.errors import DomainError, InvalidParams
+from harness_sidecar.errors import DomainError, InvalidParams, PeerError
 from harness_sidecar.hooks import HookFault
 from harness_sidecar.params import ToolCall
 from harness_sidecar.templates import render
@@ -32,10 +32,6 @@ LOAD_SKILL_SCHEMA = {
     "required": ["name"],
     "additionalProperties": False,
 }
-
-
-class PeerError(Exception):
-    """The editor answered a reverse request with an error, or cannot answer any more."""
 
 
 class Peer(Protocol):
@@ -112,10 +108,10 @@ class Sidecar:
         holder: dict[str, Thread] = {}
         registry.tools["load_skill"] = Tool(
             "load_skill", "Activate a skill by name: its instructions and files become part of the context.",
-            LOAD_SKILL_SCHEMA, "builtin", self._load_skill_runner(holder))
+            LOAD_SKILL_SCHEMA, "builtin", run=self._load_skill_runner(holder))
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
-                                                self._dynamic_runner(thread_id, limits))
+                                                run=self._dynamic_runner(thread_id, limits))
         catalog = build_catalog(start.roots, limits)
         from harness_sidecar import extensions  # extension machinery only when a thread starts
 

@@ -1,15 +1,24 @@
-"""Tools and the one path every tool call takes: before hooks → core (exactly once) → after hooks."""
+"""Tools and the one path every tool call takes: before hooks → core (exactly once) → after hooks.
+
+A call is a list of steps. Consecutive synchronous steps (sync hooks, a sync extension
+tool) run as one chain on a worker thread, each with its own deadline; coroutine hooks
+and tools, the builtin ``load_skill`` and editor tools run on the event loop. Where a step
+runs changes nothing of what it means: ``_apply`` is the single place that turns a
+step's outcome into a decision, a result or a fault.
+"""
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar import hooks, workers
-from harness_sidecar.hooks import Hook, HookFault
+from harness_sidecar import workers
+from harness_sidecar.hooks import AFTER, BEFORE, Hook, HookDecision, HookFault, judge_after, judge_before
 from harness_sidecar.params import ToolCall
+from harness_sidecar.workers import Abandoned, Job, Outcome, describe_exception
 
 logger = logging.getLogger(__name__)
 
@@ -40,12 +49,16 @@ Runner = Callable[[ToolCall], Awaitable[ToolResult]]
 
 @dataclass
 class Tool:
+    """A tool of a thread. Extension tools have ``execute``; builtin and editor tools have ``run``."""
+
     name: str
     description: str
     input_schema: dict[str, Any]
     origin_kind: str  # builtin | extension | dynamic
-    run: Runner
     origin_id: str | None = None
+    execute: Callable[..., Any] | None = None
+    run: Runner | None = None
+    timeout_s: float = 60.0
 
     def to_wire(self) -> dict[str, Any]:
         origin: dict[str, Any] = {"kind": self.origin_kind}
@@ -60,6 +73,15 @@ class ToolRegistry:
     tools: dict[str, Tool] = field(default_factory=dict)
     before: list[Hook] = field(default_factory=list)
     after: list[Hook] = field(default_factory=list)
+    _plans: dict[tuple[str, float], list["_Step"]] = field(default_factory=dict, repr=False)
+
+    def steps(self, tool: Tool, hook_timeout_s: float) -> list["_Step"]:
+        """The steps of a call of ``tool``; computed once (a thread's registry is fixed once it started)."""
+        key = (tool.name, hook_timeout_s)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = _steps(self, tool, hook_timeout_s)
+        return plan
 
     def to_wire(self) -> list[dict[str, Any]]:
         return [t.to_wire() for t in self.tools.values()]
@@ -79,29 +101,129 @@ def normalize_output(call: ToolCall, value: Any) -> ToolResult:
         details = value.get("details", {})
         if not isinstance(details, dict):
             raise TypeError("'details' must be a dict")
-        is_error = value.get("isError", False)
         content = [{"type": "text", "text": c["text"]} for c in content]
-        result = ToolResult(call.id, call.name, content, json.loads(json.dumps(details)), bool(is_error))
-        return result
+        return ToolResult(call.id, call.name, content, json.loads(json.dumps(details)), bool(value.get("isError")))
     raise TypeError(f"a tool must return a str or a dict with 'content' (and 'details'), not {type(value).__name__}")
 
 
-def extension_runner(extension_id: str, execute: Callable[..., Any], timeout_s: float) -> Runner:
-    async def run(call: ToolCall) -> ToolResult:
-        outcome = await workers.call(execute, (call.id, json.loads(json.dumps(call.arguments))), timeout_s)
-        if outcome.timed_out:
-            return ToolResult.error(call, f"tool '{call.name}' did not finish within {timeout_s * 1000:.0f} ms",
-                                    kind="timeout", extensionId=extension_id)
-        if outcome.error is not None:
-            return ToolResult.error(call, f"tool '{call.name}' failed: {workers.describe_exception(outcome.error)}",
-                                    kind="tool_error", extensionId=extension_id,
-                                    errorType=type(outcome.error).__name__)
+def core_result(tool: Tool, call: ToolCall, outcome: Outcome) -> ToolResult:
+    """The result of an extension tool's ``execute`` outcome."""
+    if outcome.timed_out:
+        return ToolResult.error(call, f"tool '{call.name}' did not finish within {tool.timeout_s * 1000:.0f} ms",
+                                kind="timeout", extensionId=tool.origin_id)
+    if outcome.error is not None:
+        return ToolResult.error(call, f"tool '{call.name}' failed: {describe_exception(outcome.error)}",
+                                kind="tool_error", extensionId=tool.origin_id, errorType=type(outcome.error).__name__)
+    try:
+        return normalize_output(call, outcome.value)
+    except (TypeError, ValueError) as exc:
+        return ToolResult.error(call, f"tool '{call.name}' returned an unusable value: {exc}", kind="tool_error",
+                                extensionId=tool.origin_id)
+
+
+@dataclass
+class _Step:
+    kind: str  # tool_call | core | tool_result
+    timeout_s: float
+    sync: bool
+    hook: Hook | None = None
+
+
+@dataclass
+class _CallState:
+    """One tools/call on its way through its steps."""
+
+    thread_id: str
+    call: ToolCall
+    tool: Tool
+    before_json: str
+    decision: HookDecision | None = None
+    result: ToolResult | None = None
+    wants_after: bool = False
+    after_json: str = ""
+    faults: list[HookFault] = field(default_factory=list)
+
+    def set_result(self, result: ToolResult) -> None:
+        self.result = result
+        if self.wants_after:  # the after hooks' event, fixed now: nothing done later can change it
+            self.after_json = json.dumps({"threadId": self.thread_id, "call": self.call.to_wire(),
+                                          "result": result.to_wire()})
+
+
+def _invoke(step: _Step, state: _CallState) -> Any:
+    """Call the user code of a step (the part that may hang, raise or misbehave)."""
+    if step.kind == BEFORE:
+        return step.hook.fn(json.loads(state.before_json))  # type: ignore[union-attr]
+    if step.kind == AFTER:
+        return step.hook.fn(json.loads(state.after_json))  # type: ignore[union-attr]
+    return state.tool.execute(state.call.id, json.loads(json.dumps(state.call.arguments)))  # type: ignore[misc]
+
+
+def _apply(step: _Step, outcome: Outcome, state: _CallState) -> None:
+    """Record what a step's outcome means for the call."""
+    if step.kind == BEFORE:
+        decision, fault = judge_before(step.hook, outcome, step.timeout_s)  # type: ignore[arg-type]
+        state.decision = decision
+    elif step.kind == AFTER:
+        fault = judge_after(step.hook, outcome, step.timeout_s)  # type: ignore[arg-type]
+    else:
+        state.set_result(core_result(state.tool, state.call, outcome))
+        fault = None
+    if fault is not None:
+        state.faults.append(fault)
+
+
+def _chain(job: Job, steps: list[_Step], start: int, end: int, state: _CallState) -> int:
+    """On a worker: run ``steps[start:end]`` (all synchronous), each under its own deadline."""
+    for index in range(start, end):
+        if state.decision is not None:
+            return index
+        step = steps[index]
+        job.step(index, step.timeout_s)
         try:
-            return normalize_output(call, outcome.value)
-        except (TypeError, ValueError) as exc:
-            return ToolResult.error(call, f"tool '{call.name}' returned an unusable value: {exc}",
-                                    kind="tool_error", extensionId=extension_id)
-    return run
+            value = _invoke(step, state)
+            if inspect.isawaitable(value):
+                value = job.await_on_loop(value)
+                outcome = Outcome(error=value.error) if isinstance(value, workers._Raised) else Outcome(value=value)
+            else:
+                outcome = Outcome(value=value)
+        except Abandoned:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - extension code may raise anything
+            outcome = Outcome(error=exc)
+        with job.runner.lock:  # the loop may have given up on this step meanwhile
+            if job.abandoned:
+                raise Abandoned
+            _apply(step, outcome, state)
+    return end
+
+
+async def _run_async_step(step: _Step, state: _CallState) -> None:
+    if step.kind == "core" and state.tool.run is not None:
+        try:
+            result = await state.tool.run(state.call)
+        except Exception as exc:  # a builtin or editor runner bug must still give a paired result
+            logger.exception("tool %s failed unexpectedly", state.call.name)
+            result = ToolResult.error(state.call, f"tool '{state.call.name}' failed: {describe_exception(exc)}",
+                                      kind="tool_error")
+        state.set_result(result)
+        return
+    if step.kind == BEFORE:
+        outcome = await workers.call(step.hook.fn, (json.loads(state.before_json),), step.timeout_s)  # type: ignore
+    elif step.kind == AFTER:
+        outcome = await workers.call(step.hook.fn, (json.loads(state.after_json),), step.timeout_s)  # type: ignore
+    else:
+        arguments = json.loads(json.dumps(state.call.arguments))
+        outcome = await workers.call(state.tool.execute, (state.call.id, arguments), step.timeout_s)  # type: ignore
+    _apply(step, outcome, state)
+
+
+def _steps(registry: ToolRegistry, tool: Tool, hook_timeout_s: float) -> list[_Step]:
+    steps = [_Step(BEFORE, hook_timeout_s, not inspect.iscoroutinefunction(h.fn), h) for h in registry.before]
+    steps.append(_Step("core", tool.timeout_s,
+                       tool.execute is not None and not inspect.iscoroutinefunction(tool.execute)))
+    steps += [_Step(AFTER, hook_timeout_s, not inspect.iscoroutinefunction(h.fn), h) for h in registry.after]
+    return steps
 
 
 async def call_tool(registry: ToolRegistry, thread_id: str, call: ToolCall, hook_timeout_s: float,
@@ -110,27 +232,33 @@ async def call_tool(registry: ToolRegistry, thread_id: str, call: ToolCall, hook
     tool = registry.tools.get(call.name)
     if tool is None:
         return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
-    wire_call = call.to_wire()
-    faults: list[HookFault] = []
-    decision = None
-    if registry.before:
-        decision = await hooks.run_before(registry.before, json.dumps({"threadId": thread_id, "call": wire_call}),
-                                          hook_timeout_s, faults)
-        for fault in faults:
-            report(fault)
-        faults.clear()
-    if decision is not None:
-        return ToolResult.error(call, f"blocked by extension '{decision.extension_id}': {decision.reason}",
-                                blocked=decision.to_wire())
+    before_json = json.dumps({"threadId": thread_id, "call": call.to_wire()}) if registry.before else ""
+    state = _CallState(thread_id, call, tool, before_json, wants_after=bool(registry.after))
+    steps = registry.steps(tool, hook_timeout_s)
+    index = 0
     try:
-        result = await tool.run(call)
-    except Exception as exc:  # a builtin or dynamic runner bug must still give a paired result
-        logger.exception("tool %s failed unexpectedly", call.name)
-        result = ToolResult.error(call, f"tool '{call.name}' failed: {workers.describe_exception(exc)}",
-                                  kind="tool_error")
-    if registry.after:
-        event = json.dumps({"threadId": thread_id, "call": wire_call, "result": result.to_wire()})
-        await hooks.run_after(registry.after, event, hook_timeout_s, faults)
-        for fault in faults:
+        while index < len(steps) and state.decision is None:
+            if not steps[index].sync:
+                await _run_async_step(steps[index], state)
+                index += 1
+                continue
+            end = index
+            while end < len(steps) and steps[end].sync:
+                end += 1
+            job = await workers.run_job(_chain, (steps, index, end, state), steps[index].timeout_s)
+            if job.finished:
+                if job.error is not None:  # a bug of ours, not of the extension
+                    raise job.error
+                index = job.value
+            else:  # the watchdog gave up on one step: it timed out; go on after it
+                stuck = job.step_name
+                _apply(steps[stuck], Outcome(timed_out=True), state)
+                index = stuck + 1
+    finally:
+        for fault in state.faults:
             report(fault)
-    return result
+    if state.decision is not None:
+        return ToolResult.error(call, f"blocked by extension '{state.decision.extension_id}': "
+                                      f"{state.decision.reason}", blocked=state.decision.to_wire())
+    assert state.result is not None
+    return state.result

@@ -1,69 +1,212 @@
-"""Running extension code without trusting it to behave: off the event loop, with a deadline.
+"""Running extension code without trusting it to behave: off the event loop, with deadlines.
 
-Synchronous functions run on worker threads, so ``time.sleep(20)`` in a hook neither
-freezes the sidecar nor outlives its timeout from the caller's point of view; a thread
-that is stuck is simply abandoned and a fresh one serves the next call. Coroutines run
-on the loop and are cancelled at their deadline. Anything raised, ``SystemExit``
-included, comes back as a value.
+Synchronous functions run as *jobs* on worker threads, so ``time.sleep(20)`` in a hook
+neither freezes the sidecar nor outlives its timeout from the caller's point of view: a
+watchdog on the event loop notices a step running past its deadline, answers for it and
+abandons the job (its thread finishes in its own time; its results are discarded). A job
+may be a *chain* of steps (a tool call's hooks and core), each with its own deadline, so
+a whole call costs one trip to a worker instead of one per hook. Completions are handed
+back to the loop in batches: one wake-up serves every job that finished meanwhile.
+
+Coroutines run on the loop and are cancelled at their deadline. Anything raised,
+``SystemExit`` included, comes back as a value.
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
+import collections
 import inspect
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
 logger = logging.getLogger(__name__)
 
+WATCHDOG_SECONDS = 0.02  # how often running steps are checked against their deadlines
+STALL_SECONDS = 0.05  # a queued job waiting this long behind busy workers gets a new worker
+POOL_SIZE = 8  # workers for ordinary load; stuck ones are replaced beyond this
 
-class WorkerPool:
-    """Threads that are reused while idle and added whenever all are busy (or stuck)."""
 
-    def __init__(self, idle_seconds: float = 30.0) -> None:
+class Abandoned(Exception):
+    """Raised inside a job's thread when the loop has given up on the job."""
+
+
+class Job:
+    """One trip to a worker: ``fn(job, *args)``, which marks each step with ``job.step``."""
+
+    __slots__ = ("fn", "args", "future", "step_name", "step_started", "step_timeout", "abandoned", "finished",
+                 "value", "error", "runner")
+
+    def __init__(self, runner: "Runner", fn: Callable[..., Any], args: tuple, future: asyncio.Future) -> None:
+        self.runner = runner
+        self.fn = fn
+        self.args = args
+        self.future = future
+        self.step_name: Any = None
+        self.step_started = 0.0
+        self.step_timeout = 0.0
+        self.abandoned = False
+        self.finished = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+    def step(self, name: Any, timeout_s: float) -> None:
+        """Start the step ``name`` with its own deadline; raise ``Abandoned`` if the loop gave up."""
+        with self.runner.lock:
+            if self.abandoned:
+                raise Abandoned
+            self.step_name = name
+            self.step_timeout = timeout_s
+            self.step_started = time.monotonic()
+
+    def await_on_loop(self, awaitable: Any) -> Any:
+        """For a sync step that returned an awaitable: run it on the loop, wait here."""
+
+        async def run() -> Any:
+            return await awaitable
+
+        return asyncio.run_coroutine_threadsafe(_guard(run()), self.runner.loop).result()
+
+
+class Runner:
+    """Worker threads, a batched completion queue and a deadline watchdog for one event loop."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, size: int = POOL_SIZE, idle_seconds: float = 30.0) -> None:
+        self.loop = loop
+        self.lock = threading.Lock()
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._lock = threading.Lock()
-        self._idle = 0
+        self._size = size
         self._idle_seconds = idle_seconds
+        self._idle = 0
+        self._live = 0
         self._started = 0
+        self._active: set[Job] = set()  # jobs a worker is running
+        self._completed: collections.deque[Job] = collections.deque()
+        self._wake_pending = False
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._outstanding = 0  # submitted and not yet resolved
 
-    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
-        future: concurrent.futures.Future = concurrent.futures.Future()
-        with self._lock:
-            spawn = self._idle == 0
-            if not spawn:
+    # -- loop side -------------------------------------------------------------------------------
+
+    def submit(self, fn: Callable[..., Any], args: tuple, first_timeout_s: float) -> Job:
+        job = Job(self, fn, args, self.loop.create_future())
+        job.step_timeout = first_timeout_s
+        with self.lock:
+            if self._idle > 0:
                 self._idle -= 1  # reserve a waiting worker for this job
-        self._jobs.put((future, fn, args))
+                spawn = False
+            else:
+                spawn = self._live < self._size
+        self._outstanding += 1
+        self._jobs.put(job)
         if spawn:
+            self._add_worker()
+        if self._watchdog is None:
+            self._watchdog = self.loop.call_later(WATCHDOG_SECONDS, self._check)
+        return job
+
+    def _drain(self) -> None:
+        with self.lock:
+            self._wake_pending = False
+            done = list(self._completed)
+            self._completed.clear()
+        for job in done:
+            if not job.future.done():
+                self._outstanding -= 1
+                job.future.set_result(job)
+
+    def _check(self) -> None:
+        now = time.monotonic()
+        stalled_since = None
+        with self.lock:
+            for job in list(self._active):
+                if not job.finished and not job.abandoned and now - job.step_started > job.step_timeout:
+                    job.abandoned = True  # the step is over its deadline: answer for it
+                    self._active.discard(job)
+                    self.loop.call_soon(self._resolve_abandoned, job)
+                elif not job.finished:
+                    stalled_since = min(stalled_since or job.step_started, job.step_started)
+            saturated = self._idle == 0 and not self._jobs.empty()
+        if saturated and (stalled_since is None or now - stalled_since > STALL_SECONDS):
+            self._add_worker()  # every worker is busy with something slow: do not let the queue wait
+        if self._outstanding > 0:
+            self._watchdog = self.loop.call_later(WATCHDOG_SECONDS, self._check)
+        else:
+            self._watchdog = None
+
+    def _resolve_abandoned(self, job: Job) -> None:
+        if not job.future.done():
+            self._outstanding -= 1
+            job.future.set_result(job)
+        self._add_worker_if_needed()
+
+    def _add_worker_if_needed(self) -> None:
+        with self.lock:
+            needed = self._idle == 0 and not self._jobs.empty()
+        if needed:
+            self._add_worker()
+
+    def _add_worker(self) -> None:
+        with self.lock:
+            self._live += 1
             self._started += 1
-            threading.Thread(target=self._work, name=f"harness-worker-{self._started}", daemon=True).start()
-        return future
+            number = self._started
+        threading.Thread(target=self._work, name=f"harness-worker-{number}", daemon=True).start()
+
+    # -- worker side -------------------------------------------------------------------------------
 
     def _work(self) -> None:
         while True:
             try:
-                future, fn, args = self._jobs.get(timeout=self._idle_seconds)
+                job = self._jobs.get(timeout=self._idle_seconds)
             except queue.Empty:
-                with self._lock:
+                with self.lock:
                     if self._idle > 0:
                         self._idle -= 1
+                        self._live -= 1
                         return
                 continue  # every idle worker is reserved: a job is on its way
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(fn(*args))
-                except BaseException as exc:  # noqa: BLE001 - extension code may raise anything
-                    future.set_exception(exc)
-            del future, fn, args
-            with self._lock:
+            with self.lock:
+                job.step_started = time.monotonic()
+                self._active.add(job)
+            try:
+                job.value = job.fn(job, *job.args)
+            except Abandoned:
+                pass
+            except BaseException as exc:  # noqa: BLE001 - extension code may raise anything
+                job.error = exc
+            with self.lock:
+                self._active.discard(job)
+                stuck = job.abandoned
+                job.finished = True
+                if not stuck:
+                    self._completed.append(job)
+                    wake = not self._wake_pending
+                    self._wake_pending = True
+                else:
+                    wake = False
                 self._idle += 1
+            if wake:
+                try:
+                    self.loop.call_soon_threadsafe(self._drain)
+                except RuntimeError:  # the loop is closed: the sidecar is exiting
+                    return
+            del job
 
 
-POOL = WorkerPool()
+_runners: dict[asyncio.AbstractEventLoop, Runner] = {}
+
+
+def runner() -> Runner:
+    loop = asyncio.get_running_loop()
+    found = _runners.get(loop)
+    if found is None:
+        found = _runners[loop] = Runner(loop)
+    return found
 
 
 @dataclass
@@ -77,13 +220,6 @@ class Outcome:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.timed_out
-
-    def describe(self) -> str:
-        if self.timed_out:
-            return "timed out"
-        if self.error is not None:
-            return describe_exception(self.error)
-        return "ok"
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -112,8 +248,7 @@ async def _guard(awaitable: Any) -> Any:
 async def _await_with_deadline(awaitable: Any, deadline: float) -> Outcome:
     loop = asyncio.get_running_loop()
     task = loop.create_task(_guard(awaitable))
-    remaining = max(0.0, deadline - loop.time())
-    done, _ = await asyncio.wait({task}, timeout=remaining)
+    done, _ = await asyncio.wait({task}, timeout=max(0.0, deadline - loop.time()))
     if not done:
         task.cancel()  # not awaited: a coroutine that swallows cancellation must not hold us
         task.add_done_callback(_consume)
@@ -129,6 +264,11 @@ def _consume(task: asyncio.Task) -> None:
         task.exception()
 
 
+def _single(job: Job, fn: Callable[..., Any], args: tuple, timeout_s: float) -> Any:
+    job.step(0, timeout_s)
+    return fn(*args)
+
+
 async def call(fn: Callable[..., Any], args: tuple, timeout_s: float) -> Outcome:
     """Call ``fn(*args)``; sync on a worker thread, async on the loop; bounded by ``timeout_s``."""
     loop = asyncio.get_running_loop()
@@ -139,24 +279,25 @@ async def call(fn: Callable[..., Any], args: tuple, timeout_s: float) -> Outcome
         except BaseException as exc:  # noqa: BLE001
             return Outcome(error=exc)
         return await _await_with_deadline(awaitable, deadline)
-    future = asyncio.wrap_future(POOL.submit(fn, *args), loop=loop)
-    try:
-        done, _ = await asyncio.wait({future}, timeout=max(0.0, deadline - loop.time()))
-    except asyncio.CancelledError:
-        future.add_done_callback(_consume_future)
-        raise
-    if not done:
-        future.add_done_callback(_consume_future)
+    job = await run_job(_single, (fn, args, timeout_s), timeout_s)
+    if not job.finished:
         return Outcome(timed_out=True)
-    error = future.exception()
-    if error is not None:
-        return Outcome(error=error)
-    value = future.result()
-    if inspect.isawaitable(value):
-        return await _await_with_deadline(value, deadline)
-    return Outcome(value=value)
+    if job.error is not None:
+        return Outcome(error=job.error)
+    if inspect.isawaitable(job.value):
+        return await _await_with_deadline(job.value, deadline)
+    return Outcome(value=job.value)
 
 
-def _consume_future(future: asyncio.Future) -> None:
-    if not future.cancelled():
-        future.exception()
+async def run_job(fn: Callable[..., Any], args: tuple, first_timeout_s: float) -> Job:
+    """Run ``fn(job, *args)`` on a worker; return the job once it finished or a step timed out.
+
+    ``job.finished`` is False when the watchdog gave up on ``job.step_name``.
+    """
+    job = runner().submit(fn, args, first_timeout_s)
+    try:
+        return await job.future  # a cancelled wait cancels job.future, which the runner tolerates
+    except asyncio.CancelledError:
+        with job.runner.lock:
+            job.abandoned = True  # the caller went away ($/cancelRequest): run no further step
+        raise

@@ -1,0 +1,1 @@
+"""Benchmarks for harness-sidecar: ``python -m bench`` from the repository root."""

@@ -1,0 +1,300 @@
+"""harness-sidecar benchmarks: ``python -m bench [--quick] [--json PATH]`` from the repository root.
+
+Every figure is a median over repeated runs (warm-up excluded) with min and max, measured
+against the real sidecar process with bytecode compiled, as on a user's machine. The
+baselines run in the same invocation: a plain asyncio JSONL echo server (the floor for
+start-up and per-request cost) and a naive full-read scan of the same skill trees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "server"))
+
+from bench.workspace import make_extension_root, make_skills, tree_bytes  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def bench_env() -> dict[str, str]:
+    """A user's environment: bytecode compiled and used, no PYTHONUNBUFFERED."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
+    env["PYTHONPATH"] = str(REPO / "server")
+    return env
+
+
+SIDECAR = [sys.executable, "-m", "harness_sidecar"]
+ECHO = [sys.executable, str(REPO / "bench" / "echo_server.py")]
+
+
+class Raw:
+    """A sidecar driven with raw bytes, so the client spends as little CPU as possible."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=bench_env())
+        self.next_id = 1
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def line(self) -> bytes:
+        assert self.proc.stdout
+        return self.proc.stdout.readline()
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        request_id = self.next_id
+        self.next_id += 1
+        self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                              "params": params or {}}).encode() + b"\n")
+        while True:
+            message = json.loads(self.line())
+            if message.get("id") == request_id and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(message["error"])
+                return message["result"]
+
+    def rchar(self) -> int:
+        with open(f"/proc/{self.proc.pid}/io") as f:
+            return int(next(line for line in f if line.startswith("rchar")).split()[1])
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def peak_rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            kb = int(next(line for line in f if line.startswith("VmHWM")).split()[1])
+        return kb / 1024
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": len(values)}
+
+
+# -- 1. spawn → initialize ---------------------------------------------------------------------
+
+def spawn_to_initialize(command: list[str], runs: int) -> dict[str, float]:
+    request = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}\n'
+    times = []
+    for i in range(runs + 2):
+        started = time.perf_counter()
+        raw = Raw(command)
+        raw.send(request)
+        raw.line()
+        elapsed = time.perf_counter() - started
+        raw.close()
+        if i >= 2:
+            times.append(elapsed * 1000)
+    return summary(times)
+
+
+# -- 2. thread/start ---------------------------------------------------------------------------
+
+def naive_scan(root: Path) -> float:
+    """The baseline: read every SKILL.md whole and parse its frontmatter."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    started = time.perf_counter()
+    for directory in sorted((root / "skills").iterdir()):
+        text = (directory / "SKILL.md").read_text()
+        _, fm, _ = text.split("---\n", 2)
+        yaml.load(fm, Loader=loader)
+    return (time.perf_counter() - started) * 1000
+
+
+def thread_start_case(root: Path, count: int, runs: int) -> dict:
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    params = {"roots": [str(root)], "limits": {"maxSkillsPerRoot": max(count, 2000)}}
+    times, per_skill = [], []
+    for i in range(runs + 1):
+        before = raw.rchar()
+        started = time.perf_counter()
+        result = raw.call("thread/start", params)
+        elapsed = time.perf_counter() - started
+        read = raw.rchar() - before
+        assert len(result["catalog"]["skills"]) == count, result["diagnostics"][:3]
+        raw.call("thread/close", {"threadId": result["threadId"]})
+        if i >= 1:
+            times.append(elapsed * 1000)
+            per_skill.append(read / count)
+    rss = raw.peak_rss_mb()
+    raw.close()
+    naive = [naive_scan(root) for _ in range(runs + 1)][1:]
+    return {"ms": summary(times), "bytes_read_per_skill": statistics.median(per_skill), "peak_rss_mb": rss,
+            "naive_full_read_ms": summary(naive), "tree_mb": tree_bytes(root) / 1e6}
+
+
+# -- 3. tools/call through hooks -----------------------------------------------------------------
+
+def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined: int, runs: int) -> dict:
+    raw = Raw(command)
+    if root is not None:
+        raw.call("initialize")
+        thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
+        tools = [t["name"] for t in raw.call("tools/list", {"threadId": thread})["tools"]]
+        assert "echo" in tools, f"the hooked extension did not load: {tools}"
+        method = "tools/call"
+
+        def params(i: int) -> dict:
+            return {"threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
+    else:
+        method = "echo"
+
+        def params(i: int) -> dict:
+            return {"threadId": "t", "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
+
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params(i)}).encode() + b"\n"
+             for i in range(1, pipelined + 1)]
+    # sequential round trips
+    latencies = []
+    for i in range(sequential):
+        started = time.perf_counter()
+        raw.send(lines[i % len(lines)])
+        raw.line()
+        latencies.append((time.perf_counter() - started) * 1e6)
+    rates, cpu_per_call = [], []
+    payload = b"".join(lines)
+    for run in range(runs + 1):
+        cpu_before = raw.cpu_seconds()
+        started = time.perf_counter()
+        writer = threading.Thread(target=raw.send, args=(payload,))
+        writer.start()
+        for _ in range(pipelined):
+            raw.line()
+        elapsed = time.perf_counter() - started
+        writer.join()
+        cpu = raw.cpu_seconds() - cpu_before
+        if run >= 1:
+            rates.append(pipelined / elapsed)
+            cpu_per_call.append(cpu / pipelined * 1e6)
+    raw.close()
+    return {"sequential_us": summary(latencies[len(latencies) // 10:]), "pipelined_calls_per_s": summary(rates),
+            "server_cpu_us_per_call": summary(cpu_per_call)}
+
+
+# -- 4. context/build ------------------------------------------------------------------------------
+
+def context_build(root: Path, runs: int) -> dict:
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    thread = raw.call("thread/start", {"roots": [str(root)], "limits": {"catalogBytes": 8000}})["threadId"]
+    times = []
+    prompt = ""
+    for i in range(runs + 3):
+        started = time.perf_counter()
+        prompt = raw.call("context/build", {"threadId": thread})["systemPrompt"]
+        if i >= 3:
+            times.append((time.perf_counter() - started) * 1000)
+    raw.close()
+    return {"ms": summary(times), "prompt_bytes": len(prompt.encode())}
+
+
+def fmt(s: dict[str, float], unit: str = "", digits: int = 1) -> str:
+    return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs and no 10,000-skill case")
+    parser.add_argument("--json", default=str(REPO / "bench" / "results" / "latest.json"),
+                        help="where to write the JSON figures")
+    args = parser.parse_args()
+    runs = 3 if args.quick else 7
+    compileall.compile_dir(str(REPO / "server"), quiet=1)  # measure start-up with bytecode compiled
+    results: dict = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                     "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+                     "runs": runs}
+    print(f"harness-sidecar bench — {results['date']} — {results['machine']}", flush=True)
+
+    results["spawn_initialize_ms"] = spawn_to_initialize(SIDECAR, runs * 2)
+    results["echo_spawn_ms"] = spawn_to_initialize(ECHO, runs * 2)
+    print(f"spawn→initialize  {fmt(results['spawn_initialize_ms'], ' ms')}   echo-server floor "
+          f"{fmt(results['echo_spawn_ms'], ' ms')}", flush=True)
+
+    cases = [(10, 200), (100, 200), (1000, 200), (1000, 100 * 1024)]
+    if not args.quick:
+        cases.append((10000, 200))
+    results["thread_start"] = {}
+    with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
+        for count, body in cases:
+            root = make_skills(Path(tmp) / f"s{count}-{body}", count, body)
+            key = f"{count}x{body}B"
+            case = thread_start_case(root, count, runs)
+            results["thread_start"][key] = case
+            print(f"thread/start {key:>12}  {fmt(case['ms'], ' ms')}  read {case['bytes_read_per_skill']:.0f} B/skill"
+                  f"  peak RSS {case['peak_rss_mb']:.1f} MB  naive full read {fmt(case['naive_full_read_ms'], ' ms')}",
+                  flush=True)
+        big, small = results["thread_start"]["1000x102400B"], results["thread_start"]["1000x200B"]
+        results["body_size_ratio"] = big["ms"]["median"] / small["ms"]["median"]
+
+        hooked = make_extension_root(Path(tmp) / "ext")
+        results["tools_call_two_hooks"] = tool_calls(SIDECAR, hooked, 300, 5000, runs)
+        results["echo_floor"] = tool_calls(ECHO, None, 300, 5000, runs)
+        t, e = results["tools_call_two_hooks"], results["echo_floor"]
+        results["cpu_ratio_to_echo"] = t["server_cpu_us_per_call"]["median"] / e["server_cpu_us_per_call"]["median"]
+        print(f"tools/call, 1 before + 1 after hook: {fmt(t['pipelined_calls_per_s'], '/s', 0)} pipelined, "
+              f"{fmt(t['sequential_us'], ' µs', 0)} round trip, {fmt(t['server_cpu_us_per_call'], ' µs', 0)} "
+              f"server CPU/call", flush=True)
+        print(f"echo floor:                          {fmt(e['pipelined_calls_per_s'], '/s', 0)} pipelined, "
+              f"{fmt(e['sequential_us'], ' µs', 0)} round trip, {fmt(e['server_cpu_us_per_call'], ' µs', 0)} "
+              f"server CPU/call", flush=True)
+
+        root = Path(tmp) / "s1000-200"
+        results["context_build_1000"] = context_build(root, runs * 3)
+        print(f"context/build 1,000 skills, 8,000 B budget: {fmt(results['context_build_1000']['ms'], ' ms', 2)}",
+              flush=True)
+
+    targets = [
+        ("spawn → initialize ≤ 60 ms", results["spawn_initialize_ms"]["median"] <= 60,
+         f"{results['spawn_initialize_ms']['median']:.1f} ms"),
+        ("1,000 × 100 KiB thread/start ≤ 60 ms", big["ms"]["median"] <= 60, f"{big['ms']['median']:.1f} ms"),
+        ("… ≤ 1.3× the 1,000 × 200 B case", results["body_size_ratio"] <= 1.3, f"{results['body_size_ratio']:.2f}×"),
+        ("… ≤ 8 KiB read per skill", big["bytes_read_per_skill"] <= 8192, f"{big['bytes_read_per_skill']:.0f} B"),
+        ("… peak RSS ≤ 40 MB", big["peak_rss_mb"] <= 40, f"{big['peak_rss_mb']:.1f} MB"),
+    ]
+    if "10000x200B" in results["thread_start"]:
+        ms = results["thread_start"]["10000x200B"]["ms"]["median"]
+        targets.append(("10,000 skills thread/start ≤ 600 ms", ms <= 600, f"{ms:.0f} ms"))
+    rate = results["tools_call_two_hooks"]["pipelined_calls_per_s"]["median"]
+    targets.append(("tools/call with two hooks ≥ 10,000 calls/s pipelined", rate >= 10000, f"{rate:.0f}/s"))
+    targets.append(("… server CPU ≤ 3× the echo floor", results["cpu_ratio_to_echo"] <= 3,
+                    f"{results['cpu_ratio_to_echo']:.2f}×"))
+    results["targets"] = [{"target": t, "met": met, "figure": fig} for t, met, fig in targets]
+    print("\ntargets:")
+    for t, met, fig in targets:
+        print(f"  {'met   ' if met else 'MISSED'}  {t}: {fig}")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nfigures written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
