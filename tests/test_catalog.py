@@ -231,3 +231,29 @@ def test_templates_list_variables_in_order_and_validate_names(tree):
     assert "description" not in wire["plain"] and wire["plain"]["variables"] == ["x"]
     assert only_problem(catalog, bad) == "invalid_name"
     assert only_problem(catalog, unclosed) == "invalid_frontmatter"
+
+
+def test_repeated_discovery_reuses_parsed_headers_until_the_file_changes(tree, monkeypatch):
+    from harness_sidecar import catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "RACY_SECONDS", -1.0)  # trust even brand-new files
+    monkeypatch.setattr(catalog_module, "_HEADERS", {})
+    root = tree("r")
+    for i in range(50):
+        add_skill(root, f"s{i}", "Old description.", body="x" * 10000)
+
+    def rchar() -> int:
+        with open("/proc/self/io") as f:
+            return int(next(line for line in f if line.startswith("rchar")).split()[1])
+
+    catalog_of(root)
+    before = rchar()
+    again = catalog_of(root)
+    assert rchar() - before < 50 * 100  # no frontmatter read again
+    assert again.skills["s7"].description == "Old description."
+    # same size, new content: the file's identity (ctime, mtime) changes, so it is parsed again
+    path = root / "skills/s7/SKILL.md"
+    path.write_text(path.read_text().replace("Old description.", "New description."))
+    assert catalog_of(root).skills["s7"].description == "New description."
+    path.write_text(path.read_text().replace("name: s7", "name: zz"))
+    assert "s7" not in catalog_of(root).skills

@@ -12,6 +12,7 @@ import logging
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,7 +171,7 @@ def find_placeholders(text: str) -> list[str]:
 
 def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
     """Open ``directory/name`` for reading; follow a link only if it stays inside the root."""
-    path = os.path.join(directory_real, name)
+    path = f"{directory_real}/{name}"
     try:
         return os.open(path, _O_FLAGS)
     except OSError as exc:
@@ -186,8 +187,8 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
 def _scan_skill(root: Root, skills_dir: str, skills_real: str, entry: os.DirEntry, limits: Limits,
                 diagnostics: list[Diagnostic]) -> SkillEntry | None:
     name = entry.name
-    directory = os.path.join(skills_dir, name)
-    source = os.path.join(directory, "SKILL.md")
+    directory = f"{skills_dir}/{name}"
+    source = f"{directory}/SKILL.md"
     if entry.is_symlink() or not is_within(skills_real, root.real):
         real_dir = os.path.realpath(directory)
         if not is_within(real_dir, root.real):
@@ -197,7 +198,7 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, entry: os.DirEntr
                 extra={"resolved": real_dir}))
             return None
     else:
-        real_dir = os.path.join(skills_real, name)
+        real_dir = f"{skills_real}/{name}"
     try:
         fd = _open_in(directory, real_dir, "SKILL.md", root)
     except DomainError as exc:
@@ -220,20 +221,44 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, entry: os.DirEntr
                 "too_large", f"{source} is {st.st_size} bytes; maxFileBytes is {limits.max_file_bytes}", source,
                 "shorten the body or move material into resource files", extra={"size": st.st_size}))
             return None
-        data, eof = frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)
+        description, problems = _skill_header(fd, st, name, limits)
     finally:
         os.close(fd)
-    try:
-        fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
-    except FrontmatterError as exc:
-        diagnostics.append(Diagnostic.from_problem(exc.problem, source))
-        return None
-    assert fm is not None
-    problems = frontmatter.check_skill(fm, name)
     if problems:
         diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
         return None
-    return SkillEntry(name, fm.data["description"].strip(), root, source, directory)
+    return SkillEntry(name, description, root, source, directory)  # type: ignore[arg-type]
+
+
+# Parsed SKILL.md headers by file identity and version. An entry is trusted only while the
+# file's (device, inode, size, mtime, ctime) are unchanged, and only files untouched for
+# RACY_SECONDS are remembered: a file rewritten within the kernel's timestamp granularity
+# could otherwise keep its old stamp. Repeated thread/starts on the same roots (every new
+# chat in an editor) then cost an open and an fstat per skill instead of a read and a parse.
+_HEADERS: dict[tuple, tuple[str | None, tuple[Problem, ...]]] = {}
+MAX_CACHED_HEADERS = 50_000
+RACY_SECONDS = 2.0
+
+
+def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tuple[str | None, tuple[Problem, ...]]:
+    """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter."""
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
+    cached = _HEADERS.get(key)
+    if cached is not None:
+        return cached
+    data, eof = frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)
+    try:
+        fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
+        assert fm is not None
+        problems = tuple(frontmatter.check_skill(fm, name))
+        result = (None if problems else fm.data["description"].strip(), problems)
+    except FrontmatterError as exc:
+        result = (None, (exc.problem,))
+    if time.time() - st.st_ctime > RACY_SECONDS:
+        if len(_HEADERS) >= MAX_CACHED_HEADERS:
+            _HEADERS.clear()
+        _HEADERS[key] = result
+    return result
 
 
 def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> list[SkillEntry]:
