@@ -246,3 +246,39 @@ def test_initialize_advertises_exactly_the_served_methods():
     from harness_sidecar.threads import Sidecar
 
     assert sorted(Sidecar(peer=None).methods) == sorted(SERVED_METHODS)  # type: ignore[arg-type]
+
+
+def test_content_length_framing_is_detected_and_used_both_ways(spawn, tree):
+    root = tree("r")
+    add_skill(root, "revue", "Utilisé pour relire — « non-ASCII » ✓.", body="Corps: ünïcödé ✓\n")
+    sidecar = spawn(initialize=False, framing="content-length")
+    result = sidecar.initialize()
+    assert result["capabilities"]["framing"] == "content-length"
+    thread = sidecar.call("thread/start", {"roots": [str(root)]})["threadId"]
+    skill = sidecar.call("skills/activate", {"threadId": thread, "name": "revue"})["skill"]
+    assert skill["description"] == "Utilisé pour relire — « non-ASCII » ✓." and skill["body"] == "Corps: ünïcödé ✓\n"
+    sidecar.close_stdin()
+    assert sidecar.wait() == 0
+
+
+def test_content_length_lengths_are_bytes_and_bad_frames_are_answered():
+    body = json.dumps({"id": 1, "method": "initialize", "params": {"clientInfo": {"name": "é✓"}}},
+                      ensure_ascii=False).encode("utf-8")
+    bad = b"Content-Length: nope\r\n\r\n"
+    huge = b"Content-Length: %d\r\n\r\n" % (16 * 1024 * 1024 + 1) + b" " * (16 * 1024 * 1024 + 1)
+    tail = json.dumps({"id": 2, "method": "shutdown"}).encode()
+    data = (b"Content-Length: %d\r\nContent-Type: application/vscode-jsonrpc; charset=utf-8\r\n\r\n" % len(body) + body
+            + bad + huge + b"Content-Length: %d\r\n\r\n" % len(tail) + tail)
+    proc = subprocess.run(sidecar_command(), input=data, capture_output=True, env=child_env(), timeout=60)
+    out = proc.stdout
+    messages = []
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        length = int(header.split(b":")[1])
+        messages.append(json.loads(rest[:length]))
+        assert len(rest[:length]) == length
+        out = rest[length:]
+    assert [m.get("id") for m in messages] == [1, None, None, 2]
+    assert messages[1]["error"]["code"] == -32700
+    assert messages[2]["error"]["data"]["kind"] == "too_large"
+    assert proc.returncode == 0

@@ -1,0 +1,194 @@
+'use strict';
+// A JSON-RPC client for harness-sidecar over JSONL on a child process's stdin/stdout.
+// No `vscode` import: the extension wires it to VS Code, the tests drive it from node.
+
+const { spawn } = require('child_process');
+const { EventEmitter } = require('events');
+
+class SidecarError extends Error {
+  constructor(message, code, data) {
+    super(message);
+    this.name = 'SidecarError';
+    this.code = code;
+    this.data = data;
+    this.kind = data && data.kind;
+  }
+}
+
+/**
+ * Events: 'log' (a stderr line), 'notification' (method, params), 'exit' (code, signal, expected),
+ * 'restart' (attempt), 'started'.
+ */
+class SidecarClient extends EventEmitter {
+  /**
+   * @param {object} options
+   * @param {string[]} options.command  argv of the sidecar, e.g. ['harness-sidecar']
+   * @param {object} [options.env]      environment of the child (default: this process's)
+   * @param {string} [options.cwd]
+   * @param {number} [options.timeoutMs]  default request timeout (30 s)
+   * @param {number} [options.maxRestarts] restarts after a crash (default 0: report only)
+   */
+  constructor(options) {
+    super();
+    this.command = options.command;
+    this.env = options.env || process.env;
+    this.cwd = options.cwd;
+    this.timeoutMs = options.timeoutMs || 30000;
+    this.maxRestarts = options.maxRestarts || 0;
+    this.restarts = 0;
+    this.requestHandlers = new Map();
+    this.pending = new Map();
+    this.nextId = 1;
+    this.proc = null;
+    this.stopping = false;
+  }
+
+  /** Spawn the sidecar and send `initialize`; resolves with its result. */
+  async start() {
+    this.stopping = false;
+    const [file, ...args] = this.command;
+    const proc = spawn(file, args, { cwd: this.cwd, env: this.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.proc = proc;
+    let buffered = Buffer.alloc(0);
+    proc.stdout.on('data', (chunk) => {
+      // Split on the byte \n only, then decode each whole line: a multi-byte character cut
+      // between two chunks is never decoded in halves.
+      buffered = buffered.length ? Buffer.concat([buffered, chunk]) : chunk;
+      let newline;
+      while ((newline = buffered.indexOf(0x0a)) >= 0) {
+        const line = buffered.subarray(0, newline).toString('utf8');
+        buffered = buffered.subarray(newline + 1);
+        if (line.trim()) this._receive(line);
+      }
+    });
+    let errBuffered = '';
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (text) => {
+      errBuffered += text;
+      const lines = errBuffered.split('\n');
+      errBuffered = lines.pop();
+      for (const line of lines) this.emit('log', line);
+    });
+    proc.stdin.on('error', () => {}); // EPIPE after a crash: reported through 'exit'
+    const spawned = new Promise((resolve, reject) => {
+      proc.once('spawn', resolve);
+      proc.once('error', (err) => reject(new SidecarError(`cannot start ${file}: ${err.message}`, -1, { kind: 'spawn_failed' })));
+    });
+    proc.once('exit', (code, signal) => this._exited(proc, code, signal));
+    await spawned;
+    const result = await this.request('initialize', { clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '1' });
+    this.emit('started', result);
+    return result;
+  }
+
+  /** Answer the sidecar's reverse request `method` (e.g. item/tool/call) with `handler(params)`. */
+  onRequest(method, handler) {
+    this.requestHandlers.set(method, handler);
+  }
+
+  request(method, params, { timeoutMs } = {}) {
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) {
+      return Promise.reject(new SidecarError('the sidecar is not running', -1, { kind: 'not_running' }));
+    }
+    const id = this.nextId++;
+    const timeout = timeoutMs || this.timeoutMs;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        this.notify('$/cancelRequest', { id });
+        reject(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
+      }, timeout);
+      this.pending.set(id, { method, resolve, reject, timer });
+      this._send({ jsonrpc: '2.0', id, method, params: params === undefined ? {} : params });
+    });
+  }
+
+  notify(method, params) {
+    this._send({ jsonrpc: '2.0', method, params });
+  }
+
+  /** `shutdown`, then `exit`; resolves with the exit code. */
+  async stop() {
+    if (!this.proc || this.proc.exitCode !== null) return this.proc ? this.proc.exitCode : 0;
+    this.stopping = true;
+    const proc = this.proc;
+    const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
+    try {
+      await this.request('shutdown', undefined, { timeoutMs: 5000 });
+      this.notify('exit');
+    } catch (err) {
+      proc.kill();
+    }
+    const killer = setTimeout(() => proc.kill('SIGKILL'), 5000);
+    const code = await exited;
+    clearTimeout(killer);
+    return code;
+  }
+
+  _send(message) {
+    if (this.proc && this.proc.stdin.writable) this.proc.stdin.write(JSON.stringify(message) + '\n');
+  }
+
+  _receive(line) {
+    let message;
+    try {
+      message = JSON.parse(line);
+    } catch (err) {
+      this.emit('log', `unparsable line from the sidecar: ${line.slice(0, 200)}`);
+      return;
+    }
+    if (message.method !== undefined && message.id !== undefined) {
+      this._answer(message);
+    } else if (message.method !== undefined) {
+      this.emit('notification', message.method, message.params);
+    } else {
+      const waiting = this.pending.get(message.id);
+      if (!waiting) return; // a response to a request that timed out
+      this.pending.delete(message.id);
+      clearTimeout(waiting.timer);
+      if (message.error) {
+        const { message: text, code, data } = message.error;
+        waiting.reject(new SidecarError(`${waiting.method}: ${text}`, code, data));
+      } else {
+        waiting.resolve(message.result);
+      }
+    }
+  }
+
+  async _answer(message) {
+    const handler = this.requestHandlers.get(message.method);
+    if (!handler) {
+      this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: `no handler for ${message.method}` } });
+      return;
+    }
+    try {
+      const result = await handler(message.params);
+      this._send({ jsonrpc: '2.0', id: message.id, result });
+    } catch (err) {
+      this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: String(err && err.message || err) } });
+    }
+  }
+
+  _exited(proc, code, signal) {
+    if (proc !== this.proc) return;
+    const expected = this.stopping;
+    const reason = signal ? `signal ${signal}` : `status ${code}`;
+    for (const [id, waiting] of this.pending) {
+      clearTimeout(waiting.timer);
+      waiting.reject(new SidecarError(`the sidecar exited (${reason}) before answering ${waiting.method}`, -1,
+        { kind: 'sidecar_exited' }));
+      this.pending.delete(id);
+    }
+    this.emit('exit', code, signal, expected);
+    if (!expected && this.restarts < this.maxRestarts) {
+      this.restarts += 1;
+      const attempt = this.restarts;
+      setTimeout(() => {
+        this.emit('restart', attempt);
+        this.start().catch((err) => this.emit('log', `restart ${attempt} failed: ${err.message}`));
+      }, 200 * attempt);
+    }
+  }
+}
+
+module.exports = { SidecarClient, SidecarError };
