@@ -8,6 +8,7 @@ import sys
 
 USAGE = """\
 usage: harness-sidecar [--log-level LEVEL]            serve JSON-RPC on stdin/stdout
+       harness-sidecar --lsp [--log-level LEVEL]      serve as a language server (needs the 'lsp' extra)
        harness-sidecar check [--json] ROOT [ROOT ...]  lint resource trees (earlier root wins)
        harness-sidecar demo [--workspace DIR]          run the review scenario and print the conversation
        harness-sidecar --version | --help
@@ -44,6 +45,21 @@ def serve() -> int:
     os._exit(code)
 
 
+def serve_lsp() -> int:
+    try:
+        import lsprotocol  # noqa: F401
+        import pygls  # noqa: F401
+    except ImportError:
+        print("harness-sidecar: --lsp needs pygls and lsprotocol: pip install 'harness-sidecar[lsp]'", file=sys.stderr)
+        return 2
+    from harness_sidecar import lsp
+    from harness_sidecar.transport import claim_stdout
+
+    code = lsp.serve(claim_stdout())
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     level = "warning"
@@ -67,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     if not rest:
         return serve()
     command, options = rest[0], rest[1:]
+    if command == "--lsp" and not options:
+        return serve_lsp()
     if command in ("--version", "-V"):
         from harness_sidecar import PROTOCOL_VERSION, __version__
 

@@ -187,7 +187,7 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     name_line = fm.lines.get("name", 2)
     if name is None:
         problems.append(Problem("invalid_frontmatter", "'name' is missing",
-                                hint=f"add 'name: {dir_name}'", line=2))
+                                hint=f"add 'name: {dir_name}'", line=1))
     elif not isinstance(name, str):
         problems.append(Problem("invalid_frontmatter", f"'name' must be a string, not {type(name).__name__}",
                                 hint=f"write 'name: {dir_name}'", line=name_line))
@@ -200,7 +200,7 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
             problems.append(Problem("name_mismatch", f"name '{name}' differs from its directory '{dir_name}'",
                                     hint=f"write 'name: {dir_name}' or rename the directory to '{name}'",
                                     line=name_line))
-    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 2), required=True)
+    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 1), required=True)
     if desc:
         problems.append(desc)
     return problems

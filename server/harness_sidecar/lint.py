@@ -1,0 +1,240 @@
+"""Findings on one resource file as an author writes it, from the editor's (unsaved) text.
+
+The rules are the catalog's own (``frontmatter.check_skill``, ``names``, the placeholder
+grammar), applied to a document instead of a directory scan, with positions: 0-based
+line and character columns (code points; the LSP layer converts to the client's units).
+Used by the LSP mode for live diagnostics and hovers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from harness_sidecar import frontmatter
+from harness_sidecar.catalog import PLACEHOLDER, Catalog, Diagnostic, Limits, Root, build_catalog, resolve_roots
+from harness_sidecar.frontmatter import FrontmatterError, Problem
+from harness_sidecar.names import name_problem
+from harness_sidecar.paths import is_within
+
+BRACES = re.compile(r"\{\{[^{}\n]*\}\}")
+
+ERROR, WARNING, INFORMATION, HINT = "error", "warning", "information", "hint"
+
+
+@dataclass
+class Finding:
+    line: int  # 0-based
+    start: int  # 0-based code point column
+    end: int
+    severity: str
+    kind: str
+    message: str
+
+
+@dataclass
+class Resource:
+    kind: str  # skill | template | instructions | extension
+    root: Root
+    name: str  # skill or template name, extension id; "" for instructions
+
+
+def classify(path: str, roots: list[Root]) -> Resource | None:
+    """Which resource of which root ``path`` is, or ``None`` for a file outside every root."""
+    path = os.path.normpath(path)
+    for root in roots:
+        if not is_within(path, root.path):
+            continue
+        parts = os.path.relpath(path, root.path).split(os.sep)
+        if parts == ["AGENTS.md"]:
+            return Resource("instructions", root, "")
+        if len(parts) == 3 and parts[0] == "skills" and parts[2] == "SKILL.md":
+            return Resource("skill", root, parts[1])
+        if len(parts) == 2 and parts[0] == "templates" and parts[1].endswith(".md"):
+            return Resource("template", root, parts[1][:-3])
+        if parts[0] == "extensions" and path.endswith(".py"):
+            if len(parts) == 2:
+                return Resource("extension", root, parts[1][:-3])
+            if len(parts) >= 3:
+                return Resource("extension", root, parts[1])
+    return None
+
+
+def _line_span(lines: list[str], line: int) -> tuple[int, int, int]:
+    """A 0-based line clamped to the document and the span of its text."""
+    line = max(0, min(line, len(lines) - 1)) if lines else 0
+    text = lines[line] if lines else ""
+    return line, 0, len(text)
+
+
+def _value_span(lines: list[str], line: int) -> tuple[int, int, int]:
+    """The value part of a ``key: value`` line (the whole line if there is no colon)."""
+    line, start, end = _line_span(lines, line)
+    text = lines[line] if lines else ""
+    colon = text.find(":")
+    if colon >= 0 and text[colon + 1:].strip():
+        start = colon + 1 + (len(text[colon + 1:]) - len(text[colon + 1:].lstrip()))
+    return line, start, end
+
+
+def _from_problem(problem: Problem, lines: list[str], severity: str = ERROR) -> Finding:
+    if problem.line is None:
+        line, start, end = _line_span(lines, 0)
+    elif problem.column is not None:
+        line, _, end = _line_span(lines, problem.line - 1)
+        start = min(problem.column - 1, end)
+        end = max(end, start + 1)
+    else:
+        line, start, end = _value_span(lines, problem.line - 1)
+    message = problem.message + (f" — {problem.hint}" if problem.hint else "")
+    return Finding(line, start, end, severity, problem.kind, message)
+
+
+def _catalog(roots: list[Root], limits: Limits) -> Catalog:
+    return build_catalog([r.path for r in roots], limits)
+
+
+def _shadowing(resource: Resource, source: str, winners: dict, diagnostics: list[Diagnostic]) -> tuple[str | None,
+                                                                                                         list[str]]:
+    """``(shadowed by, [paths this one shadows])`` for a resource of the catalog's kind."""
+    winner = winners.get(resource.name)
+    shadowed_by = winner.source if winner is not None and winner.root.index < resource.root.index else None
+    shadows = [d.path for d in diagnostics if d.kind == "shadowed" and d.extra.get("shadowedBy") == source
+               and d.path is not None]
+    return shadowed_by, shadows
+
+
+def lint(path: str, text: str, root_paths: list[str], trusted: set[str], limits: Limits | None = None) -> list[Finding]:
+    """Every finding for the document ``path`` with content ``text`` (empty outside the roots)."""
+    limits = limits or Limits()
+    roots = resolve_roots(root_paths, [])
+    resource = classify(path, roots)
+    if resource is None:
+        return []
+    lines = text.split("\n")
+    findings: list[Finding] = []
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limits.max_file_bytes:
+        findings.append(Finding(0, 0, len(lines[0]), ERROR, "too_large",
+                                f"{size} bytes; maxFileBytes is {limits.max_file_bytes}: the sidecar leaves it out"))
+    real = os.path.realpath(path)
+    if os.path.exists(path) and not is_within(real, resource.root.real):
+        findings.append(Finding(0, 0, len(lines[0]), ERROR, "path_escape",
+                                f"{path} resolves to {real}, outside the root {resource.root.path}: it is rejected"))
+    if resource.kind == "skill":
+        findings += _lint_skill(path, text, lines, resource, roots, limits)
+    elif resource.kind == "template":
+        findings += _lint_template(path, text, lines, resource, roots, limits)
+    elif resource.kind == "extension":
+        findings += _lint_extension(lines, resource, trusted)
+    return findings
+
+
+def _lint_skill(path: str, text: str, lines: list[str], resource: Resource, roots: list[Root],
+                limits: Limits) -> list[Finding]:
+    try:
+        fm = frontmatter.parse(text.encode("utf-8", "surrogatepass"), True, limits.max_frontmatter_bytes,
+                               required=True)
+    except FrontmatterError as exc:
+        return [_from_problem(exc.problem, lines)]
+    assert fm is not None
+    findings = [_from_problem(p, lines) for p in frontmatter.check_skill(fm, resource.name)]
+    if findings:
+        return findings
+    catalog = _catalog(roots, limits)
+    shadowed_by, shadows = _shadowing(resource, os.path.normpath(path), catalog.skills, catalog.diagnostics)
+    line, start, end = _value_span(lines, fm.lines.get("name", 2) - 1)
+    if shadowed_by:
+        findings.append(Finding(line, start, end, INFORMATION, "shadowed",
+                                f"shadowed by {shadowed_by} (an earlier root wins): this skill is not used"))
+    for other in shadows:
+        findings.append(Finding(line, start, end, INFORMATION, "shadows", f"this skill shadows {other}"))
+    return findings
+
+
+def _lint_template(path: str, text: str, lines: list[str], resource: Resource, roots: list[Root],
+                   limits: Limits) -> list[Finding]:
+    findings = []
+    why = name_problem(resource.name)
+    if why:
+        findings.append(Finding(0, 0, len(lines[0]), ERROR, "invalid_name",
+                                f"template name '{resource.name}' (the file name) {why}"))
+    body_start = 0
+    try:
+        fm = frontmatter.parse(text.encode("utf-8", "surrogatepass"), True, limits.max_frontmatter_bytes,
+                               required=False)
+    except FrontmatterError as exc:
+        return findings + [_from_problem(exc.problem, lines)]
+    if fm is not None:
+        body_start = fm.end_line
+        problem = frontmatter.description_problem(fm.data.get("description"), fm.lines.get("description"),
+                                                  required=False)
+        if problem:
+            findings.append(_from_problem(problem, lines))
+    for number in range(body_start, len(lines)):
+        for match in BRACES.finditer(lines[number]):
+            if not PLACEHOLDER.fullmatch(match.group(0)):
+                inner = match.group(0)[2:-2].strip()
+                suggestion = f" — write {{{{{inner}}}}} to make it one" if PLACEHOLDER.fullmatch(
+                    "{{" + inner + "}}") else ""
+                findings.append(Finding(number, match.start(), match.end(), HINT, "not_a_placeholder",
+                                        f"{match.group(0)} is not a placeholder and stays literal{suggestion}"))
+    if not findings and not why:
+        catalog = _catalog(roots, limits)
+        shadowed_by, _ = _shadowing(resource, os.path.normpath(path), catalog.templates, catalog.diagnostics)
+        if shadowed_by:
+            findings.append(Finding(0, 0, len(lines[0]), INFORMATION, "shadowed",
+                                    f"shadowed by {shadowed_by} (an earlier root wins): this template is not used"))
+    return findings
+
+
+def _lint_extension(lines: list[str], resource: Resource, trusted: set[str]) -> list[Finding]:
+    line, start, end = _line_span(lines, 0)
+    why = name_problem(resource.name)
+    if why:
+        return [Finding(line, start, end, ERROR, "invalid_name", f"extension id '{resource.name}' {why}")]
+    if resource.name in trusted:
+        return [Finding(line, start, end, INFORMATION, "trusted",
+                        f"extension '{resource.name}' is trusted: the sidecar imports it when a thread starts")]
+    return [Finding(line, start, end, INFORMATION, "untrusted",
+                    f"extension '{resource.name}' is not trusted: the sidecar never imports it "
+                    f"(add '{resource.name}' to trustedExtensions to load it)")]
+
+
+def hover(path: str, text: str, line: int, character: int, root_paths: list[str],
+          limits: Limits | None = None) -> tuple[str, int, int] | None:
+    """Markdown for the position (and the column span it covers), or ``None``."""
+    limits = limits or Limits()
+    roots = resolve_roots(root_paths, [])
+    resource = classify(path, roots)
+    lines = text.split("\n")
+    if resource is None or line >= len(lines):
+        return None
+    if resource.kind == "template":
+        for match in PLACEHOLDER.finditer(lines[line]):
+            if match.start() <= character < match.end():
+                name = match.group(1)
+                return (f"`{name}`: a template variable — `templates/render` must supply `arguments.{name}` "
+                        f"(a string)", match.start(), match.end())
+        return None
+    if resource.kind != "skill":
+        return None
+    try:
+        fm = frontmatter.parse(text.encode("utf-8", "surrogatepass"), True, limits.max_frontmatter_bytes,
+                               required=True)
+    except FrontmatterError:
+        return None
+    if fm is None or fm.lines.get("name", 0) - 1 != line:
+        return None
+    description = fm.data.get("description")
+    catalog = _catalog(roots, limits)
+    shadowed_by, shadows = _shadowing(resource, os.path.normpath(path), catalog.skills, catalog.diagnostics)
+    if shadowed_by:
+        standing = f"**shadowed** by `{shadowed_by}`"
+    elif resource.name in catalog.skills:
+        standing = "**wins**" + (f" (shadows `{'`, `'.join(shadows)}`)" if shadows else "")
+    else:
+        standing = "not in the catalog (see the diagnostics)"
+    return (f"**{fm.data.get('name')}** — {description if isinstance(description, str) else '(no description)'}"
+            f"\n\nsource: `{os.path.normpath(path)}`\n\n{standing}", 0, len(lines[line]))
