@@ -113,6 +113,32 @@ def spawn_to_initialize(command: list[str], runs: int) -> dict[str, float]:
     return summary(times)
 
 
+def spawn_to_initialize_lsp(runs: int) -> dict[str, float]:
+    """The LSP mode (pygls), in LSP framing: spawn → initialize result."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                       "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+    request = b"Content-Length: %d\r\n\r\n" % len(body) + body
+    times = []
+    for i in range(runs + 2):
+        started = time.perf_counter()
+        raw = Raw(SIDECAR + ["--lsp"])
+        raw.send(request)
+        assert raw.proc.stdout
+        length = 0
+        while True:
+            header = raw.proc.stdout.readline()
+            if header.lower().startswith(b"content-length:"):
+                length = int(header.split(b":")[1])
+            if header in (b"\r\n", b""):
+                break
+        raw.proc.stdout.read(length)
+        elapsed = time.perf_counter() - started
+        raw.close()
+        if i >= 2:
+            times.append(elapsed * 1000)
+    return summary(times)
+
+
 # -- 2. thread/start ---------------------------------------------------------------------------
 
 def naive_scan(root: Path) -> float:
@@ -236,8 +262,10 @@ def main() -> int:
 
     results["spawn_initialize_ms"] = spawn_to_initialize(SIDECAR, runs * 2)
     results["echo_spawn_ms"] = spawn_to_initialize(ECHO, runs * 2)
+    results["lsp_spawn_initialize_ms"] = spawn_to_initialize_lsp(runs * 2)
     print(f"spawn→initialize  {fmt(results['spawn_initialize_ms'], ' ms')}   echo-server floor "
-          f"{fmt(results['echo_spawn_ms'], ' ms')}", flush=True)
+          f"{fmt(results['echo_spawn_ms'], ' ms')}   LSP mode (pygls) {fmt(results['lsp_spawn_initialize_ms'], ' ms')}",
+          flush=True)
 
     cases = [(10, 200), (100, 200), (1000, 200), (1000, 100 * 1024)]
     if not args.quick:
