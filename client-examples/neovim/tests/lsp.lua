@@ -1,29 +1,13 @@
 -- Headless test of the LSP configuration (Neovim 0.8+): opening the bundled broken skill
 -- shows the sidecar's diagnostics; fixing the unsaved buffer clears them.
-local passed, failed = 0, 0
-
-local function out(text)
-  io.stdout:write(text .. '\n')
-  io.stdout:flush()
-end
-
-local function check(name, fn)
-  local ok, err = pcall(fn)
-  if ok then
-    passed = passed + 1
-    out('ok - ' .. name)
-  else
-    failed = failed + 1
-    out('not ok - ' .. name .. ': ' .. (type(err) == 'table' and vim.inspect(err) or tostring(err)))
-  end
-end
-
 local here = debug.getinfo(1, 'S').source:sub(2)
+local t = dofile(vim.fn.fnamemodify(here, ':p:h') .. '/harness.lua')
+local out, check = t.out, t.check
+
 local workspace = vim.fn.fnamemodify(here, ':p:h:h:h') .. '/workspace'
 local cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
 table.insert(cmd, '--lsp')
-out('# Neovim ' .. tostring(vim.version().major) .. '.' .. tostring(vim.version().minor) .. '.' ..
-  tostring(vim.version().patch) .. ' (vim.lsp.start)')
+out(t.version_line('vim.lsp.start'))
 
 require('harness_sidecar.lsp').setup({
   cmd = cmd,
@@ -89,9 +73,4 @@ end)
 for _, client in ipairs(vim.lsp.get_clients and vim.lsp.get_clients() or vim.lsp.get_active_clients()) do
   client.stop()
 end
-out(string.format('%d passed, %d failed', passed, failed))
-if failed > 0 then
-  vim.cmd('cq 1')
-else
-  vim.cmd('qa!')
-end
+t.finish()

@@ -3,26 +3,9 @@
 -- and a sidecar killed mid-request. Run (see tests/run.sh):
 --   nvim --headless -u NONE -i NONE --cmd 'set rtp^=client-examples/neovim' \
 --        -c 'luafile client-examples/neovim/tests/scenario.lua' -c 'cq 2'
-local passed, failed = 0, 0
-
-local function out(text)
-  io.stdout:write(text .. '\n')
-  io.stdout:flush()
-end
-
-local function check(name, fn)
-  local ok, err = pcall(fn)
-  if type(err) == 'table' then
-    err = vim.inspect(err)
-  end
-  if ok then
-    passed = passed + 1
-    out('ok - ' .. name)
-  else
-    failed = failed + 1
-    out('not ok - ' .. name .. ': ' .. tostring(err))
-  end
-end
+local here = debug.getinfo(1, 'S').source:sub(2)
+local t = dofile(vim.fn.fnamemodify(here, ':p:h') .. '/harness.lua')
+local out, check = t.out, t.check
 
 local function buffer_text()
   return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
@@ -32,11 +15,9 @@ local function contains(haystack, needle)
   assert(haystack:find(needle, 1, true), string.format('%q not found in:\n%s', needle, haystack))
 end
 
-local here = debug.getinfo(1, 'S').source:sub(2)
 local workspace = vim.fn.fnamemodify(here, ':p:h:h:h') .. '/workspace'
 local cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
-out('# Neovim ' .. tostring(vim.version().major) .. '.' .. tostring(vim.version().minor) .. '.' ..
-  tostring(vim.version().patch) .. (vim.system and ' (vim.system)' or ' (jobstart)'))
+out(t.version_line(vim.system and 'vim.system' or 'jobstart'))
 
 local notifications = {}
 vim.notify = function(message, level)
@@ -144,9 +125,4 @@ check(':checkhealth harness_sidecar runs the sidecar', function()
 end)
 
 hs.stop()
-out(string.format('%d passed, %d failed', passed, failed))
-if failed > 0 then
-  vim.cmd('cq 1')
-else
-  vim.cmd('qa!')
-end
+t.finish()

@@ -260,24 +260,22 @@ function M.cmd_context()
   M.show(result.systemPrompt)
 end
 
-function M.skill_names()
+local function names_of(kind)
   local names = {}
   if M.thread then
-    for _, s in ipairs(M.thread.catalog.skills) do
-      table.insert(names, s.name)
+    for _, entry in ipairs(M.thread.catalog[kind]) do
+      table.insert(names, entry.name)
     end
   end
   return names
 end
 
+function M.skill_names()
+  return names_of('skills')
+end
+
 function M.template_names()
-  local names = {}
-  if M.thread then
-    for _, t in ipairs(M.thread.catalog.templates) do
-      table.insert(names, t.name)
-    end
-  end
-  return names
+  return names_of('templates')
 end
 
 return M

@@ -88,18 +88,23 @@ function Client:send(message)
   self:_write(vim.json.encode(message) .. '\n')
 end
 
+-- Append a chunk to a buffer and call on_line for every complete line; returns the rest.
+local function split_lines(buffer, chunk, on_line)
+  buffer = buffer .. chunk
+  while true do
+    local newline = buffer:find('\n', 1, true)
+    if not newline then
+      return buffer
+    end
+    local line = buffer:sub(1, newline - 1)
+    buffer = buffer:sub(newline + 1)
+    on_line(line)
+  end
+end
+
 -- vim.system: raw chunks; a line may be split across chunks.
 function Client:_feed(chunk)
-  self.buffer = self.buffer .. chunk
-  while true do
-    local newline = self.buffer:find('\n', 1, true)
-    if not newline then
-      break
-    end
-    local line = self.buffer:sub(1, newline - 1)
-    self.buffer = self.buffer:sub(newline + 1)
-    self:_line(line)
-  end
+  self.buffer = split_lines(self.buffer, chunk, function(line) self:_line(line) end)
 end
 
 -- jobstart: a list whose first item continues the last partial line and whose last item
@@ -113,18 +118,11 @@ function Client:_feed_lines(data)
 end
 
 function Client:_feed_stderr(chunk)
-  self.err_buffer = self.err_buffer .. chunk
-  while true do
-    local newline = self.err_buffer:find('\n', 1, true)
-    if not newline then
-      break
-    end
-    local line = self.err_buffer:sub(1, newline - 1)
-    self.err_buffer = self.err_buffer:sub(newline + 1)
+  self.err_buffer = split_lines(self.err_buffer, chunk, function(line)
     if self.on_stderr then
       self.on_stderr(line)
     end
-  end
+  end)
 end
 
 function Client:_line(line)
