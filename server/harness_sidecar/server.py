@@ -86,8 +86,12 @@ class Endpoint:
         self._loop = asyncio.get_running_loop()
         self.exit_code = self._loop.create_future()
         loop = self._loop
+        self.writer.coalesce(loop)
         start_reader(lambda batch: loop.call_soon_threadsafe(self.receive_batch, batch))
-        return await self.exit_code
+        try:
+            return await self.exit_code
+        finally:
+            self.writer.flush()
 
     def receive_batch(self, batch: list[Any]) -> None:
         for item in batch:

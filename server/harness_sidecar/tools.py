@@ -102,7 +102,8 @@ def normalize_output(call: ToolCall, value: Any) -> ToolResult:
         if not isinstance(details, dict):
             raise TypeError("'details' must be a dict")
         content = [{"type": "text", "text": c["text"]} for c in content]
-        return ToolResult(call.id, call.name, content, json.loads(json.dumps(details)), bool(value.get("isError")))
+        details = json.loads(json.dumps(details)) if details else {}  # a copy, and proof it is JSON
+        return ToolResult(call.id, call.name, content, details, bool(value.get("isError")))
     raise TypeError(f"a tool must return a str or a dict with 'content' (and 'details'), not {type(value).__name__}")
 
 

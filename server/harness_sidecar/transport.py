@@ -58,13 +58,31 @@ def claim_stdout() -> int:
 
 
 class Writer:
-    """Writes whole frames to the protocol fd under a lock; nothing is buffered, nothing needs a flush."""
+    """Writes whole frames to the protocol fd under a lock.
+
+    With ``coalesce(loop)``, the frames produced during one turn of the event loop are
+    written together at its end: one ``write`` for a burst of responses instead of one
+    each (every syscall is also a GIL hand-over to the worker threads). Nothing waits for
+    a later turn, and ``flush`` empties the buffer at once (the endpoint calls it before
+    the process exits).
+    """
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.framing = JSONL
         self._lock = threading.Lock()
         self.broken = False
+        self._loop: Any = None
+        self._pending: list[bytes] = []
+
+    def coalesce(self, loop: Any) -> None:
+        self._loop = loop
+
+    def flush(self) -> None:
+        if self._pending:
+            data = b"".join(self._pending)
+            self._pending.clear()
+            self.write_bytes(data)
 
     def encode(self, message: dict[str, Any]) -> bytes:
         try:
@@ -76,7 +94,13 @@ class Writer:
         return body + b"\n"
 
     def write(self, message: dict[str, Any]) -> None:
-        self.write_bytes(self.encode(message))
+        data = self.encode(message)
+        if self._loop is None:
+            self.write_bytes(data)
+            return
+        if not self._pending:
+            self._loop.call_soon(self.flush)
+        self._pending.append(data)
 
     def write_bytes(self, data: bytes) -> None:
         with self._lock:

@@ -28,7 +28,7 @@ logger = logging.getLogger(__name__)
 
 WATCHDOG_SECONDS = 0.02  # how often running steps are checked against their deadlines
 STALL_SECONDS = 0.05  # a queued job waiting this long behind busy workers gets a new worker
-POOL_SIZE = 8  # workers for ordinary load; stuck ones are replaced beyond this
+POOL_SIZE = 2  # workers for ordinary load; more are added only when the queue stops moving
 
 
 class Abandoned(Exception):
@@ -73,106 +73,90 @@ class Job:
 
 
 class Runner:
-    """Worker threads, a batched completion queue and a deadline watchdog for one event loop."""
+    """Worker threads, a batched completion queue and a deadline watchdog for one event loop.
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, size: int = POOL_SIZE, idle_seconds: float = 30.0) -> None:
+    The loop thread never waits for a lock a worker may hold while it needs the GIL (on
+    this kind of machine each such hand-over costs a context switch): submission is a
+    queue put, completion a deque append plus at most one wake-up per batch. The lock is
+    taken only where the watchdog's verdict and a worker's progress must not cross: a step
+    starting, a step's outcome being recorded, a job finishing, a job being abandoned.
+    Workers are started by the loop thread only and stay for the life of the process.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, size: int = POOL_SIZE) -> None:
         self.loop = loop
         self.lock = threading.Lock()
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._size = size
-        self._idle_seconds = idle_seconds
-        self._idle = 0
         self._live = 0
-        self._started = 0
         self._active: set[Job] = set()  # jobs a worker is running
         self._completed: collections.deque[Job] = collections.deque()
         self._wake_pending = False
         self._watchdog: asyncio.TimerHandle | None = None
         self._outstanding = 0  # submitted and not yet resolved
+        self._finished = 0  # jobs finished by workers (progress, for the stall check)
+        self._seen_finished = 0
+        self._progress_at = time.monotonic()
 
     # -- loop side -------------------------------------------------------------------------------
 
     def submit(self, fn: Callable[..., Any], args: tuple, first_timeout_s: float) -> Job:
         job = Job(self, fn, args, self.loop.create_future())
         job.step_timeout = first_timeout_s
-        with self.lock:
-            if self._idle > 0:
-                self._idle -= 1  # reserve a waiting worker for this job
-                spawn = False
-            else:
-                spawn = self._live < self._size
         self._outstanding += 1
         self._jobs.put(job)
-        if spawn:
+        if self._live < self._size:
             self._add_worker()
         if self._watchdog is None:
+            self._progress_at = time.monotonic()
             self._watchdog = self.loop.call_later(WATCHDOG_SECONDS, self._check)
         return job
 
     def _drain(self) -> None:
-        with self.lock:
-            self._wake_pending = False
-            done = list(self._completed)
-            self._completed.clear()
-        for job in done:
+        self._wake_pending = False  # before popping: a job appended from now on wakes us again
+        completed = self._completed
+        while completed:
+            job = completed.popleft()
             if not job.future.done():
                 self._outstanding -= 1
                 job.future.set_result(job)
 
     def _check(self) -> None:
         now = time.monotonic()
-        stalled_since = None
+        overdue = []
         with self.lock:
             for job in list(self._active):
                 if not job.finished and not job.abandoned and now - job.step_started > job.step_timeout:
                     job.abandoned = True  # the step is over its deadline: answer for it
-                    self._active.discard(job)
-                    self.loop.call_soon(self._resolve_abandoned, job)
-                elif not job.finished:
-                    stalled_since = min(stalled_since or job.step_started, job.step_started)
-            saturated = self._idle == 0 and not self._jobs.empty()
-        if saturated and (stalled_since is None or now - stalled_since > STALL_SECONDS):
-            self._add_worker()  # every worker is busy with something slow: do not let the queue wait
+                    overdue.append(job)
+        for job in overdue:
+            self._active.discard(job)
+            if not job.future.done():
+                self._outstanding -= 1
+                job.future.set_result(job)
+        if self._finished != self._seen_finished:
+            self._seen_finished = self._finished
+            self._progress_at = now
+        elif not self._jobs.empty() and (overdue or now - self._progress_at > STALL_SECONDS):
+            # Jobs are queued and none finished for a while: every worker is slow or stuck.
+            self._progress_at = now
+            self._add_worker()
         if self._outstanding > 0:
             self._watchdog = self.loop.call_later(WATCHDOG_SECONDS, self._check)
         else:
             self._watchdog = None
 
-    def _resolve_abandoned(self, job: Job) -> None:
-        if not job.future.done():
-            self._outstanding -= 1
-            job.future.set_result(job)
-        self._add_worker_if_needed()
-
-    def _add_worker_if_needed(self) -> None:
-        with self.lock:
-            needed = self._idle == 0 and not self._jobs.empty()
-        if needed:
-            self._add_worker()
-
     def _add_worker(self) -> None:
-        with self.lock:
-            self._live += 1
-            self._started += 1
-            number = self._started
-        threading.Thread(target=self._work, name=f"harness-worker-{number}", daemon=True).start()
+        self._live += 1
+        threading.Thread(target=self._work, name=f"harness-worker-{self._live}", daemon=True).start()
 
     # -- worker side -------------------------------------------------------------------------------
 
     def _work(self) -> None:
         while True:
-            try:
-                job = self._jobs.get(timeout=self._idle_seconds)
-            except queue.Empty:
-                with self.lock:
-                    if self._idle > 0:
-                        self._idle -= 1
-                        self._live -= 1
-                        return
-                continue  # every idle worker is reserved: a job is on its way
-            with self.lock:
-                job.step_started = time.monotonic()
-                self._active.add(job)
+            job = self._jobs.get()
+            job.step_started = time.monotonic()
+            self._active.add(job)
             try:
                 job.value = job.fn(job, *job.args)
             except Abandoned:
@@ -180,21 +164,18 @@ class Runner:
             except BaseException as exc:  # noqa: BLE001 - extension code may raise anything
                 job.error = exc
             with self.lock:
-                self._active.discard(job)
-                stuck = job.abandoned
-                job.finished = True
-                if not stuck:
-                    self._completed.append(job)
-                    wake = not self._wake_pending
+                if not job.abandoned:
+                    job.finished = True
+            self._active.discard(job)
+            self._finished += 1
+            if job.finished:
+                self._completed.append(job)
+                if not self._wake_pending:
                     self._wake_pending = True
-                else:
-                    wake = False
-                self._idle += 1
-            if wake:
-                try:
-                    self.loop.call_soon_threadsafe(self._drain)
-                except RuntimeError:  # the loop is closed: the sidecar is exiting
-                    return
+                    try:
+                        self.loop.call_soon_threadsafe(self._drain)
+                    except RuntimeError:  # the loop is closed: the sidecar is exiting
+                        return
             del job
 
 
