@@ -549,3 +549,19 @@ async def activate(api):
     thread = start(sidecar, workspace, ["asyncy"])["threadId"]
     assert call(sidecar, thread, "atool")["content"][0]["text"] == "async ok"
     assert call(sidecar, thread, "atool", {"stop": True})["details"]["blocked"]["reason"] == "async says no"
+
+
+def test_an_activate_that_hangs_fails_the_extension_not_the_thread(spawn, workspace):
+    workspace.extension("hangs", "def activate(api):\n"
+                                 "    time.sleep(30)\n"
+                                 "    api.register_tool(name='late', description='', input_schema={}, "
+                                 "execute=lambda c, a: 'x')\n")
+    workspace.extension("fine", NOTE_TOOL)
+    sidecar = spawn()
+    started = time.monotonic()
+    result = start(sidecar, workspace, ["hangs", "fine"], limits={"extensionTimeoutMs": 300})
+    assert time.monotonic() - started < 10
+    entry = status_of(result, "hangs")
+    assert entry["status"] == "failed" and "did not finish within 300 ms" in entry["error"]
+    assert [t["name"] for t in result["tools"]] == ["load_skill", "note"]
+    assert status_of(result, "fine")["status"] == "loaded"

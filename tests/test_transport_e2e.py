@@ -242,7 +242,7 @@ def test_default_mode_starts_without_heavy_imports():
 
 
 def test_initialize_advertises_exactly_the_served_methods():
-    from harness_sidecar.server import SERVED_METHODS
+    from harness_sidecar.lifecycle import SERVED_METHODS
     from harness_sidecar.threads import Sidecar
 
     assert sorted(Sidecar(peer=None).methods) == sorted(SERVED_METHODS)  # type: ignore[arg-type]
@@ -282,3 +282,20 @@ def test_content_length_lengths_are_bytes_and_bad_frames_are_answered():
     assert messages[1]["error"]["code"] == -32700
     assert messages[2]["error"]["data"]["kind"] == "too_large"
     assert proc.returncode == 0
+
+
+@pytest.mark.parametrize("first", [
+    b'{"id": 0, "method": "initialize"}\n',  # answered before the event loop starts
+    b'{"id": 0, "method": "initialize", "params": {"protocolVersion": "2"}}\n',  # the endpoint's path
+    b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": null}\n',
+])
+def test_initialize_first_then_a_second_initialize_is_refused(first):
+    messages, code, stderr = run_lines(first + b'{"id": 1, "method": "initialize"}\n{"id": 2, "method": "shutdown"}\n'
+                                       + b'{"method": "exit"}\n')
+    assert code == 0
+    by_id = {m["id"]: m for m in messages}
+    assert by_id[0]["result"]["protocolVersion"] == "1"
+    assert by_id[1]["error"]["data"]["kind"] == "already_initialized"
+    assert by_id[2]["result"] is None
+    if b'"2"' in first:
+        assert b"protocol '2'" in stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 
@@ -19,27 +18,41 @@ messages only. LEVEL is one of debug, info, warning (default), error.
 
 
 def configure_logging(level: str) -> None:
+    import logging
+
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level.upper(), logging.WARNING),
                         format="harness-sidecar %(levelname)s %(name)s: %(message)s")
 
 
-def serve() -> int:
-    import asyncio
-
-    from harness_sidecar.server import Endpoint
+def serve(level: str) -> int:
+    """Serve JSON-RPC on stdio. A first ``initialize`` is answered before asyncio is imported."""
+    from harness_sidecar.lifecycle import Relay, clean_initialize, initialize_result
     from harness_sidecar.transport import Reader, Writer, claim_stdout
 
     writer = Writer(claim_stdout())
+    relay = Relay()
 
     def set_framing(framing: str) -> None:
         writer.framing = framing
 
+    Reader(0, relay, set_framing).start()
+    first = relay.first_batch()
+    answered = False
+    if first and isinstance(first[0], bytes):
+        request_id = clean_initialize(first[0])
+        if request_id is not None:
+            writer.write({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(writer.framing)})
+            first, answered = first[1:], True
+    configure_logging(level)
+    import asyncio
+
+    from harness_sidecar.server import Endpoint
+
     endpoint = Endpoint(writer)
-
-    def start_reader(deliver):  # type: ignore[no-untyped-def]
-        Reader(0, deliver, set_framing).start()
-
-    code = asyncio.run(endpoint.serve(start_reader))
+    if answered:
+        endpoint.initialized = True
+        endpoint.preload()
+    code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
     sys.stderr.flush()
     # Daemon worker threads may still be stuck in an extension's code: leave without joining them.
     os._exit(code)
@@ -79,9 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     if level.lower() not in ("debug", "info", "warning", "error"):
         print(f"harness-sidecar: unknown log level {level!r}\n\n{USAGE}", file=sys.stderr)
         return 2
-    configure_logging(level)
     if not rest:
-        return serve()
+        return serve(level)
+    configure_logging(level)
     command, options = rest[0], rest[1:]
     if command == "--lsp" and not options:
         return serve_lsp()

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SERVER_NAME, __version__
+from harness_sidecar import PROTOCOL_VERSION
 from harness_sidecar.errors import (
     InternalError,
     InvalidParams,
@@ -26,17 +26,13 @@ from harness_sidecar.errors import (
     RpcError,
     ServerNotInitialized,
 )
+from harness_sidecar.lifecycle import initialize_result
 from harness_sidecar.transport import BadFrame, TooLarge, Writer
 
 if TYPE_CHECKING:
     from harness_sidecar.threads import Sidecar
 
 logger = logging.getLogger(__name__)
-
-# The methods served by harness_sidecar.threads.Sidecar (kept here so that answering
-# 'initialize' does not import the catalog, YAML or the extension machinery).
-SERVED_METHODS = ("context/build", "skills/activate", "templates/render", "thread/close", "thread/start",
-                  "tools/call", "tools/list")
 
 _NO_ID = object()
 
@@ -222,18 +218,11 @@ class Endpoint:
         if version is not None and version != PROTOCOL_VERSION:
             logger.warning("client asked for protocol %r; serving protocol %s", version, PROTOCOL_VERSION)
         self.initialized = True
-        self.send({"jsonrpc": "2.0", "id": request_id, "result": {
-            "serverInfo": {"name": SERVER_NAME, "version": __version__},
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {
-                "framing": self.writer.framing,
-                "methods": sorted([*SERVED_METHODS, "shutdown"]),
-                "notifications": ["thread/diagnostic"],
-                "clientRequests": ["item/tool/call"],
-                "cancellation": True,
-            },
-        }})
-        # Warm the modules the next requests need while the editor reads the answer.
+        self.send({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(self.writer.framing)})
+        self.preload()
+
+    def preload(self) -> None:
+        """Warm the modules the next requests need while the editor reads the answer."""
         threading.Thread(target=_preload, name="harness-preload", daemon=True).start()
 
     async def _shutdown(self, params: dict) -> None:

@@ -10,13 +10,19 @@ JSONL. Lines are split on ``\\n`` bytes only (never on U+2028 inside a string).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import threading
-from typing import Any, Callable
 
-logger = logging.getLogger(__name__)
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing and logging are not imported on the way to the first answer
+    from typing import Any, Callable
+
+
+def _log() -> Any:
+    import logging
+
+    return logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 256 * 1024
@@ -113,7 +119,7 @@ class Writer:
                     view = view[written:]
             except OSError as exc:  # the editor closed our stdout: nothing more can be said
                 self.broken = True
-                logger.warning("cannot write to the protocol stream: %s", exc)
+                _log().warning("cannot write to the protocol stream: %s", exc)
 
 
 class Reader:
@@ -132,14 +138,14 @@ class Reader:
         try:
             self._loop()
         except Exception:  # noqa: BLE001 - a reader bug must still end the session cleanly
-            logger.exception("stdin reader failed")
+            _log().exception("stdin reader failed")
         self.deliver([EOFError()])
 
     def _read(self) -> bytes:
         try:
             return os.read(self.fd, READ_CHUNK)
         except OSError as exc:
-            logger.warning("cannot read stdin: %s", exc)
+            _log().warning("cannot read stdin: %s", exc)
             return b""
 
     def _loop(self) -> None:

@@ -1,0 +1,52 @@
+"""The command line a person uses: check, demo, and their exit statuses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from harness_sidecar.client import child_env, sidecar_command
+from helpers import REPO, WORKSPACE
+
+
+def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(sidecar_command() + list(args), capture_output=True, text=True, env=child_env(),
+                          timeout=120, cwd=cwd, stdin=subprocess.DEVNULL)
+
+
+def test_check_explains_every_excluded_skill_with_a_fix():
+    out = run("check", str(WORKSPACE / "broken"))
+    assert out.returncode == 1
+    for directory, reason in [("Review-Old", "invalid_name"), ("deploy", "spans several lines"),
+                              ("notes", "not valid YAML"), ("wrong-name", "differs from its directory")]:
+        assert f"skills/{directory}/SKILL.md" in out.stdout and reason in out.stdout, directory
+    assert out.stdout.count("    fix: ") >= 5
+    assert "notes/SKILL.md:3:20" in out.stdout  # line and column of the YAML error
+    assert "template      ask [topic]" in out.stdout
+
+
+def test_check_passes_a_clean_root_and_reports_shadowing_across_roots():
+    clean = run("check", str(WORKSPACE / "project"))
+    assert clean.returncode == 0 and clean.stdout.startswith("no problems")
+    assert "extension     review-extension" in clean.stdout and "imported only when trusted" in clean.stdout
+    both = run("check", "--json", str(WORKSPACE / "project"), str(WORKSPACE / "user"))
+    assert both.returncode == 1
+    report = json.loads(both.stdout)
+    assert {d["kind"] for d in report["diagnostics"]} == {"shadowed"}
+    assert [s["name"] for s in report["catalog"]["skills"]] == ["commit-message", "review"]
+
+
+def test_check_without_roots_is_a_usage_error():
+    out = run("check")
+    assert out.returncode == 2 and "usage" in out.stderr
+
+
+def test_demo_shows_the_review_scenario_end_to_end(tmp_path):
+    out = run("demo", cwd=tmp_path)  # found next to the package when not run from the repository
+    assert out.returncode == 0, out.stderr
+    for step in ["initialize", "thread/start", "skills/activate", "templates/render", "context/build",
+                 "item/tool/call", "shutdown"]:
+        assert f'"method": "{step}"' in out.stdout, step
+    assert "Review src/parser.ts with the review skill. Focus on error handling." in out.stdout
+    assert "call_2 was blocked by review-extension (deny): review notes must not contain secrets" in out.stdout
+    assert "sidecar exited with status 0" in out.stdout
