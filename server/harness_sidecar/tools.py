@@ -87,6 +87,20 @@ class ToolRegistry:
         return [t.to_wire() for t in self.tools.values()]
 
 
+def json_copy(value: Any) -> Any:
+    """A deep copy of JSON data (dicts, lists and scalars, as json.loads makes them).
+
+    Every hook and tool gets its own copy, so what one changes nobody else sees; for the
+    small events of a tool call this is several times cheaper than a JSON round trip.
+    """
+    kind = type(value)
+    if kind is dict:
+        return {key: json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [json_copy(item) for item in value]
+    return value
+
+
 def normalize_output(call: ToolCall, value: Any) -> ToolResult:
     """Turn what an extension's ``execute`` returned into a result, or raise ``TypeError``."""
     if isinstance(value, str):
@@ -137,27 +151,27 @@ class _CallState:
     thread_id: str
     call: ToolCall
     tool: Tool
-    before_json: str
+    before_event: dict[str, Any] | None
     decision: HookDecision | None = None
     result: ToolResult | None = None
     wants_after: bool = False
-    after_json: str = ""
+    after_event: dict[str, Any] | None = None
     faults: list[HookFault] = field(default_factory=list)
 
     def set_result(self, result: ToolResult) -> None:
         self.result = result
-        if self.wants_after:  # the after hooks' event, fixed now: nothing done later can change it
-            self.after_json = json.dumps({"threadId": self.thread_id, "call": self.call.to_wire(),
+        if self.wants_after:  # the after hooks' event, fixed now: each hook gets its own copy
+            self.after_event = json_copy({"threadId": self.thread_id, "call": self.call.to_wire(),
                                           "result": result.to_wire()})
 
 
 def _invoke(step: _Step, state: _CallState) -> Any:
     """Call the user code of a step (the part that may hang, raise or misbehave)."""
     if step.kind == BEFORE:
-        return step.hook.fn(json.loads(state.before_json))  # type: ignore[union-attr]
+        return step.hook.fn(json_copy(state.before_event))  # type: ignore[union-attr]
     if step.kind == AFTER:
-        return step.hook.fn(json.loads(state.after_json))  # type: ignore[union-attr]
-    return state.tool.execute(state.call.id, json.loads(json.dumps(state.call.arguments)))  # type: ignore[misc]
+        return step.hook.fn(json_copy(state.after_event))  # type: ignore[union-attr]
+    return state.tool.execute(state.call.id, json_copy(state.call.arguments))  # type: ignore[misc]
 
 
 def _apply(step: _Step, outcome: Outcome, state: _CallState) -> None:
@@ -210,11 +224,11 @@ async def _run_async_step(step: _Step, state: _CallState) -> None:
         state.set_result(result)
         return
     if step.kind == BEFORE:
-        outcome = await workers.call(step.hook.fn, (json.loads(state.before_json),), step.timeout_s)  # type: ignore
+        outcome = await workers.call(step.hook.fn, (json_copy(state.before_event),), step.timeout_s)  # type: ignore
     elif step.kind == AFTER:
-        outcome = await workers.call(step.hook.fn, (json.loads(state.after_json),), step.timeout_s)  # type: ignore
+        outcome = await workers.call(step.hook.fn, (json_copy(state.after_event),), step.timeout_s)  # type: ignore
     else:
-        arguments = json.loads(json.dumps(state.call.arguments))
+        arguments = json_copy(state.call.arguments)
         outcome = await workers.call(state.tool.execute, (state.call.id, arguments), step.timeout_s)  # type: ignore
     _apply(step, outcome, state)
 
@@ -233,8 +247,8 @@ async def call_tool(registry: ToolRegistry, thread_id: str, call: ToolCall, hook
     tool = registry.tools.get(call.name)
     if tool is None:
         return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
-    before_json = json.dumps({"threadId": thread_id, "call": call.to_wire()}) if registry.before else ""
-    state = _CallState(thread_id, call, tool, before_json, wants_after=bool(registry.after))
+    before_event = json_copy({"threadId": thread_id, "call": call.to_wire()}) if registry.before else None
+    state = _CallState(thread_id, call, tool, before_event, wants_after=bool(registry.after))
     steps = registry.steps(tool, hook_timeout_s)
     index = 0
     try:
