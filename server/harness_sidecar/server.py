@@ -118,6 +118,9 @@ class Endpoint:
         except ValueError as exc:
             self.send_error(None, ParseError(f"malformed JSON: {exc}"))
             return
+        except RecursionError:
+            self.send_error(None, ParseError("the message is nested too deeply to parse"))
+            return
         if isinstance(message, list):
             self.send_error(None, InvalidRequest("batches (JSON arrays) are not supported; send one object per line"))
             return
