@@ -132,3 +132,17 @@ def test_neovim_lsp_configuration_receives_diagnostics():
     report = proc.stdout + proc.stderr
     assert re.search(r"^4 passed, 0 failed$", proc.stdout, re.M), report
     assert proc.returncode == 0, report
+
+
+def test_shell_scripts_report_a_dead_sidecar_instead_of_hanging():
+    if shutil.which("jq") is None:
+        unavailable("jq")
+    env = client_env()
+    env["HARNESS_SIDECAR"] = "false"  # a sidecar that dies at once
+    for script in ("coproc.sh", "session.sh"):
+        proc = subprocess.run(["bash", str(CLIENTS / "shell" / script)], capture_output=True, text=True, env=env,
+                              timeout=60, stdin=subprocess.DEVNULL)
+        assert proc.returncode != 0, script
+    proc = subprocess.run(["bash", str(CLIENTS / "shell/coproc.sh")], capture_output=True, text=True, env=env,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert "no response to request 1 (the sidecar stopped" in proc.stderr

@@ -35,13 +35,17 @@ await() {
 }
 
 send '{"id":1,"method":"initialize"}'
-await 1 && jq -c '.result.serverInfo' <<<"$RESPONSE"
+await 1 || exit 1
+jq -c '.result.serverInfo' <<<"$RESPONSE"
 send "{\"id\":2,\"method\":\"thread/start\",\"params\":{\"roots\":[\"$ws/project\"],\"dynamicTools\":[{\"name\":\"editor_date\",\"description\":\"Today's date in the editor.\",\"inputSchema\":{\"type\":\"object\"}}]}}"
-await 2 && jq -c '[.result.tools[].name]' <<<"$RESPONSE"
+await 2 || exit 1
+jq -c '[.result.tools[].name]' <<<"$RESPONSE"
 send '{"id":3,"method":"tools/call","params":{"threadId":"thread-1","call":{"id":"call_1","name":"editor_date","arguments":{}}}}'
-await 3 && jq -c '.result.result' <<<"$RESPONSE"
+await 3 || exit 1
+jq -c '.result.result' <<<"$RESPONSE"
 send '{"id":4,"method":"shutdown"}'
-await 4 && jq -c '.result' <<<"$RESPONSE"
+await 4 || exit 1
+jq -c '.result' <<<"$RESPONSE"
 send '{"method":"exit"}'
 pid=$SIDECAR_PID
 status=0
