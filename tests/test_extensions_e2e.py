@@ -565,3 +565,18 @@ def test_an_activate_that_hangs_fails_the_extension_not_the_thread(spawn, worksp
     assert entry["status"] == "failed" and "did not finish within 300 ms" in entry["error"]
     assert [t["name"] for t in result["tools"]] == ["load_skill", "note"]
     assert status_of(result, "fine")["status"] == "loaded"
+
+
+def test_api_offers_registration_only(spawn, workspace):
+    workspace.extension("curious", """
+def activate(api):
+    trace('api', sorted(name for name in dir(api) if not name.startswith('_')), api.id, type(api.logger).__name__)
+    api.logger.warning('hello from the extension logger')
+""")
+    sidecar = spawn()
+    result = start(sidecar, workspace, ["curious"])
+    assert status_of(result, "curious")["status"] == "loaded"
+    assert ["api", ["id", "logger", "on", "register_tool"], "curious", "Logger"] in workspace.events()
+    assert not sidecar.proc.poll()
+    sidecar.close()
+    assert any(b"hello from the extension logger" in line for line in sidecar.stderr_lines)
