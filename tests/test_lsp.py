@@ -135,6 +135,9 @@ def test_hook_faults_are_thread_diagnostic_notifications(lsp, tree):
     ("---\nname: x\ndescription: never closed\n", "invalid_frontmatter", (0, 0, 0, 3)),
     ("---\nname: x\n---\n", "invalid_frontmatter", (0, 0, 0, 3)),  # a missing field: the opening line
     ("---\nname: nul\ndescription: d\n---\n", "invalid_name", (1, 6, 1, 9)),
+    ("---\nname: x\ndescription: '  '\n---\n", "invalid_frontmatter", (2, 13, 2, 17)),
+    ("---\nname: x\ndescription: [a, b]\n---\n", "invalid_frontmatter", (2, 13, 2, 19)),
+    ("---\nname: " + "a" * 65 + "\ndescription: d\n---\n", "invalid_name", (1, 6, 1, 71)),
 ])
 def test_skill_diagnostics_with_ranges(lsp, tree, content, kind, expected_span):
     root = tree("r")
@@ -251,3 +254,17 @@ def test_lsp_without_pygls_says_how_to_install(tmp_path):
     proc = subprocess.run(LSP, capture_output=True, text=True, env=env, timeout=30, stdin=subprocess.DEVNULL)
     assert proc.returncode == 2 and "harness-sidecar[lsp]" in proc.stderr
     assert proc.stdout == ""
+
+
+def test_default_roots_are_the_workspace_agents_folder_then_the_users(spawn, tmp_path):
+    workspace, home = tmp_path / "repo", tmp_path / "home"
+    project_skill = add_skill(workspace / ".agents", "review", "Project review.")
+    user_skill = add_skill(home / ".agents", "review", "User review.")
+    env = child_env({"HOME": str(home)})
+    server = spawn(initialize=False, command=LSP, framing="content-length", env=env)
+    server.call("initialize", {"processId": None, "rootUri": None, "capabilities": {},
+                               "workspaceFolders": [{"uri": uri(workspace), "name": "repo"}]})
+    server.notify("initialized", {})
+    open_document(server, user_skill)
+    (info,) = diagnostics_for(server, user_skill)
+    assert info["code"] == "shadowed" and str(project_skill) in info["message"]
