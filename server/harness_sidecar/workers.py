@@ -21,6 +21,7 @@ import logging
 import queue
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -179,7 +180,7 @@ class Runner:
             del job
 
 
-_runners: dict[asyncio.AbstractEventLoop, Runner] = {}
+_runners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Runner] = weakref.WeakKeyDictionary()
 
 
 def runner() -> Runner:
