@@ -21,7 +21,6 @@ import logging
 import queue
 import threading
 import time
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -180,7 +179,7 @@ class Runner:
             del job
 
 
-_runners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Runner] = weakref.WeakKeyDictionary()
+_runners: dict[asyncio.AbstractEventLoop, Runner] = {}  # one loop per process; tests make more
 
 
 def runner() -> Runner:
