@@ -72,6 +72,9 @@ def test_skills_are_sorted_by_name_across_roots(tree):
     ("---\n- a list\n---\n", "invalid_frontmatter"),
     ("---\nname: x\ndescription: bad: colon\n---\n", "invalid_frontmatter"),
     (b"---\nname: x\ndescription: caf\xe9\n---\n", "not_utf8"),
+    ("---\nname: x\ndescription: d\ncreated: 2024-13-45\n---\n", "invalid_frontmatter"),  # ValueError in YAML
+    ("---\nname: x\ndescription: !!int zz\n---\n", "invalid_frontmatter"),
+    ("---\nname: x\ndescription: &d [*d]\n---\n", "invalid_frontmatter"),
 ])
 def test_each_rule_excludes_the_skill_with_a_reason(tree, content, kind):
     root = tree("r")

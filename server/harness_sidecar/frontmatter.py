@@ -129,9 +129,9 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
             data: Any = None
         else:
             data = loader.construct_document(node)
-    except yaml.YAMLError as exc:
+    except Exception as exc:  # noqa: BLE001 - constructors raise ValueError too ('2024-13-45', '!!int zz')
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        reason = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        reason = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
         raise FrontmatterError(Problem(
             "invalid_frontmatter", f"the frontmatter is not valid YAML: {reason}",
             hint="check quoting and indentation; a description containing ': ' needs quotes",
