@@ -260,3 +260,22 @@ def test_repeated_discovery_reuses_parsed_headers_until_the_file_changes(tree, m
     assert catalog_of(root).skills["s7"].description == "New description."
     path.write_text(path.read_text().replace("name: s7", "name: zz"))
     assert "s7" not in catalog_of(root).skills
+
+
+def test_a_file_that_cannot_be_read_is_left_out_not_fatal(tree, monkeypatch):
+    from harness_sidecar import frontmatter as frontmatter_module
+
+    root = tree("r")
+    add_skill(root, "fine")
+    bad = add_skill(root, "broken-disk")
+    real_read_prefix = frontmatter_module.read_prefix
+
+    def failing_read_prefix(fd, limit):
+        if os.readlink(f"/proc/self/fd/{fd}") == str(bad):
+            raise OSError(5, "Input/output error")
+        return real_read_prefix(fd, limit)
+
+    monkeypatch.setattr(frontmatter_module, "read_prefix", failing_read_prefix)
+    catalog = catalog_of(root)
+    assert list(catalog.skills) == ["fine"]
+    assert only_problem(catalog, bad) == "unreadable"

@@ -81,6 +81,11 @@ class Diagnostic:
     def from_error(cls, error: DomainError, path: str, **extra: Any) -> "Diagnostic":
         return cls(error.kind, error.message, path, extra=extra)
 
+    @classmethod
+    def unreadable(cls, error: OSError, path: str) -> "Diagnostic":
+        """A file the system would not let us read (permissions, I/O error): left out, not fatal."""
+        return cls("unreadable", f"{path} cannot be read: {error.strerror or error}", path)
+
 
 @dataclass(frozen=True)
 class Root:
@@ -293,7 +298,11 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> li
                 "raise limits.maxSkillsPerRoot or remove unused skills"))
             continue
         counted += 1
-        skill = _scan_skill(root, skills_dir, skills_real, entry, limits, diagnostics)
+        try:
+            skill = _scan_skill(root, skills_dir, skills_real, entry, limits, diagnostics)
+        except OSError as exc:
+            diagnostics.append(Diagnostic.unreadable(exc, os.path.join(skills_dir, entry.name, "SKILL.md")))
+            continue
         if skill is not None:
             found.append(skill)
     return found
@@ -349,6 +358,9 @@ def scan_templates(root: Root, limits: Limits, diagnostics: list[Diagnostic]) ->
                 continue
             diagnostics.append(Diagnostic.from_error(exc, path))
             continue
+        except OSError as exc:
+            diagnostics.append(Diagnostic.unreadable(exc, path))
+            continue
         found.append(TemplateEntry(name, description, root, path, find_placeholders(body)))
     return found
 
@@ -362,6 +374,9 @@ def read_instructions(root: Root, limits: Limits, diagnostics: list[Diagnostic])
         text = decode_utf8(data, path, "instructions")
     except DomainError as exc:
         diagnostics.append(Diagnostic.from_error(exc, path))
+        return None
+    except OSError as exc:
+        diagnostics.append(Diagnostic.unreadable(exc, path))
         return None
     return Instructions(root, path, text)
 

@@ -126,6 +126,8 @@ def discover(roots: list[Root], explicit: list[ExplicitExtension], limits: Limit
             offer(read_source(item.id, item.path, None, limits))
         except DomainError as exc:
             diagnostics.append(Diagnostic.from_error(exc, item.path))
+        except OSError as exc:
+            diagnostics.append(Diagnostic.unreadable(exc, item.path))
     for root in roots:
         directory = os.path.join(root.path, "extensions")
         try:
@@ -161,6 +163,8 @@ def discover(roots: list[Root], explicit: list[ExplicitExtension], limits: Limit
                 offer(read_source(ext_id, path, root, limits))
             except DomainError as exc:
                 diagnostics.append(Diagnostic.from_error(exc, path))
+            except OSError as exc:
+                diagnostics.append(Diagnostic.unreadable(exc, path))
     return dict(sorted(found.items()))
 
 
