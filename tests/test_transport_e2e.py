@@ -299,3 +299,21 @@ def test_initialize_first_then_a_second_initialize_is_refused(first):
     assert by_id[2]["result"] is None
     if b'"2"' in first:
         assert b"protocol '2'" in stderr
+
+
+def test_a_large_thread_start_does_not_hold_up_other_requests(spawn, tree):
+    big, small = tree("big"), tree("small")
+    for i in range(3000):
+        add_skill(big, f"skill-{i:04d}")
+    add_skill(small, "one")
+    sidecar = spawn()
+    other = sidecar.call("thread/start", {"roots": [str(small)]})["threadId"]
+    slow = sidecar.request_async("thread/start", {"roots": [str(big)], "limits": {"maxSkillsPerRoot": 5000}})
+    quick = sidecar.request_async("context/build", {"threadId": other})
+    order = []
+    while len(order) < 2:
+        message = sidecar.next_message(60)
+        order.append(message["id"])
+        if message["id"] == slow:
+            assert len(message["result"]["catalog"]["skills"]) == 3000
+    assert order == [quick, slow]

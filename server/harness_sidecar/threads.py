@@ -112,10 +112,14 @@ class Sidecar:
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits))
-        catalog = build_catalog(start.roots, limits)
         from harness_sidecar import extensions  # extension machinery only when a thread starts
 
-        found = extensions.discover(catalog.roots, start.extensions, limits, catalog.diagnostics)
+        def discover() -> tuple[Catalog, dict[str, Any]]:
+            catalog = build_catalog(start.roots, limits)
+            return catalog, extensions.discover(catalog.roots, start.extensions, limits, catalog.diagnostics)
+
+        # Reading thousands of files is done off the event loop: other requests keep being served.
+        catalog, found = await asyncio.get_running_loop().run_in_executor(None, discover)
         await extensions.load_trusted(found, start.trusted_extensions, registry, limits, catalog.diagnostics)
         thread = Thread(thread_id, catalog, limits, registry, list(found.values()))
         holder["thread"] = thread
