@@ -279,3 +279,27 @@ def test_a_file_that_cannot_be_read_is_left_out_not_fatal(tree, monkeypatch):
     catalog = catalog_of(root)
     assert list(catalog.skills) == ["fine"]
     assert only_problem(catalog, bad) == "unreadable"
+
+
+@pytest.mark.parametrize("text", [
+    "name: x\ndescription: plain\n",
+    "name: 'x'\ndescription: \"quoted: with colon\"\n",
+    "name: x\nname: y\ndescription: d\n",  # duplicate key: the last wins, as in safe_load
+    "name: &n x\ndescription: *n\n",
+    "name: x\ndescription: >\n  folded\n  text\n",
+    "name: x\ndescription: |\n  literal\n",
+    "name: !!str 123\ndescription: !!str yes\n",
+    "name: 123\ndescription: yes\n",
+    "name: x\ndescription:\n",
+    "name: x\ndescription: ~\nversion: 1.5\n",
+    "name: x\nmetadata: {a: [1, 2], b: {c: d}}\n",
+    "<<: {name: x}\ndescription: d\n",
+    "name: x\ndescription: 2024-01-02\n",
+    "",
+])
+def test_frontmatter_values_are_exactly_what_safe_load_gives(text):
+    import yaml
+
+    from harness_sidecar.frontmatter import load_yaml
+
+    assert load_yaml(text, 2)[0] == (yaml.safe_load(text) or {})

@@ -127,6 +127,10 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
         node = loader.get_single_node()
         if node is None:
             data: Any = None
+        elif _plain_strings(node):
+            # What safe construction returns for a mapping of strings, without its Python
+            # machinery (about 40% of the YAML cost of discovery): the nodes' own values.
+            data = {key.value: value.value for key, value in node.value}
         else:
             data = loader.construct_document(node)
     except Exception as exc:  # noqa: BLE001 - constructors raise ValueError too ('2024-13-45', '!!int zz')
@@ -153,6 +157,19 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
             if isinstance(getattr(key_node, "value", None), str):
                 lines.setdefault(key_node.value, key_node.start_mark.line + first_line)
     return data, lines
+
+
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _plain_strings(node: Any) -> bool:
+    """A mapping whose keys and values are all scalars the resolver tagged as strings."""
+    import yaml
+
+    return isinstance(node, yaml.MappingNode) and all(
+        key.tag == _STR_TAG and value.tag == _STR_TAG
+        and isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode)
+        for key, value in node.value)
 
 
 def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) -> Frontmatter | None:
