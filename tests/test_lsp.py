@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness_sidecar.client import SidecarProcess, child_env
+from harness_sidecar.client import child_env
 from helpers import WORKSPACE, add_skill, write
 
 pytest.importorskip("pygls")

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from harness_sidecar.client import child_env, sidecar_command
-from helpers import WORKSPACE, add_skill, error_kind
+from helpers import WORKSPACE, add_skill
 
 ROOTS = [str(WORKSPACE / "project"), str(WORKSPACE / "user")]
 

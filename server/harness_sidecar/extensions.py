@@ -16,7 +16,7 @@ import logging
 import os
 import sys
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness_sidecar import workers
@@ -56,8 +56,8 @@ class ExtensionSource:
         return out
 
 
-def _package_files(directory: str, boundary: str) -> list[tuple[str, str]]:
-    """``(relative, real path)`` of every file of a package, sorted; refuses links out of ``boundary``."""
+def _package_files(directory: str, boundary: str) -> list[str]:
+    """The relative path of every file of a package, sorted; refuses links out of ``boundary``."""
     found = []
     for current, dirs, files in os.walk(directory, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not d.startswith("."))
@@ -68,7 +68,7 @@ def _package_files(directory: str, boundary: str) -> list[tuple[str, str]]:
             real = os.path.realpath(path)
             if not is_within(real, boundary):
                 raise DomainError("path_escape", f"{path} links to {real}, outside {boundary}", path=path)
-            found.append((os.path.relpath(path, directory), real))
+            found.append(os.path.relpath(path, directory))
     return sorted(found)
 
 
@@ -89,11 +89,9 @@ def read_source(ext_id: str, path: str, root: Root | None, limits: Limits) -> Ex
             raise DomainError("resource_not_found", f"extension package {path} has no __init__.py", path=path)
         digest = hashlib.sha256()
         code = b""
-        total = 0
-        for relative, real in _package_files(path, boundary or real_dir):
+        for relative in _package_files(path, boundary or real_dir):
             _, data = read_contained(os.path.join(path, relative), boundary or real_dir, limits.max_file_bytes,
                                      "extension file")
-            total += len(data)
             if relative == "__init__.py":
                 code = data
             digest.update(relative.encode("utf-8") + b"\0" + str(len(data)).encode() + b"\0" + data)

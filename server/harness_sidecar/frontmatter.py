@@ -28,7 +28,6 @@ class Problem:
     hint: str | None = None
     line: int | None = None
     column: int | None = None
-    end_column: int | None = None
 
 
 @dataclass

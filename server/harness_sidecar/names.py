@@ -27,6 +27,3 @@ def name_problem(name: object) -> str | None:
         return f"'{name}' is a reserved Windows device name"
     return None
 
-
-def is_valid_name(name: object) -> bool:
-    return name_problem(name) is None
