@@ -189,12 +189,11 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
     return os.open(real, _O_FLAGS)
 
 
-def _scan_skill(root: Root, skills_dir: str, skills_real: str, entry: os.DirEntry, limits: Limits,
+def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_link: bool, limits: Limits,
                 diagnostics: list[Diagnostic]) -> SkillEntry | None:
-    name = entry.name
     directory = f"{skills_dir}/{name}"
     source = f"{directory}/SKILL.md"
-    if entry.is_symlink() or not is_within(skills_real, root.real):
+    if is_link or not is_within(skills_real, root.real):
         real_dir = os.path.realpath(directory)
         if not is_within(real_dir, root.real):
             diagnostics.append(Diagnostic(
@@ -299,13 +298,42 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> li
             continue
         counted += 1
         try:
-            skill = _scan_skill(root, skills_dir, skills_real, entry, limits, diagnostics)
+            skill = _scan_skill(root, skills_dir, skills_real, entry.name, entry.is_symlink(), limits, diagnostics)
         except OSError as exc:
             diagnostics.append(Diagnostic.unreadable(exc, os.path.join(skills_dir, entry.name, "SKILL.md")))
             continue
         if skill is not None:
             found.append(skill)
     return found
+
+
+def skill_in_root(root: Root, name: str, limits: Limits) -> SkillEntry | None:
+    """The valid skill ``name`` of one root, or ``None`` (absent, invalid, escaping, unreadable).
+
+    One directory's worth of the scan, for callers that ask about a single name (the LSP
+    mode's shadowing checks on every keystroke) instead of listing whole roots.
+    """
+    directory = os.path.join(root.path, "skills", name)
+    if name_problem(name) or not os.path.isdir(directory):
+        return None
+    try:
+        return _scan_skill(root, os.path.join(root.path, "skills"),
+                           os.path.realpath(os.path.join(root.real, "skills")), name, os.path.islink(directory),
+                           limits, [])
+    except OSError:
+        return None
+
+
+def template_in_root(root: Root, name: str, limits: Limits) -> TemplateEntry | None:
+    """The valid template ``name`` of one root, or ``None``."""
+    path = os.path.join(root.path, "templates", name + ".md")
+    if name_problem(name) or not os.path.lexists(path):
+        return None
+    try:
+        description, body = read_template(path, root, limits)
+    except (DomainError, OSError):
+        return None
+    return TemplateEntry(name, description, root, path, find_placeholders(body))
 
 
 def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, str]:

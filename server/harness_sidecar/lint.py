@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from harness_sidecar import frontmatter
-from harness_sidecar.catalog import PLACEHOLDER, Catalog, Diagnostic, Limits, Root, build_catalog, resolve_roots
+from harness_sidecar.catalog import PLACEHOLDER, Limits, Root, resolve_roots, skill_in_root, template_in_root
 from harness_sidecar.frontmatter import FrontmatterError, Problem
 from harness_sidecar.names import name_problem
 from harness_sidecar.paths import is_within
@@ -91,18 +91,25 @@ def _from_problem(problem: Problem, lines: list[str], severity: str = ERROR) -> 
     return Finding(line, start, end, severity, problem.kind, message)
 
 
-def _catalog(roots: list[Root], limits: Limits) -> Catalog:
-    return build_catalog([r.path for r in roots], limits)
+def _shadowing(resource: Resource, roots: list[Root], limits: Limits) -> tuple[str | None, list[str]]:
+    """``(the earlier root's file that shadows this one, [later roots' files this one shadows])``.
 
-
-def _shadowing(resource: Resource, source: str, winners: dict, diagnostics: list[Diagnostic]) -> tuple[str | None,
-                                                                                                         list[str]]:
-    """``(shadowed by, [paths this one shadows])`` for a resource of the catalog's kind."""
-    winner = winners.get(resource.name)
-    shadowed_by = winner.source if winner is not None and winner.root.index < resource.root.index else None
-    shadows = [d.path for d in diagnostics if d.kind == "shadowed" and d.extra.get("shadowedBy") == source
-               and d.path is not None]
-    return shadowed_by, shadows
+    Looks up the one name in each other root (on disk), not whole catalogs: cheap enough for
+    every keystroke.
+    """
+    find = skill_in_root if resource.kind == "skill" else template_in_root
+    for root in roots:
+        if root.index < resource.root.index:
+            winner = find(root, resource.name, limits)
+            if winner is not None:
+                return winner.source, []
+    shadows = []
+    for root in roots:
+        if root.index > resource.root.index:
+            loser = find(root, resource.name, limits)
+            if loser is not None:
+                shadows.append(loser.source)
+    return None, shadows
 
 
 def lint(path: str, text: str, root_paths: list[str], trusted: set[str], limits: Limits | None = None) -> list[Finding]:
@@ -142,8 +149,7 @@ def _lint_skill(path: str, text: str, lines: list[str], resource: Resource, root
     findings = [_from_problem(p, lines) for p in frontmatter.check_skill(fm, resource.name)]
     if findings:
         return findings
-    catalog = _catalog(roots, limits)
-    shadowed_by, shadows = _shadowing(resource, os.path.normpath(path), catalog.skills, catalog.diagnostics)
+    shadowed_by, shadows = _shadowing(resource, roots, limits)
     line, start, end = _value_span(lines, fm.lines.get("name", 2) - 1)
     if shadowed_by:
         findings.append(Finding(line, start, end, INFORMATION, "shadowed",
@@ -181,8 +187,7 @@ def _lint_template(path: str, text: str, lines: list[str], resource: Resource, r
                 findings.append(Finding(number, match.start(), match.end(), HINT, "not_a_placeholder",
                                         f"{match.group(0)} is not a placeholder and stays literal{suggestion}"))
     if not findings and not why:
-        catalog = _catalog(roots, limits)
-        shadowed_by, _ = _shadowing(resource, os.path.normpath(path), catalog.templates, catalog.diagnostics)
+        shadowed_by, _ = _shadowing(resource, roots, limits)
         if shadowed_by:
             findings.append(Finding(0, 0, len(lines[0]), INFORMATION, "shadowed",
                                     f"shadowed by {shadowed_by} (an earlier root wins): this template is not used"))
@@ -228,11 +233,10 @@ def hover(path: str, text: str, line: int, character: int, root_paths: list[str]
     if fm is None or fm.lines.get("name", 0) - 1 != line:
         return None
     description = fm.data.get("description")
-    catalog = _catalog(roots, limits)
-    shadowed_by, shadows = _shadowing(resource, os.path.normpath(path), catalog.skills, catalog.diagnostics)
+    shadowed_by, shadows = _shadowing(resource, roots, limits)
     if shadowed_by:
         standing = f"**shadowed** by `{shadowed_by}`"
-    elif resource.name in catalog.skills:
+    elif not frontmatter.check_skill(fm, resource.name):
         standing = "**wins**" + (f" (shadows `{'`, `'.join(shadows)}`)" if shadows else "")
     else:
         standing = "not in the catalog (see the diagnostics)"
