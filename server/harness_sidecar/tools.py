@@ -161,13 +161,13 @@ class _CallState:
             self.after_event = {"threadId": self.thread_id, "call": self.call.to_wire(), "result": result.to_wire()}
 
 
-def _invoke(step: _Step, state: _CallState) -> Any:
-    """Call the user code of a step (the part that may hang, raise or misbehave)."""
+def _user_call(step: _Step, state: _CallState) -> tuple[Callable[..., Any], tuple]:
+    """The user code of a step and its arguments, each a fresh copy (the part that may hang or raise)."""
     if step.kind == BEFORE:
-        return step.hook.fn(json_copy(state.before_event))  # type: ignore[union-attr]
+        return step.hook.fn, (json_copy(state.before_event),)  # type: ignore[union-attr]
     if step.kind == AFTER:
-        return step.hook.fn(json_copy(state.after_event))  # type: ignore[union-attr]
-    return state.tool.execute(state.call.id, json_copy(state.call.arguments))  # type: ignore[misc]
+        return step.hook.fn, (json_copy(state.after_event),)  # type: ignore[union-attr]
+    return state.tool.execute, (state.call.id, json_copy(state.call.arguments))  # type: ignore[return-value]
 
 
 def _apply(step: _Step, outcome: Outcome, state: _CallState) -> None:
@@ -192,7 +192,8 @@ def _chain(job: Job, steps: list[_Step], start: int, end: int, state: _CallState
         step = steps[index]
         job.step(index, step.timeout_s)
         try:
-            value = _invoke(step, state)
+            fn, args = _user_call(step, state)
+            value = fn(*args)
             if inspect.isawaitable(value):
                 value = job.await_on_loop(value)
                 outcome = Outcome(error=value.error) if isinstance(value, workers._Raised) else Outcome(value=value)
@@ -219,14 +220,8 @@ async def _run_async_step(step: _Step, state: _CallState) -> None:
                                       kind="tool_error")
         state.set_result(result)
         return
-    if step.kind == BEFORE:
-        outcome = await workers.call(step.hook.fn, (json_copy(state.before_event),), step.timeout_s)  # type: ignore
-    elif step.kind == AFTER:
-        outcome = await workers.call(step.hook.fn, (json_copy(state.after_event),), step.timeout_s)  # type: ignore
-    else:
-        arguments = json_copy(state.call.arguments)
-        outcome = await workers.call(state.tool.execute, (state.call.id, arguments), step.timeout_s)  # type: ignore
-    _apply(step, outcome, state)
+    fn, args = _user_call(step, state)
+    _apply(step, await workers.call(fn, args, step.timeout_s), state)
 
 
 def _steps(registry: ToolRegistry, tool: Tool, hook_timeout_s: float) -> list[_Step]:
