@@ -12,6 +12,7 @@ from harness_sidecar.errors import InvalidParams
 from harness_sidecar.names import name_problem
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+BUILTIN_TOOLS = ("load_skill",)  # claimed before any dynamic or extension tool
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 _TYPE_NAMES = {str: "a string", dict: "an object", list: "an array", int: "an integer", bool: "a boolean"}
 
@@ -140,6 +141,8 @@ def parse_thread_start(params: dict[str, Any]) -> ThreadStartParams:
         if not TOOL_NAME.fullmatch(name):
             raise InvalidParams(f"'{where}.name': tool name {name!r} must be 1-64 letters, digits, '_' or '-'",
                                 where + ".name")
+        if name in BUILTIN_TOOLS or any(d.name == name for d in dynamic):
+            raise InvalidParams(f"'{where}.name': tool '{name}' is already declared", where + ".name")
         description = require(item, "description", str, where + ".", optional=True, default="")
         schema = require(item, "inputSchema", dict, where + ".", optional=True,
                          default={"type": "object", "properties": {}})

@@ -87,12 +87,6 @@ class Sidecar:
 
     async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
         start = P.parse_thread_start(params)
-        seen = {"load_skill"}
-        for i, dynamic in enumerate(start.dynamic_tools):
-            if dynamic.name in seen:
-                raise InvalidParams(f"'dynamicTools[{i}].name': tool '{dynamic.name}' is already declared",
-                                    f"dynamicTools[{i}].name")
-            seen.add(dynamic.name)
         thread_id = f"thread-{next(self._ids)}"
         starting = asyncio.get_running_loop().create_future()
         self._starting[thread_id] = starting
