@@ -34,18 +34,19 @@ await() {
   return 1
 }
 
-send '{"id":1,"method":"initialize"}'
-await 1 || exit 1
-jq -c '.result.serverInfo' <<<"$RESPONSE"
-send "{\"id\":2,\"method\":\"thread/start\",\"params\":{\"roots\":[\"$ws/project\"],\"dynamicTools\":[{\"name\":\"editor_date\",\"description\":\"Today's date in the editor.\",\"inputSchema\":{\"type\":\"object\"}}]}}"
-await 2 || exit 1
-jq -c '[.result.tools[].name]' <<<"$RESPONSE"
-send '{"id":3,"method":"tools/call","params":{"threadId":"thread-1","call":{"id":"call_1","name":"editor_date","arguments":{}}}}'
-await 3 || exit 1
-jq -c '.result.result' <<<"$RESPONSE"
-send '{"id":4,"method":"shutdown"}'
-await 4 || exit 1
-jq -c '.result' <<<"$RESPONSE"
+# request ID JSON FILTER: send a request, wait for its answer, print FILTER of it.
+request() {
+  send "$2"
+  await "$1" || exit 1
+  jq -c "$3" <<<"$RESPONSE"
+}
+
+request 1 '{"id":1,"method":"initialize"}' '.result.serverInfo'
+request 2 "{\"id\":2,\"method\":\"thread/start\",\"params\":{\"roots\":[\"$ws/project\"],\"dynamicTools\":[{\"name\":\"editor_date\",\"description\":\"Today's date in the editor.\",\"inputSchema\":{\"type\":\"object\"}}]}}" \
+  '[.result.tools[].name]'
+request 3 '{"id":3,"method":"tools/call","params":{"threadId":"thread-1","call":{"id":"call_1","name":"editor_date","arguments":{}}}}' \
+  '.result.result'
+request 4 '{"id":4,"method":"shutdown"}' '.result'
 send '{"method":"exit"}'
 pid=$SIDECAR_PID
 status=0
