@@ -580,3 +580,18 @@ def activate(api):
     assert not sidecar.proc.poll()
     sidecar.close()
     assert any(b"hello from the extension logger" in line for line in sidecar.stderr_lines)
+
+
+def test_a_package_with_a_file_linked_out_of_the_root_is_never_imported(spawn, workspace, tmp_path):
+    import os
+
+    marker = tmp_path / "imported"
+    write(workspace.root / "extensions/leaky/__init__.py", f"open({str(marker)!r}, 'w').write('ran')\n"
+                                                           "def activate(api):\n    pass\n")
+    outside = write(tmp_path / "outside.py", "SECRET = 1\n")
+    os.symlink(outside, workspace.root / "extensions/leaky/helper.py")
+    sidecar = spawn()
+    result = start(sidecar, workspace, ["leaky"])
+    assert not marker.exists()
+    assert "leaky" not in [e["id"] for e in result["catalog"]["extensions"]]
+    assert any(d["kind"] == "path_escape" and d["path"].endswith("extensions/leaky") for d in result["diagnostics"])
