@@ -4,7 +4,6 @@ from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-
 from harness_sidecar.client import SidecarProcess, child_env
 
 

@@ -6,12 +6,12 @@ import os
 import shutil
 
 import pytest
-
-from harness_sidecar.activation import activate
-from harness_sidecar.catalog import Limits, build_catalog
-from harness_sidecar.context import build_system_prompt, skill_listing
 from harness_sidecar.errors import DomainError
-from harness_sidecar.templates import render, render_text
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.activation import activate
+from harness_sidecar.resources.catalog import build_catalog
+from harness_sidecar.resources.context import build_system_prompt, skill_listing
+from harness_sidecar.resources.templates import render, render_text
 from helpers import add_skill, write
 
 LIMITS = Limits()

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 import pytest
-
-from harness_sidecar.catalog import Limits, build_catalog
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.catalog import build_catalog
 from helpers import add_skill, kinds_by_path, write
 
 
@@ -237,7 +237,7 @@ def test_templates_list_variables_in_order_and_validate_names(tree):
 
 
 def test_repeated_discovery_reuses_parsed_headers_until_the_file_changes(tree, monkeypatch):
-    from harness_sidecar import catalog as catalog_module
+    from harness_sidecar.resources import catalog as catalog_module
 
     monkeypatch.setattr(catalog_module, "RACY_SECONDS", -1.0)  # trust even brand-new files
     monkeypatch.setattr(catalog_module, "_HEADERS", {})
@@ -263,7 +263,7 @@ def test_repeated_discovery_reuses_parsed_headers_until_the_file_changes(tree, m
 
 
 def test_a_file_that_cannot_be_read_is_left_out_not_fatal(tree, monkeypatch):
-    from harness_sidecar import frontmatter as frontmatter_module
+    from harness_sidecar.resources import frontmatter as frontmatter_module
 
     root = tree("r")
     add_skill(root, "fine")
@@ -299,7 +299,6 @@ def test_a_file_that_cannot_be_read_is_left_out_not_fatal(tree, monkeypatch):
 ])
 def test_frontmatter_values_are_exactly_what_safe_load_gives(text):
     import yaml
-
-    from harness_sidecar.frontmatter import load_yaml
+    from harness_sidecar.resources.frontmatter import load_yaml
 
     assert load_yaml(text, 2)[0] == (yaml.safe_load(text) or {})

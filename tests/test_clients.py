@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from harness_sidecar.client import child_env
 from helpers import REPO
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import add_skill, write
 
 HEADER = """\

@@ -7,12 +7,16 @@ import threading
 import time
 
 import pytest
-
-from harness_sidecar import workers
-from harness_sidecar.hooks import Hook, interpret_before, judge_after, judge_before
-from harness_sidecar.params import ToolCall
+from harness_sidecar.extensions import workers
+from harness_sidecar.extensions.hooks import (
+    Hook,
+    interpret_before,
+    judge_after,
+    judge_before,
+)
+from harness_sidecar.extensions.workers import Outcome
 from harness_sidecar.tools import Tool, ToolRegistry, call_tool
-from harness_sidecar.workers import Outcome
+from harness_sidecar.wire.params import ToolCall
 
 
 @pytest.mark.parametrize("value, expected", [

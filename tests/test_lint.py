@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness_sidecar import lint
+from harness_sidecar.resources import lint
 from helpers import add_skill, write
 
 

@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from harness_sidecar.client import child_env
 from helpers import WORKSPACE, add_skill, write
 

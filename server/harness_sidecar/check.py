@@ -6,7 +6,8 @@ import json
 import os
 import sys
 
-from harness_sidecar.catalog import Limits, build_catalog
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.catalog import build_catalog
 
 
 def main(args: list[str]) -> int:
@@ -17,7 +18,7 @@ def main(args: list[str]) -> int:
         return 2
     roots = [os.path.abspath(r) for r in roots]
     catalog = build_catalog(roots, Limits())
-    from harness_sidecar import extensions
+    from harness_sidecar.extensions import loader as extensions
 
     found = extensions.discover(catalog.roots, [], Limits(), catalog.diagnostics)
     if as_json:

@@ -26,8 +26,12 @@ def configure_logging(level: str) -> None:
 
 def serve(level: str) -> int:
     """Serve JSON-RPC on stdio. A first ``initialize`` is answered before asyncio is imported."""
-    from harness_sidecar.lifecycle import Relay, clean_initialize, initialize_result
-    from harness_sidecar.transport import Reader, Writer, claim_stdout
+    from harness_sidecar.wire.lifecycle import (
+        Relay,
+        clean_initialize,
+        initialize_result,
+    )
+    from harness_sidecar.wire.transport import Reader, Writer, claim_stdout
 
     writer = Writer(claim_stdout())
     relay = Relay()
@@ -46,7 +50,7 @@ def serve(level: str) -> int:
     configure_logging(level)
     import asyncio
 
-    from harness_sidecar.server import Endpoint
+    from harness_sidecar.wire.endpoint import Endpoint
 
     endpoint = Endpoint(writer)
     if answered:
@@ -65,8 +69,8 @@ def serve_lsp() -> int:
     except ImportError:
         print("harness-sidecar: --lsp needs pygls and lsprotocol: pip install 'harness-sidecar[lsp]'", file=sys.stderr)
         return 2
-    from harness_sidecar import lsp
-    from harness_sidecar.transport import claim_stdout
+    from harness_sidecar.wire import lsp
+    from harness_sidecar.wire.transport import claim_stdout
 
     code = lsp.serve(claim_stdout())
     sys.stderr.flush()

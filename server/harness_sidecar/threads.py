@@ -14,15 +14,20 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
-from harness_sidecar import params as P
-from harness_sidecar.activation import ActivatedSkill, activate, check_skill_name
-from harness_sidecar.catalog import Catalog, Limits, build_catalog
-from harness_sidecar.context import build_system_prompt
 from harness_sidecar.errors import DomainError, InvalidParams, PeerError
-from harness_sidecar.hooks import HookFault
-from harness_sidecar.params import ToolCall
-from harness_sidecar.templates import render
+from harness_sidecar.extensions.hooks import HookFault
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.activation import (
+    ActivatedSkill,
+    activate,
+    check_skill_name,
+)
+from harness_sidecar.resources.catalog import Catalog, build_catalog
+from harness_sidecar.resources.context import build_system_prompt
+from harness_sidecar.resources.templates import render
 from harness_sidecar.tools import Tool, ToolRegistry, ToolResult, call_tool
+from harness_sidecar.wire import params as P
+from harness_sidecar.wire.params import ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +111,9 @@ class Sidecar:
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits))
-        from harness_sidecar import extensions  # extension machinery only when a thread starts
+        from harness_sidecar.extensions import (
+            loader as extensions,  # extension machinery only when a thread starts
+        )
 
         def discover() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, limits)
@@ -126,7 +133,7 @@ class Sidecar:
     async def thread_close(self, params: dict[str, Any]) -> None:
         thread = await self.thread(params)
         del self.threads[thread.id]
-        from harness_sidecar import extensions
+        from harness_sidecar.extensions import loader as extensions
 
         for source in thread.extensions:
             extensions.unload(source)

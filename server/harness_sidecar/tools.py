@@ -16,10 +16,23 @@ import marshal
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar import workers
-from harness_sidecar.hooks import AFTER, BEFORE, Hook, HookDecision, HookFault, judge_after, judge_before
-from harness_sidecar.params import ToolCall
-from harness_sidecar.workers import Abandoned, Job, Outcome, describe_exception
+from harness_sidecar.extensions import workers
+from harness_sidecar.extensions.hooks import (
+    AFTER,
+    BEFORE,
+    Hook,
+    HookDecision,
+    HookFault,
+    judge_after,
+    judge_before,
+)
+from harness_sidecar.extensions.workers import (
+    Abandoned,
+    Job,
+    Outcome,
+    describe_exception,
+)
+from harness_sidecar.wire.params import ToolCall
 
 logger = logging.getLogger(__name__)
 

@@ -7,9 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.catalog import Limits
 from harness_sidecar.errors import InvalidParams
-from harness_sidecar.names import name_problem
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.names import name_problem
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 BUILTIN_TOOLS = ("load_skill",)  # claimed before any dynamic or extension tool

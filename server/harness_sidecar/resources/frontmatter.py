@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.names import name_problem
+from harness_sidecar.resources.names import name_problem
 
 FIRST_CHUNK = 4096
 _OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?(?:\n|\Z)")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from harness_sidecar.activation import ActivatedSkill
-from harness_sidecar.catalog import Catalog
+from harness_sidecar.resources.activation import ActivatedSkill
+from harness_sidecar.resources.catalog import Catalog
 
 SKILLS_HEADING = "# Skills\n\nActivate a skill with the load_skill tool when its description fits the task.\n"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness_sidecar.workers import Outcome, describe_exception
+from harness_sidecar.extensions.workers import Outcome, describe_exception
 
 BEFORE = "tool_call"
 AFTER = "tool_result"

@@ -9,9 +9,9 @@ is compiled from those very bytes (no second read of the path). Registrations ma
 from __future__ import annotations
 
 import hashlib
-import json
 import importlib.util
 import itertools
+import json
 import logging
 import os
 import sys
@@ -19,14 +19,15 @@ import types
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from harness_sidecar import workers
-from harness_sidecar.catalog import Diagnostic, Limits, Root
 from harness_sidecar.errors import DomainError
-from harness_sidecar.hooks import EVENTS, Hook
-from harness_sidecar.names import name_problem
-from harness_sidecar.params import TOOL_NAME, ExplicitExtension, TrustedExtension
-from harness_sidecar.paths import is_within, read_contained
+from harness_sidecar.extensions import workers
+from harness_sidecar.extensions.hooks import EVENTS, Hook
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.catalog import Diagnostic, Root
+from harness_sidecar.resources.names import name_problem
+from harness_sidecar.resources.paths import is_within, read_contained
 from harness_sidecar.tools import Tool, ToolRegistry
+from harness_sidecar.wire.params import TOOL_NAME, ExplicitExtension, TrustedExtension
 
 logger = logging.getLogger(__name__)
 

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_sidecar.catalog import PLACEHOLDER, Catalog, Limits, find_placeholders, read_template
 from harness_sidecar.errors import DomainError
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources.catalog import (
+    PLACEHOLDER,
+    Catalog,
+    find_placeholders,
+    read_template,
+)
 
 
 def render_text(text: str, arguments: dict[str, Any]) -> str:

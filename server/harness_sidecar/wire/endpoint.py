@@ -26,8 +26,8 @@ from harness_sidecar.errors import (
     RpcError,
     ServerNotInitialized,
 )
-from harness_sidecar.lifecycle import initialize_result
-from harness_sidecar.transport import BadFrame, TooLarge, Writer
+from harness_sidecar.wire.lifecycle import initialize_result
+from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
 if TYPE_CHECKING:
     from harness_sidecar.threads import Sidecar
@@ -39,7 +39,7 @@ _NO_ID = object()
 
 def _preload() -> None:
     try:
-        import harness_sidecar.extensions  # noqa: F401
+        import harness_sidecar.extensions.loader  # noqa: F401
         import harness_sidecar.threads  # noqa: F401
         import yaml  # noqa: F401
     except Exception:  # noqa: BLE001 - the request that needs them will report the failure

@@ -12,11 +12,18 @@ import os
 import re
 from dataclasses import dataclass
 
-from harness_sidecar import frontmatter
-from harness_sidecar.catalog import PLACEHOLDER, Limits, Root, resolve_roots, skill_in_root, template_in_root
-from harness_sidecar.frontmatter import FrontmatterError, Problem
-from harness_sidecar.names import name_problem
-from harness_sidecar.paths import is_within
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources.catalog import (
+    PLACEHOLDER,
+    Root,
+    resolve_roots,
+    skill_in_root,
+    template_in_root,
+)
+from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
+from harness_sidecar.resources.names import name_problem
+from harness_sidecar.resources.paths import is_within
 
 BRACES = re.compile(r"\{\{[^{}\n]*\}\}")
 

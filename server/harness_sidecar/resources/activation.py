@@ -7,12 +7,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar import frontmatter
-from harness_sidecar.catalog import Catalog, Limits
 from harness_sidecar.errors import DomainError
-from harness_sidecar.frontmatter import FrontmatterError
-from harness_sidecar.names import name_problem
-from harness_sidecar.paths import decode_utf8, join_within, read_contained, realpath_within
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources.catalog import Catalog
+from harness_sidecar.resources.frontmatter import FrontmatterError
+from harness_sidecar.resources.names import name_problem
+from harness_sidecar.resources.paths import (
+    decode_utf8,
+    join_within,
+    read_contained,
+    realpath_within,
+)
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 

@@ -16,39 +16,17 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar import frontmatter
 from harness_sidecar.errors import DomainError
-from harness_sidecar.frontmatter import FrontmatterError, Problem
-from harness_sidecar.names import name_problem
-from harness_sidecar.paths import decode_utf8, is_within, read_contained
+from harness_sidecar.limits import Limits
+from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
+from harness_sidecar.resources.names import name_problem
+from harness_sidecar.resources.paths import decode_utf8, is_within, read_contained
 
 logger = logging.getLogger(__name__)
 
 PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-@dataclass(frozen=True)
-class Limits:
-    catalog_bytes: int = 8000
-    hook_timeout_ms: int = 5000
-    tool_timeout_ms: int = 60000
-    dynamic_tool_timeout_ms: int = 30000
-    extension_timeout_ms: int = 10000
-    max_skills_per_root: int = 2000
-    max_frontmatter_bytes: int = 16384
-    max_file_bytes: int = 1048576
-
-    WIRE_NAMES = {
-        "catalogBytes": "catalog_bytes",
-        "hookTimeoutMs": "hook_timeout_ms",
-        "toolTimeoutMs": "tool_timeout_ms",
-        "dynamicToolTimeoutMs": "dynamic_tool_timeout_ms",
-        "extensionTimeoutMs": "extension_timeout_ms",
-        "maxSkillsPerRoot": "max_skills_per_root",
-        "maxFrontmatterBytes": "max_frontmatter_bytes",
-        "maxFileBytes": "max_file_bytes",
-    }
 
 
 @dataclass

@@ -1,0 +1,43 @@
+"""``thread/start.limits``: every bound a thread runs under, with its wire name and default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    catalog_bytes: int = 8000
+    hook_timeout_ms: int = 5000
+    tool_timeout_ms: int = 60000
+    dynamic_tool_timeout_ms: int = 30000
+    extension_timeout_ms: int = 10000
+    max_skills_per_root: int = 2000
+    max_frontmatter_bytes: int = 16384
+    max_file_bytes: int = 1048576
+    # v2
+    host_memory_mb: int = 2048
+    host_grace_ms: int = 2000
+    ui_timeout_ms: int = 120000
+    command_timeout_ms: int = 60000
+    extension_context_bytes: int = 4000
+    max_listed_files: int = 200
+    mcp_tool_timeout_ms: int = 60000
+
+    WIRE_NAMES = {
+        "catalogBytes": "catalog_bytes",
+        "hookTimeoutMs": "hook_timeout_ms",
+        "toolTimeoutMs": "tool_timeout_ms",
+        "dynamicToolTimeoutMs": "dynamic_tool_timeout_ms",
+        "extensionTimeoutMs": "extension_timeout_ms",
+        "maxSkillsPerRoot": "max_skills_per_root",
+        "maxFrontmatterBytes": "max_frontmatter_bytes",
+        "maxFileBytes": "max_file_bytes",
+        "hostMemoryMb": "host_memory_mb",
+        "hostGraceMs": "host_grace_ms",
+        "uiTimeoutMs": "ui_timeout_ms",
+        "commandTimeoutMs": "command_timeout_ms",
+        "extensionContextBytes": "extension_context_bytes",
+        "maxListedFiles": "max_listed_files",
+        "mcpToolTimeoutMs": "mcp_tool_timeout_ms",
+    }
