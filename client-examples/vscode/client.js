@@ -76,7 +76,7 @@ class SidecarClient extends EventEmitter {
     });
     proc.once('exit', (code, signal) => this._exited(proc, code, signal));
     await spawned;
-    const result = await this.request('initialize', { clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '1' });
+    const result = await this.request('initialize', { clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '2' });
     this.emit('started', result);
     return result;
   }

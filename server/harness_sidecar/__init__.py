@@ -2,4 +2,5 @@
 
 __version__ = "0.1.0"
 SERVER_NAME = "harness-sidecar"
-PROTOCOL_VERSION = "1"
+PROTOCOL_VERSION = "2"
+SUPPORTED_PROTOCOL_VERSIONS = ("1", "2")  # v2 only adds to v1: a v1 client is served as is

@@ -174,7 +174,7 @@ class SidecarProcess:
         return response["result"]
 
     def initialize(self) -> Message:
-        return self.call("initialize", {"clientInfo": {"name": "harness-sidecar-client"}, "protocolVersion": "1"})
+        return self.call("initialize", {"clientInfo": {"name": "harness-sidecar-client"}, "protocolVersion": "2"})
 
     # -- end -----------------------------------------------------------------------------------------
 

@@ -79,6 +79,9 @@ DOMAIN_CODES: dict[str, int] = {
     "too_large": -32017,
     "template_not_found": -32020,
     "missing_argument": -32021,
+    "command_not_found": -32030,
+    "input_blocked": -32031,
+    "mcp_unavailable": -32040,
 }
 
 

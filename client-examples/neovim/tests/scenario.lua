@@ -120,7 +120,7 @@ end)
 check(':checkhealth harness_sidecar runs the sidecar', function()
   vim.cmd('checkhealth harness_sidecar')
   local text = buffer_text()
-  contains(text, 'harness-sidecar 0.1.0 answers (protocol 1)')
+  contains(text, 'harness-sidecar 0.1.0 answers (protocol 2)')
   assert(not text:find('ERROR', 1, true), text)
 end)
 

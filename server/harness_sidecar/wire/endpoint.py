@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from harness_sidecar.errors import (
     InternalError,
     InvalidParams,
@@ -218,7 +218,7 @@ class Endpoint:
             return
         params = params or {}
         version = params.get("protocolVersion")
-        if version is not None and version != PROTOCOL_VERSION:
+        if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             logger.warning("client asked for protocol %r; serving protocol %s", version, PROTOCOL_VERSION)
         self.initialized = True
         self.send({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(self.writer.framing)})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 
-from harness_sidecar import PROTOCOL_VERSION, SERVER_NAME, __version__
+from harness_sidecar import PROTOCOL_VERSION, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS, __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def clean_initialize(frame: bytes) -> Any:
     request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
-    if message.get("params") and message["params"].get("protocolVersion") not in (None, PROTOCOL_VERSION):
+    if message.get("params") and message["params"].get("protocolVersion") not in (None, *SUPPORTED_PROTOCOL_VERSIONS):
         return None  # let the endpoint log the mismatch
     return request_id
 

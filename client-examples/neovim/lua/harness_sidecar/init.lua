@@ -119,7 +119,7 @@ function M.ensure()
     return nil, { kind = 'spawn_failed', message = err }
   end
   M.client = client
-  local _, init_err = client:request_sync('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '1' },
+  local _, init_err = client:request_sync('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '2' },
     M.config.timeout_ms)
   if init_err then
     return nil, init_err
