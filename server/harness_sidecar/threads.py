@@ -78,6 +78,16 @@ class Sidecar:
             "tools/call": self.tools_call,
         }
 
+    def oversize(self, method: str, result: Any, size: int) -> Any:
+        """What to answer instead of a result over ``--max-result-bytes``: a tool call's is a paired error."""
+        if method == "tools/call" and isinstance(result, dict) and isinstance(result.get("result"), dict):
+            inner = result["result"]
+            call = ToolCall(inner.get("toolCallId", ""), inner.get("toolName", ""), {})
+            return {"result": ToolResult.error(
+                call, f"the tool's result is {size} bytes; the limit is {self.max_result_bytes} "
+                      f"(--max-result-bytes)", kind="too_large", size=size, limit=self.max_result_bytes).to_wire()}
+        return None
+
     async def thread(self, params: dict[str, Any]) -> Thread:
         """The open thread named by ``params.threadId``.
 
@@ -90,6 +100,9 @@ class Sidecar:
             await asyncio.shield(starting)
         thread = self.threads.get(thread_id)
         if thread is None:
+            if len(thread_id) > 200:  # never echo a huge id back (twice) to the editor
+                raise DomainError("thread_not_found", f"no open thread '{thread_id[:200]}…' "
+                                                      f"({len(thread_id)} characters)")
             raise DomainError("thread_not_found", f"no open thread '{thread_id}'", threadId=thread_id)
         return thread
 

@@ -229,9 +229,9 @@ class Pipeline:
     def _finish(self, call: ToolCall, tool: Tool, plan: list[StepPlan], report: Any, end: int) -> Any:
         if type(report) is not dict:
             raise HostLied("a report is an object")
-        self._report_faults(report.get("faults"))
         if report.get("tooLarge"):
             return ToolResult.error(call, "the tool's result is larger than --max-result-bytes", kind="too_large")
+        self._report_faults(report.get("faults"))
         rewritten_by = report.get("rewrittenBy", [])
         if type(rewritten_by) is not list or not all(e in self.registry.handlers.get(BEFORE, ()) for e in rewritten_by):
             raise HostLied("'rewrittenBy' names no before hook")

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from harness_sidecar.errors import (
+    DomainError,
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -48,13 +49,24 @@ def _preload() -> None:
         logger.debug("preloading failed", exc_info=True)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_decode = json.JSONDecoder(parse_constant=_not_json).decode  # NaN and Infinity are not JSON
+
+
 def _id_key(request_id: Any) -> tuple[type, Any]:
     return (type(request_id), request_id)
 
 
 class Endpoint:
-    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None) -> None:
+    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
+                 max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
         self.writer = writer
+        self.max_in_flight = max_in_flight
+        self.max_result_bytes = max_result_bytes
+        self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
         self._service_factory = service_factory
         self._service: Sidecar | None = None
         self.initialized = False
@@ -77,6 +89,7 @@ class Endpoint:
 
                 self._service_factory = Sidecar
             self._service = self._service_factory(self)
+            self._service.max_result_bytes = self.max_result_bytes
         return self._service
 
     # -- entry points ----------------------------------------------------------------------
@@ -117,7 +130,7 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = json.loads(raw.decode("utf-8"))
+            message = _decode(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return
@@ -191,12 +204,15 @@ class Endpoint:
         task = self._loop.create_task(self._answer(request_id, method, handler, params))
         task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method))
         self._served[key] = task
+        if self.reader is not None and len(self._served) >= self.max_in_flight:
+            self.reader.may_read.clear()  # backpressure: the editor's requests wait in its pipe
 
     def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str) -> None:
         # A task cancelled before its first step never runs _answer: answer for it here.
         if task.cancelled():
             self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
             self._served.pop(_id_key(request_id), None)
+            self._resume_reading()
             self._maybe_finish()
 
     async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
@@ -210,10 +226,35 @@ class Endpoint:
             logger.exception("%s failed", method)
             self.send_error(request_id, InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}"))
         else:
-            self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            self._send_result(request_id, method, result)
         finally:
             self._served.pop(_id_key(request_id), None)
+            self._resume_reading()
             self._maybe_finish()
+
+    def _resume_reading(self) -> None:
+        if self.reader is not None and len(self._served) < self.max_in_flight:
+            self.reader.may_read.set()
+
+    def _send_result(self, request_id: Any, method: str, result: Any) -> None:
+        """A response, never over ``max_result_bytes`` and never anything but standard JSON."""
+        message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        try:
+            data = self.writer.encode(message)
+        except ValueError as exc:  # NaN or Infinity from somewhere outside: never on stdout
+            logger.error("the answer to %s is not JSON: %s", method, exc)
+            self.send_error(request_id, InternalError(f"the answer to '{method}' contained a value that is not "
+                                                      f"JSON ({exc})"))
+            return
+        if len(data) > self.max_result_bytes:
+            replacement = self.service.oversize(method, result, len(data)) if self._service is not None else None
+            if replacement is None:
+                self.send_error(request_id, DomainError(
+                    "too_large", f"the answer to '{method}' is {len(data)} bytes; --max-result-bytes is "
+                                 f"{self.max_result_bytes}", size=len(data), limit=self.max_result_bytes))
+                return
+            data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "result": replacement})
+        self.writer.write_encoded(data)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         if params is not None and not isinstance(params, dict):
