@@ -159,18 +159,21 @@ class Stats:
     def __init__(self) -> None:
         self.validated: Counter[str] = Counter()   # by direction
         self.types: Counter[str] = Counter()       # "tools/call result", "thread/diagnostic params", …
+        self.errors: Counter[str] = Counter()      # error kinds the sidecar answered
         self.refused_inputs = 0                    # test input the sidecar refused: deliberate, not validated
         self.unchecked = 0                         # raw frames not JSON, LSP's own messages, raw notifications
 
     def summary(self, schema_: ProtocolSchema) -> str:
         total = sum(self.validated.values())
         methods = len(schema_.messages)
-        kinds = sum(1 for m in schema_.messages.values() for _ in ("params", "result") if _ in m)
+        kinds = sum(1 for m in schema_.messages.values() for part in ("params", "result") if part in m)
+        error_kinds = sum(1 for name in schema_.document["$defs"] if name.startswith("Error_"))
         return (f"protocol traffic: {total} messages validated against protocol.schema.json "
                 f"({self.validated[FROM]} sent by the sidecar, {self.validated[TO]} sent by tests and clients); "
-                f"{len(self.types)} of the schema's {kinds} message types ({methods} methods) seen; "
-                f"{self.refused_inputs} inputs the sidecar refused and {self.unchecked} frames that are not protocol "
-                f"messages (garbage, LSP's own) were not validated")
+                f"seen {len(self.types)} of the schema's {kinds} message types (params and results of {methods} "
+                f"methods) and {len(self.errors)} of its {error_kinds} error kinds; not validated: "
+                f"{self.refused_inputs} inputs the sidecar refused, {self.unchecked} frames that are not protocol "
+                f"messages (garbage, LSP's own)")
 
 
 STATS = Stats()
@@ -218,15 +221,21 @@ class _Checker:
         self.problems.append(f"{self.c.label}: {who} {what} that does not match protocol.schema.json: {reason}\n"
                              f"    message: {text}")
 
-    def validate(self, direction: str, ref: Any, instance: Any, what: str, message: Any) -> None:
+    def validate(self, direction: str, ref: Any, instance: Any, what: str, message: Any,
+                 count: bool = True) -> None:
         if ref is None:
             return
         reason = self.s.error(ref, instance)
         if reason is not None:
             self.fail(direction, what, message, f"{reason} [{ref['$ref'] if isinstance(ref, dict) else ref}]")
+        elif not count:
+            return  # the envelope of a message counted with its params, result or error
         else:
             self.stats.validated[direction] += 1
-            self.stats.types[what.split(" (")[0]] += 1
+            if what.endswith((" params", " result")):
+                self.stats.types[what] += 1
+            elif what == "error" and isinstance(instance, dict):
+                self.stats.errors[str((instance.get("data") or {}).get("kind"))] += 1
 
     def run(self) -> list[str]:
         for direction, frame, deliberate in self.c.frames:
@@ -268,7 +277,7 @@ class _Checker:
                 self.fail(FROM, f"'{method}'", m, f"x-messages says it is a {entry['kind']}")
                 return
             if is_request:
-                self.validate(FROM, "Request", m, f"{method} request envelope", m)
+                self.validate(FROM, "Request", m, f"{method} request envelope", m, count=False)
                 self.sidecar_requests[_key(m.get("id"))].append((method, m.get("params")))
             self.validate(FROM, entry["params"], m.get("params", {}), f"{method} params", m)
             return
@@ -282,7 +291,7 @@ class _Checker:
             if self.c.lsp and (request is None or request[0] in LSP_LIFECYCLE or request[0] not in self.s.messages):
                 self.stats.unchecked += 1  # an answer of pygls to LSP's own requests
                 return
-            self.validate(FROM, "ErrorResponse", m, "error response envelope", m)
+            self.validate(FROM, "ErrorResponse", m, "error response envelope", m, count=False)
             self.validate(FROM, self.s.error_ref(m["error"]), m["error"], "error", m)
             kind = (m["error"].get("data") or {}).get("kind") if isinstance(m["error"], dict) else None
             if request is not None:
@@ -306,7 +315,7 @@ class _Checker:
         if entry is None or (self.c.lsp and method in LSP_LIFECYCLE):
             self.stats.unchecked += 1
             return
-        self.validate(FROM, "ResultResponse", m, "result envelope", m)
+        self.validate(FROM, "ResultResponse", m, "result envelope", m, count=False)
         self.validate(FROM, entry.get("result"), m["result"], f"{method} result", m)
         if not deliberate:
             self.validate(TO, entry["params"], params if params is not None else {}, f"{method} params",
