@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 
@@ -54,6 +56,21 @@ def test_the_document_is_valid_json_schema_2020_12():
     jsonschema_rs.meta.validate(document)  # raises with the reason when it is not
     # and a 2020-12 validator can be built from it, with every $ref resolvable offline
     jsonschema_rs.validator_for(document, offline=True)
+
+
+def test_typescript_declarations_are_generated_from_the_committed_schema():
+    types = REPO / "client-examples" / "vscode" / "types"
+    if shutil.which("node") is None or not (types / "node_modules" / "json-schema-to-typescript").exists():
+        message = "node and `npm ci` in client-examples/vscode/types are needed to check protocol.d.ts"
+        if os.environ.get("CI"):
+            pytest.fail(message + "; .ci/run should have installed them")
+        pytest.skip(message + " (CI installs them; see .ci/run)")
+    out = subprocess.run(["node", "generate.mjs", "--check"], cwd=types, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    declarations = (types / "protocol.d.ts").read_text(encoding="utf-8")
+    for name in ("ThreadStartParams", "ToolResult", "UiConfirmParams", "Error_MissingArgument"):
+        assert f"export interface {name} " in declarations, name
+    assert '"ui/confirm": { params: UiConfirmParams; result: UiConfirmResult };' in declarations
 
 
 def _refs(node):

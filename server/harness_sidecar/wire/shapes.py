@@ -318,8 +318,7 @@ class Map(Shape):
         out: dict[str, Any] = {"type": "object"}
         if self.keys is not None:
             out["propertyNames"] = self.keys.body(defs)
-        if not isinstance(self.values, AnyValue):
-            out["additionalProperties"] = self.values.schema(defs)
+        out["additionalProperties"] = True if isinstance(self.values, AnyValue) else self.values.schema(defs)
         return out
 
     def parse(self, value: Any, where: str) -> Any:
