@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness_sidecar.errors import InvalidParams
 from harness_sidecar.inputschema import InvalidSchema
@@ -281,6 +281,10 @@ def thread_id(params: dict[str, Any]) -> str:
     raise THREAD_ID.wrong_type(value, "threadId")
 
 
+# Records new with v2 are NamedTuples: a dataclass costs ~0.5 ms (frozen: ~0.9 ms) to create at
+# import, on the way to the first thread/start; a NamedTuple ~0.1 ms.
+
+
 @dataclass
 class ToolCall:
     id: str | int
@@ -291,8 +295,7 @@ class ToolCall:
         return {"id": self.id, "name": self.name, "arguments": self.arguments}
 
 
-@dataclass
-class ToolsCallParams:
+class ToolsCallParams(NamedTuple):
     thread_id: str
     revision: int | None
     call: ToolCall
@@ -323,29 +326,25 @@ def parse_tool_call(params: dict[str, Any]) -> ToolCall:
     return TOOL_CALL.parse(call, "call")
 
 
-@dataclass
-class SkillsActivateParams:
+class SkillsActivateParams(NamedTuple):
     thread_id: str
     name: str
     resources: list[str]
 
 
-@dataclass
-class TemplatesRenderParams:
+class TemplatesRenderParams(NamedTuple):
     thread_id: str
     name: str
     arguments: dict[str, Any]
 
 
-@dataclass
-class CommandsRunParams:
+class CommandsRunParams(NamedTuple):
     thread_id: str
     name: str
     arguments: dict[str, Any]
 
 
-@dataclass
-class InputSubmitParams:
+class InputSubmitParams(NamedTuple):
     thread_id: str
     text: str
 
@@ -392,8 +391,7 @@ def parse_input_submit(params: dict[str, Any]) -> InputSubmitParams:
 UI_KEYS = ("confirm", "select", "input", "notify", "status")
 
 
-@dataclass(frozen=True)
-class UiCapabilities:
+class UiCapabilities(NamedTuple):
     confirm: bool = False
     select: bool = False
     input: bool = False
@@ -404,19 +402,16 @@ class UiCapabilities:
         return {key: True for key in UI_KEYS if getattr(self, key)}
 
 
-@dataclass(frozen=True)
-class ClientCapabilities:
+class ClientCapabilities(NamedTuple):
     ui: UiCapabilities = UiCapabilities()
 
 
-@dataclass(frozen=True)
-class ClientInfo:
+class ClientInfo(NamedTuple):
     name: str | None = None
     version: str | None = None
 
 
-@dataclass(frozen=True)
-class InitializeParams:
+class InitializeParams(NamedTuple):
     client_info: ClientInfo = ClientInfo()
     protocol_version: str | None = None
     capabilities: ClientCapabilities = ClientCapabilities()
