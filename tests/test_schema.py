@@ -311,7 +311,7 @@ PARSERS = {
     "ThreadStartParams": P.parse_thread_start, "ToolsCallParams": P.parse_tools_call,
     "SkillsActivateParams": P.parse_skills_activate, "TemplatesRenderParams": P.parse_templates_render,
     "CommandsRunParams": P.parse_commands_run, "InputSubmitParams": P.parse_input_submit,
-    "CancelParams": P.CANCEL.parse.__get__(P.CANCEL) and (lambda p: P.CANCEL.parse(p, "")),
+    "CancelParams": lambda p: P.CANCEL.parse(p, ""),
     "ThreadParams": lambda p: P.THREAD_PARAMS.parse(p, ""),
 }
 # What the parser refuses although no JSON Schema keyword can say it (each in the schema's description):
