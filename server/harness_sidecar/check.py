@@ -18,7 +18,7 @@ def main(args: list[str]) -> int:
         return 2
     roots = [os.path.abspath(r) for r in roots]
     catalog = build_catalog(roots, Limits())
-    from harness_sidecar.extensions import loader as extensions
+    from harness_sidecar.extensions import discovery as extensions
 
     found = extensions.discover(catalog.roots, [], Limits(), catalog.diagnostics)
     if as_json:

@@ -42,20 +42,21 @@ def serve(level: str) -> int:
 
     Reader(0, relay, set_framing).start()
     first = relay.first_batch()
-    answered = False
+    answered = None
     if first and isinstance(first[0], bytes):
-        request_id = clean_initialize(first[0])
-        if request_id is not None:
-            writer.write({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(writer.framing)})
-            first, answered = first[1:], True
+        answered = clean_initialize(first[0])
+        if answered is not None:
+            writer.write({"jsonrpc": "2.0", "id": answered[0], "result": initialize_result(writer.framing)})
+            first = first[1:]
     configure_logging(level)
     import asyncio
 
     from harness_sidecar.wire.endpoint import Endpoint
 
     endpoint = Endpoint(writer)
-    if answered:
+    if answered is not None:
         endpoint.initialized = True
+        endpoint.set_capabilities(answered[1])
         endpoint.preload()
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
     sys.stderr.flush()

@@ -35,13 +35,15 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _NO_ID = object()
+WARM_DELAY_S = 0.2
 
 
 def _preload() -> None:
     try:
-        import harness_sidecar.extensions.loader  # noqa: F401
-        import harness_sidecar.threads  # noqa: F401
         import yaml  # noqa: F401
+
+        import harness_sidecar.extensions.discovery  # noqa: F401
+        import harness_sidecar.threads  # noqa: F401
     except Exception:  # noqa: BLE001 - the request that needs them will report the failure
         logger.debug("preloading failed", exc_info=True)
 
@@ -64,6 +66,8 @@ class Endpoint:
         self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.exit_code: asyncio.Future[int] | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self._finishing = False
 
     @property
     def service(self) -> "Sidecar":
@@ -83,6 +87,8 @@ class Endpoint:
         self.exit_code = self._loop.create_future()
         loop = self._loop
         self.writer.coalesce(loop)
+        if self.initialized:
+            self._schedule_warm()
         start_reader(lambda batch: loop.call_soon_threadsafe(self.receive_batch, batch))
         try:
             return await self.exit_code
@@ -217,12 +223,35 @@ class Endpoint:
             self.send_error(request_id, InvalidRequest("'initialize' was already called", "already_initialized"))
             return
         params = params or {}
+        self.set_capabilities(params)
         version = params.get("protocolVersion")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             logger.warning("client asked for protocol %r; serving protocol %s", version, PROTOCOL_VERSION)
         self.initialized = True
         self.send({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(self.writer.framing)})
         self.preload()
+        self._schedule_warm()
+
+    def set_capabilities(self, params: dict[str, Any]) -> None:
+        capabilities = params.get("capabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+
+    def _schedule_warm(self) -> None:
+        # A spare extension host, started once the editor has its answer and no request is in
+        # flight: a thread that trusts an extension then need not wait for a cold start, and the
+        # spare's own start does not compete with the editor's first requests for the CPU.
+        assert self._loop is not None
+        self._loop.call_later(WARM_DELAY_S, self._warm)
+
+    def _warm(self) -> None:
+        if self.shutting_down or self.exiting or self.eof:
+            return
+        if self._served:  # the editor's first requests come first: start it once they are answered
+            self._schedule_warm()
+            return
+        warm = getattr(self.service, "warm", None)
+        if warm is not None:
+            warm()
 
     def preload(self) -> None:
         """Warm the modules the next requests need while the editor reads the answer."""
@@ -232,7 +261,15 @@ class Endpoint:
         others = [t for t in self._served.values() if t is not asyncio.current_task()]
         if others:
             await asyncio.wait(others)
+        await self._close_service("shutdown")
         return None
+
+    async def _close_service(self, reason: str) -> None:
+        if self._service is not None:
+            try:
+                await self._service.close_all(reason)
+            except Exception:  # noqa: BLE001 - ending the threads must not keep the session from ending
+                logger.exception("closing the threads failed")
 
     # -- notifications ------------------------------------------------------------------------
 
@@ -279,7 +316,14 @@ class Endpoint:
                 future.set_exception(PeerError(reason))
 
     def _maybe_finish(self) -> None:
-        if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done():
+        if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done() \
+                and not self._finishing:
+            self._finishing = True
+            asyncio.ensure_future(self._finish_eof())
+
+    async def _finish_eof(self) -> None:
+        await self._close_service("eof")
+        if self.exit_code is not None and not self.exit_code.done():
             self.exit_code.set_result(0)
 
     # -- sent requests and notifications (the Peer the methods use) -----------------------------
