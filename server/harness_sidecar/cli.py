@@ -11,6 +11,7 @@ usage: harness-sidecar [--log-level LEVEL] [--max-in-flight N] [--max-result-byt
        harness-sidecar --lsp [--log-level LEVEL]      serve as a language server (needs the 'lsp' extra)
        harness-sidecar check [--json] ROOT [ROOT ...]  lint resource trees (earlier root wins)
        harness-sidecar demo [--workspace DIR]          run the review scenario and print the conversation
+       harness-sidecar schema                         print the protocol as one JSON Schema (2020-12) document
        harness-sidecar --version | --help
 
 The protocol is documented in protocol.md. Logs go to stderr; stdout carries protocol
@@ -126,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         from harness_sidecar.check import main as check_main
 
         return check_main(options)
+    if command == "schema" and not options:
+        from harness_sidecar.wire.protocol import dumps
+
+        sys.stdout.write(dumps())
+        return 0
     if command == "demo":
         from harness_sidecar.demo import main as demo_main
 
