@@ -598,7 +598,7 @@ export interface Error_InternalError {
   };
 }
 /**
- * An unknown or closed threadId.
+ * An unknown or closed threadId (not echoed when it is over 200 characters long).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "Error_ThreadNotFound".
@@ -608,7 +608,7 @@ export interface Error_ThreadNotFound {
   message: string;
   data: {
     kind: "thread_not_found";
-    threadId: string;
+    threadId?: string;
     [k: string]: unknown;
   };
 }

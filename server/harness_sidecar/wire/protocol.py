@@ -241,7 +241,8 @@ GENERIC_ERRORS = [
     ErrorKind("internal_error", (-32603,), [], "A bug in the sidecar (logged); it keeps serving."),
 ]
 DOMAIN_ERRORS = [
-    _domain("thread_not_found", [Field("threadId", S())], "An unknown or closed threadId."),
+    _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
+            "over 200 characters long)."),
     _domain("skill_not_found", [opt("name", S()), opt("path", S())], "No such skill, or it is gone from disk."),
     _domain("invalid_arguments", [opt("name", S()), opt("request", S()), opt("field", S()), opt("path", S())],
             "Arguments the method refuses: a malformed skill name, a non-string template argument, command "
