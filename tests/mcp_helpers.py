@@ -50,3 +50,19 @@ def kill_quietly(pid: int) -> None:
         os.kill(pid, 9)
     except ProcessLookupError:
         pass
+
+
+def pids_with_env(key: str, value: str) -> list[int]:
+    """Processes whose environment holds ``key=value`` (a test's mark on the servers it started)."""
+    needle = f"{key}={value}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if needle in environ.split(b"\0") and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
