@@ -456,3 +456,19 @@ def test_no_server_outlives_its_killed_owner_and_none_touches_its_stdio(events: 
         owner.kill()
         for pid in started_pids(events):
             kill_quietly(pid)
+
+
+async def test_the_bundled_demo_server(start) -> None:
+    """client-examples/mcp/issue_tracker.py, which the demo's MCP scene uses."""
+    tracker = McpServerConfig("tracker", [sys.executable, str(Path(__file__).resolve().parents[1] / "client-examples"
+                                                            / "mcp" / "issue_tracker.py")],
+                              startup_timeout_ms=STARTUP_MS)
+    servers = await start(tracker)
+    assert [tool.full_name for tool in servers.tools()] == ["mcp__tracker__get_issue", "mcp__tracker__post_comment"]
+    assert servers.tools()[1].input_schema["required"] == ["issue", "text"]
+    posted = await servers.call("tracker", "post_comment", {"issue": 1, "text": "an off-by-one in the loop"}, 10)
+    assert texts(posted) == ["comment 1 posted on #1"] and posted.details == {}
+    issue = texts(await servers.call("tracker", "get_issue", {"id": 1}, 10))[0]
+    assert issue.startswith("#1 parse() drops the last token [open]") and "- an off-by-one in the loop" in issue
+    missing = await servers.call("tracker", "get_issue", {"id": 9}, 10)
+    assert missing.is_error and "no issue #9" in texts(missing)[0]
