@@ -385,6 +385,24 @@ async def test_a_required_server_that_fails_fails_the_start_and_stops_the_others
         assert wait_until(lambda: not alive(pid), 10)
 
 
+
+def raw_server(*flags: str) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve().parent / "mcp_servers" / "raw_server.py"), *flags]
+
+
+async def test_protocol_version_negotiation(start) -> None:
+    """The sidecar offers 2025-11-25; a server may answer an older version it speaks, not an unknown one."""
+    servers = await start(McpServerConfig("old", raw_server("--version", "2024-11-05")),
+                          McpServerConfig("future", raw_server("--version", "2099-01-01")),
+                          McpServerConfig("refuses", raw_server("--init-error")))
+    assert servers.status() == {"old": "ready", "future": "failed", "refuses": "failed"}
+    assert [tool.full_name for tool in servers.tools()] == ["mcp__old__say"]
+    assert servers.tools()[0].description == ""
+    assert texts(await servers.call("old", "say", {"text": "hi"}, 10)) == ["hi"]
+    by_name = {d["name"]: d["message"] for d in servers.diagnostics}
+    assert "2099-01-01" in by_name["future"]
+    assert by_name["refuses"] == "MCP server 'refuses' answered initialize with an error: not today"
+
 # -- stderr, close, and no survivors ----------------------------------------------------------------
 
 

@@ -161,6 +161,10 @@ class ServerProcess:
         """After the leader exited: kill what it left in its group, release the pipes and the stderr pump."""
         self.kill_group(signal.SIGKILL)
         if self.proc is not None:
+            deadline = asyncio.get_running_loop().time() + 2.0
+            while group_alive(self.proc.pid) and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
+        if self.proc is not None:
             transport = getattr(self.proc, "_transport", None)
             if transport is not None:
                 transport.close()
@@ -193,6 +197,28 @@ class ServerProcess:
         line = raw.decode("utf-8", "replace").rstrip("\r")
         self.stderr_tail.append(line)
         write_stderr(f"[{self.label}] {line}\n")
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs (Linux: /proc; zombies have ended). Elsewhere: any member."""
+    proc = "/proc"
+    if not os.path.isdir(proc):
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
 
 
 def write_stderr(text: str) -> None:

@@ -267,8 +267,8 @@ class _Connection:
                 stdin.write(data.encode("utf-8") + b"\n")
                 await stdin.drain()
         except (ConnectionError, OSError):
-            if not self.stopping:  # it closed its stdin: it can no longer be talked to
-                self._violation("closed its stdin")
+            if not self.stopping:  # it exited, or closed its stdin and can no longer be talked to
+                self.finish()
         except (sdk.anyio.ClosedResourceError, sdk.anyio.EndOfStream):
             pass
 
@@ -309,7 +309,9 @@ class _Connection:
         if not self.process.exited.is_set() and not await self.process.wait_exit(1.0):
             self.process.kill_group(signal.SIGKILL)  # it closed stdout but lives on: it is of no use
             await self.process.wait_exit(5.0)
-        for pump in self._pumps:  # a grandchild may hold stdout open after the server exited
+        if self._pumps:  # what it wrote before it exited is still read (a last answer counts)...
+            await asyncio.wait(self._pumps[:1], timeout=1.0)
+        for pump in self._pumps:  # ...but a grandchild may hold its stdout open for ever
             pump.cancel()
         self._stop_session.set()
         if self._runner is not None:
@@ -457,10 +459,10 @@ class _Server:
     # -- list_changed -----------------------------------------------------------------------------
 
     def tools_changed_notice(self, conn: _Connection) -> None:
-        if conn is not self.conn and self.conn is not None:
-            return
-        if not conn.ready:
+        if not conn.ready:  # starting (first start or restart): connect() lists again before it returns
             conn.changed_during_start = True
+            return
+        if conn is not self.conn:
             return
         if self._relist is not None and not self._relist.done():
             self._relist_again = True
