@@ -403,6 +403,32 @@ async def test_protocol_version_negotiation(start) -> None:
     assert "2099-01-01" in by_name["future"]
     assert by_name["refuses"] == "MCP server 'refuses' answered initialize with an error: not today"
 
+
+# -- hostile servers --------------------------------------------------------------------------------
+
+
+async def test_a_server_flooding_stdout_without_newlines_is_stopped(start) -> None:
+    began = time.monotonic()
+    servers = await start(McpServerConfig("flood", raw_server("--flood"), startup_timeout_ms=STARTUP_MS))
+    assert time.monotonic() - began < 20  # refused at the bound, not at the start-up timeout
+    assert servers.status() == {"flood": "failed"}
+    assert "more than 67108864 bytes" in servers.diagnostics[0]["message"]
+
+
+async def test_garbage_after_start_up_is_ignored_and_logged(start, capsys) -> None:
+    servers = await start(McpServerConfig("junk", raw_server("--garbage-on-call"), startup_timeout_ms=STARTUP_MS))
+    assert texts(await servers.call("junk", "say", {"text": "still fine"}, 10)) == ["still fine"]
+    err = capsys.readouterr().err
+    assert "[thread-1 mcp junk] ignored a stdout line that is not MCP: '<html>not json</html>'" in err
+    assert "[thread-1 mcp junk] bad bytes \ufffd\ufffd here" in err
+
+
+@pytest.mark.parametrize("method", ["sampling/createMessage", "roots/list", "elicitation/create"])
+async def test_a_server_cannot_make_the_sidecar_sample_list_roots_or_ask_the_user(start, method: str) -> None:
+    servers = await start(McpServerConfig("asker", raw_server("--ask-client", method), startup_timeout_ms=STARTUP_MS))
+    answer = json.loads(texts(await servers.call("asker", "say", {}, 10))[0])
+    assert answer["id"] == "ask-1" and "result" not in answer and answer["error"]["code"] < 0
+
 # -- stderr, close, and no survivors ----------------------------------------------------------------
 
 

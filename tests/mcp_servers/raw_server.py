@@ -2,6 +2,11 @@
 
 ``--version V`` answers ``initialize`` with protocol version V; ``--init-error`` answers it with a
 JSON-RPC error. It offers one tool, ``say``, which returns its ``text``.
+
+Hostile on request: ``--flood`` writes 70 MiB without a newline before anything else;
+``--garbage-on-call`` writes a line that is not JSON-RPC (and invalid UTF-8 on stderr) before each
+answer; ``--ask-client METHOD`` sends the client a request METHOD during each call and returns the
+client's answer as the call's text.
 """
 
 from __future__ import annotations
@@ -9,10 +14,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--version", default="2025-11-25")
 parser.add_argument("--init-error", action="store_true")
+parser.add_argument("--flood", action="store_true")
+parser.add_argument("--garbage-on-call", action="store_true")
+parser.add_argument("--ask-client")
 args = parser.parse_args()
 
 
@@ -20,6 +29,11 @@ def send(message: dict) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
+
+if args.flood:
+    sys.stdout.write("x" * (70 << 20))
+    sys.stdout.flush()
+    time.sleep(60)
 
 for line in sys.stdin:
     message = json.loads(line)
@@ -37,6 +51,14 @@ for line in sys.stdin:
             {"name": "say", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}})
     elif method == "tools/call":
         text = message["params"].get("arguments", {}).get("text", "")
+        if args.garbage_on_call:
+            sys.stdout.write("<html>not json</html>\n")
+            sys.stderr.buffer.write(b"bad bytes \xff\xfe here\n")
+            sys.stderr.flush()
+        if args.ask_client:
+            send({"jsonrpc": "2.0", "id": "ask-1", "method": args.ask_client, "params": {
+                "messages": [], "maxTokens": 1}})
+            text = sys.stdin.readline().strip()  # the client's answer
         send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
     else:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": f"no {method}"}})
