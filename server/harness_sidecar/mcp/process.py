@@ -141,6 +141,11 @@ class ServerProcess:
             return False
         return True
 
+    async def drain_stderr(self, timeout: float) -> None:
+        """Let the stderr pump copy what the server wrote before it exited (for the failure message)."""
+        if self._stderr_task is not None:
+            await asyncio.wait([self._stderr_task], timeout=timeout)
+
     def close_stdin(self) -> None:
         if self.proc and self.proc.stdin and not self.proc.stdin.is_closing():
             self.proc.stdin.close()

@@ -190,6 +190,7 @@ class _Connection:
         if self.process.returncode is None:
             return "closed its stdout during start-up"
         reason = f"{self.process.describe_exit()} during start-up"
+        await self.process.drain_stderr(0.5)
         tail = [line for line in self.process.stderr_tail if line.strip()]
         return f"{reason} (last stderr line: {tail[-1].strip()[:200]})" if tail else reason
 
