@@ -65,19 +65,20 @@ class ToolRegistry:
     tools: dict[str, Tool] = field(default_factory=dict)
     handlers: dict[str, list[str]] = field(default_factory=dict)  # event → extension ids, in order
     hook_timeout_s: float = 5.0
-    _plans: dict[str, list[StepPlan]] = field(default_factory=dict, repr=False)
+    _plans: dict[str, tuple[list[StepPlan], int]] = field(default_factory=dict, repr=False)
 
-    def plan(self, tool: Tool) -> list[StepPlan]:
-        """The steps of a call of ``tool``, as the host runs them (it computes the same list)."""
-        plan = self._plans.get(tool.name)
-        if plan is None:
+    def plan(self, tool: Tool) -> tuple[list[StepPlan], int]:
+        """The steps of a call of ``tool`` as the host runs them (it computes the same list), and the core's index."""
+        found = self._plans.get(tool.name)
+        if found is None:
             hook = self.hook_timeout_s
             plan = [StepPlan(BEFORE, ext, hook) for ext in self.handlers.get(BEFORE, [])]
+            core = len(plan)
             plan.append(StepPlan("core", tool.origin_id if tool.run is None else None, tool.timeout_s))
             plan += [StepPlan(TRANSFORM, ext, hook) for ext in self.handlers.get(TRANSFORM, [])]
             plan += [StepPlan(AFTER, ext, hook) for ext in self.handlers.get(AFTER, [])]
-            self._plans[tool.name] = plan
-        return plan
+            found = self._plans[tool.name] = (plan, core)
+        return found
 
     def to_wire(self) -> list[dict[str, Any]]:
         return [t.to_wire() for t in self.tools.values()]
@@ -119,8 +120,7 @@ class Pipeline:
         if problem is not None:
             return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {problem}",
                                     kind="invalid_arguments")
-        plan = self.registry.plan(tool)
-        core = next(i for i, step in enumerate(plan) if step.kind == "core")
+        plan, core = self.registry.plan(tool)
         if len(plan) > 1 or tool.run is None:
             if self.host is None:
                 return ToolResult.error(call, f"tool '{call.name}' has no extension host", kind="tool_error")

@@ -56,7 +56,7 @@ from harness_sidecar.results import describe_exception
 log = logging.getLogger("harness_sidecar.host")
 EXIT_OUT_OF_MEMORY = 3
 STALL_S = 0.05  # queued work that no worker took for this long gets a new worker
-POOL_SIZE = 2
+POOL_SIZE = 1
 _module_numbers = itertools.count(1)
 _local = threading.local()  # .extension: the extension whose code this thread runs now
 
@@ -69,21 +69,71 @@ class Abandoned(Exception):
 
 
 class Output:
-    """Frames to the sidecar, one ``sendall`` each, under a lock."""
+    """Frames to the sidecar, written whole under a lock.
+
+    An *urgent* frame is written at once, with everything written before it. Others wait for
+    the next urgent frame, for the worker that wrote them to go idle, or at most ``FLUSH_S``
+    (a flusher thread): under a stream of calls a call costs one write instead of three. The
+    frame that announces a tool's core is always urgent (see ``channel`` for why).
+    """
+
+    FLUSH_S = 0.002
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.pending: list[bytes] = []
+        self.oldest = 0.0
+        self.flusher: threading.Thread | None = None
 
-    def send(self, tag: str, ident: int, body: Any) -> None:
-        self.send_bytes(channel.encode(tag, ident, body))
+    def send(self, tag: str, ident: int, body: Any, urgent: bool = True) -> None:
+        self.send_bytes(channel.encode(tag, ident, body), urgent)
 
-    def send_bytes(self, data: bytes) -> None:
+    def send_bytes(self, data: bytes, urgent: bool = True) -> None:
         with self.lock:
-            try:
-                self.sock.sendall(data)
-            except OSError:  # the sidecar is gone: nothing to say to anyone
-                os._exit(0)
+            self.pending.append(data)
+            if urgent:
+                self._flush_locked()
+            elif len(self.pending) == 1:
+                self.oldest = time.monotonic()
+                if self.flusher is None:
+                    self._start_flusher()
+                self.cond.notify()
+
+    def flush(self) -> None:
+        if self.pending:
+            with self.lock:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self.pending:
+            return
+        data = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
+        self.pending.clear()
+        try:
+            self.sock.sendall(data)
+        except OSError:  # the sidecar is gone: nothing to say to anyone
+            os._exit(0)
+
+    def _start_flusher(self) -> None:
+        try:
+            self.flusher = threading.Thread(target=self._flush_late, name="host-flusher", daemon=True)
+            self.flusher.start()
+        except RuntimeError:  # no thread: every frame becomes urgent
+            self.flusher = None
+            self._flush_locked()
+
+    def _flush_late(self) -> None:
+        while True:
+            with self.lock:
+                while not self.pending:
+                    self.cond.wait()
+                delay = self.oldest + self.FLUSH_S - time.monotonic()
+                if delay <= 0:
+                    self._flush_locked()
+                    continue
+            time.sleep(delay)
 
 
 # -- where user code runs -------------------------------------------------------------------------
@@ -92,8 +142,11 @@ class Output:
 class Pool:
     """Worker threads for synchronous user code. Grows when queued work stops moving."""
 
-    def __init__(self, size: int = POOL_SIZE) -> None:
-        self.cond = threading.Condition()
+    def __init__(self, size: int = POOL_SIZE, idle: Callable[[], None] | None = None) -> None:
+        self.on_idle = idle  # called by a worker that finished a job and finds the queue empty
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)  # workers wait here for jobs
+        self.stalled = threading.Condition(lock)  # the monitor waits here for a queue that may stall
         self.jobs: collections.deque = collections.deque()
         self.size = size
         self.live = 0
@@ -126,13 +179,13 @@ class Pool:
                 self.monitor_started = True
             except RuntimeError as exc:
                 log.warning("cannot start the pool monitor: %s", exc)
-        self.cond.notify_all()
+        self.stalled.notify()
 
     def _monitor(self) -> None:
         while True:
             with self.cond:
                 while not (self.jobs and not self.idle):
-                    self.cond.wait()  # nothing queued, or a worker is free: sleep without waking
+                    self.stalled.wait()  # nothing queued, or a worker is free: sleep without waking
                 taken = self.taken
             time.sleep(STALL_S)
             with self.cond:
@@ -155,6 +208,8 @@ class Pool:
             except BaseException:  # noqa: BLE001 - a bug of the host's own must not kill the worker
                 log.exception("host job failed")
             del fn, args
+            if not self.jobs and self.on_idle is not None:
+                self.on_idle()
 
 
 class Loop:
@@ -221,7 +276,8 @@ class Exchange:
         self.future: concurrent.futures.Future | None = None
         self.waiters: set[int] = set()
 
-    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None) -> None:
+    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None,
+              urgent: bool = False) -> None:
         """Start step ``index``; raise ``Abandoned`` if the sidecar gave up or may have.
 
         ``carry``: the result so far (when the observers start); ``faults``: faults of the steps
@@ -240,7 +296,9 @@ class Exchange:
             if self.aborted:
                 raise Abandoned
             frame = [index, now] if carry is None and not faults else [index, now, carry, faults or []]
-            self.host.out.send(channel.STEP, self.id, frame)  # before the step runs (see channel)
+            # Before the step runs. Only a core must be announced at once: were the sidecar to
+            # time out the before hook while the core runs, the core would run after a block.
+            self.host.out.send(channel.STEP, self.id, frame, urgent=urgent)
             limit = self.deadline + self.shift + channel.MARGIN_S
             self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
         if time.monotonic() > limit:
@@ -490,7 +548,7 @@ class Host:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.out = Output(sock)
-        self.pool = Pool()
+        self.pool = Pool(idle=self.out.flush)
         self._loop: Loop | None = None
         self.thread_id = ""
         self.cwd: str | None = None
@@ -583,14 +641,14 @@ class Host:
         finally:
             self.exchanges.pop(exchange.id, None)
 
-    def finish(self, exchange: Exchange, report: dict[str, Any]) -> None:
+    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
         data = channel.encode(channel.DONE, exchange.id, report)
         if len(data) > self.max_result_bytes:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
         with exchange.lock:
             if exchange.aborted:
                 return
-            self.out.send_bytes(data)
+            self.out.send_bytes(data, urgent)
 
     # -- init, load, commit
 
@@ -639,7 +697,7 @@ class Host:
         else:
             self.loaded[ext_id] = Extension(ext_id, staging)
             report = {"ok": True, **staging.report()}
-        self.finish(exchange, report)
+        self.finish(exchange, report, urgent=True)
         self.exchanges.pop(exchange.id, None)
 
     def commit(self, ids: list[str]) -> None:
@@ -804,7 +862,7 @@ class Host:
                 if not self._before(exchange, index, target, state):
                     break
             elif kind == "core":
-                exchange.begin(index, tool_timeout, faults=state.take_faults())
+                exchange.begin(index, tool_timeout, faults=state.take_faults(), urgent=True)
                 self._core(exchange, index, target, state, tool_timeout)
             elif kind == TRANSFORM:
                 exchange.begin(index, hook_timeout, faults=state.take_faults())

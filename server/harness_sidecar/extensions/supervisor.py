@@ -43,6 +43,12 @@ def _stderr(data: bytes) -> None:
         pass
 
 
+def _loop_time(monotonic_at: float) -> float:
+    """A ``time.monotonic()`` instant on the event loop's clock (the same clock on Linux)."""
+    loop = asyncio.get_running_loop()
+    return monotonic_at - time.monotonic() + loop.time()
+
+
 class HostProcess:
     """One host process: spawned with its channel; its output forwarded; its exit noticed."""
 
@@ -285,21 +291,31 @@ class Stopped:
     faults: list[Any] = field(default_factory=list)  # faults the host reported before it stopped
 
 
-@dataclass
 class Pending:
-    ident: int
-    tag: str
-    plan: list[StepPlan]
-    first: int
-    future: asyncio.Future
-    step: int
-    deadline: float
-    shift: float = 0.0
-    paused: int = 0
-    paused_at: float = 0.0
-    carry: Any = None
-    faults: list[Any] = field(default_factory=list)
-    ui: set[int] = field(default_factory=set)
+    """An exchange in flight: the step the host last announced and its deadline."""
+
+    __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
+                 "carry", "faults", "ui")
+
+    def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: asyncio.Future,
+                 deadline: float) -> None:
+        self.ident = ident
+        self.tag = tag
+        self.plan = plan
+        self.first = first
+        self.future = future
+        self.step = first
+        self.deadline = deadline
+        self.shift = 0.0  # user time granted to the current step
+        self.paused = 0  # ui requests of the current step waiting for the user
+        self.paused_at = 0.0
+        self.carry: Any = None
+        self.faults: list[Any] = []
+        self.ui: set[int] = set()
+
+    def limit(self) -> float:
+        """When the sidecar answers for the current step, unless the host reports first."""
+        return self.deadline + self.shift + channel.MARGIN_S
 
 
 class HostUnavailable(Exception):
@@ -330,6 +346,7 @@ class ExtensionHost:
         self.failed = False
         self.closed = False
         self._watchdog: asyncio.TimerHandle | None = None
+        self._watch_at = 0.0
         self._pings: dict[int, asyncio.TimerHandle] = {}
         self._ping_ids = itertools.count(1)
         self._ui_tasks: dict[int, asyncio.Task] = {}
@@ -422,12 +439,20 @@ class ExtensionHost:
         ident = next(self._ids)
         deadline = time.monotonic() + plan[first].timeout
         body["deadline"] = deadline
-        pending = Pending(ident, tag, plan, first, loop.create_future(), first, deadline)
+        pending = Pending(ident, tag, plan, first, loop.create_future(), deadline)
         self.pending[ident] = pending
         process.send(tag, ident, body)
-        if self._watchdog is None:
-            self._watchdog = loop.call_later(WATCH_S, self._watch)
+        self._arm(pending.limit())
         return pending
+
+    def _arm(self, at: float) -> None:
+        """Make sure the watchdog looks at the exchanges by ``at`` (it sleeps until the earliest limit)."""
+        if self._watchdog is not None:
+            if at >= self._watch_at:
+                return
+            self._watchdog.cancel()
+        self._watch_at = at
+        self._watchdog = asyncio.get_running_loop().call_at(_loop_time(at), self._watch)
 
     async def run(self, tag: str, body: dict[str, Any], plan: list[StepPlan], first: int) -> Any:
         pending = self.exchange(tag, body, plan, first)
@@ -490,6 +515,7 @@ class ExtensionHost:
             pending.deadline = float(started) + pending.plan[index].timeout
             pending.shift = 0.0
             pending.paused = 0
+            self._arm(pending.limit())
             if len(body) > 3:
                 if body[2] is not None:
                     pending.carry = body[2]
@@ -533,19 +559,20 @@ class ExtensionHost:
         if not self.pending:
             return
         now = time.monotonic()
-        late = [p for p in self.pending.values()
-                if not p.paused and now > p.deadline + p.shift + channel.MARGIN_S]
+        late = [p for p in self.pending.values() if not p.paused and now > p.limit()]
         if late and self.process is not None:
             self.process.drain()  # what the host wrote before the deadline counts
             now = time.monotonic()
-            late = [p for p in late if p.ident in self.pending and not p.paused
-                    and now > p.deadline + p.shift + channel.MARGIN_S]
+            late = [p for p in late if p.ident in self.pending and not p.paused and now > p.limit()]
         for pending in late:
             self._stop(pending.ident, "timeout")
         if late:
             self._ping()
-        if self.pending:
-            self._watchdog = asyncio.get_running_loop().call_later(WATCH_S, self._watch)
+        waiting = [p.limit() for p in self.pending.values() if not p.paused]
+        if waiting:
+            self._arm(max(min(waiting), now + WATCH_S))
+        elif self.pending:
+            self._arm(now + 1.0)  # all waiting for the user: look again later
 
     def _ping(self) -> None:
         """After a missed deadline: a host that does not answer within hostGraceMs is killed."""
@@ -600,6 +627,8 @@ class ExtensionHost:
                 pending.paused -= 1
                 if not pending.paused:
                     pending.shift += time.monotonic() - pending.paused_at
+                    if pending.ident in self.pending:
+                        self._arm(pending.limit())
                 shift = pending.shift
         self._answer_ui(uid, answer, step, shift)
 

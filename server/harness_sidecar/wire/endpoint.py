@@ -204,7 +204,7 @@ class Endpoint:
         task = self._loop.create_task(self._answer(request_id, method, handler, params))
         task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method))
         self._served[key] = task
-        if self.reader is not None and len(self._served) >= self.max_in_flight:
+        if self.reader is not None and len(self._served) >= self.max_in_flight and self.reader.may_read.is_set():
             self.reader.may_read.clear()  # backpressure: the editor's requests wait in its pipe
 
     def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str) -> None:
@@ -233,7 +233,9 @@ class Endpoint:
             self._maybe_finish()
 
     def _resume_reading(self) -> None:
-        if self.reader is not None and len(self._served) < self.max_in_flight:
+        # Reading resumes once half of the limit is answered: not a wake-up per answer.
+        if self.reader is not None and len(self._served) <= self.max_in_flight // 2 \
+                and not self.reader.may_read.is_set():
             self.reader.may_read.set()
 
     def _send_result(self, request_id: Any, method: str, result: Any) -> None:
