@@ -302,3 +302,25 @@ def test_frontmatter_values_are_exactly_what_safe_load_gives(text):
     from harness_sidecar.resources.frontmatter import load_yaml
 
     assert load_yaml(text, 2)[0] == (yaml.safe_load(text) or {})
+
+
+# -- nothing silent: the corpus bugs of issue 11 ------------------------------------------------
+
+def test_a_line_starting_with_dashes_cut_by_the_first_read_is_not_the_closing_line(tree):
+    """The 4 KiB discovery read ended right after '---' of '---x: y': that was taken as the end."""
+    from harness_sidecar.resources.frontmatter import FIRST_CHUNK
+
+    root = tree("r")
+    head = "---\nname: cut\n"
+    padding = "# " + "p" * 60 + "\n"
+    text = head
+    while len(text) + len(padding) < FIRST_CHUNK - 3:
+        text += padding
+    text += "#" * (FIRST_CHUNK - 3 - len(text) - 1) + "\n"
+    assert len(text) == FIRST_CHUNK - 3
+    text += "---x: a key that starts with three dashes\ndescription: Use when the read is cut.\n---\nbody\n"
+    assert text.encode()[:FIRST_CHUNK].endswith(b"\n---")
+    write(root / "skills/cut/SKILL.md", text)
+    catalog = catalog_of(root)
+    assert catalog.diagnostics == []
+    assert catalog.skills["cut"].description == "Use when the read is cut."

@@ -19,6 +19,18 @@ _OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?(?:\n|\Z)")
 _CLOSE = re.compile(rb"^---[ \t]*\r?$", re.M)
 
 
+def _closing(data: bytes, start: int, eof: bool) -> re.Match[bytes] | None:
+    """The closing ``---`` line at or after ``start``, if it is a whole line of ``data``.
+
+    A line that reaches the end of ``data`` is whole only at the end of the file: a read
+    cut at ``---`` may be the start of ``---more text`` and is no closing line.
+    """
+    closing = _CLOSE.search(data, start)
+    if closing is not None and closing.end() == len(data) and not eof:
+        return None
+    return closing
+
+
 @dataclass
 class Problem:
     """One reason a resource cannot be used; ``line``/``column`` are 1-based when known."""
@@ -58,7 +70,7 @@ def read_prefix(fd: int, max_frontmatter_bytes: int) -> tuple[bytes, bool]:
         return data, False
     while len(data) < cap:
         start = data.find(b"\n") + 1
-        if _CLOSE.search(data, start):
+        if _closing(data, start, False):
             return data, False
         chunk = os.read(fd, min(max(len(data), FIRST_CHUNK), cap - len(data)))
         if not chunk:
@@ -84,7 +96,7 @@ def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
             ))
         return None, 0, 0
     start = opening.end()
-    closing = _CLOSE.search(data, start)
+    closing = _closing(data, start, eof)
     if closing is None or closing.start() - start > max_frontmatter_bytes:
         if closing is None and eof:
             raise FrontmatterError(Problem(
