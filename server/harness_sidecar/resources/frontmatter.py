@@ -3,6 +3,14 @@
 Discovery reads a bounded prefix of a file, never its body; the functions here work on
 that prefix and say precisely (line, column) what is wrong, so the same checks serve the
 catalog, ``harness-sidecar check`` and the LSP mode.
+
+Most frontmatters are a few ``key: value`` lines of plain or simply quoted text. Those are
+read here without YAML (``plain_mapping``): importing the YAML library costs more than
+reading a thousand skills. Only a block made entirely of such lines, whose values YAML's
+resolver would read as strings, takes that path; anything else (lists, block scalars,
+escapes, comments after a value, values YAML reads as numbers, booleans, dates or null, a
+character YAML treats specially) goes to the safe YAML loader, so the result is what
+``yaml.safe_load`` gives in every case (tests compare the two on real and generated files).
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ class Frontmatter:
     body_start: int  # byte offset of the first byte after the closing line
     lines: dict[str, int] = field(default_factory=dict)  # top-level key -> 1-based line
     end_line: int = 0  # 1-based line of the closing ---
+    raw: dict[str, str] = field(default_factory=dict)  # top-level plain scalars as written (for hints)
 
 
 class FrontmatterError(Exception):
@@ -125,11 +134,197 @@ def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
 
 
 def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int]]:
-    """Load ``text`` with the safe loader; return the mapping and each top-level key's line.
+    """Load ``text`` as ``yaml.safe_load`` would; return the mapping and each top-level key's line.
 
     ``first_line`` is the 1-based file line on which ``text`` starts. Nothing but plain
     data is ever constructed: tags such as ``!!python/object`` are errors.
     """
+    data, lines, _ = _load(text, first_line)
+    return data, lines
+
+
+def _load(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
+    """``(mapping, key lines, raw text of top-level plain scalar values)``."""
+    plain = plain_mapping(text)
+    if plain is not None:
+        data, offsets = plain
+        return data, {key: offset + first_line for key, offset in offsets.items()}, {}
+    return _load_with_yaml(text, first_line)
+
+
+# -- plain key/value lines, read without YAML ----------------------------------------------------
+
+# The implicit resolvers of YAML 1.1 as PyYAML (and its libyaml binding) apply them to plain
+# scalars; a test checks that these are exactly the patterns of the installed yaml.resolver.
+# A plain value any of them matches is not a string: it is left to YAML. Compiled on first
+# use (a few milliseconds a fresh process should not pay when no value needs them).
+IMPLICIT_RESOLVER_PATTERNS = [
+    (r"""^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$""", re.X),
+    (r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X),
+    (r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X),
+    (r"^(?:<<)$", 0),
+    (r"""^(?: ~
+                    |null|Null|NULL
+                    | )$""", re.X),
+    (r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+                     (?:[Tt]|[ \t]+)[0-9][0-9]?
+                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", re.X),
+    (r"^(?:=)$", 0),
+    (r"^(?:!|&|\*)$", 0),
+]
+# Every value the bool, merge, null, value and yaml resolvers match: a plain value whose first
+# character is not one of NUMERIC_START can only be matched by these (a test checks both).
+WORDS_NOT_TEXT = frozenset(["yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False",
+                            "FALSE", "on", "On", "ON", "off", "Off", "OFF", "<<", "~", "null", "Null", "NULL", "",
+                            "=", "!", "&", "*"])
+NUMERIC_START = frozenset("-+0123456789.")
+_compiled: list[re.Pattern[str]] = []
+
+
+def _resolvers() -> list[re.Pattern[str]]:
+    if not _compiled:
+        _compiled.extend(re.compile(pattern, flags) for pattern, flags in IMPLICIT_RESOLVER_PATTERNS)
+    return _compiled
+
+
+# Characters YAML may not read as plain text: non-printables, tabs, carriage returns, the line
+# breaks U+0085, U+2028, U+2029, and the byte-order mark (a newline is a line of its own).
+_NOT_PLAIN_TEXT = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,63}):(?: +(.*))?")
+# What may not start a plain scalar (YAML's indicators), and quotes (handled on their own).
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+
+
+def _resolves_to_string(value: str) -> bool:
+    if value in WORDS_NOT_TEXT:
+        return False
+    if value[0] in NUMERIC_START:
+        return not any(pattern.match(value) for pattern in _resolvers())
+    return True
+
+
+def _plain_value(value: str) -> str | list[str] | None:
+    """What YAML reads for ``value`` (the rest of a ``key: `` line) if it is text, or ``None``."""
+    value = value.rstrip(" ")
+    if not value:
+        return None
+    first = value[0]
+    if first == "'":
+        inner = value[1:-1]
+        if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+            return None
+        return inner.replace("''", "'")
+    if first == '"':
+        inner = value[1:-1]
+        if len(value) < 2 or value[-1] != '"' or '"' in inner or "\\" in inner:
+            return None
+        return inner
+    if first == "[":
+        return _flow_words(value)
+    if first in _INDICATORS or ": " in value or value.endswith(":") or " #" in value:
+        return None
+    return value if _resolves_to_string(value) else None
+
+
+_FLOW_WORDS = re.compile(r"\[ *((?:[A-Za-z0-9_][A-Za-z0-9_./+-]*)(?: *, *[A-Za-z0-9_][A-Za-z0-9_./+-]*)*)? *\]")
+
+
+def _flow_words(value: str) -> list[str] | None:
+    """``[a, b-c, d.e]``: a flow sequence of plain words, each read as text, or ``None``."""
+    match = _FLOW_WORDS.fullmatch(value)
+    if match is None:
+        return None
+    words = [word.strip(" ") for word in match.group(1).split(",")] if match.group(1) else []
+    return words if all(_resolves_to_string(word) for word in words) else None
+
+
+_CHILD = re.compile(r"( +)([A-Za-z][A-Za-z0-9_-]{0,63}):(?: +(.*))?")
+
+
+def plain_mapping(text: str) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """``text`` read without YAML, when it is made of simple lines only.
+
+    Each line is blank, a comment starting in column 0, ``key: value``, or ``key:`` followed
+    by indented ``key: value`` lines (one level, the same indentation), where each value is
+    plain or simply quoted text or a ``[word, ...]`` list. Returns the mapping and each
+    top-level key's 0-based line (the first, for a repeated key; its value is the last, as
+    YAML gives it), or ``None`` when YAML must read the text.
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    if _NOT_PLAIN_TEXT.search(text):
+        return None
+    data: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    rows = text.split("\n")
+    number = 0
+    while number < len(rows):
+        line = rows[number]
+        number += 1
+        if not line or line[0] == "#":
+            continue
+        match = _KEY_VALUE.fullmatch(line)
+        if match is None or not _resolves_to_string(match.group(1)):
+            return None
+        key = match.group(1)
+        lines.setdefault(key, number - 1)
+        if match.group(2) is None or not match.group(2).strip(" "):
+            children, number = _children(rows, number)
+            if children is None:
+                return None
+            data[key] = children
+            continue
+        value = _plain_value(match.group(2))
+        if value is None:
+            return None
+        data[key] = value
+    return data, lines
+
+
+def _children(rows: list[str], number: int) -> tuple[dict[str, Any] | None, int]:
+    """The indented ``key: value`` lines from ``rows[number]`` on, and the next row to read."""
+    children: dict[str, Any] = {}
+    indent = None
+    while number < len(rows):
+        line = rows[number]
+        if line and line[0] != " ":
+            if line[0] != "#":
+                break
+            number += 1  # a comment in column 0 may sit among the indented lines
+            continue
+        if not line:
+            number += 1
+            continue
+        match = _CHILD.fullmatch(line)
+        if match is None or match.group(3) is None or not _resolves_to_string(match.group(2)):
+            return None, number
+        if indent is None:
+            indent = match.group(1)
+        elif match.group(1) != indent:
+            return None, number
+        value = _plain_value(match.group(3))
+        if value is None:
+            return None, number
+        children[match.group(2)] = value
+        number += 1
+    return (children or None), number
+
+
+# -- everything else: the safe YAML loader ---------------------------------------------------------
+
+def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -163,11 +358,14 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
             hint="write 'name: …' and 'description: …' lines", line=first_line, column=1,
         ))
     lines: dict[str, int] = {}
+    raw: dict[str, str] = {}
     if node is not None and hasattr(node, "value") and isinstance(node.value, list):
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
             if isinstance(getattr(key_node, "value", None), str):
                 lines.setdefault(key_node.value, key_node.start_mark.line + first_line)
-    return data, lines
+                if isinstance(value_node, yaml.ScalarNode) and value_node.style is None:
+                    raw[key_node.value] = value_node.value  # as written, before YAML resolved it
+    return data, lines, raw
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -187,8 +385,8 @@ def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
     text, body_start, closing_line = split(data, eof, max_frontmatter_bytes, required)
     if text is None:
         return None
-    mapping, lines = load_yaml(text, 2)
-    return Frontmatter(mapping, body_start, lines, closing_line)
+    mapping, lines, raw = _load(text, 2)
+    return Frontmatter(mapping, body_start, lines, closing_line, raw)
 
 
 def description_problem(value: object, line: int | None, required: bool) -> Problem | None:
