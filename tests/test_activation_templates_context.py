@@ -183,3 +183,16 @@ def test_system_prompt_notes_left_out_skills(tree):
     prompt = build_system_prompt(catalog, {}, 100)
     assert prompt.count(": " + "d" * 20) == 3  # each entry is 31 bytes
     assert "7 more skills not listed" in prompt
+
+
+def test_a_body_that_is_not_utf8_is_reported_at_its_offset_in_the_file(tree):
+    root = tree("r")
+    head = b"---\nname: bad\ndescription: d\n---\nline one\n"
+    path = write(root / "skills/bad/SKILL.md", head + b"caf\xe9\n")
+    catalog = build_catalog([str(root)], LIMITS)
+    with pytest.raises(DomainError) as info:
+        activate(catalog, "bad", [], LIMITS)
+    assert info.value.kind == "not_utf8"
+    assert info.value.data["byte"] == len(head) + 3 == path.read_bytes().index(b"\xe9")
+    assert info.value.data["line"] == 6
+    assert f"byte {len(head) + 3}, line 6" in info.value.message

@@ -93,7 +93,7 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
         kind = "name_mismatch" if problem.kind in ("name_mismatch", "invalid_name") else "invalid_frontmatter"
         raise DomainError(kind, f"skill '{name}': {problem.message}", name=name, path=entry.source,
                           line=problem.line)
-    body = decode_utf8(data[fm.body_start:], entry.source, "SKILL.md")
+    body = decode_utf8(data, entry.source, "SKILL.md", fm.body_start)
     loaded = [read_resource(entry.directory, directory_real, request, limits) for request in dict.fromkeys(resources)]
     return ActivatedSkill(name, fm.data["description"].strip(), entry.root.path, entry.source,
                           _LEADING_BLANK_LINES.sub("", body), loaded)

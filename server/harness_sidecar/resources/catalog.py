@@ -39,6 +39,11 @@ class Diagnostic:
     column: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def is_warning(self) -> bool:
+        """A warning: the resource is still served (a diagnostic without it left something out)."""
+        return self.extra.get("severity") == "warning"
+
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
         if self.path is not None:
@@ -187,8 +192,7 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
         diagnostics.append(Diagnostic.from_error(exc, source))
         return None
     except FileNotFoundError:
-        diagnostics.append(Diagnostic("missing_skill_file", f"skill directory {directory} has no SKILL.md", directory,
-                                      "add SKILL.md with name and description frontmatter"))
+        diagnostics.append(_missing_skill_file(directory, real_dir))
         return None
     except OSError as exc:
         diagnostics.append(Diagnostic("unreadable", f"{source} cannot be opened: {exc.strerror}", source))
@@ -206,10 +210,68 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
         description, problems = _skill_header(fd, st, name, limits)
     finally:
         os.close(fd)
-    if problems:
+    if description is None:
         diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
         return None
-    return SkillEntry(name, description, root, source, directory)  # type: ignore[arg-type]
+    # a valid skill's problems are warnings: it is served
+    diagnostics.extend(Diagnostic.from_problem(p, source, severity="warning") for p in problems)
+    return SkillEntry(name, description, root, source, directory)
+
+
+def _missing_skill_file(directory: str, real_dir: str) -> Diagnostic:
+    """Why a skill directory has no SKILL.md: none at all, the wrong case, or a broken link."""
+    source = f"{directory}/SKILL.md"
+    if os.path.islink(f"{real_dir}/SKILL.md"):
+        return _broken_link(source, f"{real_dir}/SKILL.md")
+    try:
+        names = os.listdir(real_dir)
+    except OSError:
+        names = []
+    misnamed = sorted(n for n in names if n.lower() == "skill.md" and n != "SKILL.md")
+    if misnamed:
+        return Diagnostic("missing_skill_file", f"skill directory {directory} has {misnamed[0]} but no SKILL.md: the "
+                          "name is case-sensitive", f"{directory}/{misnamed[0]}",
+                          f"rename {misnamed[0]} to SKILL.md", extra={"found": misnamed[0]})
+    return Diagnostic("missing_skill_file", f"skill directory {directory} has no SKILL.md", directory,
+                      "add SKILL.md with name and description frontmatter")
+
+
+def _broken_link(path: str, real_path: str) -> Diagnostic:
+    """A link that leads nowhere: its target is missing, or it loops."""
+    try:
+        target = os.readlink(real_path)
+    except OSError:
+        target = "?"
+    try:
+        os.stat(real_path)
+        why = "cannot be followed"
+    except FileNotFoundError:
+        why = "does not exist"
+    except OSError as exc:
+        why = "loops back on itself" if exc.errno == errno.ELOOP else f"cannot be followed ({exc.strerror})"
+    return Diagnostic("broken_link", f"{path} is a link to {target}, which {why}; it is skipped", path,
+                      "remove the link, or point it at a directory inside the root", extra={"target": target})
+
+
+def _hidden_folder(skills_dir: str, skills_real: str, name: str) -> Diagnostic | None:
+    """A folder under skills/ whose name starts with a dot, when it holds skills (it is skipped)."""
+    path = f"{skills_dir}/{name}"
+    real = f"{skills_real}/{name}"
+    if os.path.isfile(f"{real}/SKILL.md"):
+        return Diagnostic("hidden_folder", f"skill folder {path} is skipped: its name starts with a dot", path,
+                          f"rename it to skills/{name.lstrip('.')}", extra={"skills": [name]})
+    try:
+        with os.scandir(real) as it:
+            held = sorted(e.name for e in it if not e.name.startswith(".") and os.path.isfile(f"{e.path}/SKILL.md"))
+    except OSError:
+        return None
+    if not held:
+        return None
+    shown = ", ".join(held[:5]) + (f", … ({len(held)} in all)" if len(held) > 5 else "")
+    return Diagnostic("hidden_folder", f"{path} holds {len(held)} skill folder{'s' if len(held) != 1 else ''} "
+                      f"({shown}), skipped because its name starts with a dot; only skills/<name>/SKILL.md is read",
+                      path, f"move or link each skill folder to skills/<name>/ (links that stay inside the root "
+                      f"are followed)", extra={"skills": held})
 
 
 # Parsed SKILL.md headers by file identity and version. An entry is trusted only while the
@@ -217,13 +279,17 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
 # RACY_SECONDS are remembered: a file rewritten within the kernel's timestamp granularity
 # could otherwise keep its old stamp. Repeated thread/starts on the same roots (every new
 # chat in an editor) then cost an open and an fstat per skill instead of a read and a parse.
-_HEADERS: dict[tuple, tuple[str | None, tuple[Problem, ...]]] = {}
+_HEADERS: dict[tuple, tuple[str | None, tuple[Problem, ...]]] = {}  # description is None: rejected
 MAX_CACHED_HEADERS = 50_000
 RACY_SECONDS = 2.0
 
 
 def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tuple[str | None, tuple[Problem, ...]]:
-    """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter."""
+    """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter.
+
+    With a description the skill is valid and the problems are warnings; without one they
+    are why it is rejected.
+    """
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
     cached = _HEADERS.get(key)
     if cached is not None:
@@ -233,7 +299,8 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tup
         fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
         assert fm is not None
         problems = tuple(frontmatter.check_skill(fm, name))
-        result = (None if problems else fm.data["description"].strip(), problems)
+        result = (None, problems) if problems else (fm.data["description"].strip(),
+                                                    tuple(frontmatter.skill_warnings(fm)))
     except FrontmatterError as exc:
         result = (None, (exc.problem,))
     if time.time() - st.st_ctime > RACY_SECONDS:
@@ -247,8 +314,10 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> li
     skills_dir = os.path.join(root.path, "skills")
     try:
         with os.scandir(os.path.join(root.real, "skills")) as it:
-            entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name)
     except FileNotFoundError:
+        if os.path.islink(os.path.join(root.real, "skills")):
+            diagnostics.append(_broken_link(skills_dir, os.path.join(root.real, "skills")))
         return []
     except OSError as exc:
         diagnostics.append(Diagnostic("unreadable", f"{skills_dir} cannot be listed: {exc.strerror}", skills_dir))
@@ -259,10 +328,18 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> li
     for entry in entries:
         try:
             is_dir = entry.is_dir()
-        except OSError:
+        except OSError:  # a link that loops
             is_dir = False
+        if entry.name.startswith("."):
+            if is_dir and not entry.is_symlink():
+                hidden = _hidden_folder(skills_dir, skills_real, entry.name)
+                if hidden is not None:
+                    diagnostics.append(hidden)
+            continue
         if not is_dir:
-            if entry.name.endswith(".md"):
+            if entry.is_symlink() and not os.path.exists(entry.path):
+                diagnostics.append(_broken_link(os.path.join(skills_dir, entry.name), entry.path))
+            elif entry.name.endswith(".md"):
                 diagnostics.append(Diagnostic(
                     "not_a_skill", f"{os.path.join(skills_dir, entry.name)} is a file; a skill is a directory",
                     os.path.join(skills_dir, entry.name),
@@ -323,7 +400,7 @@ def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, st
         raise DomainError(exc.problem.kind if exc.problem.kind in ("not_utf8", "too_large") else "invalid_frontmatter",
                           f"template {path}: {exc.problem.message}", path=path, line=exc.problem.line) from None
     description = None
-    body_bytes = data
+    body_start = 0
     if fm is not None:
         problem = frontmatter.description_problem(fm.data.get("description"), fm.lines.get("description"),
                                                   required=False)
@@ -332,8 +409,8 @@ def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, st
                               line=problem.line)
         if fm.data.get("description") is not None:
             description = fm.data["description"].strip()
-        body_bytes = data[fm.body_start:]
-    body = decode_utf8(body_bytes, path, "template")
+        body_start = fm.body_start
+    body = decode_utf8(data, path, "template", body_start)
     return description, body.lstrip("\r\n") if fm is not None else body
 
 

@@ -363,7 +363,7 @@ def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[st
         for key_node, value_node in node.value:
             if isinstance(getattr(key_node, "value", None), str):
                 lines.setdefault(key_node.value, key_node.start_mark.line + first_line)
-                if isinstance(value_node, yaml.ScalarNode) and value_node.style is None:
+                if isinstance(value_node, yaml.ScalarNode) and not value_node.style:  # plain: None, or "" (libyaml)
                     raw[key_node.value] = value_node.value  # as written, before YAML resolved it
     return data, lines, raw
 
@@ -389,19 +389,55 @@ def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
     return Frontmatter(mapping, body_start, lines, closing_line, raw)
 
 
-def description_problem(value: object, line: int | None, required: bool) -> Problem | None:
+# What str.splitlines() splits on: a description containing any of these is not one line.
+LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+MAX_DESCRIPTION_CHARS = 1024  # the Agent Skills specification's limit
+
+
+def _yaml_reading(value: object) -> str:
+    """How YAML read a plain scalar that is not text, for a hint: 'a bool', 'a number', …"""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return f"a {type(value).__name__}"
+
+
+def _quote_hint(key: str, value: object, raw: str | None, fallback: str) -> tuple[str, str]:
+    """``(message suffix, hint)`` for a field YAML did not read as text."""
+    written = raw if raw is not None else fallback
+    quoted = '"' + written.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return (f"; YAML reads {written} as {_yaml_reading(value)}",
+            f"quote the value so YAML reads it as text: {key}: {quoted}")
+
+
+def description_problem(value: object, line: int | None, required: bool, raw: str | None = None) -> Problem | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        found = "missing" if value is None else f"a {type(value).__name__}"
-        return Problem("invalid_frontmatter", f"'description' must be a string (found {found})",
+        if value is None:
+            return Problem("invalid_frontmatter", "'description' must be a string (found missing)",
+                           hint="add 'description: <when to use this, in one line>'", line=line)
+        if raw is not None:
+            why, hint = _quote_hint("description", value, raw, raw)
+            return Problem("invalid_frontmatter", f"'description' must be a string (found a {type(value).__name__})"
+                           + why, hint=hint, line=line)
+        return Problem("invalid_frontmatter", f"'description' must be a string (found a {type(value).__name__})",
                        hint="add 'description: <when to use this, in one line>'", line=line)
     stripped = value.strip()
     if not stripped:
         return Problem("invalid_frontmatter", "'description' is blank",
                        hint="say in one line when this should be used", line=line)
-    if "\n" in stripped or "\r" in stripped:
-        return Problem("invalid_frontmatter", "'description' spans several lines; it must be one line",
+    line_break = LINE_BREAKS.search(stripped)
+    if line_break:
+        char = line_break.group()
+        named = {"\n": "a newline", "\r": "a carriage return", "\x85": "U+0085 NEXT LINE",
+                 "\u2028": "U+2028 LINE SEPARATOR", "\u2029": "U+2029 PARAGRAPH SEPARATOR"}.get(
+                     char, f"the line break U+{ord(char):04X}")
+        return Problem("invalid_frontmatter", f"'description' spans several lines (it contains {named}); "
+                       "it must be one line",
                        hint="join it into one line (avoid '|' block scalars)", line=line)
     return None
 
@@ -412,11 +448,21 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     name = fm.data.get("name")
     name_line = fm.lines.get("name", 2)
     if name is None:
-        problems.append(Problem("invalid_frontmatter", "'name' is missing",
-                                hint=f"add 'name: {dir_name}'", line=1))
+        if "name" in fm.data and "name" in fm.raw:  # 'name: ~', 'name: null'
+            why, hint = _quote_hint("name", name, fm.raw["name"], dir_name)
+            problems.append(Problem("invalid_frontmatter", "'name' must be a string" + why, hint=hint,
+                                    line=name_line))
+        else:
+            problems.append(Problem("invalid_frontmatter", "'name' is missing",
+                                    hint=f"add 'name: {dir_name}'", line=1))
     elif not isinstance(name, str):
-        problems.append(Problem("invalid_frontmatter", f"'name' must be a string, not {type(name).__name__}",
-                                hint=f"write 'name: {dir_name}'", line=name_line))
+        raw = fm.raw.get("name")
+        if raw is not None:
+            why, hint = _quote_hint("name", name, raw, dir_name)
+        else:
+            why, hint = "", f"write 'name: {dir_name}'"
+        problems.append(Problem("invalid_frontmatter", f"'name' must be a string, not {type(name).__name__}" + why,
+                                hint=hint, line=name_line))
     else:
         why = name_problem(name)
         if why:
@@ -426,7 +472,20 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
             problems.append(Problem("name_mismatch", f"name '{name}' differs from its directory '{dir_name}'",
                                     hint=f"write 'name: {dir_name}' or rename the directory to '{name}'",
                                     line=name_line))
-    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 1), required=True)
+    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 1), required=True,
+                               raw=fm.raw.get("description"))
     if desc:
         problems.append(desc)
     return problems
+
+
+def skill_warnings(fm: Frontmatter) -> list[Problem]:
+    """What a valid skill's frontmatter should change; the skill is still served."""
+    description = fm.data.get("description")
+    if isinstance(description, str) and len(description.strip()) > MAX_DESCRIPTION_CHARS:
+        return [Problem("description_too_long",
+                        f"the description is {len(description.strip())} characters; the Agent Skills limit is "
+                        f"{MAX_DESCRIPTION_CHARS} (the skill is served, but other tools may refuse it)",
+                        hint="say when to use the skill in fewer words; move details into the body",
+                        line=fm.lines.get("description"))]
+    return []
