@@ -191,7 +191,8 @@ class Sidecar:
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
             thread.activated[skill.name] = skill
-            return ToolResult.text(call, skill.body, skill=skill.name, source=skill.source)
+            return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, source=skill.source,
+                                   directory=skill.directory)
         return run
 
     def _dynamic_runner(self, thread_id: str, limits: Limits) -> Callable[[ToolCall], Awaitable[ToolResult]]:

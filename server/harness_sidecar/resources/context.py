@@ -43,6 +43,10 @@ def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], 
         skill = activated[name]
         section = f"# Active skill: {skill.name}\n\n{skill.body.strip()}\n"
         for resource in skill.resources:
+            if resource.mime_type is not None:  # not text: named, not pasted as base64
+                section += (f"\n## Resource: {resource.request}\n\n"
+                            f"({resource.mime_type}, {resource.size} bytes, not text: {resource.source})\n")
+                continue
             section += f"\n## Resource: {resource.request}\n\n{resource.content.rstrip()}\n"
         sections.append(section)
     return "\n".join(sections)
