@@ -304,3 +304,15 @@ def test_a_binary_resource_is_named_in_the_system_prompt_not_pasted(pdf):
     prompt = build_system_prompt(catalog, activated, 8000)
     source = os.path.realpath(pdf / "skills/pdf/fonts/Font.ttf")
     assert f"## Resource: fonts/Font.ttf\n\n(font/ttf, 1024 bytes, not text: {source})\n" in prompt
+
+
+# -- find_skills ranking (the builtin is tested through the process in test_skills_as_written_e2e) ---
+
+def test_find_skills_ranking_tiers():
+    from harness_sidecar.resources.search import rank
+
+    entries = [("pdf", "Work with PDF files."), ("pdf-forms", "Fill PDF forms."), ("forms-pdf", "Other."),
+               ("docx", "Word documents; can export to pdf."), ("excel", "Spreadsheets.")]
+    assert [n for n, _ in rank(entries, "pdf")] == ["pdf", "pdf-forms", "forms-pdf", "docx"]
+    assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "forms-pdf", "pdf", "docx"]
+    assert rank(entries, "nothing") == [] and rank(entries, "   ") == []

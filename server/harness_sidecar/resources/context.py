@@ -29,6 +29,11 @@ def skill_listing(entries: Iterable[tuple[str, str]], budget: int) -> tuple[str,
     return "".join(lines), len(ordered) - len(lines)
 
 
+def left_out_of_listing(catalog: Catalog, catalog_bytes: int) -> int:
+    """How many skills the listing leaves out: when any, the thread offers ``find_skills``."""
+    return skill_listing(((s.name, s.description) for s in catalog.skills.values()), catalog_bytes)[1]
+
+
 def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], catalog_bytes: int) -> str:
     sections: list[str] = []
     for instructions in reversed(catalog.instructions):  # lowest precedence first: the project speaks last
@@ -37,7 +42,8 @@ def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], 
         listing, left_out = skill_listing(((s.name, s.description) for s in catalog.skills.values()), catalog_bytes)
         section = SKILLS_HEADING + "\n" + listing
         if left_out:
-            section += f"({left_out} more skill{'s' if left_out != 1 else ''} not listed: the catalog budget is full)\n"
+            section += (f"({left_out} more skill{'s' if left_out != 1 else ''} not listed: the catalog budget is full; "
+                        f"search them with the find_skills tool)\n")
         sections.append(section)
     for name in sorted(activated):
         skill = activated[name]
