@@ -84,6 +84,9 @@ class SkillEntry:
     root: Root
     source: str  # <root>/skills/<name>/SKILL.md, as found under the root
     directory: str
+    # SKILL.md's identity and version when scanned (device, inode, size, mtime, ctime): an edit of
+    # the body alone changes it, and the catalog diff reports the skill changed
+    stamp: tuple | None = field(default=None, compare=False, repr=False)
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "root": self.root.path, "source": self.source}
@@ -96,6 +99,7 @@ class TemplateEntry:
     root: Root
     source: str
     variables: list[str]
+    stamp: int | None = field(default=None, compare=False, repr=False)  # a hash of the body when scanned
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -215,7 +219,8 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
         return None
     # a valid skill's problems are warnings: it is served
     diagnostics.extend(Diagnostic.from_problem(p, source, severity="warning") for p in problems)
-    return SkillEntry(name, description, root, source, directory)
+    return SkillEntry(name, description, root, source, directory,
+                      (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
 
 
 def _missing_skill_file(directory: str, real_dir: str) -> Diagnostic:
@@ -270,8 +275,8 @@ def _hidden_folder(skills_dir: str, skills_real: str, name: str) -> Diagnostic |
     shown = ", ".join(held[:5]) + (f", … ({len(held)} in all)" if len(held) > 5 else "")
     return Diagnostic("hidden_folder", f"{path} holds {len(held)} skill folder{'s' if len(held) != 1 else ''} "
                       f"({shown}), skipped because its name starts with a dot; only skills/<name>/SKILL.md is read",
-                      path, f"move or link each skill folder to skills/<name>/ (links that stay inside the root "
-                      f"are followed)", extra={"skills": held})
+                      path, "move or link each skill folder to skills/<name>/ (links that stay inside the root "
+                      "are followed)", extra={"skills": held})
 
 
 # Parsed SKILL.md headers by file identity and version. An entry is trusted only while the
@@ -444,7 +449,7 @@ def scan_templates(root: Root, limits: Limits, diagnostics: list[Diagnostic]) ->
         except OSError as exc:
             diagnostics.append(Diagnostic.unreadable(exc, path))
             continue
-        found.append(TemplateEntry(name, description, root, path, find_placeholders(body)))
+        found.append(TemplateEntry(name, description, root, path, find_placeholders(body), hash(body)))
     return found
 
 
