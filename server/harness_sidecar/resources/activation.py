@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.errors import DomainError
@@ -25,17 +24,21 @@ from harness_sidecar.resources.paths import (
     read_contained,
     realpath_within,
 )
+from harness_sidecar.resources.records import Record
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 
-@dataclass
-class SkillResource:
-    request: str
-    source: str  # canonical path
-    content: str  # the text, or the bytes in base64 when ``mime_type`` is set
-    mime_type: str | None = None  # set for a file that is not UTF-8 text
-    size: int = 0  # bytes on disk
+class SkillResource(Record):
+    __slots__ = ("request", "source", "content", "mime_type", "size")
+
+    def __init__(self, request: str, source: str, content: str, mime_type: str | None = None,
+                 size: int = 0) -> None:
+        self.request = request
+        self.source = source  # canonical path
+        self.content = content  # the text, or the bytes in base64 when ``mime_type`` is set
+        self.mime_type = mime_type  # set for a file that is not UTF-8 text
+        self.size = size  # bytes on disk
 
     def to_wire(self) -> dict[str, Any]:
         if self.mime_type is None:
@@ -44,23 +47,30 @@ class SkillResource:
                 "content": self.content}
 
 
-@dataclass
-class SkillFile:
-    path: str  # relative to the skill directory, with '/'
-    size: int
+class SkillFile(Record):
+    __slots__ = ("path", "size")
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path = path  # relative to the skill directory, with '/'
+        self.size = size
 
 
-@dataclass
-class ActivatedSkill:
-    name: str
-    description: str
-    root: str
-    source: str
-    body: str
-    resources: list[SkillResource] = field(default_factory=list)
-    directory: str = ""
-    files: list[SkillFile] = field(default_factory=list)
-    files_omitted: int = 0
+class ActivatedSkill(Record):
+    __slots__ = ("name", "description", "root", "source", "body", "resources", "directory", "files",
+                 "files_omitted")
+
+    def __init__(self, name: str, description: str, root: str, source: str, body: str,
+                 resources: list[SkillResource] | None = None, directory: str = "",
+                 files: list[SkillFile] | None = None, files_omitted: int = 0) -> None:
+        self.name = name
+        self.description = description
+        self.root = root
+        self.source = source
+        self.body = body
+        self.resources: list[SkillResource] = [] if resources is None else resources
+        self.directory = directory
+        self.files: list[SkillFile] = [] if files is None else files
+        self.files_omitted = files_omitted
 
     def to_wire(self) -> dict[str, Any]:
         out = {

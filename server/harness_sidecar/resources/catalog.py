@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.errors import DomainError
@@ -22,6 +21,7 @@ from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
 from harness_sidecar.resources.names import name_problem
 from harness_sidecar.resources.paths import decode_utf8, is_within, read_contained
+from harness_sidecar.resources.records import Record
 
 logger = logging.getLogger(__name__)
 
@@ -29,15 +29,18 @@ PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-@dataclass
-class Diagnostic:
-    kind: str
-    message: str
-    path: str | None = None
-    hint: str | None = None
-    line: int | None = None
-    column: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+class Diagnostic(Record):
+    __slots__ = ("kind", "message", "path", "hint", "line", "column", "extra")
+
+    def __init__(self, kind: str, message: str, path: str | None = None, hint: str | None = None,
+                 line: int | None = None, column: int | None = None, extra: dict[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.path = path
+        self.hint = hint
+        self.line = line
+        self.column = column
+        self.extra: dict[str, Any] = {} if extra is None else extra
 
     @property
     def is_warning(self) -> bool:
@@ -70,36 +73,51 @@ class Diagnostic:
         return cls("unreadable", f"{path} cannot be read: {error.strerror or error}", path)
 
 
-@dataclass(frozen=True)
-class Root:
-    path: str  # as given, normalised
-    real: str  # links resolved: the boundary every resource is checked against
-    index: int
+class Root(Record):
+    """A root of a thread; never changed once made (hashable)."""
+
+    __slots__ = ("path", "real", "index")
+
+    def __init__(self, path: str, real: str, index: int) -> None:
+        self.path = path  # as given, normalised
+        self.real = real  # links resolved: the boundary every resource is checked against
+        self.index = index
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.real, self.index))
 
 
-@dataclass
-class SkillEntry:
-    name: str
-    description: str
-    root: Root
-    source: str  # <root>/skills/<name>/SKILL.md, as found under the root
-    directory: str
-    # SKILL.md's identity and version when scanned (device, inode, size, mtime, ctime): an edit of
-    # the body alone changes it, and the catalog diff reports the skill changed
-    stamp: tuple | None = field(default=None, compare=False, repr=False)
+class SkillEntry(Record):
+    __slots__ = ("name", "description", "root", "source", "directory", "stamp")
+    _uncompared = frozenset(["stamp"])
+
+    def __init__(self, name: str, description: str, root: Root, source: str, directory: str,
+                 stamp: tuple | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.root = root
+        self.source = source  # <root>/skills/<name>/SKILL.md, as found under the root
+        self.directory = directory
+        # SKILL.md's identity and version when scanned (device, inode, size, mtime, ctime): an
+        # edit of the body alone changes it, and the catalog diff reports the skill changed
+        self.stamp = stamp
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "root": self.root.path, "source": self.source}
 
 
-@dataclass
-class TemplateEntry:
-    name: str
-    description: str | None
-    root: Root
-    source: str
-    variables: list[str]
-    stamp: int | None = field(default=None, compare=False, repr=False)  # a hash of the body when scanned
+class TemplateEntry(Record):
+    __slots__ = ("name", "description", "root", "source", "variables", "stamp")
+    _uncompared = frozenset(["stamp"])
+
+    def __init__(self, name: str, description: str | None, root: Root, source: str, variables: list[str],
+                 stamp: int | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.root = root
+        self.source = source
+        self.variables = variables
+        self.stamp = stamp  # a hash of the body when scanned
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -109,23 +127,28 @@ class TemplateEntry:
         return out
 
 
-@dataclass
-class Instructions:
-    root: Root
-    source: str
-    text: str  # snapshot taken at thread/start
+class Instructions(Record):
+    __slots__ = ("root", "source", "text")
+
+    def __init__(self, root: Root, source: str, text: str) -> None:
+        self.root = root
+        self.source = source
+        self.text = text  # snapshot taken at thread/start
 
     def to_wire(self) -> dict[str, Any]:
         return {"root": self.root.path, "source": self.source}
 
 
-@dataclass
-class Catalog:
-    roots: list[Root]
-    instructions: list[Instructions]
-    skills: dict[str, SkillEntry]  # sorted by name
-    templates: dict[str, TemplateEntry]  # sorted by name
-    diagnostics: list[Diagnostic]
+class Catalog(Record):
+    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics")
+
+    def __init__(self, roots: list[Root], instructions: list[Instructions], skills: dict[str, SkillEntry],
+                 templates: dict[str, TemplateEntry], diagnostics: list[Diagnostic]) -> None:
+        self.roots = roots
+        self.instructions = instructions
+        self.skills = skills  # sorted by name
+        self.templates = templates  # sorted by name
+        self.diagnostics = diagnostics
 
     def to_wire(self) -> dict[str, Any]:
         return {

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.resources.names import name_problem
+from harness_sidecar.resources.records import Record
 
 FIRST_CHUNK = 4096
 _OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?(?:\n|\Z)")
@@ -39,24 +39,30 @@ def _closing(data: bytes, start: int, eof: bool) -> re.Match[bytes] | None:
     return closing
 
 
-@dataclass
-class Problem:
+class Problem(Record):
     """One reason a resource cannot be used; ``line``/``column`` are 1-based when known."""
 
-    kind: str
-    message: str
-    hint: str | None = None
-    line: int | None = None
-    column: int | None = None
+    __slots__ = ("kind", "message", "hint", "line", "column")
+
+    def __init__(self, kind: str, message: str, hint: str | None = None, line: int | None = None,
+                 column: int | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+        self.line = line
+        self.column = column
 
 
-@dataclass
-class Frontmatter:
-    data: dict[str, Any]
-    body_start: int  # byte offset of the first byte after the closing line
-    lines: dict[str, int] = field(default_factory=dict)  # top-level key -> 1-based line
-    end_line: int = 0  # 1-based line of the closing ---
-    raw: dict[str, str] = field(default_factory=dict)  # top-level plain scalars as written (for hints)
+class Frontmatter(Record):
+    __slots__ = ("data", "body_start", "lines", "end_line", "raw")
+
+    def __init__(self, data: dict[str, Any], body_start: int, lines: dict[str, int] | None = None,
+                 end_line: int = 0, raw: dict[str, str] | None = None) -> None:
+        self.data = data
+        self.body_start = body_start  # byte offset of the first byte after the closing line
+        self.lines: dict[str, int] = {} if lines is None else lines  # top-level key -> 1-based line
+        self.end_line = end_line  # 1-based line of the closing ---
+        self.raw: dict[str, str] = {} if raw is None else raw  # top-level plain scalars as written (for hints)
 
 
 class FrontmatterError(Exception):
