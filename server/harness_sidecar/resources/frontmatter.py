@@ -151,10 +151,9 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
 
 def _load(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
     """``(mapping, key lines, raw text of top-level plain scalar values)``."""
-    plain = plain_mapping(text)
+    plain = plain_mapping(text, first_line)
     if plain is not None:
-        data, offsets = plain
-        return data, {key: offset + first_line for key, offset in offsets.items()}, {}
+        return plain[0], plain[1], {}
     return _load_with_yaml(text, first_line)
 
 
@@ -259,14 +258,15 @@ def _flow_words(value: str) -> list[str] | None:
 _CHILD = re.compile(r"( +)([A-Za-z][A-Za-z0-9_-]{0,63}):(?: +(.*))?")
 
 
-def plain_mapping(text: str) -> tuple[dict[str, Any], dict[str, int]] | None:
+def plain_mapping(text: str, first_line: int = 0) -> tuple[dict[str, Any], dict[str, int]] | None:
     """``text`` read without YAML, when it is made of simple lines only.
 
     Each line is blank, a comment starting in column 0, ``key: value``, or ``key:`` followed
     by indented ``key: value`` lines (one level, the same indentation), where each value is
     plain or simply quoted text or a ``[word, ...]`` list. Returns the mapping and each
-    top-level key's 0-based line (the first, for a repeated key; its value is the last, as
-    YAML gives it), or ``None`` when YAML must read the text.
+    top-level key's line (``first_line`` for the first line of ``text``; the first line of a
+    repeated key, whose value is the last, as YAML gives it), or ``None`` when YAML must read
+    the text. (Written for speed: it runs once per skill of every root.)
     """
     if "\r" in text:
         text = text.replace("\r\n", "\n")
@@ -275,24 +275,29 @@ def plain_mapping(text: str) -> tuple[dict[str, Any], dict[str, int]] | None:
     data: dict[str, Any] = {}
     lines: dict[str, int] = {}
     rows = text.split("\n")
+    fullmatch = _KEY_VALUE.fullmatch
     number = 0
-    while number < len(rows):
+    count = len(rows)
+    while number < count:
         line = rows[number]
         number += 1
         if not line or line[0] == "#":
             continue
-        match = _KEY_VALUE.fullmatch(line)
-        if match is None or not _resolves_to_string(match.group(1)):
+        match = fullmatch(line)
+        if match is None:
             return None
-        key = match.group(1)
-        lines.setdefault(key, number - 1)
-        if match.group(2) is None or not match.group(2).strip(" "):
+        key, rest = match.groups()
+        if key in WORDS_NOT_TEXT:  # the keys _resolves_to_string refuses: they start with a letter
+            return None
+        if key not in lines:
+            lines[key] = number - 1 + first_line
+        if rest is None or not rest.strip(" "):
             children, number = _children(rows, number)
             if children is None:
                 return None
             data[key] = children
             continue
-        value = _plain_value(match.group(2))
+        value = _plain_value(rest)
         if value is None:
             return None
         data[key] = value
