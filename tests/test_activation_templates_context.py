@@ -316,3 +316,15 @@ def test_find_skills_ranking_tiers():
     assert [n for n, _ in rank(entries, "pdf")] == ["pdf", "pdf-forms", "forms-pdf", "docx"]
     assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "forms-pdf", "pdf", "docx"]
     assert rank(entries, "nothing") == [] and rank(entries, "   ") == []
+
+
+def test_left_out_of_listing_counts_as_the_listing_does(tree):
+    from harness_sidecar.resources.context import left_out_of_listing
+
+    root = tree("r")
+    for i, description in enumerate(["é" * 10, "x" * 40, "y", "z" * 5]):
+        add_skill(root, f"s{i}", description)
+    catalog = build_catalog([str(root)], LIMITS)
+    entries = [(s.name, s.description) for s in catalog.skills.values()]
+    for budget in range(0, 120):
+        assert left_out_of_listing(catalog, budget) == skill_listing(entries, budget)[1], budget

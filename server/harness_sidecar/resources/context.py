@@ -30,8 +30,20 @@ def skill_listing(entries: Iterable[tuple[str, str]], budget: int) -> tuple[str,
 
 
 def left_out_of_listing(catalog: Catalog, catalog_bytes: int) -> int:
-    """How many skills the listing leaves out: when any, the thread offers ``find_skills``."""
-    return skill_listing(((s.name, s.description) for s in catalog.skills.values()), catalog_bytes)[1]
+    """How many skills the listing leaves out: when any, the thread offers ``find_skills``.
+
+    The catalog's skills are already in name order: counted up to the first that does not fit
+    (the listing's own rule), without building or sorting the listing (thread/start asks this
+    of every catalog, 10,000 skills included).
+    """
+    used = 0
+    fitted = 0
+    for skill in catalog.skills.values():
+        used += len(f"{skill.name}: {skill.description}\n".encode("utf-8"))
+        if used > catalog_bytes:
+            break
+        fitted += 1
+    return len(catalog.skills) - fitted
 
 
 def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], catalog_bytes: int) -> str:
