@@ -575,7 +575,7 @@ def activate(api):
     sidecar = spawn()
     result = start(sidecar, workspace, ["curious"])
     assert status_of(result, "curious")["status"] == "loaded"
-    assert ["api", ["id", "logger", "on", "register_tool"], "curious", "Logger"] in workspace.events()
+    assert ["api", ["id", "logger", "on", "register_command", "register_tool"], "curious", "Logger"] in workspace.events()
     assert not sidecar.proc.poll()
     sidecar.close()
     assert any(b"hello from the extension logger" in line for line in sidecar.stderr_lines)

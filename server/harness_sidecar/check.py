@@ -50,7 +50,7 @@ def _check(args: list[str]) -> int:
     limits = Limits()
     catalog = build_catalog(roots, limits)
     catalog.diagnostics.extend(activation_problems(catalog, limits))
-    from harness_sidecar.extensions import loader as extensions
+    from harness_sidecar.extensions import discovery as extensions
 
     found = extensions.discover(catalog.roots, [], limits, catalog.diagnostics)
     status = 1 if any(not d.is_warning for d in catalog.diagnostics) else 0

@@ -26,9 +26,9 @@ from harness_sidecar.resources.catalog import Catalog, build_catalog
 from harness_sidecar.resources.context import build_system_prompt, left_out_of_listing
 from harness_sidecar.resources.search import FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, find_skills
 from harness_sidecar.resources.templates import render
-from harness_sidecar.tools import Tool, ToolRegistry, ToolResult, call_tool
+from harness_sidecar.results import ToolCall, ToolResult
+from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
 from harness_sidecar.wire import params as P
-from harness_sidecar.wire.params import ToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,8 @@ LOAD_SKILL_SCHEMA = {
 class Peer(Protocol):
     """What a transport offers the methods: notifications and reverse requests to the editor."""
 
+    client_capabilities: dict[str, Any]  # initialize.capabilities, as the editor sent them
+
     def notify(self, method: str, params: dict[str, Any]) -> None: ...
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any: ...
@@ -56,6 +58,7 @@ class Thread:
     registry: ToolRegistry
     extensions: list[Any] = field(default_factory=list)  # ExtensionSource, in catalog order
     activated: dict[str, ActivatedSkill] = field(default_factory=dict)
+    host: Any = None  # extensions.supervisor.ExtensionHost, when the thread trusts an extension that loaded
 
 
 class Sidecar:
@@ -64,6 +67,8 @@ class Sidecar:
         self.threads: dict[str, Thread] = {}
         self._ids = itertools.count(1)
         self._starting: dict[str, asyncio.Future] = {}
+        self._spares: Any = None
+        self.max_result_bytes = 16 * 1024 * 1024
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "thread/start": self.thread_start,
             "thread/close": self.thread_close,
@@ -73,6 +78,16 @@ class Sidecar:
             "tools/list": self.tools_list,
             "tools/call": self.tools_call,
         }
+
+    def oversize(self, method: str, result: Any, size: int) -> Any:
+        """What to answer instead of a result over ``--max-result-bytes``: a tool call's is a paired error."""
+        if method == "tools/call" and isinstance(result, dict) and isinstance(result.get("result"), dict):
+            inner = result["result"]
+            call = ToolCall(inner.get("toolCallId", ""), inner.get("toolName", ""), {})
+            return {"result": ToolResult.error(
+                call, f"the tool's result is {size} bytes; the limit is {self.max_result_bytes} "
+                      f"(--max-result-bytes)", kind="too_large", size=size, limit=self.max_result_bytes).to_wire()}
+        return None
 
     async def thread(self, params: dict[str, Any]) -> Thread:
         """The open thread named by ``params.threadId``.
@@ -86,6 +101,9 @@ class Sidecar:
             await asyncio.shield(starting)
         thread = self.threads.get(thread_id)
         if thread is None:
+            if len(thread_id) > 200:  # never echo a huge id back (twice) to the editor
+                raise DomainError("thread_not_found", f"no open thread '{thread_id[:200]}…' "
+                                                      f"({len(thread_id)} characters)")
             raise DomainError("thread_not_found", f"no open thread '{thread_id}'", threadId=thread_id)
         return thread
 
@@ -103,8 +121,8 @@ class Sidecar:
             starting.set_result(None)
 
     async def _start(self, thread_id: str, start: P.ThreadStartParams) -> dict[str, Any]:
-        registry = ToolRegistry()
         limits = start.limits
+        registry = ToolRegistry(hook_timeout_s=limits.hook_timeout_ms / 1000)
         holder: dict[str, Thread] = {}
         registry.tools["load_skill"] = Tool(
             "load_skill", "Activate a skill by name: its instructions and files become part of the context.",
@@ -113,12 +131,12 @@ class Sidecar:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits))
         from harness_sidecar.extensions import (
-            loader as extensions,  # extension machinery only when a thread starts
+            discovery,  # extension machinery only when a thread starts
         )
 
         def discover() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, limits)
-            return catalog, extensions.discover(catalog.roots, start.extensions, limits, catalog.diagnostics)
+            return catalog, discovery.discover(catalog.roots, start.extensions, limits, catalog.diagnostics)
 
         # Reading thousands of files is done off the event loop: other requests keep being served.
         catalog, found = await asyncio.get_running_loop().run_in_executor(None, discover)
@@ -127,8 +145,10 @@ class Sidecar:
             find = Tool("find_skills", FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, "builtin",
                         run=self._find_skills_runner(holder))
             registry.tools = {"load_skill": registry.tools.pop("load_skill"), "find_skills": find, **registry.tools}
-        await extensions.load_trusted(found, start.trusted_extensions, registry, limits, catalog.diagnostics)
-        thread = Thread(thread_id, catalog, limits, registry, list(found.values()))
+        host = None
+        if start.trusted_extensions:
+            host = await self._load_extensions(thread_id, start, found, registry, catalog.diagnostics)
+        thread = Thread(thread_id, catalog, limits, registry, list(found.values()), host=host)
         holder["thread"] = thread
         self.threads[thread_id] = thread
         wire_catalog = catalog.to_wire()
@@ -136,14 +156,79 @@ class Sidecar:
         return {"threadId": thread_id, "catalog": wire_catalog, "tools": registry.to_wire(),
                 "diagnostics": [d.to_wire() for d in catalog.diagnostics]}
 
+    def spares(self) -> Any:
+        if self._spares is None:
+            from harness_sidecar.extensions.supervisor import Spares
+
+            self._spares = Spares()
+        return self._spares
+
+    def warm(self) -> None:
+        """Start a spare extension host now, so that the first thread trusting an extension need not wait."""
+        self.spares().warm()
+
+    async def _load_extensions(self, thread_id: str, start: P.ThreadStartParams, found: dict[str, Any],
+                               registry: ToolRegistry, diagnostics: list[Any]) -> Any:
+        """Start the thread's host, load the trusted extensions into it, commit what can be committed."""
+        from harness_sidecar.extensions.loading import load_trusted
+        from harness_sidecar.extensions.supervisor import ExtensionHost
+
+        limits = start.limits
+        init = {"threadId": thread_id, "cwd": None, "roots": list(start.roots), "ui": {}, "settings": {},
+                "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes}
+        host = ExtensionHost(thread_id, self.spares(), init, limits.host_grace_ms / 1000,
+                             on_diagnostic=lambda params: self.peer.notify("thread/diagnostic", params),
+                             ask=self._ask, notify=self._ui_notify, ui_timeout_s=limits.ui_timeout_ms / 1000)
+
+        def claimed(name: str) -> str | None:
+            tool = registry.tools.get(name)
+            if tool is None:
+                return None
+            return tool.origin_kind + (f" '{tool.origin_id}'" if tool.origin_id else "")
+
+        registrations = await load_trusted(found, start.trusted_extensions, host, claimed, limits, diagnostics,
+                                           check_schema=lambda schema: None)
+        timeout_s = limits.tool_timeout_ms / 1000
+        for spec in registrations.tools:
+            registry.tools[spec.name] = Tool(spec.name, spec.description, spec.input_schema, "extension",
+                                             spec.extension_id, timeout_s=timeout_s)
+        registry.handlers = registrations.handlers
+        if not registrations.loaded:
+            await host.close()
+            return None
+        return host
+
+    async def _ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
+        """A ``ui/*`` request to the editor; raises when it cannot be asked or does not answer."""
+        ui = self.peer.client_capabilities.get("ui")
+        if not isinstance(ui, dict) or ui.get(method.split("/", 1)[1]) is not True:
+            raise PeerError(f"the editor did not declare capabilities.ui.{method.split('/', 1)[1]}")
+        return await self.peer.request(method, params, timeout_s)
+
+    def _ui_notify(self, method: str, params: dict[str, Any]) -> None:
+        ui = self.peer.client_capabilities.get("ui")
+        key = "notify" if method == "ui/notify" else "status"
+        if isinstance(ui, dict) and ui.get(key) is True:
+            self.peer.notify(method, params)
+        else:
+            text = params.get("message") if method == "ui/notify" else f"{params.get('key')}: {params.get('text')}"
+            logger.warning("[%s %s] %s", params.get("threadId"), params.get("extensionId"), text)
+
     async def thread_close(self, params: dict[str, Any]) -> None:
         thread = await self.thread(params)
         del self.threads[thread.id]
-        from harness_sidecar.extensions import loader as extensions
-
-        for source in thread.extensions:
-            extensions.unload(source)
+        if thread.host is not None:
+            await thread.host.close()
         return None
+
+    async def close_all(self, reason: str) -> None:
+        """``shutdown`` and EOF: every thread ends, and with it its extension host."""
+        for thread in list(self.threads.values()):
+            self.threads.pop(thread.id, None)
+            if thread.host is not None:
+                await thread.host.close()
+        if self._spares is not None:
+            self._spares.close()
 
     # -- skills, templates, context ----------------------------------------------------------
 
@@ -178,11 +263,13 @@ class Sidecar:
         call = P.parse_tool_call(params)
 
         def report(fault: HookFault) -> None:
-            self.peer.notify("thread/diagnostic", {"threadId": thread.id, "extensionId": fault.extension_id,
-                                                   "hook": fault.hook, "kind": fault.kind, "message": fault.message})
+            self.peer.notify("thread/diagnostic", fault.to_wire(thread.id))
 
-        result = await call_tool(thread.registry, thread.id, call, thread.limits.hook_timeout_ms / 1000, report)
-        return {"result": result.to_wire()}
+        pipeline = Pipeline(thread.id, thread.registry, thread.host, report, self._validate)
+        return {"result": (await pipeline.call(call)).to_wire()}
+
+    def _validate(self, tool: Tool, arguments: dict[str, Any]) -> str | None:
+        return None
 
     def _load_skill_runner(self, holder: dict[str, Thread]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
         async def run(call: ToolCall) -> ToolResult:

@@ -16,16 +16,17 @@ import logging
 import os
 from typing import Any
 
-from harness_sidecar import __version__
-from harness_sidecar.errors import InvalidParams, PeerError, RpcError
-from harness_sidecar.resources import lint
-from harness_sidecar.threads import Sidecar
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.uris import to_fs_path
+
+from harness_sidecar import __version__
+from harness_sidecar.errors import InvalidParams, PeerError, RpcError
+from harness_sidecar.resources import lint
+from harness_sidecar.threads import Sidecar
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,7 @@ class LspPeer:
     def __init__(self, server: SidecarLanguageServer) -> None:
         self.server = server
         self._ids = itertools.count(1)
+        self.client_capabilities: dict[str, Any] = {}  # the sidecar's own (ui/*): none in LSP mode
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.server.protocol.notify(method, params)
