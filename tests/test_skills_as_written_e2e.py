@@ -135,3 +135,10 @@ def test_an_extension_cannot_take_the_find_skills_name_when_it_is_offered(spawn,
                                             "limits": {"catalogBytes": 200}})
     assert [t["origin"]["kind"] for t in started["tools"] if t["name"] == "find_skills"] == ["builtin"]
     assert {e["id"]: e["status"] for e in started["catalog"]["extensions"]}["squatter"] == "failed"
+
+
+def test_a_dynamic_tool_cannot_take_the_find_skills_name(spawn, many):
+    sidecar = spawn()
+    response = sidecar.request("thread/start", {"roots": [str(many)], "dynamicTools": [{"name": "find_skills"}]})
+    assert error_kind(response) == "invalid_params"
+    assert response["error"]["data"]["field"] == "dynamicTools[0].name"
