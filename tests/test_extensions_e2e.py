@@ -405,7 +405,7 @@ def test_load_skill_passes_hooks_and_activates(spawn, workspace):
     sidecar = spawn()
     thread = start(sidecar, workspace, ["gate"])["threadId"]
     ok = call(sidecar, thread, "load_skill", {"name": "review"})
-    assert ok["isError"] is False and ok["content"][0]["text"] == "REVIEW BODY\n"
+    assert ok["isError"] is False and ok["content"][0]["text"].startswith("REVIEW BODY\n\n---\nSkill directory: ")
     blocked = call(sidecar, thread, "load_skill", {"name": "forbidden"})
     assert blocked["details"]["blocked"]["reason"] == "that skill is off limits"
     prompt = sidecar.call("context/build", {"threadId": thread})["systemPrompt"]

@@ -50,3 +50,10 @@ def test_brace_hints_and_their_suggestions(tree):
     assert [(f.start, f.end, f.severity) for f in findings] == [(0, 11, "hint"), (12, 18, "hint"), (26, 33, "hint")]
     assert "write {{topic}}" in findings[0].message
     assert "write" not in findings[1].message  # {{1x}} cannot become a placeholder
+
+
+def test_a_long_description_is_a_warning_while_typing(tree):
+    root = tree("r")
+    path = add_skill(root, "long", "d" * 1100)
+    findings = lint.lint(str(path), path.read_text(), [str(root)], set())
+    assert [(f.kind, f.severity, f.line) for f in findings] == [("description_too_long", "warning", 2)]

@@ -23,7 +23,8 @@ from harness_sidecar.resources.activation import (
     check_skill_name,
 )
 from harness_sidecar.resources.catalog import Catalog, build_catalog
-from harness_sidecar.resources.context import build_system_prompt
+from harness_sidecar.resources.context import build_system_prompt, left_out_of_listing
+from harness_sidecar.resources.search import FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, find_skills
 from harness_sidecar.resources.templates import render
 from harness_sidecar.results import ToolCall, ToolResult
 from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
@@ -139,6 +140,11 @@ class Sidecar:
 
         # Reading thousands of files is done off the event loop: other requests keep being served.
         catalog, found = await asyncio.get_running_loop().run_in_executor(None, discover)
+        if left_out_of_listing(catalog, limits.catalog_bytes) and "find_skills" not in registry.tools:
+            # the listing leaves skills out: the model can search them, with a tool claimed right after load_skill
+            find = Tool("find_skills", FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, "builtin",
+                        run=self._find_skills_runner(holder))
+            registry.tools = {"load_skill": registry.tools.pop("load_skill"), "find_skills": find, **registry.tools}
         host = None
         if start.trusted_extensions:
             host = await self._load_extensions(thread_id, start, found, registry, catalog.diagnostics)
@@ -278,7 +284,19 @@ class Sidecar:
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
             thread.activated[skill.name] = skill
-            return ToolResult.text(call, skill.body, skill=skill.name, source=skill.source)
+            return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, source=skill.source,
+                                   directory=skill.directory)
+        return run
+
+    def _find_skills_runner(self, holder: dict[str, Thread]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+        async def run(call: ToolCall) -> ToolResult:
+            catalog = holder["thread"].catalog
+            try:
+                text, details = find_skills(((s.name, s.description) for s in catalog.skills.values()),
+                                            call.arguments)
+            except DomainError as exc:
+                return ToolResult.error(call, exc.message, kind=exc.kind)
+            return ToolResult.text(call, text, **details)
         return run
 
     def _dynamic_runner(self, thread_id: str, limits: Limits) -> Callable[[ToolCall], Awaitable[ToolResult]]:
