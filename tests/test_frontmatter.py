@@ -20,7 +20,11 @@ import pytest
 import yaml
 from harness_sidecar.client import child_env
 from harness_sidecar.resources import frontmatter
-from harness_sidecar.resources.frontmatter import FrontmatterError, load_yaml, plain_mapping
+from harness_sidecar.resources.frontmatter import (
+    FrontmatterError,
+    load_yaml,
+    plain_mapping,
+)
 
 LOADERS = [yaml.SafeLoader] + ([yaml.CSafeLoader] if hasattr(yaml, "CSafeLoader") else [])
 

@@ -10,9 +10,15 @@ import sys
 
 import jsonschema_rs
 import pytest
-from harness_sidecar import inputschema
 from harness_sidecar.client import child_env
-from harness_sidecar.inputschema import CompiledSchema, InvalidSchema, _build, _Simple, compile, json_path
+from harness_sidecar.inputschema import (
+    CompiledSchema,
+    InvalidSchema,
+    _build,
+    _Simple,
+    compile,
+    json_path,
+)
 
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 BIG = {

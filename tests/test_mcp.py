@@ -20,7 +20,15 @@ import pytest
 from harness_sidecar.client import child_env
 from harness_sidecar.errors import DomainError
 from harness_sidecar.mcp import McpServerConfig, McpServers
-from mcp_helpers import OWNER, alive, kill_quietly, read_events, sdk_server, started_pids, wait_until
+from mcp_helpers import (
+    OWNER,
+    alive,
+    kill_quietly,
+    read_events,
+    sdk_server,
+    started_pids,
+    wait_until,
+)
 
 STARTUP_MS = 30000  # generous: a loaded 2-core machine boots an SDK server in seconds, not in 10 s
 

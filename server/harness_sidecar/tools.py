@@ -18,6 +18,7 @@ from typing import Any, Awaitable, Callable
 from harness_sidecar.extensions.hooks import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.extensions.supervisor import (
     ExtensionHost,
+    HostLied,
     HostUnavailable,
     StepPlan,
     Stopped,
@@ -97,10 +98,6 @@ def _valid_faults(faults: Any, handlers: dict[str, list[str]]) -> bool:
         and f.get("extensionId") in handlers.get(f.get("hook"), ()) for f in faults)
 
 
-class HostLied(Exception):
-    """The host's report does not have the shape the channel defines."""
-
-
 @dataclass
 class Pipeline:
     """One tools/call of a thread on its way through its steps."""
@@ -109,7 +106,7 @@ class Pipeline:
     registry: ToolRegistry
     host: ExtensionHost | None
     report_fault: Callable[[HookFault], None]
-    validate: Callable[[Tool, dict[str, Any]], str | None]
+    validate: Callable[[Tool, dict[str, Any]], tuple[str, str] | None]  # (message, JSON path) of a mismatch
 
     async def call(self, call: ToolCall) -> ToolResult:
         """The whole pipeline of one call. Never raises for anything an extension, editor or server did."""
@@ -118,8 +115,9 @@ class Pipeline:
             return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
         problem = self.validate(tool, call.arguments)
         if problem is not None:
-            return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {problem}",
-                                    kind="invalid_arguments")
+            message, path = problem
+            return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {message} "
+                                          f"(at {path})", kind="invalid_arguments", message=message, path=path)
         plan, core = self.registry.plan(tool)
         if len(plan) > 1 or tool.run is None:
             if self.host is None:

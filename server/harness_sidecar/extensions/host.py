@@ -560,7 +560,8 @@ class Host:
         self.handlers: dict[str, list[Handler]] = collections.defaultdict(list)
         self.tools: dict[str, ToolSpec] = {}
         self.commands: dict[str, CommandSpec] = {}
-        self.schemas: dict[str, Any] = {}  # tool name → compiled inputSchema (for rewritten arguments)
+        self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
+        self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
         self.exchanges: dict[int, Exchange] = {}
         self.ui_ids = itertools.count(1)
         self.ui_waiters: dict[int, tuple[Exchange | None, int, Any, Callable[[dict], Any], Any]] = {}
@@ -623,6 +624,8 @@ class Host:
             self.commit(body["ids"])
         elif tag == channel.SCHEMAS:
             self.schemas.update(body["tools"])
+            for name in body["tools"]:
+                self.compiled.pop(name, None)
         elif tag == channel.INIT:
             self.init(body)
         else:
@@ -927,12 +930,17 @@ class Host:
         return False
 
     def _check_arguments(self, tool: str, arguments: dict[str, Any]) -> str | None:
-        schema = self.schemas.get(tool)
-        if schema is None:
-            return None
-        from harness_sidecar import inputschema
+        compiled = self.compiled.get(tool)
+        if compiled is None:
+            schema = self.schemas.get(tool)
+            if schema is None:
+                return "the tool's inputSchema is unknown to the host"
+            from harness_sidecar import inputschema
 
-        compiled = inputschema.compile_cached(schema)
+            try:
+                compiled = self.compiled[tool] = inputschema.compile(schema)
+            except inputschema.InvalidSchema as exc:
+                return f"its inputSchema is not valid: {exc}"
         error = compiled.first_error(arguments)
         return None if error is None else f"{error[0]} (at {error[1]})"
 
@@ -1007,16 +1015,20 @@ class Host:
     # -- lifecycle, context and input handlers
 
     def run_event(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        """Lifecycle, context and input handlers, in load order; each step's frame carries the
+        result so far (sections, or the text), so the sidecar keeps it if a later handler hangs."""
         event = body["event"]
         payload = body["payload"]
         handlers = self.handlers[event]
         timeout = body["hookTimeout"]
         faults: list[dict[str, Any]] = []
-        sections: dict[str, str] = {}
+        sections: list[dict[str, str]] = []
         report: dict[str, Any] = {"faults": faults}
         for index in range(body["from"], min(body["to"], len(handlers))):
             handler = handlers[index]
-            exchange.begin(index, timeout, faults=faults[:] if faults else None)
+            carry = {"sections": sections} if event == CONTEXT else {"text": payload["text"]} if event == INPUT \
+                else None
+            exchange.begin(index, timeout, carry=carry, faults=faults[:] if faults else None)
             faults.clear()
             outcome = self._handler(exchange, index, handler, payload)
             ext = handler.extension_id
@@ -1027,7 +1039,8 @@ class Host:
                 kind, problem = "throw", f"{event} handler of '{ext}' raised {describe_exception(outcome.error)}"
             elif event == CONTEXT:
                 if type(outcome.value) is str:
-                    sections[ext] = sections.get(ext, "") + outcome.value
+                    if outcome.value.strip():
+                        sections.append({"extensionId": ext, "text": outcome.value})
                 elif outcome.value is not None:
                     kind, problem = "throw", f"context handler of '{ext}' must return None or a str"
             elif event == INPUT:
@@ -1050,7 +1063,7 @@ class Host:
                     report["blocked"] = {"extensionId": ext, "kind": kind, "message": problem}
                     break
         if event == CONTEXT:
-            report["sections"] = [{"extensionId": k, "text": v} for k, v in sections.items()]
+            report["sections"] = sections
         if event == INPUT:
             report["text"] = payload["text"]
         self.finish(exchange, report)

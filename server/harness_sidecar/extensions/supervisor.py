@@ -318,6 +318,10 @@ class Pending:
         return self.deadline + self.shift + channel.MARGIN_S
 
 
+class HostLied(Exception):
+    """The host's report does not have the shape the channel defines: the host is killed."""
+
+
 class HostUnavailable(Exception):
     """The thread's host cannot run (3 exits in 5 minutes, or it would not start)."""
 

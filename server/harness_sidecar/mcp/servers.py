@@ -24,8 +24,16 @@ from typing import Any
 
 from .. import __version__
 from ..errors import DomainError
-from .model import (FULL_NAME, McpCallResult, McpServerConfig, McpTool, check_configs, error_result,
-                    full_name, map_result)
+from .model import (
+    FULL_NAME,
+    McpCallResult,
+    McpServerConfig,
+    McpTool,
+    check_configs,
+    error_result,
+    full_name,
+    map_result,
+)
 from .process import ServerProcess, write_stderr
 
 logger = logging.getLogger(__name__)

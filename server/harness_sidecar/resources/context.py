@@ -68,3 +68,29 @@ def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], 
             section += f"\n## Resource: {resource.request}\n\n{resource.content.rstrip()}\n"
         sections.append(section)
     return "\n".join(sections)
+
+
+def extension_sections(contributions: list[dict[str, str]], budget: int) -> str:
+    """``# Extension: <id>`` sections in load order, whole sections only, within ``budget`` UTF-8 bytes.
+
+    Each section's bytes are counted with its header line; the sections stop at the first one
+    that does not fit (never a later, shorter one in the gap). A note on how many were left
+    out may follow and is not counted. One section per extension, its handlers' texts joined.
+    """
+    by_extension: dict[str, list[str]] = {}
+    for item in contributions:
+        by_extension.setdefault(item["extensionId"], []).append(item["text"].strip())
+    parts: list[str] = []
+    used = 0
+    for ext_id, texts in by_extension.items():
+        section = f"# Extension: {ext_id}\n\n" + "\n\n".join(t for t in texts if t) + "\n"
+        size = len(section.encode("utf-8"))
+        if used + size > budget:
+            break
+        parts.append(section)
+        used += size
+    left_out = len(by_extension) - len(parts)
+    if left_out:
+        parts.append(f"({left_out} more extension section{'s' if left_out != 1 else ''} left out: "
+                     f"extensionContextBytes is full)\n")
+    return "\n".join(parts)

@@ -41,8 +41,6 @@ WARM_DELAY_S = 0.2
 
 def _preload() -> None:
     try:
-        import yaml  # noqa: F401
-
         import harness_sidecar.extensions.discovery  # noqa: F401
         import harness_sidecar.threads  # noqa: F401
     except Exception:  # noqa: BLE001 - the request that needs them will report the failure
@@ -385,9 +383,17 @@ class Endpoint:
             self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
+            self._cancel_sent(request_id)
             raise TimeoutError(f"no answer to {method} within {timeout_s:g} s") from None
+        except asyncio.CancelledError:
+            self._cancel_sent(request_id)  # the editor may stop asking the user: nobody waits any more
+            raise
         finally:
             self._sent.pop(request_id, None)
+
+    def _cancel_sent(self, request_id: int) -> None:
+        if not (self.eof or self.exiting or self.writer.broken):
+            self.notify("$/cancelRequest", {"id": request_id})
 
     def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
         future = self._sent.get(request_id) if isinstance(request_id, int) else None

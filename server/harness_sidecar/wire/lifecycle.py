@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from typing import Any
 
 # The methods served by harness_sidecar.threads.Sidecar (a test keeps the two in step).
-SERVED_METHODS = ("context/build", "skills/activate", "templates/render", "thread/close", "thread/start",
-                  "tools/call", "tools/list")
+SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
+                  "templates/render", "thread/close", "thread/start", "tools/call", "tools/list")
 
 
 def initialize_result(framing: str) -> dict[str, Any]:
@@ -36,8 +36,8 @@ def initialize_result(framing: str) -> dict[str, Any]:
         "capabilities": {
             "framing": framing,
             "methods": sorted([*SERVED_METHODS, "shutdown"]),
-            "notifications": ["thread/diagnostic"],
-            "clientRequests": ["item/tool/call"],
+            "notifications": ["thread/diagnostic", "ui/notify", "ui/status"],
+            "clientRequests": ["item/tool/call", "ui/confirm", "ui/input", "ui/select"],
             "cancellation": True,
         },
     }
