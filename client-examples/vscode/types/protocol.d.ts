@@ -125,13 +125,13 @@ export interface ActivatedSkill {
    */
   body: string;
   /**
-   * The skill's absolute directory. Required by the contract; not sent by this sidecar yet.
+   * The skill's absolute directory.
    */
-  directory?: string;
+  directory: string;
   /**
-   * Every regular file under the directory (no dot-files), sorted, at most limits.maxListedFiles. Required by the contract; not sent by this sidecar yet.
+   * Every regular file under the directory (no dot-files), sorted, at most limits.maxListedFiles.
    */
-  files?: SkillFile[];
+  files: SkillFile[];
   /**
    * How many files maxListedFiles left out.
    */
@@ -1257,7 +1257,7 @@ export interface ThreadStartParams {
  */
 export interface ThreadStartResult {
   threadId: ThreadId;
-  revision?: Revision;
+  revision: Revision;
   catalog: Catalog;
   /**
    * In claim order: builtins, dynamic tools, extension tools, MCP tools.
@@ -1369,7 +1369,7 @@ export interface ToolsCallResult {
  */
 export interface ToolsListResult {
   tools: ToolSpec[];
-  revision?: Revision;
+  revision: Revision;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
