@@ -101,6 +101,7 @@ class Thread:
     rescan_again: bool = False
     reported_changes: dict[str, str] = field(default_factory=dict)  # extension id → sha256 reported as changed
     closed: bool = False
+    mcp: Any = None  # mcp.McpServers, when the thread names MCP servers
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -190,13 +191,37 @@ class Sidecar:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled)
-        catalog, found = await self._discover(start)
+        servers = None
+        if start.mcp_servers:  # started while the roots are scanned; the SDK is imported only here
+            from harness_sidecar.mcp import McpServers
+
+            starting = asyncio.ensure_future(McpServers.start(
+                thread_id, start.mcp_servers, notify=lambda params: self.peer.notify("thread/diagnostic", params),
+                on_tools_changed=lambda: self._mcp_tools_changed(thread_id)))
+            try:
+                catalog, found = await self._discover(start)
+            except BaseException:
+                starting.cancel()
+                raise
+            servers = await starting  # a required server that failed: thread/start fails (mcp_unavailable)
+        else:
+            catalog, found = await self._discover(start)
         if left_out_of_listing(catalog, limits.catalog_bytes):
             registry.tools = self._with_find_skills(registry.tools, thread_id)
-        thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()))
+        thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers)
         thread.rescanning = asyncio.Lock()
-        if start.trusted_extensions:
-            await self._load_extensions(thread, found)
+        try:
+            if start.trusted_extensions:
+                await self._load_extensions(thread, found)
+            if servers is not None:
+                catalog.diagnostics.extend(Diagnostic(d["kind"], d["message"], extra={
+                    k: v for k, v in d.items() if k not in ("kind", "message")}) for d in servers.diagnostics)
+                registry.tools.update(self._mcp_tools(thread, registry.tools, catalog.diagnostics))
+                if thread.host is not None:
+                    thread.host.set_schemas(self._foreign_schemas(registry))
+        except BaseException:
+            await self._end(thread, "close")
+            raise
         thread.pipeline = Pipeline(thread_id, registry, thread.host, self._reporter(thread_id), self._validate,
                                    catalog)
         if thread.handlers(THREAD_START):
@@ -243,6 +268,85 @@ class Sidecar:
                     run=self._find_skills_runner())
         rest = {k: v for k, v in tools.items() if k not in ("load_skill", "find_skills")}
         return {"load_skill": tools["load_skill"], "find_skills": find, **rest}
+
+    @staticmethod
+    def _foreign_schemas(registry: ToolRegistry) -> dict[str, Any]:
+        """The inputSchemas of the tools whose core runs outside the host (rewritten arguments are checked there)."""
+        return {t.name: t.input_schema for t in registry.tools.values() if t.origin_kind != "extension"}
+
+    # -- MCP servers --------------------------------------------------------------------------------
+
+    def _mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
+        """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""
+        from harness_sidecar import inputschema
+
+        tools: dict[str, Tool] = {}
+        for spec in thread.mcp.tools():
+            owner = claimed.get(spec.full_name) or tools.get(spec.full_name)
+            problem = None
+            if owner is not None:
+                problem = f"its name is already claimed by {owner.origin_kind}" + \
+                    (f" '{owner.origin_id}'" if owner.origin_id else "")
+            else:
+                try:
+                    validator = inputschema.compile(spec.input_schema)
+                except inputschema.InvalidSchema as exc:
+                    problem = f"its inputSchema is not valid JSON Schema: {exc}"
+            if problem is not None:
+                diagnostics.append(Diagnostic("mcp_tool_skipped", f"tool {spec.tool!r} of MCP server "
+                                              f"'{spec.server}' is left out: {problem}",
+                                              extra={"name": spec.full_name, "server": spec.server,
+                                                     "tool": spec.tool}))
+                continue
+            tools[spec.full_name] = Tool(spec.full_name, spec.description, spec.input_schema, "mcp", spec.server,
+                                         run=self._mcp_runner(thread.id, spec.server, spec.tool),
+                                         validator=validator)
+        return tools
+
+    def _mcp_runner(self, thread_id: str, server: str, tool: str) -> Callable[[ToolCall, Catalog],
+                                                                              Awaitable[ToolResult]]:
+        async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
+            thread = self.threads.get(thread_id)
+            if thread is None or thread.mcp is None:
+                return ToolResult.error(call, "the thread was closed", kind="mcp_unavailable")
+            result = await thread.mcp.call(server, tool, call.arguments, thread.limits.mcp_tool_timeout_ms / 1000)
+            return ToolResult(call.id, call.name, result.content, result.details, result.is_error)
+        return run
+
+    async def _mcp_tools_changed(self, thread_id: str) -> None:
+        """A server's tool list changed: its tools as a new revision, and ``catalog/changed`` for them."""
+        thread = self.threads.get(thread_id)
+        if thread is None or thread.closed or thread.mcp is None:
+            return
+        async with thread.rescanning:
+            others = {k: v for k, v in thread.registry.tools.items() if v.origin_kind != "mcp"}
+            diagnostics = [d for d in thread.catalog.diagnostics if d.kind != "mcp_tool_skipped"]
+            diagnostics += [Diagnostic(d["kind"], d["message"], extra={k: v for k, v in d.items()
+                                                                       if k not in ("kind", "message")})
+                            for d in thread.mcp.skipped()]
+            fresh = self._mcp_tools(thread, others, diagnostics)
+            before = {k: v.spec() for k, v in thread.registry.tools.items() if v.origin_kind == "mcp"}
+            after = {k: v.spec() for k, v in fresh.items()}
+            added = sorted(after.keys() - before.keys())
+            removed = sorted(before.keys() - after.keys())
+            changed = sorted(k for k in after.keys() & before.keys() if after[k] != before[k])
+            if not (added or removed or changed):
+                return
+            thread.revision += 1
+            for name in added + removed + changed:
+                thread.tool_changed_at[name] = thread.revision
+            thread.catalog.diagnostics[:] = diagnostics
+            thread.registry = ToolRegistry({**others, **fresh}, thread.registry.handlers,
+                                           thread.registry.hook_timeout_s)
+            thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
+                                       self._validate, thread.catalog)
+            if thread.host is not None:
+                thread.host.set_schemas(self._foreign_schemas(thread.registry))
+            entries = lambda names: [{"kind": "tool", "name": n} for n in names]  # noqa: E731
+            self.peer.notify("catalog/changed", {
+                "threadId": thread.id, "revision": thread.revision, "added": entries(added),
+                "removed": entries(removed), "changed": entries(changed),
+                "diagnostics": [d.to_wire() for d in diagnostics]})
 
     # -- the live catalog -------------------------------------------------------------------------
 
@@ -300,6 +404,8 @@ class Sidecar:
         catalog, found = await self._discover(thread.start)
         if thread.closed:
             return
+        catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
+                                                                                    "mcp_tool_skipped")]
         extensions = self._extension_view(thread, found)
         change = diff(thread.catalog, catalog, thread.extensions, extensions)
         tools = thread.registry.tools
@@ -433,7 +539,7 @@ class Sidecar:
             thread.commands[spec.name] = Command(spec.name, spec.description, spec.extension_id, spec.input_schema,
                                                  compiled.get(id(spec.input_schema)))
         registry.handlers = registrations.handlers
-        host.set_schemas({t.name: t.input_schema for t in registry.tools.values() if t.origin_kind != "extension"})
+        host.set_schemas(self._foreign_schemas(registry))
         thread.host = host
 
     async def _ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
@@ -463,11 +569,11 @@ class Sidecar:
         if thread.watch is not None:
             thread.watch.close()
             thread.watch = None
-        if thread.host is None:
-            return
-        if thread.handlers(THREAD_CLOSE):
+        if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
-        await thread.host.close()
+        ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
+        if ending:
+            await asyncio.gather(*ending)
 
     async def close_all(self, reason: str) -> None:
         """``shutdown`` and EOF: every thread ends (its ``thread_close`` handlers run), and with it its host."""

@@ -98,7 +98,7 @@ export type NullResult = null;
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
-export type ThreadDiagnosticParams = HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit;
+export type ThreadDiagnosticParams = HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -1057,6 +1057,8 @@ export interface Limits {
   mcpToolTimeoutMs?: number;
 }
 /**
+ * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
+ *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "McpExit".
  */
@@ -1067,6 +1069,18 @@ export interface McpExit {
   message: string;
   exitCode?: number;
   signal?: number;
+}
+/**
+ * A thread's MCP server was started again.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpRestarted".
+ */
+export interface McpRestarted {
+  threadId: ThreadId;
+  kind: "mcp_restarted";
+  name: string;
+  message: string;
 }
 /**
  * A stdio MCP server the editor chose for this thread.

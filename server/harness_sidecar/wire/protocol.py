@@ -162,7 +162,11 @@ THREAD_DIAGNOSTIC = Union(
          Field("message", Str())], name="ExtensionChanged",
         description="A trusted extension's bytes changed on disk; start a new thread to load it."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_exit")), Field("name", Str()),
-         Field("message", Str()), opt("exitCode", Int()), opt("signal", Int())], name="McpExit"),
+         Field("message", Str()), opt("exitCode", Int()), opt("signal", Int())], name="McpExit",
+        description="A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: "
+                    "not any more)."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
+         Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
                       Field("name", Str())], name="CatalogChange")
