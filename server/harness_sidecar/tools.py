@@ -124,7 +124,8 @@ class Pipeline:
             if self.host is None:
                 return ToolResult.error(call, f"tool '{call.name}' has no extension host", kind="tool_error")
             try:
-                await self.host.ensure()
+                if not self.host.running:
+                    await self.host.ensure()
             except HostUnavailable as exc:
                 return blocked(call, "host", "crash", f"the thread's extensions cannot run: {exc}")
         try:

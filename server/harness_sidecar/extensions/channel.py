@@ -109,7 +109,6 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[bytes | "TooLong"]:
         out: list[bytes | TooLong] = []
-        buf = self.buf
         if self._skipping:
             newline = data.find(b"\n")
             if newline < 0:
@@ -117,22 +116,19 @@ class LineSplitter:
             out.append(TooLong(self._head))
             self._skipping = False
             data = data[newline + 1:]
-        buf += data
-        start = 0
-        while True:
-            newline = buf.find(b"\n", start)
-            if newline < 0:
-                break
-            if newline - start > self.limit:
-                out.append(TooLong(bytes(buf[start:start + 128])))
-            else:
-                out.append(bytes(buf[start:newline]))
-            start = newline + 1
-        del buf[:start]
-        if len(buf) > self.limit:
-            self._head = bytes(buf[:128])
+        if self.buf:
+            self.buf += data
+            data = bytes(self.buf)
+            self.buf.clear()
+        *lines, rest = data.split(b"\n")
+        limit = self.limit
+        for line in lines:
+            out.append(line if len(line) <= limit else TooLong(line[:128]))
+        if len(rest) > limit:
+            self._head = rest[:128]
             self._skipping = True
-            buf.clear()
+        elif rest:
+            self.buf += rest
         return out
 
 

@@ -7,9 +7,12 @@ was staged, and then runs handlers, tools and commands when asked. Whatever exte
 code does here — hold the GIL, exit, exhaust memory, patch modules — stays in this
 process: the sidecar keeps every deadline by its own clock and restarts a host that dies.
 
-Threads: the main thread reads the channel (and answers ``ping`` at once); sync user code
-runs on worker threads; coroutines run on one event-loop thread. A step's outcome counts
-only if it ended by its deadline (``channel`` explains the rule both sides keep).
+Threads, leader/follower: the thread that reads the channel (the leader) runs each job it
+reads itself — no hand-over to another thread on the way of a call. A job that runs longer
+than ``PROMOTE_S`` (a slow hook, one waiting for the user) makes a monitor thread start a new
+leader, so pings, aborts and answers keep being read; the old one finishes its job and ends.
+Coroutines run on one event-loop thread. A step's outcome counts only if it ended by its
+deadline (``channel`` explains the rule both sides keep).
 """
 
 from __future__ import annotations
@@ -55,8 +58,7 @@ from harness_sidecar.results import describe_exception
 
 log = logging.getLogger("harness_sidecar.host")
 EXIT_OUT_OF_MEMORY = 3
-STALL_S = 0.05  # queued work that no worker took for this long gets a new worker
-POOL_SIZE = 1
+PROMOTE_S = 0.02  # a job running longer than this hands the channel to a new reading thread
 _module_numbers = itertools.count(1)
 _local = threading.local()  # .extension: the extension whose code this thread runs now
 
@@ -71,21 +73,19 @@ class Abandoned(Exception):
 class Output:
     """Frames to the sidecar, written whole under a lock.
 
-    An *urgent* frame is written at once, with everything written before it. Others wait for
-    the next urgent frame, for the worker that wrote them to go idle, or at most ``FLUSH_S``
-    (a flusher thread): under a stream of calls a call costs one write instead of three. The
-    frame that announces a tool's core is always urgent (see ``channel`` for why).
+    An *urgent* frame is written at once, with everything written before it. Others, written
+    by the reading thread, wait for the next urgent frame or until that thread has nothing
+    more to do and flushes before it waits on the channel: under a stream of calls a call
+    costs one write instead of three. A frame from any other thread (a job the reading
+    passed on from, an answer of the loop) is written at once: nobody else would flush it.
+    The frame that announces a tool's core is always urgent (``channel`` says why).
     """
-
-    FLUSH_S = 0.002
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.lock = threading.Lock()
-        self.cond = threading.Condition(self.lock)
         self.pending: list[bytes] = []
-        self.oldest = 0.0
-        self.flusher: threading.Thread | None = None
+        self.reader: threading.Thread | None = None  # the thread that flushes before it reads
 
     def send(self, tag: str, ident: int, body: Any, urgent: bool = True) -> None:
         self.send_bytes(channel.encode(tag, ident, body), urgent)
@@ -93,13 +93,8 @@ class Output:
     def send_bytes(self, data: bytes, urgent: bool = True) -> None:
         with self.lock:
             self.pending.append(data)
-            if urgent:
+            if urgent or threading.current_thread() is not self.reader:
                 self._flush_locked()
-            elif len(self.pending) == 1:
-                self.oldest = time.monotonic()
-                if self.flusher is None:
-                    self._start_flusher()
-                self.cond.notify()
 
     def flush(self) -> None:
         if self.pending:
@@ -116,100 +111,8 @@ class Output:
         except OSError:  # the sidecar is gone: nothing to say to anyone
             os._exit(0)
 
-    def _start_flusher(self) -> None:
-        try:
-            self.flusher = threading.Thread(target=self._flush_late, name="host-flusher", daemon=True)
-            self.flusher.start()
-        except RuntimeError:  # no thread: every frame becomes urgent
-            self.flusher = None
-            self._flush_locked()
-
-    def _flush_late(self) -> None:
-        while True:
-            with self.lock:
-                while not self.pending:
-                    self.cond.wait()
-                delay = self.oldest + self.FLUSH_S - time.monotonic()
-                if delay <= 0:
-                    self._flush_locked()
-                    continue
-            time.sleep(delay)
-
 
 # -- where user code runs -------------------------------------------------------------------------
-
-
-class Pool:
-    """Worker threads for synchronous user code. Grows when queued work stops moving."""
-
-    def __init__(self, size: int = POOL_SIZE, idle: Callable[[], None] | None = None) -> None:
-        self.on_idle = idle  # called by a worker that finished a job and finds the queue empty
-        lock = threading.Lock()
-        self.cond = threading.Condition(lock)  # workers wait here for jobs
-        self.stalled = threading.Condition(lock)  # the monitor waits here for a queue that may stall
-        self.jobs: collections.deque = collections.deque()
-        self.size = size
-        self.live = 0
-        self.idle = 0
-        self.taken = 0
-        self.monitor_started = False
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
-        with self.cond:
-            self.jobs.append((fn, args))
-            if self.idle:
-                self.cond.notify()
-            elif self.live < self.size:
-                self._add_worker()
-            else:
-                self._watch()
-
-    def _add_worker(self) -> None:
-        try:
-            threading.Thread(target=self._work, name=f"host-worker-{self.live + 1}", daemon=True).start()
-        except RuntimeError as exc:  # can't start new thread: the queue still moves on the live ones
-            log.warning("cannot start another worker thread: %s", exc)
-            return
-        self.live += 1
-
-    def _watch(self) -> None:
-        if not self.monitor_started:
-            try:
-                threading.Thread(target=self._monitor, name="host-pool-monitor", daemon=True).start()
-                self.monitor_started = True
-            except RuntimeError as exc:
-                log.warning("cannot start the pool monitor: %s", exc)
-        self.stalled.notify()
-
-    def _monitor(self) -> None:
-        while True:
-            with self.cond:
-                while not (self.jobs and not self.idle):
-                    self.stalled.wait()  # nothing queued, or a worker is free: sleep without waking
-                taken = self.taken
-            time.sleep(STALL_S)
-            with self.cond:
-                if self.jobs and not self.idle and self.taken == taken:
-                    self._add_worker()  # every worker is stuck in user code: add one
-
-    def _work(self) -> None:
-        while True:
-            with self.cond:
-                while not self.jobs:
-                    self.idle += 1
-                    self.cond.wait()
-                    self.idle -= 1
-                fn, args = self.jobs.popleft()
-                self.taken += 1
-            try:
-                fn(*args)
-            except MemoryError:
-                out_of_memory()
-            except BaseException:  # noqa: BLE001 - a bug of the host's own must not kill the worker
-                log.exception("host job failed")
-            del fn, args
-            if not self.jobs and self.on_idle is not None:
-                self.on_idle()
 
 
 class Loop:
@@ -295,10 +198,12 @@ class Exchange:
         with self.lock:
             if self.aborted:
                 raise Abandoned
-            frame = [index, now] if carry is None and not faults else [index, now, carry, faults or []]
             # Before the step runs. Only a core must be announced at once: were the sidecar to
             # time out the before hook while the core runs, the core would run after a block.
-            self.host.out.send(channel.STEP, self.id, frame, urgent=urgent)
+            if carry is None and not faults:
+                self.host.out.send_bytes(b'["step",%d,[%d,%r]]\n' % (self.id, index, now), urgent)
+            else:
+                self.host.out.send(channel.STEP, self.id, [index, now, carry, faults or []], urgent=urgent)
             limit = self.deadline + self.shift + channel.MARGIN_S
             self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
         if time.monotonic() > limit:
@@ -550,7 +455,12 @@ class Host:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.out = Output(sock)
-        self.pool = Pool(idle=self.out.flush)
+        self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
+        self.splitter = channel.LineSplitter()
+        self.lead_lock = threading.Lock()
+        self.leader: threading.Thread | None = None
+        self.busy: tuple[threading.Thread, float] | None = None  # the leader running a job, since when
+        self.watching = threading.Event()  # set while the monitor should look at running jobs
         self._loop: Loop | None = None
         self.thread_id = ""
         self.cwd: str | None = None
@@ -583,25 +493,94 @@ class Host:
     # -- reading the channel
 
     def serve(self) -> None:
+        """Read and run until the channel ends (then the process exits)."""
         self.out.send(channel.READY, 0, {"pid": os.getpid()})
-        splitter = channel.LineSplitter()
+        threading.Thread(target=self._monitor, name="host-monitor", daemon=True).start()
+        self.leader = self.out.reader = threading.current_thread()
+        self._lead()
+        threading.Event().wait()  # demoted while a job ran: the new leader ends the process
+
+    def _lead(self) -> None:
+        me = threading.current_thread()
+        while self.leader is me:
+            if not self.inbox:
+                self.out.flush()  # nothing more to do for now: what waited goes out
+                if not self._read():
+                    self.out.flush()
+                    os._exit(0)
+                continue
+            tag, ident, body = self.inbox.popleft()
+            if tag == channel.CLOSE:
+                self.out.flush()
+                os._exit(0)
+            self.dispatch(tag, ident, body)
+
+    def _read(self) -> bool:
+        """Read frames into the inbox; False at the end of the channel."""
         while True:
             try:
                 data = self.sock.recv(1 << 20)
             except InterruptedError:
                 continue
             except OSError:
-                return
+                return False
             if not data:
-                return
-            for line in splitter.feed(data):
+                return False
+            for line in self.splitter.feed(data):
                 if isinstance(line, channel.TooLong):
                     log.error("the sidecar sent an over-long frame; exiting")
-                    return
-                tag, ident, body = channel.decode(line)
-                if tag == channel.CLOSE:
-                    return
-                self.dispatch(tag, ident, body)
+                    return False
+                self.inbox.append(channel.decode(line))
+            return True
+
+    def _job(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run a job on this (the reading) thread; the monitor hands the reading on if it runs long."""
+        me = threading.current_thread()
+        with self.lead_lock:
+            self.busy = (me, time.monotonic())
+        if not self.watching.is_set():
+            self.watching.set()
+        try:
+            fn(*args)
+        except MemoryError:
+            out_of_memory()
+        except BaseException:  # noqa: BLE001 - a bug of the host's own must not end the reading
+            log.exception("host job failed")
+        finally:
+            with self.lead_lock:
+                if self.busy is not None and self.busy[0] is me:
+                    self.busy = None
+
+    def _monitor(self) -> None:
+        while True:
+            self.watching.wait()  # no job running: sleep without waking
+            time.sleep(PROMOTE_S)
+            with self.lead_lock:
+                if self.busy is None:
+                    self.watching.clear()
+                elif time.monotonic() - self.busy[1] >= PROMOTE_S and self.busy[0] is self.leader:
+                    self._promote_locked()
+
+    def promote(self) -> None:
+        """The reading thread is about to wait (for the user): another thread reads meanwhile."""
+        with self.lead_lock:
+            if threading.current_thread() is self.leader:
+                self._promote_locked()
+
+    def _promote_locked(self) -> None:
+        old = self.leader
+        thread = threading.Thread(target=self._lead, name="host-reader", daemon=True)
+        with self.out.lock:  # from now on the old leader's frames go out at once
+            self.leader = self.out.reader = thread  # the old leader sees it once its job ends, and stops reading
+            self.out._flush_locked()
+        try:
+            thread.start()
+        except RuntimeError as exc:  # can't start new thread: the old leader reads again after its job
+            with self.out.lock:
+                self.leader = self.out.reader = old
+            log.warning("cannot start another reading thread: %s", exc)
+            return
+        self.busy = None
 
     def dispatch(self, tag: str, ident: int, body: Any) -> None:
         if tag == channel.PING:
@@ -621,7 +600,7 @@ class Host:
         elif tag == channel.LOAD:
             exchange = Exchange(self, ident, body["deadline"])
             self.exchanges[ident] = exchange
-            self.pool.submit(self.load, exchange, body)
+            self._job(self.load, exchange, body)
         elif tag == channel.COMMIT:
             self.commit(body["ids"])
         elif tag == channel.SCHEMAS:
@@ -636,7 +615,7 @@ class Host:
     def _start(self, ident: int, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
         exchange = Exchange(self, ident, body["deadline"])
         self.exchanges[ident] = exchange
-        self.pool.submit(self._run, exchange, body, run)
+        self._job(self._run, exchange, body, run)
 
     def _run(self, exchange: Exchange, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
         try:
@@ -819,6 +798,7 @@ class Host:
                                         "method": method, "params": params})
         if on_loop:
             return _Pending(waiter)
+        self.promote()  # the answer comes on the channel: someone else must read it
         waiter.wait()
         return waiter.value  # type: ignore[attr-defined]
 

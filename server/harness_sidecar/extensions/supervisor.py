@@ -371,6 +371,11 @@ class ExtensionHost:
         self.process = process
         return process
 
+    @property
+    def running(self) -> bool:
+        """A live host process with the committed extensions: no need to ``ensure()``."""
+        return self.process is not None and not self.process.exited and not self.failed and not self.closed
+
     async def ensure(self) -> None:
         """A running host with the committed extensions; restart one that died. Raises ``HostUnavailable``."""
         if self.failed:
@@ -641,6 +646,8 @@ class ExtensionHost:
             self.process.send(channel.UI_ANSWER, uid, {"value": answer, "step": step, "shift": shift})
 
     def _end_ui(self, pending: Pending) -> None:
+        if not pending.ui:
+            return
         for uid in list(pending.ui):
             task = self._ui_tasks.get(uid)
             if task is not None:

@@ -32,6 +32,11 @@ _HEADER = b"content-length:"
 MAX_HEADER_BYTES = 8192
 
 
+# Built once: json.dumps with any non-default option builds a new encoder on every call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+
+
 class TooLarge:
     """A frame longer than ``MAX_MESSAGE_BYTES``; it was skipped."""
 
@@ -107,9 +112,9 @@ class Writer:
     def encode(self, message: dict[str, Any]) -> bytes:
         """The frame of ``message``; ``ValueError`` for what is not standard JSON (NaN, Infinity)."""
         try:
-            body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            body = _ENCODER.encode(message).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from \ud800 in the input: escape everything
-            body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
+            body = _ASCII_ENCODER.encode(message).encode("ascii")
         if self.framing == CONTENT_LENGTH:
             return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         return body + b"\n"
