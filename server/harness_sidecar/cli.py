@@ -6,15 +6,19 @@ import os
 import sys
 
 USAGE = """\
-usage: harness-sidecar [--log-level LEVEL]            serve JSON-RPC on stdin/stdout
-       harness-sidecar --lsp [--log-level LEVEL]      serve as a language server (needs the 'lsp' extra)
+usage: harness-sidecar [--stdio] [--log-level LEVEL]          serve JSON-RPC on stdin/stdout
+       harness-sidecar --lsp [--stdio] [--log-level LEVEL]    serve as a language server (needs the 'lsp' extra)
        harness-sidecar check [--json] ROOT [ROOT ...]  lint resource trees (earlier root wins)
        harness-sidecar demo [--workspace DIR]          run the review scenario and print the conversation
        harness-sidecar --version | --help
 
 The protocol is documented in protocol.md. Logs go to stderr; stdout carries protocol
-messages only. LEVEL is one of debug, info, warning (default), error.
+messages only. LEVEL is one of debug, info, warning (default), error. --stdio (what
+language clients add) names the only transport there is; --pipe, --socket and --node-ipc
+are refused.
 """
+
+OTHER_TRANSPORTS = ("--pipe", "--socket", "--node-ipc")
 
 
 def configure_logging(level: str) -> None:
@@ -63,16 +67,31 @@ def serve(level: str) -> int:
 
 
 def serve_lsp() -> int:
+    # Only looked up here: importing them takes ~0.3 s, which the LSP mode spends off the
+    # path to the first diagnostic (see wire/lsp.py).
+    from importlib.util import find_spec
+
     try:
-        import lsprotocol  # noqa: F401
-        import pygls  # noqa: F401
-    except ImportError:
+        missing = [name for name in ("pygls", "lsprotocol") if find_spec(name) is None]
+    except (ImportError, ValueError):
+        missing = ["pygls"]
+    if missing:
         print("harness-sidecar: --lsp needs pygls and lsprotocol: pip install 'harness-sidecar[lsp]'", file=sys.stderr)
         return 2
     from harness_sidecar.wire import lsp
     from harness_sidecar.wire.transport import claim_stdout
 
-    code = lsp.serve(claim_stdout())
+    def load_lint():  # the catalog's rules, for live diagnostics and hovers
+        from harness_sidecar.resources import lint
+
+        return lint
+
+    def make_sidecar(peer):  # the methods, once a custom request needs them
+        from harness_sidecar.threads import Sidecar
+
+        return Sidecar(peer)
+
+    code = lsp.serve(claim_stdout(), load_lint, make_sidecar)
     sys.stderr.flush()
     os._exit(code)
 
@@ -90,7 +109,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if arg.startswith("--log-level="):
             level = arg.split("=", 1)[1]
-        else:
+        elif arg.split("=", 1)[0] in OTHER_TRANSPORTS:
+            print(f"harness-sidecar: {arg.split('=', 1)[0]} is not supported: the sidecar speaks on stdin/stdout "
+                  f"only (in vscode-languageclient: transport: TransportKind.stdio)", file=sys.stderr)
+            return 2
+        elif arg != "--stdio":
             rest.append(arg)
         i += 1
     if level.lower() not in ("debug", "info", "warning", "error"):
