@@ -155,7 +155,7 @@ def test_neovim_lsp_configuration_receives_diagnostics():
     proc = subprocess.run(["bash", str(CLIENTS / "neovim/tests/run-lsp.sh"), nvim], capture_output=True, text=True,
                           env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
     report = proc.stdout + proc.stderr
-    assert re.search(r"^4 passed, 0 failed$", proc.stdout, re.M), report
+    assert re.search(r"^6 passed, 0 failed$", proc.stdout, re.M), report
     assert proc.returncode == 0, report
 
 
