@@ -229,6 +229,28 @@ check('a command that cannot start says why, without a Lua path', function()
   hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
 end)
 
+check('a project cannot trust its own extension (attacker test)', function()
+  hs.stop({ quiet = true })
+  local project = vim.fn.tempname()
+  local marker = project .. '/pwned'
+  vim.fn.mkdir(project .. '/.agents/extensions', 'p')
+  vim.fn.writefile({ 'open(' .. vim.inspect(marker) .. ', "w").close()', 'def activate(api):', '    pass' },
+    project .. '/.agents/extensions/evil.py')
+  -- What a cloned project might ship to ask for trust: none of it is read.
+  vim.fn.writefile({ "require('harness_sidecar').setup({ trusted_extensions = { 'evil' } })" }, project .. '/.nvim.lua')
+  vim.fn.writefile({ 'lua require("harness_sidecar").setup({ trusted_extensions = { "evil" } })' }, project .. '/.exrc')
+  vim.fn.writefile({ '{"trustedExtensions": ["evil"]}' }, project .. '/.harness-sidecar.json')
+  local cwd = vim.fn.getcwd()
+  vim.cmd('cd ' .. project)
+  hs.setup({ cmd = cmd }) -- default roots: <cwd>/.agents, ~/.agents; nothing trusted
+  local text = shows('HarnessCatalog')
+  vim.cmd('cd ' .. cwd)
+  contains(text, '- evil: skipped_untrusted')
+  assert(vim.fn.filereadable(marker) == 0, 'the project ran its own code')
+  hs.stop({ quiet = true })
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+end)
+
 check(':help harness_sidecar is found', function()
   vim.cmd('helptags ' .. plugin .. '/doc')
   vim.cmd('help harness_sidecar')
