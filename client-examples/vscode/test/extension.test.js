@@ -12,9 +12,15 @@ const { standIn, loadWith, until } = require('./vscode-stand-in');
 
 const EXTENSION = path.resolve(__dirname, '..', 'extension.js');
 
+// Every activated extension is deactivated after the file, also when an assertion failed
+// (a sidecar left running would keep node waiting instead of reporting the failure).
+const activations = [];
+test.after(async () => { for (const extension of activations) await extension.deactivate(); });
+
 async function activated(options) {
   const { vscode, state } = standIn(options);
   const extension = loadWith(vscode, EXTENSION);
+  activations.push(extension);
   const context = { subscriptions: [] };
   const api = extension.activate(context);
   await api.started;
@@ -142,19 +148,20 @@ test('a sidecar that cannot start gives actionable errors, also on later command
 test('cancelling the progress cancels the request in the sidecar', async () => {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-'));
   fs.mkdirSync(path.join(root, 'extensions'));
-  fs.writeFileSync(path.join(root, 'extensions', 'slow.py'), 'import time\ndef activate(api):\n    time.sleep(4)\n');
+  fs.writeFileSync(path.join(root, 'extensions', 'slow.py'),
+    'import sys, time\ndef activate(api):\n    print("slow: activating", file=sys.stderr, flush=True)\n    time.sleep(6)\n');
   const { state, extension, api } = await activated({
     user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['slow'] },
   });
   const sent = [];
   const notify = api.client.notify.bind(api.client);
   api.client.notify = (method, params) => { sent.push(method); return notify(method, params); };
-  const started = Date.now();
   const pending = run(state, 'harnessSidecar.showCatalog');
-  await until(() => state.progress.length === 1, 5000, 'the progress');
-  setTimeout(() => state.progress[0].source.cancel(), 300);
+  await until(() => state.output.some((l) => l.includes('slow: activating')), 15000, 'the slow activate');
+  const cancelledAt = Date.now();
+  state.progress[0].source.cancel();
   await pending;
-  assert.ok(Date.now() - started < 3500, 'the command waited for the slow activate');
+  assert.ok(Date.now() - cancelledAt < 4000, 'the command waited for the slow activate');
   assert.deepEqual(sent, ['$/cancelRequest']);
   assert.deepEqual(state.errors, []); // a cancellation is no error
   assert.ok(state.output.some((l) => l.includes('cancelled')));
