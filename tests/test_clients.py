@@ -101,8 +101,8 @@ def test_vscode_extension_packages_into_a_vsix(tmp_path):
     # What the issue found: no repository, no LICENSE, tests and tools packaged.
     assert not re.search(r"repository|LICENSE|license", report.split("Files included")[0]), report
     names = zipfile.ZipFile(vsix).namelist()
-    for wanted in ("extension/extension.js", "extension/client.js", "extension/lsp-extension.js", "extension/settings.js",
-                   "extension/LICENSE.txt", "extension/package.json",
+    for wanted in ("extension/extension.js", "extension/client.js", "extension/lsp-extension.js",
+                   "extension/settings.js", "extension/LICENSE.txt", "extension/package.json",
                    "extension/node_modules/vscode-languageclient/lib/node/main.js"):
         assert wanted in names, wanted
     assert not [n for n in names if n.startswith("extension/test/") or "/@vscode/vsce" in n or n.endswith(".vsix")]

@@ -145,7 +145,8 @@ def span(d: types.Diagnostic) -> tuple[int, int, int, int]:
 
 async def hover(client, path: Path, line: int, character: int) -> types.Hover | None:
     return await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri(path)), position=types.Position(line=line, character=character)))
+        text_document=types.TextDocumentIdentifier(uri=uri(path)),
+        position=types.Position(line=line, character=character)))
 
 
 # -- start-up and lifecycle ------------------------------------------------------------------------

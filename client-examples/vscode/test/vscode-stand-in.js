@@ -5,7 +5,6 @@
 // `standIn({user, workspace, trusted})`: user and workspace settings of `harnessSidecar`.
 
 const path = require('path');
-const { EventEmitter: NodeEmitter } = require('events');
 const matchGlob = require('minimatch').minimatch || require('minimatch'); // v5 (languageclient's) or v9+ (hoisted)
 
 class Disposable {
@@ -266,7 +265,6 @@ function standIn({ user = {}, workspace = {}, trusted = true, folder } = {}) {
     return doc;
   };
   state.grantTrust = () => { trusted = true; trustGranted.fire(); };
-  state.emitter = NodeEmitter;
   return { vscode, state };
 }
 

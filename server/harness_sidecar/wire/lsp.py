@@ -140,6 +140,9 @@ class Core:
 
     @property
     def lint(self) -> Any:
+        return self._load_lint_once()
+
+    def _load_lint_once(self) -> Any:
         if self._lint is None:
             self._lint = self._load_lint()
         return self._lint
@@ -148,7 +151,7 @@ class Core:
         """Import the linter while the client reads the ``initialize`` answer."""
         def load() -> None:
             try:
-                self.lint
+                self._load_lint_once()
             except Exception:  # noqa: BLE001 - the first document will report it
                 logger.debug("preloading the linter failed", exc_info=True)
 
@@ -191,9 +194,10 @@ class Core:
     def missing_roots_message(self) -> str | None:
         if any(os.path.isdir(root) for root in self.roots):
             return None
+        first = self.roots[0] if self.roots else ".agents"
         return (f"harness-sidecar: none of the roots exists ({', '.join(self.roots) or 'none given'}), so no "
-                f"skill, template or extension is checked. Create one (e.g. {self.roots[0] if self.roots else '.agents'}"
-                f"/skills/<name>/SKILL.md) or name your roots in initializationOptions.roots.")
+                f"skill, template or extension is checked. Create one (e.g. {first}/skills/<name>/SKILL.md) "
+                f"or name your roots in initializationOptions.roots.")
 
     # text synchronisation: each one publishes the document's diagnostics
 
@@ -392,7 +396,8 @@ class Session:
             self.send_error(None, InvalidRequest(f"a message must be a JSON object, not {type(message).__name__}"))
             return None
         request_id = message.get("id")
-        if "id" in message and (isinstance(request_id, bool) or not isinstance(request_id, (int, str))):
+        if "id" in message and "method" in message and (isinstance(request_id, bool)
+                                                        or not isinstance(request_id, (int, str))):
             self.send_error(None, InvalidRequest("'id' must be an integer or a string"))
             return None
         if message.get("jsonrpc") != "2.0":
