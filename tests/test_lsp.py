@@ -83,20 +83,19 @@ async def lsp(client_name):
 
     async def start(roots: list[Path] | None = None, trusted: list[str] | None = None, *,
                     workspace: Path | None = None, env: dict[str, str] | None = None,
-                    capabilities: types.ClientCapabilities | None = None, initialize: bool = True):
+                    capabilities: types.ClientCapabilities | None = None):
         config = pytest_lsp.ClientServerConfig(server_command=LSP, server_env=env or child_env(),
                                                client_factory=make_client)
         client = await config.start()
         started.append(client)
         client.encoding = CLIENTS[client_name]
-        if initialize:
-            options: dict[str, Any] = {"trustedExtensions": trusted or []}
-            if roots is not None:
-                options["roots"] = [str(r) for r in roots]
-            client.init_result = await client.initialize_session(types.InitializeParams(
-                capabilities=capabilities or pytest_lsp.client_capabilities(client_name),
-                initialization_options=options,
-                workspace_folders=[types.WorkspaceFolder(uri=uri(workspace), name="ws")] if workspace else None))
+        options: dict[str, Any] = {"trustedExtensions": trusted or []}
+        if roots is not None:
+            options["roots"] = [str(r) for r in roots]
+        client.init_result = await client.initialize_session(types.InitializeParams(
+            capabilities=capabilities or pytest_lsp.client_capabilities(client_name),
+            initialization_options=options,
+            workspace_folders=[types.WorkspaceFolder(uri=uri(workspace), name="ws")] if workspace else None))
         return client
 
     yield start
@@ -195,6 +194,22 @@ def test_requests_before_initialize_are_not_served(spawn, tree):
                                "initializationOptions": {"roots": [str(tree("r"))]}})
     assert server.call("thread/start", {"roots": [str(tree("r"))]})["threadId"] == "thread-1"
     assert not [n for n in server.notifications if n["method"] == "textDocument/publishDiagnostics"]
+
+
+async def test_error_kinds_as_a_real_client_sees_them(lsp, tree):
+    """Through pytest-lsp's client, a kind on every error, pygls's own ones included. (That client
+    refuses to send anything before initialize or a malformed typed request: those are tested on
+    the raw wire.)"""
+    client = await lsp([tree("r")])
+    with pytest.raises(JsonRpcException) as unknown:
+        await custom(client, "no/such", {})
+    assert unknown.value.code == -32601 and unknown.value.data == {"kind": "method_not_found"}
+    with pytest.raises(JsonRpcException) as bad:
+        await custom(client, "skills/activate", {"threadId": 3})
+    assert bad.value.code == -32602 and bad.value.data == {"kind": "invalid_params", "field": "threadId"}
+    with pytest.raises(JsonRpcException) as missing:
+        await custom(client, "context/build", {"threadId": "thread-7"})
+    assert missing.value.code == -32001 and missing.value.data == {"kind": "thread_not_found", "threadId": "thread-7"}
 
 
 def test_every_error_carries_a_kind(spawn, tree):
