@@ -288,6 +288,7 @@ function loadWith(vscode, file) {
     const ours = key.startsWith(root) && !key.includes(`${path.sep}node_modules${path.sep}`) && !key.includes(`${path.sep}test${path.sep}`);
     if (ours || key.includes(`${path.sep}vscode-languageclient${path.sep}`)) delete require.cache[key];
   }
+  delete require.cache[require.resolve(file)]; // e.g. a bundle outside this folder
   return require(file);
 }
 
