@@ -3,7 +3,8 @@
 Every figure is a median over repeated runs (warm-up excluded) with min and max, measured
 against the real sidecar process with bytecode compiled, as on a user's machine. The
 baselines run in the same invocation: a plain asyncio JSONL echo server (the floor for
-start-up and per-request cost) and a naive full-read scan of the same skill trees.
+start-up and per-request cost), a naive full-read scan of the same skill trees, and, when
+its binary is there, Codex's app-server answering its first ``skills/list`` on the same tree.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
+from bench.codex import find_codex, first_skills_list  # noqa: E402
 from bench.workspace import make_extension_root, make_skills, tree_bytes  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -155,27 +157,69 @@ def naive_scan(root: Path) -> float:
 
 
 def thread_start_case(root: Path, count: int, runs: int, empty: Path) -> dict:
-    """Each run is a fresh sidecar: a first thread/start (cold: nothing parsed yet in this
-    process) and a second one (warm: unchanged SKILL.md headers are remembered)."""
+    """Three figures per tree, each run a fresh sidecar:
+
+    - *first*: the first ``thread/start`` of a fresh process, imports included (nothing was
+      warmed: this is what a user waits for when an editor opens), as the request alone and
+      from spawn to its answer;
+    - *warm process*: a ``thread/start`` after a first one on an empty root (modules loaded,
+      nothing of this tree parsed yet) — discovery alone;
+    - *warm*: a second ``thread/start`` of the tree (unchanged SKILL.md headers are remembered).
+    """
     params = {"roots": [str(root)], "limits": {"maxSkillsPerRoot": max(count, 2000)}}
-    cold, warm, per_skill, rss = [], [], [], []
+    first, spawn_first, warm_process, warm, per_skill, rss = [], [], [], [], [], []
     for _ in range(runs):
+        spawned = time.perf_counter()
         raw = Raw(SIDECAR)
         raw.call("initialize")
-        raw.call("thread/start", {"roots": [str(empty)]})  # modules and YAML loaded: measure discovery alone
-        for series in (cold, warm):
-            before = raw.rchar()
-            started = time.perf_counter()
-            result = raw.call("thread/start", params)
-            series.append((time.perf_counter() - started) * 1000)
-            if series is cold:
-                per_skill.append((raw.rchar() - before) / count)
-            assert len(result["catalog"]["skills"]) == count, result["diagnostics"][:3]
+        started = time.perf_counter()
+        result = raw.call("thread/start", params)
+        done = time.perf_counter()
+        assert len(result["catalog"]["skills"]) == count, result["diagnostics"][:3]
+        first.append((done - started) * 1000)
+        spawn_first.append((done - spawned) * 1000)
+        started = time.perf_counter()
+        raw.call("thread/start", params)
+        warm.append((time.perf_counter() - started) * 1000)
+        raw.close()
+
+        raw = Raw(SIDECAR)
+        raw.call("initialize")
+        raw.call("thread/start", {"roots": [str(empty)]})  # modules loaded: measure discovery alone
+        before = raw.rchar()
+        started = time.perf_counter()
+        raw.call("thread/start", params)
+        warm_process.append((time.perf_counter() - started) * 1000)
+        per_skill.append((raw.rchar() - before) / count)
         rss.append(raw.peak_rss_mb())
         raw.close()
     naive = [naive_scan(root) for _ in range(runs + 1)][1:]
-    return {"ms": summary(cold), "warm_ms": summary(warm), "bytes_read_per_skill": statistics.median(per_skill),
+    return {"first_ms": summary(first), "spawn_to_first_ms": summary(spawn_first),
+            "ms": summary(warm_process), "warm_ms": summary(warm), "bytes_read_per_skill": statistics.median(per_skill),
             "peak_rss_mb": max(rss), "naive_full_read_ms": summary(naive), "tree_mb": tree_bytes(root) / 1e6}
+
+
+def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path) -> dict:
+    """Spawn → first answer, alternating: the sidecar's thread/start and Codex's skills/list, same tree.
+
+    ``root`` is ``<workspace>/.agents``: the sidecar's root, and where Codex finds repository skills.
+    """
+    workspace = root.parent
+    first_skills_list(codex, workspace, home)  # Codex creates its state databases on its very first start
+    ours, theirs, listed = [], [], 0
+    params = {"roots": [str(root)], "limits": {"maxSkillsPerRoot": max(count, 2000)}}
+    for _ in range(runs):
+        spawned = time.perf_counter()
+        raw = Raw(SIDECAR)
+        raw.call("initialize")
+        result = raw.call("thread/start", params)
+        ours.append((time.perf_counter() - spawned) * 1000)
+        assert len(result["catalog"]["skills"]) == count
+        raw.close()
+        elapsed, listed = first_skills_list(codex, workspace, home)
+        theirs.append(elapsed)
+    return {"sidecar_ms": summary(ours), "codex_ms": summary(theirs), "codex_listed": listed,
+            "ratio": statistics.median(ours) / statistics.median(theirs)}
 
 
 # -- 3. tools/call through hooks -----------------------------------------------------------------
@@ -271,19 +315,36 @@ def main() -> int:
     if not args.quick:
         cases.append((10000, 200))
     results["thread_start"] = {}
+    codex, codex_version = find_codex()
+    results["codex"] = {"binary": codex, "version": codex_version}
     with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
-        empty = make_skills(Path(tmp) / "warm-up", 1, 200)  # loads the modules and YAML before measuring
-        trees = {(count, body): make_skills(Path(tmp) / f"s{count}-{body}", count, body) for count, body in cases}
+        empty = make_skills(Path(tmp) / "warm-up", 1, 200)  # a first thread/start that loads the modules
+        # Each tree is <workspace>/.agents/skills/...: the sidecar's root is .agents, and Codex
+        # finds the same files as repository skills of <workspace>.
+        trees = {(count, body): make_skills(Path(tmp) / f"ws-{count}-{body}" / ".agents", count, body)
+                 for count, body in cases}
         time.sleep(2.1)  # as in a real workspace, no file was written in the last two seconds
+        print("thread/start: first = first request of a fresh process, imports included (spawn→answer in "
+              "brackets); warm process = after a thread/start on an empty root; warm = the tree again", flush=True)
         for count, body in cases:
             root = trees[(count, body)]
             key = f"{count}x{body}B"
             case = thread_start_case(root, count, runs, empty)
             results["thread_start"][key] = case
-            print(f"thread/start {key:>12}  {fmt(case['ms'], ' ms')}  warm {fmt(case['warm_ms'], ' ms')}"
+            spawn_first = case["spawn_to_first_ms"]["median"]
+            print(f"thread/start {key:>12}  first {fmt(case['first_ms'], ' ms')} [{spawn_first:.0f} ms]"
+                  f"  warm process {fmt(case['ms'], ' ms')}  warm {fmt(case['warm_ms'], ' ms')}"
                   f"  read {case['bytes_read_per_skill']:.0f} B/skill"
                   f"  peak RSS {case['peak_rss_mb']:.1f} MB  naive full read {fmt(case['naive_full_read_ms'], ' ms')}",
                   flush=True)
+        if codex is None:
+            print(f"Codex comparison left out: {codex_version}", flush=True)
+        else:
+            comparison = codex_comparison(trees[(1000, 100 * 1024)], 1000, runs, codex, Path(tmp) / "codex-home")
+            results["codex"].update(comparison)
+            print(f"spawn → first answer, 1000x100KiB: sidecar thread/start {fmt(comparison['sidecar_ms'], ' ms')}"
+                  f"  Codex {codex_version} skills/list {fmt(comparison['codex_ms'], ' ms')}"
+                  f" ({comparison['codex_listed']} skills listed)  ratio {comparison['ratio']:.2f}×", flush=True)
         big, small = results["thread_start"]["1000x102400B"], results["thread_start"]["1000x200B"]
         results["body_size_ratio"] = big["ms"]["median"] / small["ms"]["median"]
 
@@ -299,7 +360,7 @@ def main() -> int:
               f"{fmt(e['sequential_us'], ' µs', 0)} round trip, {fmt(e['server_cpu_us_per_call'], ' µs', 0)} "
               f"server CPU/call", flush=True)
 
-        root = Path(tmp) / "s1000-200"
+        root = trees[(1000, 200)]
         results["context_build_1000"] = context_build(root, runs * 3)
         print(f"context/build 1,000 skills, 8,000 B budget: {fmt(results['context_build_1000']['ms'], ' ms', 2)}",
               flush=True)
@@ -307,14 +368,20 @@ def main() -> int:
     targets = [
         ("spawn → initialize ≤ 60 ms", results["spawn_initialize_ms"]["median"] <= 60,
          f"{results['spawn_initialize_ms']['median']:.1f} ms"),
-        ("1,000 × 100 KiB thread/start ≤ 60 ms", big["ms"]["median"] <= 60, f"{big['ms']['median']:.1f} ms"),
+        ("1,000 × 100 KiB thread/start (warm process) ≤ 60 ms", big["ms"]["median"] <= 60,
+         f"{big['ms']['median']:.1f} ms"),
         ("… ≤ 1.3× the 1,000 × 200 B case", results["body_size_ratio"] <= 1.3, f"{results['body_size_ratio']:.2f}×"),
         ("… ≤ 8 KiB read per skill", big["bytes_read_per_skill"] <= 8192, f"{big['bytes_read_per_skill']:.0f} B"),
         ("… peak RSS ≤ 40 MB", big["peak_rss_mb"] <= 40, f"{big['peak_rss_mb']:.1f} MB"),
     ]
+    if "ratio" in results["codex"]:
+        ratio = results["codex"]["ratio"]
+        targets.append(("spawn → first thread/start ≤ 0.6× Codex's first skills/list (1,000 × 100 KiB)",
+                        ratio <= 0.6, f"{ratio:.2f}×"))
     if "10000x200B" in results["thread_start"]:
-        ms = results["thread_start"]["10000x200B"]["ms"]["median"]
-        targets.append(("10,000 skills thread/start ≤ 600 ms", ms <= 600, f"{ms:.0f} ms"))
+        ms = results["thread_start"]["10000x200B"]["first_ms"]["median"]
+        targets.append(("10,000 skills first thread/start (fresh process, imports included) ≤ 400 ms", ms <= 400,
+                        f"{ms:.0f} ms"))
     rate = results["tools_call_two_hooks"]["pipelined_calls_per_s"]["median"]
     targets.append(("tools/call with two hooks ≥ 10,000 calls/s pipelined", rate >= 10000, f"{rate:.0f}/s"))
     targets.append(("… server CPU ≤ 3× the echo floor", results["cpu_ratio_to_echo"] <= 3,
@@ -327,10 +394,14 @@ def main() -> int:
          / results["echo_spawn_ms"]["median"]),
         ("LSP-mode start-up / JSONL-mode start-up", results["lsp_spawn_initialize_ms"]["median"]
          / results["spawn_initialize_ms"]["median"]),
-    ] + [(f"thread/start {key} cold / naive full read", case["ms"]["median"] / case["naive_full_read_ms"]["median"])
+    ] + [(f"thread/start {key} warm process / naive full read",
+          case["ms"]["median"] / case["naive_full_read_ms"]["median"])
          for key, case in results["thread_start"].items() if key.startswith(("1000x", "10000x"))] + [
         ("tools/call server CPU / echo floor", results["cpu_ratio_to_echo"]),
     ]
+    if "ratio" in results["codex"]:
+        ratios.append(("spawn → first thread/start / Codex first skills/list (1000x100KiB)",
+                       results["codex"]["ratio"]))
     results["ratios"] = {name: round(value, 2) for name, value in ratios}
     print("\ntargets:")
     for t, met, fig in targets:

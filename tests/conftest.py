@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
-from harness_sidecar.client import SidecarProcess, child_env
+import traffic
+from harness_sidecar import client
+from harness_sidecar.client import SidecarProcess, child_env, sidecar_command
 
 
 @pytest.fixture(autouse=True)
@@ -43,3 +46,56 @@ def spawn():
         if process.proc.poll() is None:
             process.proc.kill()
             process.proc.wait()
+
+
+def _serves(args: Any) -> bool:
+    """``args`` starts the sidecar serving on stdio (JSONL or --lsp), not check/demo/schema."""
+    if not isinstance(args, (list, tuple)) or list(args[:3]) != sidecar_command():
+        return False
+    rest = [a for a in args[3:] if not str(a).startswith("--log-level")]
+    return rest in ([], ["--lsp"]) or (len(rest) == 2 and rest[0] in ("debug", "info", "warning", "error"))
+
+
+@pytest.fixture(autouse=True)
+def _protocol_traffic(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                      tmp_path_factory: pytest.TempPathFactory):
+    """Record every message the test and the sidecar exchange; fail the test on one that breaks the schema.
+
+    See tests/traffic.py for what is validated and why. A test that talks no protocol
+    records nothing and costs nothing.
+    """
+    conversations: list[traffic.Conversation] = []
+    name = request.node.nodeid
+
+    def record(process: SidecarProcess) -> traffic.ProcessRecorder:
+        recorder = traffic.ProcessRecorder(f"{name} (sidecar #{len(conversations) + 1})", "--lsp" in process.command)
+        conversations.append(recorder)
+        return recorder
+
+    real_run = subprocess.run
+
+    def run(args: Any, *pargs: Any, **kwargs: Any) -> subprocess.CompletedProcess:
+        result = real_run(args, *pargs, **kwargs)
+        sent = kwargs.get("input")
+        if _serves(args) and sent is not None and result.stdout is not None:
+            encode = (lambda v: v.encode("utf-8") if isinstance(v, str) else v)
+            conversations.append(traffic.conversation_from_bytes(
+                f"{name} (piped sidecar #{len(conversations) + 1})", encode(sent), encode(result.stdout),
+                lsp="--lsp" in args))
+        return result
+
+    monkeypatch.setattr(client, "RECORDER", record)
+    monkeypatch.setattr(subprocess, "run", run)
+    logs = tmp_path_factory.mktemp("traffic")
+    monkeypatch.setenv("HARNESS_TRAFFIC_DIR", str(logs))
+    yield
+    conversations += [traffic.read_log(path) for path in sorted(logs.glob("*.jsonl"))]
+    problems = [problem for conversation in conversations for problem in conversation.check()]
+    if problems:
+        pytest.fail(f"{len(problems)} message(s) do not match protocol.schema.json:\n" + "\n".join(problems),
+                    pytrace=False)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if sum(traffic.STATS.validated.values()):
+        terminalreporter.write_line(traffic.STATS.summary(traffic.schema()))

@@ -183,3 +183,148 @@ def test_system_prompt_notes_left_out_skills(tree):
     prompt = build_system_prompt(catalog, {}, 100)
     assert prompt.count(": " + "d" * 20) == 3  # each entry is 31 bytes
     assert "7 more skills not listed" in prompt
+
+
+# -- the skill's folder and files (protocol v2 §4) -------------------------------------------------
+
+@pytest.fixture
+def pdf(tree):
+    """A skill as people write it: scripts, a reference in another case, a font, dot-files."""
+    root = tree("pdf-root")
+    add_skill(root, "pdf", "Use for PDFs.", "See REFERENCE.md, then run `python scripts/fill_form.py`.\n")
+    skill = root / "skills/pdf"
+    write(skill / "reference.md", "# Reference\n")
+    write(skill / "scripts/fill_form.py", "print('fill')\n")
+    write(skill / "scripts/Zeta.py", "z\n")
+    write(skill / "fonts/Font.ttf", bytes(range(256)) * 4)
+    write(skill / "a.txt", "a")
+    write(skill / ".env", "SECRET=1\n")
+    write(skill / ".git/config", "[core]\n")
+    write(skill / "scripts/.cache/x.pyc", b"\x00")
+    write(root / "outside.md", "outside the skill\n")
+    os.symlink(root / "outside.md", skill / "escape.md")  # inside the root, outside the skill
+    os.symlink(skill / "scripts", skill / "bin")  # inside the skill: listed under its own name
+    os.symlink(skill, skill / "scripts/loop")  # leads back to an ancestor: not followed
+    os.symlink(skill / "nothing", skill / "dangling.md")
+    return root
+
+
+def test_activation_answers_the_directory_and_its_files(pdf):
+    catalog = build_catalog([str(pdf)], LIMITS)
+    wire = activate(catalog, "pdf", [], LIMITS).to_wire()
+    assert wire["directory"] == str(pdf / "skills/pdf")
+    listed = {f["path"]: f["size"] for f in wire["files"]}
+    assert list(listed) == ["SKILL.md", "a.txt", "bin/Zeta.py", "bin/fill_form.py", "fonts/Font.ttf",
+                            "reference.md", "scripts/Zeta.py", "scripts/fill_form.py"]  # by code point
+    assert listed["fonts/Font.ttf"] == 1024 and listed["a.txt"] == 1
+    assert listed["SKILL.md"] == (pdf / "skills/pdf/SKILL.md").stat().st_size
+    assert "filesOmitted" not in wire
+
+
+def test_the_listing_is_capped_by_max_listed_files(pdf):
+    catalog = build_catalog([str(pdf)], LIMITS)
+    wire = activate(catalog, "pdf", [], Limits(max_listed_files=3)).to_wire()
+    assert [f["path"] for f in wire["files"]] == ["SKILL.md", "a.txt", "bin/Zeta.py"]
+    assert wire["filesOmitted"] == 5
+
+
+def test_load_skill_text_ends_with_the_directory_and_the_listing(pdf):
+    catalog = build_catalog([str(pdf)], LIMITS)
+    text = activate(catalog, "pdf", [], Limits(max_listed_files=2)).load_skill_text()
+    assert text.startswith("See REFERENCE.md, then run `python scripts/fill_form.py`.\n\n---\n")
+    assert text.endswith(f"Skill directory: {pdf / 'skills/pdf'}\n"
+                         "Files in it (paths relative to the skill directory; sizes in bytes):\n"
+                         f"- SKILL.md ({(pdf / 'skills/pdf/SKILL.md').stat().st_size})\n- a.txt (1)\n"
+                         "- … and 6 more files not listed\n")
+
+
+def test_a_binary_resource_comes_back_as_base64_byte_exact(pdf):
+    import base64
+
+    catalog = build_catalog([str(pdf)], LIMITS)
+    skill = activate(catalog, "pdf", ["reference.md", "fonts/Font.ttf"], LIMITS)  # one binary file fails nothing
+    text, font = [r.to_wire() for r in skill.resources]
+    assert text == {"request": "reference.md", "source": os.path.realpath(pdf / "skills/pdf/reference.md"),
+                    "content": "# Reference\n"}
+    assert font["encoding"] == "base64" and font["mimeType"] == "font/ttf"
+    assert base64.b64decode(font["content"]) == (pdf / "skills/pdf/fonts/Font.ttf").read_bytes()
+
+
+@pytest.mark.parametrize("name, data, mime", [
+    ("doc.pdf", b"%PDF-1.7\n\xe2\xe3\xcf\xd3\n", "application/pdf"),
+    ("nul.txt", b"valid utf-8 but \x00 inside", "text/plain"),
+    ("blob", b"\xff\xfe\xfd", "application/octet-stream"),
+    ("archive.tar.gz", b"\x1f\x8b\x08\x00", "application/gzip"),
+])
+def test_binary_resources_carry_a_mime_type(pdf, name, data, mime):
+    import base64
+
+    write(pdf / "skills/pdf" / name, data)
+    catalog = build_catalog([str(pdf)], LIMITS)
+    (resource,) = activate(catalog, "pdf", [name], LIMITS).to_wire()["resources"]
+    assert (resource["encoding"], resource["mimeType"]) == ("base64", mime)
+    assert base64.b64decode(resource["content"]) == data
+
+
+def test_a_missing_resource_suggests_close_matches_case_first(pdf):
+    catalog = build_catalog([str(pdf)], LIMITS)
+    with pytest.raises(DomainError) as info:
+        activate(catalog, "pdf", ["REFERENCE.md"], LIMITS)
+    assert info.value.kind == "resource_not_found"
+    assert info.value.data["suggestions"][0] == "reference.md"
+    assert "did you mean reference.md" in info.value.message
+    with pytest.raises(DomainError) as info:
+        activate(catalog, "pdf", ["fill_form.py"], LIMITS)
+    assert info.value.data["suggestions"][:2] == ["bin/fill_form.py", "scripts/fill_form.py"]
+    with pytest.raises(DomainError) as info:
+        activate(catalog, "pdf", ["nothing-like-it.bin"], LIMITS)
+    assert info.value.data["suggestions"] == []
+    for hidden in (".env", "escape.md"):  # never suggested: not listed
+        with pytest.raises(DomainError) as info:
+            activate(catalog, "pdf", [hidden.upper()], LIMITS)
+        assert hidden not in info.value.data.get("suggestions", [])
+
+
+def test_a_body_that_is_not_utf8_is_reported_at_its_offset_in_the_file(tree):
+    root = tree("r")
+    head = b"---\nname: bad\ndescription: d\n---\nline one\n"
+    path = write(root / "skills/bad/SKILL.md", head + b"caf\xe9\n")
+    catalog = build_catalog([str(root)], LIMITS)
+    with pytest.raises(DomainError) as info:
+        activate(catalog, "bad", [], LIMITS)
+    assert info.value.kind == "not_utf8"
+    assert info.value.data["byte"] == len(head) + 3 == path.read_bytes().index(b"\xe9")
+    assert info.value.data["line"] == 6
+    assert f"byte {len(head) + 3}, line 6" in info.value.message
+
+
+def test_a_binary_resource_is_named_in_the_system_prompt_not_pasted(pdf):
+    catalog = build_catalog([str(pdf)], LIMITS)
+    activated = {"pdf": activate(catalog, "pdf", ["fonts/Font.ttf"], LIMITS)}
+    prompt = build_system_prompt(catalog, activated, 8000)
+    source = os.path.realpath(pdf / "skills/pdf/fonts/Font.ttf")
+    assert f"## Resource: fonts/Font.ttf\n\n(font/ttf, 1024 bytes, not text: {source})\n" in prompt
+
+
+# -- find_skills ranking (the builtin is tested through the process in test_skills_as_written_e2e) ---
+
+def test_find_skills_ranking_tiers():
+    from harness_sidecar.resources.search import rank
+
+    entries = [("pdf", "Work with PDF files."), ("pdf-forms", "Fill PDF forms."), ("forms-pdf", "Other."),
+               ("docx", "Word documents; can export to pdf."), ("excel", "Spreadsheets.")]
+    assert [n for n, _ in rank(entries, "pdf")] == ["pdf", "pdf-forms", "forms-pdf", "docx"]
+    assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "forms-pdf", "pdf", "docx"]
+    assert rank(entries, "nothing") == [] and rank(entries, "   ") == []
+
+
+def test_left_out_of_listing_counts_as_the_listing_does(tree):
+    from harness_sidecar.resources.context import left_out_of_listing
+
+    root = tree("r")
+    for i, description in enumerate(["é" * 10, "x" * 40, "y", "z" * 5]):
+        add_skill(root, f"s{i}", description)
+    catalog = build_catalog([str(root)], LIMITS)
+    entries = [(s.name, s.description) for s in catalog.skills.values()]
+    for budget in range(0, 120):
+        assert left_out_of_listing(catalog, budget) == skill_listing(entries, budget)[1], budget

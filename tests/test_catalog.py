@@ -302,3 +302,149 @@ def test_frontmatter_values_are_exactly_what_safe_load_gives(text):
     from harness_sidecar.resources.frontmatter import load_yaml
 
     assert load_yaml(text, 2)[0] == (yaml.safe_load(text) or {})
+
+
+# -- nothing silent: the corpus bugs of issue 11 ------------------------------------------------
+
+def test_a_line_starting_with_dashes_cut_by_the_first_read_is_not_the_closing_line(tree):
+    """The 4 KiB discovery read ended right after '---' of '---x: y': that was taken as the end."""
+    from harness_sidecar.resources.frontmatter import FIRST_CHUNK
+
+    root = tree("r")
+    head = "---\nname: cut\n"
+    padding = "# " + "p" * 60 + "\n"
+    text = head
+    while len(text) + len(padding) < FIRST_CHUNK - 3:
+        text += padding
+    text += "#" * (FIRST_CHUNK - 3 - len(text) - 1) + "\n"
+    assert len(text) == FIRST_CHUNK - 3
+    text += "---x: a key that starts with three dashes\ndescription: Use when the read is cut.\n---\nbody\n"
+    assert text.encode()[:FIRST_CHUNK].endswith(b"\n---")
+    write(root / "skills/cut/SKILL.md", text)
+    catalog = catalog_of(root)
+    assert catalog.diagnostics == []
+    assert catalog.skills["cut"].description == "Use when the read is cut."
+
+
+def test_a_skill_folder_in_a_dot_folder_is_reported_not_ignored(tree):
+    """openai/skills keeps its skills in skills/.curated/<name>: 'check' said 'no problems', empty catalog."""
+    root = tree("r")
+    for name in ["gh-fix-ci", "notion-research"]:
+        add_skill(root, name, directory=f".curated/{name}")
+    add_skill(root, "hidden", directory=".hidden")
+    write(root / "skills/.git/HEAD", "ref: refs/heads/main\n")  # a dot-folder without skills stays quiet
+    write(root / "skills/.DS_Store", "x")
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    found = {d.path: d for d in catalog.diagnostics}
+    assert set(found) == {str(root / "skills/.curated"), str(root / "skills/.hidden")}
+    curated = found[str(root / "skills/.curated")]
+    assert curated.kind == "hidden_folder" and curated.extra["skills"] == ["gh-fix-ci", "notion-research"]
+    assert "starts with a dot" in curated.message and curated.hint
+    assert found[str(root / "skills/.hidden")].hint == "rename it to skills/hidden"
+
+
+def test_dangling_and_looping_links_under_skills_are_reported(tree):
+    root = tree("r")
+    add_skill(root, "fine")
+    os.symlink(root / "nowhere", root / "skills/dangling")
+    os.symlink(root / "skills/loop-b", root / "skills/loop-a")
+    os.symlink(root / "skills/loop-a", root / "skills/loop-b")
+    (root / "skills/file-link").mkdir()
+    os.symlink("missing.md", root / "skills/file-link/SKILL.md")
+    catalog = catalog_of(root)
+    assert list(catalog.skills) == ["fine"]
+    found = {d.path: d for d in catalog.diagnostics}
+    assert {k: d.kind for k, d in found.items()} == {
+        str(root / "skills/dangling"): "broken_link", str(root / "skills/loop-a"): "broken_link",
+        str(root / "skills/loop-b"): "broken_link", str(root / "skills/file-link/SKILL.md"): "broken_link"}
+    assert "does not exist" in found[str(root / "skills/dangling")].message
+    assert "loops" in found[str(root / "skills/loop-a")].message
+    assert found[str(root / "skills/file-link/SKILL.md")].extra["target"] == "missing.md"
+
+
+def test_a_skills_folder_that_is_a_dangling_link_is_reported(tree):
+    root = tree("r")
+    os.symlink(root / "gone", root / "skills")
+    catalog = catalog_of(root)
+    assert [(d.kind, d.path) for d in catalog.diagnostics] == [("broken_link", str(root / "skills"))]
+
+
+def test_skill_md_in_the_wrong_case_is_named_in_the_diagnostic(tree):
+    root = tree("r")
+    write(root / "skills/lower/skill.md", "---\nname: lower\ndescription: d\n---\n")
+    (root / "skills/empty").mkdir()
+    catalog = catalog_of(root)
+    found = {d.path: d for d in catalog.diagnostics}
+    if os.path.exists(root / "skills/lower/SKILL.md"):  # a case-insensitive file system finds it anyway
+        assert "lower" in catalog.skills
+        return
+    lower = found[str(root / "skills/lower/skill.md")]
+    assert lower.kind == "missing_skill_file" and "case-sensitive" in lower.message
+    assert lower.hint == "rename skill.md to SKILL.md"
+    assert found[str(root / "skills/empty")].message.endswith("has no SKILL.md")
+
+
+@pytest.mark.parametrize("value, written", [("on", "on"), ("yes", "yes"), ("1234", "1234"), ("~", "~"),
+                                            ("1.5", "1.5")])
+def test_a_name_yaml_reads_as_no_text_says_to_quote_it(tree, value, written):
+    """'name: on' was rejected with the hint "write 'name: on'" — the very line that failed."""
+    root = tree("r")
+    path = write(root / f"skills/{value if value[0].isalnum() and '.' not in value else 'x'}/SKILL.md",
+                 f"---\nname: {value}\ndescription: d\n---\n")
+    (diag,) = catalog_of(root).diagnostics
+    assert diag.path == str(path) and diag.kind == "invalid_frontmatter" and diag.line == 2
+    assert f'name: "{written}"' in diag.hint and "quote" in diag.hint
+    assert f"YAML reads {written} as" in diag.message
+
+
+def test_a_description_yaml_reads_as_a_boolean_says_to_quote_it(tree):
+    root = tree("r")
+    write(root / "skills/x/SKILL.md", "---\nname: x\ndescription: yes\n---\n")
+    (diag,) = catalog_of(root).diagnostics
+    assert diag.hint == 'quote the value so YAML reads it as text: description: "yes"'
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
+def test_a_description_with_a_unicode_line_break_is_not_one_line(tree, char):
+    """A description with U+2028 or U+0085 passed as "one line"."""
+    root = tree("r")
+    path = write(root / "skills/x/SKILL.md", f'---\nname: x\ndescription: "first\\u{ord(char):04x}second"\n---\n')
+    catalog = catalog_of(root)
+    assert catalog.skills == {}
+    (diag,) = catalog.diagnostics
+    assert diag.path == str(path) and "spans several lines" in diag.message, diag
+    assert f"U+{ord(char):04X}" in diag.message or "U+" not in diag.message
+
+
+@pytest.mark.parametrize("char", ["\u2028", "\u0085"])
+def test_a_raw_unicode_line_break_never_reaches_the_listing(tree, char):
+    root = tree("r")
+    write(root / "skills/x/SKILL.md", f"---\nname: x\ndescription: first{char}second\n---\n")
+    catalog = catalog_of(root)
+    assert all(char not in s.description for s in catalog.skills.values())
+
+
+def test_a_description_over_1024_characters_is_served_with_a_warning(tree):
+    root = tree("r")
+    add_skill(root, "long", "é" * 1025)
+    add_skill(root, "limit", "é" * 1024)
+    catalog = catalog_of(root)
+    assert list(catalog.skills) == ["limit", "long"]
+    (diag,) = catalog.diagnostics
+    wire = diag.to_wire()
+    assert wire["kind"] == "description_too_long" and wire["severity"] == "warning"
+    assert wire["path"] == str(root / "skills/long/SKILL.md") and "1025 characters" in wire["message"]
+
+
+def test_the_warning_survives_the_header_cache(tree, monkeypatch):
+    from harness_sidecar.resources import catalog as catalog_module
+
+    monkeypatch.setattr(catalog_module, "RACY_SECONDS", -1.0)
+    monkeypatch.setattr(catalog_module, "_HEADERS", {})
+    root = tree("r")
+    add_skill(root, "long", "d" * 2000)
+    first, second = catalog_of(root), catalog_of(root)
+    assert len(catalog_module._HEADERS) == 1
+    assert [d.kind for d in first.diagnostics] == [d.kind for d in second.diagnostics] == ["description_too_long"]
+    assert "long" in second.skills

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import traffic
 from harness_sidecar.client import child_env
 from helpers import REPO
 
@@ -32,8 +33,9 @@ def unavailable(what: str) -> None:
 
 def client_env() -> dict[str, str]:
     env = child_env()
-    env["HARNESS_SIDECAR_CMD"] = json.dumps([sys.executable, "-m", "harness_sidecar"])
-    env["HARNESS_SIDECAR"] = f"{sys.executable} -m harness_sidecar"
+    command = traffic.client_command([sys.executable, "-m", "harness_sidecar"])  # recorded: see traffic.py
+    env["HARNESS_SIDECAR_CMD"] = json.dumps(command)
+    env["HARNESS_SIDECAR"] = " ".join(command)
     return env
 
 

@@ -405,7 +405,7 @@ def test_load_skill_passes_hooks_and_activates(spawn, workspace):
     sidecar = spawn()
     thread = start(sidecar, workspace, ["gate"])["threadId"]
     ok = call(sidecar, thread, "load_skill", {"name": "review"})
-    assert ok["isError"] is False and ok["content"][0]["text"] == "REVIEW BODY\n"
+    assert ok["isError"] is False and ok["content"][0]["text"].startswith("REVIEW BODY\n\n---\nSkill directory: ")
     blocked = call(sidecar, thread, "load_skill", {"name": "forbidden"})
     assert blocked["details"]["blocked"]["reason"] == "that skill is off limits"
     prompt = sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
@@ -575,7 +575,7 @@ def activate(api):
     sidecar = spawn()
     result = start(sidecar, workspace, ["curious"])
     assert status_of(result, "curious")["status"] == "loaded"
-    assert ["api", ["id", "logger", "on", "register_tool"], "curious", "Logger"] in workspace.events()
+    assert ["api", ["id", "logger", "on", "register_command", "register_tool"], "curious", "Logger"] in workspace.events()
     assert not sidecar.proc.poll()
     sidecar.close()
     assert any(b"hello from the extension logger" in line for line in sidecar.stderr_lines)

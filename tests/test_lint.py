@@ -76,3 +76,10 @@ def test_hover_text_follows_the_clients_format_and_skips_the_frontmatter(tree):
     text = template.read_text()
     assert lint.hover(str(template), text, 1, 15, [str(root)]) is None  # {{x}} in the frontmatter
     assert lint.hover(str(template), text, 3, 1, [str(root)])[1:] == (0, 5)  # {{x}} in the body
+
+
+def test_a_long_description_is_a_warning_while_typing(tree):
+    root = tree("r")
+    path = add_skill(root, "long", "d" * 1100)
+    findings = lint.lint(str(path), path.read_text(), [str(root)], set())
+    assert [(f.kind, f.severity, f.line) for f in findings] == [("description_too_long", "warning", 2)]

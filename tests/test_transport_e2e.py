@@ -235,7 +235,7 @@ def test_default_mode_starts_without_heavy_imports():
     code = ("import sys, runpy; sys.argv=['harness-sidecar', '--version'];\n"
             "from harness_sidecar.wire import endpoint, transport\n"
             "from harness_sidecar import cli\n"
-            "bad = [m for m in ('yaml', 'pygls', 'lsprotocol', 'harness_sidecar.extensions.loader') if m in sys.modules]\n"
+            "bad = [m for m in ('yaml', 'pygls', 'lsprotocol', 'harness_sidecar.extensions.discovery', 'harness_sidecar.extensions.supervisor') if m in sys.modules]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=child_env(), text=True)
     assert out.stdout.strip() == "[]", out.stderr

@@ -6,37 +6,71 @@ import json
 import os
 import sys
 
+from harness_sidecar.errors import DomainError
 from harness_sidecar.limits import Limits
-from harness_sidecar.resources.catalog import build_catalog
+from harness_sidecar.resources.activation import activate
+from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
+
+USAGE = "usage: harness-sidecar check [--json] ROOT [ROOT ...]"
 
 
 def main(args: list[str]) -> int:
+    try:
+        return _check(args)
+    except BrokenPipeError:
+        # The reader went away (`check … | head -1`): stop quietly, as cat does. Later writes
+        # (the interpreter's final flush) go nowhere instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def activation_problems(catalog: Catalog, limits: Limits) -> list[Diagnostic]:
+    """What discovery cannot see because it reads only the frontmatter: each listed skill is
+    activated as ``skills/activate`` would (the whole SKILL.md read, its body decoded)."""
+    problems = []
+    for skill in catalog.skills.values():
+        try:
+            activate(catalog, skill.name, [], limits)
+        except DomainError as exc:
+            hint = "save the file as UTF-8" if exc.kind == "not_utf8" else None
+            problems.append(Diagnostic(exc.kind, f"skill '{skill.name}' is listed but cannot be activated: "
+                                       f"{exc.message}", exc.data.get("path", skill.source), hint,
+                                       exc.data.get("line")))
+    return problems
+
+
+def _check(args: list[str]) -> int:
     as_json = "--json" in args
     roots = [a for a in args if a != "--json"]
     if not roots or any(r.startswith("-") for r in roots):
-        print("usage: harness-sidecar check [--json] ROOT [ROOT ...]", file=sys.stderr)
+        print(USAGE, file=sys.stderr)
         return 2
     roots = [os.path.abspath(r) for r in roots]
-    catalog = build_catalog(roots, Limits())
-    from harness_sidecar.extensions import loader as extensions
+    limits = Limits()
+    catalog = build_catalog(roots, limits)
+    catalog.diagnostics.extend(activation_problems(catalog, limits))
+    from harness_sidecar.extensions import discovery as extensions
 
-    found = extensions.discover(catalog.roots, [], Limits(), catalog.diagnostics)
+    found = extensions.discover(catalog.roots, [], limits, catalog.diagnostics)
+    status = 1 if any(not d.is_warning for d in catalog.diagnostics) else 0
+    out = sys.stdout
     if as_json:
         wire = catalog.to_wire()
         wire["extensions"] = [e.to_wire() for e in found.values()]
-        print(json.dumps({"catalog": wire, "diagnostics": [d.to_wire() for d in catalog.diagnostics]}, indent=2))
-        return 1 if catalog.diagnostics else 0
-    out = sys.stdout
-    if catalog.diagnostics:
-        out.write(f"{len(catalog.diagnostics)} problem(s):\n")
-        for d in catalog.diagnostics:
-            where = d.path or "-"
-            if d.line is not None:
-                where += f":{d.line}" + (f":{d.column}" if d.column is not None else "")
-            out.write(f"  {where}\n    {d.kind}: {d.message}\n")
-            if d.hint:
-                out.write(f"    fix: {d.hint}\n")
-    else:
+        out.write(json.dumps({"catalog": wire, "diagnostics": [d.to_wire() for d in catalog.diagnostics]},
+                             indent=2) + "\n")
+        out.flush()
+        return status
+    problems = [d for d in catalog.diagnostics if not d.is_warning]
+    warnings = [d for d in catalog.diagnostics if d.is_warning]
+    if problems:
+        out.write(f"{len(problems)} problem(s):\n")
+        _write(out, problems)
+    if warnings:
+        out.write(f"{len(warnings)} warning(s) (served anyway):\n")
+        _write(out, warnings)
+    if not catalog.diagnostics:
         out.write("no problems\n")
     out.write("\ncatalog:\n")
     for i in catalog.instructions:
@@ -48,4 +82,18 @@ def main(args: list[str]) -> int:
         out.write(f"  template      {t.name} [{variables}]  ({t.source})\n")
     for e in found.values():
         out.write(f"  extension     {e.id} sha256={e.sha256[:12]}…  ({e.source}; imported only when trusted)\n")
-    return 1 if catalog.diagnostics else 0
+    if not (catalog.instructions or catalog.skills or catalog.templates or found):
+        out.write("  (empty: nothing was found; a root holds AGENTS.md, skills/<name>/SKILL.md, "
+                  "templates/<name>.md and extensions/)\n")
+    out.flush()
+    return status
+
+
+def _write(out, diagnostics: list[Diagnostic]) -> None:
+    for d in diagnostics:
+        where = d.path or "-"
+        if d.line is not None:
+            where += f":{d.line}" + (f":{d.column}" if d.column is not None else "")
+        out.write(f"  {where}\n    {d.kind}: {d.message}\n")
+        if d.hint:
+            out.write(f"    fix: {d.hint}\n")

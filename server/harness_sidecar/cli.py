@@ -6,16 +6,21 @@ import os
 import sys
 
 USAGE = """\
-usage: harness-sidecar [--stdio] [--log-level LEVEL]          serve JSON-RPC on stdin/stdout
-       harness-sidecar --lsp [--stdio] [--log-level LEVEL]    serve as a language server (needs the 'lsp' extra)
+usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N]
+                                                      serve JSON-RPC on stdin/stdout
+       harness-sidecar --lsp [--stdio] [--log-level LEVEL]
+                                                      serve as a language server (needs the 'lsp' extra)
        harness-sidecar check [--json] ROOT [ROOT ...]  lint resource trees (earlier root wins)
        harness-sidecar demo [--workspace DIR]          run the review scenario and print the conversation
+       harness-sidecar schema                         print the protocol as one JSON Schema (2020-12) document
        harness-sidecar --version | --help
 
 The protocol is documented in protocol.md. Logs go to stderr; stdout carries protocol
-messages only. LEVEL is one of debug, info, warning (default), error. --stdio (what
-language clients add) names the only transport there is; --pipe, --socket and --node-ipc
-are refused.
+messages only. LEVEL is one of debug, info, warning (default), error.
+--max-in-flight N: stop reading stdin while N requests are unanswered (default 1000).
+--max-result-bytes N: no response line is longer (default 16 MiB); see protocol.md.
+--stdio (what language clients add) names the only transport there is; --pipe, --socket
+and --node-ipc are refused.
 """
 
 OTHER_TRANSPORTS = ("--pipe", "--socket", "--node-ipc")
@@ -28,14 +33,14 @@ def configure_logging(level: str) -> None:
                         format="harness-sidecar %(levelname)s %(name)s: %(message)s")
 
 
-def serve(level: str) -> int:
+def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> int:
     """Serve JSON-RPC on stdio. A first ``initialize`` is answered before asyncio is imported."""
     from harness_sidecar.wire.lifecycle import (
         Relay,
         clean_initialize,
         initialize_result,
     )
-    from harness_sidecar.wire.transport import Reader, Writer, claim_stdout
+    from harness_sidecar.wire.transport import Reader, Writer, claim_stdin, claim_stdout
 
     writer = Writer(claim_stdout())
     relay = Relay()
@@ -43,22 +48,25 @@ def serve(level: str) -> int:
     def set_framing(framing: str) -> None:
         writer.framing = framing
 
-    Reader(0, relay, set_framing).start()
+    reader = Reader(claim_stdin(), relay, set_framing)
+    reader.start()
     first = relay.first_batch()
-    answered = False
+    answered = None
     if first and isinstance(first[0], bytes):
-        request_id = clean_initialize(first[0])
-        if request_id is not None:
-            writer.write({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(writer.framing)})
-            first, answered = first[1:], True
+        answered = clean_initialize(first[0])
+        if answered is not None:
+            writer.write({"jsonrpc": "2.0", "id": answered[0], "result": initialize_result(writer.framing)})
+            first = first[1:]
     configure_logging(level)
     import asyncio
 
     from harness_sidecar.wire.endpoint import Endpoint
 
-    endpoint = Endpoint(writer)
-    if answered:
+    endpoint = Endpoint(writer, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes)
+    endpoint.reader = reader
+    if answered is not None:
         endpoint.initialized = True
+        endpoint.set_capabilities(answered[1])
         endpoint.preload()
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
     sys.stderr.flush()
@@ -98,29 +106,36 @@ def serve_lsp() -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    level = "warning"
+    options = {"--log-level": "warning", "--max-in-flight": "1000", "--max-result-bytes": str(16 * 1024 * 1024)}
     rest: list[str] = []
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg == "--log-level" and i + 1 < len(args):
-            level = args[i + 1]
-            i += 2
+        name, eq, value = arg.partition("=")
+        if name in options and (eq or i + 1 < len(args)):
+            options[name] = value if eq else args[i + 1]
+            i += 1 if eq else 2
             continue
-        if arg.startswith("--log-level="):
-            level = arg.split("=", 1)[1]
-        elif arg.split("=", 1)[0] in OTHER_TRANSPORTS:
-            print(f"harness-sidecar: {arg.split('=', 1)[0]} is not supported: the sidecar speaks on stdin/stdout "
+        if name in OTHER_TRANSPORTS:
+            print(f"harness-sidecar: {name} is not supported: the sidecar speaks on stdin/stdout "
                   f"only (in vscode-languageclient: transport: TransportKind.stdio)", file=sys.stderr)
             return 2
-        elif arg != "--stdio":
+        if arg != "--stdio":
             rest.append(arg)
         i += 1
+    level = options["--log-level"]
     if level.lower() not in ("debug", "info", "warning", "error"):
         print(f"harness-sidecar: unknown log level {level!r}\n\n{USAGE}", file=sys.stderr)
         return 2
+    numbers = {}
+    for name in ("--max-in-flight", "--max-result-bytes"):
+        if not options[name].isdigit() or int(options[name]) < 1:
+            print(f"harness-sidecar: {name} takes a positive integer, not {options[name]!r}\n\n{USAGE}",
+                  file=sys.stderr)
+            return 2
+        numbers[name] = int(options[name])
     if not rest:
-        return serve(level)
+        return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"])
     configure_logging(level)
     command, options = rest[0], rest[1:]
     if command == "--lsp" and not options:
@@ -137,6 +152,11 @@ def main(argv: list[str] | None = None) -> int:
         from harness_sidecar.check import main as check_main
 
         return check_main(options)
+    if command == "schema" and not options:
+        from harness_sidecar.wire.protocol import dumps
+
+        sys.stdout.write(dumps())
+        return 0
     if command == "demo":
         from harness_sidecar.demo import main as demo_main
 

@@ -2,6 +2,7 @@
 
 It frames messages (JSONL or Content-Length), correlates response ids, answers the
 sidecar's reverse requests through a callback and records every message it sees.
+``RECORDER``, when set (the tests set it), receives every frame sent and received.
 """
 
 from __future__ import annotations
@@ -36,6 +37,18 @@ class SidecarClosed(Exception):
     pass
 
 
+class Malformed(dict):
+    """A message (or a reverse request's answer) sent on purpose although it breaks the protocol.
+
+    Sent like any other; a traffic recorder records it as deliberate instead of validating it.
+    """
+
+
+# Called with each new SidecarProcess; returns None or an object with ``sent(data: bytes,
+# deliberate: bool)`` and ``received(frame: bytes)`` (tests/traffic.py checks what it records).
+RECORDER: Callable[["SidecarProcess"], Any] | None = None
+
+
 class SidecarProcess:
     def __init__(self, command: list[str] | None = None, *, env: dict[str, str] | None = None,
                  cwd: str | None = None, framing: str = "jsonl",
@@ -48,6 +61,7 @@ class SidecarProcess:
         self.on_message = on_message
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                                      env=env or child_env(), cwd=cwd, bufsize=0)
+        self.recorder = RECORDER(self) if RECORDER is not None else None
         self.incoming: queue.Queue = queue.Queue()
         self.notifications: list[Message] = []
         self.stderr_lines: list[bytes] = []
@@ -65,6 +79,8 @@ class SidecarProcess:
         try:
             if self.framing == "jsonl":
                 for line in stream:
+                    if self.recorder is not None:
+                        self.recorder.received(line)
                     self.incoming.put(("raw", line))
             else:
                 while True:
@@ -81,6 +97,8 @@ class SidecarProcess:
                         if not chunk:
                             raise EOFError
                         body += chunk
+                    if self.recorder is not None:
+                        self.recorder.received(body)
                     self.incoming.put(("raw", body))
         except (EOFError, ValueError, OSError):
             pass
@@ -91,8 +109,10 @@ class SidecarProcess:
         for line in self.proc.stderr:
             self.stderr_lines.append(line)
 
-    def send_raw(self, data: bytes) -> None:
+    def send_raw(self, data: bytes, deliberate: bool = False) -> None:
         assert self.proc.stdin is not None
+        if self.recorder is not None:
+            self.recorder.sent(data, deliberate)
         self.proc.stdin.write(data)
         self.proc.stdin.flush()
 
@@ -105,7 +125,7 @@ class SidecarProcess:
     def send(self, message: Message) -> None:
         if self.on_message:
             self.on_message("->", message)
-        self.send_raw(self.encode(message))
+        self.send_raw(self.encode(message), deliberate=isinstance(message, Malformed))
 
     def next_message(self, timeout: float = 30.0) -> Message:
         kind, raw = self.incoming.get(timeout=timeout)
@@ -160,6 +180,8 @@ class SidecarProcess:
             if outcome is None:
                 return  # stay silent (tests of the sidecar's timeout)
             reply = {"jsonrpc": "2.0", "id": message["id"], **outcome}
+            if isinstance(outcome, Malformed):
+                reply = Malformed(reply)
         self.send(reply)
 
     def request(self, method: str, params: Message | None = None, timeout: float = 30.0) -> Message:

@@ -1,34 +1,31 @@
-"""Hooks: before hooks gate a tool call and fail closed; after hooks only observe.
+"""What the values hooks, tools and commands return mean — one set of rules for host and sidecar.
 
-A before hook allows with ``None``, ``{}`` or ``{"block": False}``; blocks with
-``{"block": True, "reason": "..."}``; anything else, a raise, or running past the
-timeout blocks too (fail-closed). What each outcome means is decided here; where the
-hook runs (a worker thread or the event loop) is the business of ``tools`` and
-``workers``.
+The host applies them to what extension code returned (after ``jsondata.to_json`` made it
+plain JSON); the sidecar uses the same dataclasses to turn the host's report into wire
+results. Anything a rule does not accept is the extension's fault (``TypeError``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
-
-from harness_sidecar.extensions.workers import Outcome, describe_exception
+from typing import Any
 
 BEFORE = "tool_call"
+TRANSFORM = "tool_result_transform"
 AFTER = "tool_result"
-EVENTS = (BEFORE, AFTER)
-
-
-@dataclass
-class Hook:
-    extension_id: str
-    event: str
-    fn: Callable[[dict[str, Any]], Any]
+THREAD_START = "thread_start"
+THREAD_CLOSE = "thread_close"
+CONTEXT = "context"
+INPUT = "input"
+EVENTS = (BEFORE, TRANSFORM, AFTER, THREAD_START, THREAD_CLOSE, CONTEXT, INPUT)
 
 
 @dataclass
 class HookDecision:
-    """A before hook's block: who, how (``deny``/``throw``/``timeout``) and why."""
+    """A before hook's block (or a transform's withholding): who, how and why.
+
+    ``kind``: ``deny`` | ``throw`` | ``timeout`` | ``crash``.
+    """
 
     extension_id: str
     kind: str
@@ -40,57 +37,124 @@ class HookDecision:
 
 @dataclass
 class HookFault:
-    """A hook that raised or timed out: reported as a ``thread/diagnostic`` notification."""
+    """A handler that raised or timed out: reported as a ``thread/diagnostic`` notification."""
 
     extension_id: str
     hook: str
     kind: str
     message: str
 
+    def to_wire(self, thread_id: str) -> dict[str, Any]:
+        return {"threadId": thread_id, "extensionId": self.extension_id, "hook": self.hook, "kind": self.kind,
+                "message": self.message}
 
-def interpret_before(value: Any) -> tuple[bool, str | None]:
-    """``(blocked, reason)`` for a before hook's return value; raises ``TypeError`` for anything else."""
+
+@dataclass
+class Allow:
+    arguments: dict[str, Any] | None = None  # a rewrite, or None
+
+
+@dataclass
+class Block:
+    reason: str
+
+
+def interpret_before(value: Any) -> Allow | Block:
+    """A before hook's return value: allow (maybe rewriting the arguments) or block.
+
+    ``None``, ``{}`` and ``{"block": False}`` allow; ``{"block": True, "reason": ...}`` blocks;
+    ``{"arguments": {...}}`` (alone or with ``"block": False``) allows with new arguments.
+    Raises ``TypeError`` for anything else.
+    """
     if value is None:
-        return False, None
-    if isinstance(value, dict):
+        return Allow()
+    if type(value) is dict:
         if not value:
-            return False, None
+            return Allow()
         block = value.get("block")
-        if block is False and set(value) <= {"block", "reason"}:
-            return False, None
-        if block is True:
+        if block is True and set(value) <= {"block", "reason"}:
             reason = value.get("reason")
-            return True, reason if isinstance(reason, str) and reason else "blocked by a tool_call hook"
-    raise TypeError(f"a tool_call hook must return None, {{}} or {{'block': bool, 'reason': str}}, not {value!r:.200}")
+            return Block(reason if type(reason) is str and reason else "blocked by a tool_call hook")
+        if block in (False, None) and set(value) <= {"block", "reason", "arguments"} and (
+                block is False or "arguments" in value):
+            arguments = value.get("arguments")
+            if "arguments" in value and type(arguments) is not dict:
+                raise TypeError("'arguments' must be an object (the complete new arguments)")
+            return Allow(arguments)
+    raise TypeError("a tool_call hook must return None, {'block': bool, 'reason': str} or "
+                    f"{{'arguments': {{...}}}}, not {_brief(value)}")
 
 
-def judge_before(hook: Hook, outcome: Outcome, timeout_s: float) -> tuple[HookDecision | None, HookFault | None]:
-    """What a before hook's outcome means: ``(block decision or None, fault to report or None)``."""
-    if outcome.timed_out:
-        message = f"tool_call hook of '{hook.extension_id}' did not answer within {timeout_s * 1000:.0f} ms"
-        return HookDecision(hook.extension_id, "timeout", message), HookFault(hook.extension_id, BEFORE, "timeout",
-                                                                              message)
-    if outcome.error is not None:
-        message = f"tool_call hook of '{hook.extension_id}' raised {describe_exception(outcome.error)}"
-        return HookDecision(hook.extension_id, "throw", message), HookFault(hook.extension_id, BEFORE, "throw",
-                                                                            message)
+def _brief(value: Any) -> str:
+    import json
+
     try:
-        blocked, reason = interpret_before(outcome.value)
-    except TypeError as exc:
-        message = f"tool_call hook of '{hook.extension_id}' failed: {exc}"
-        return HookDecision(hook.extension_id, "throw", message), HookFault(hook.extension_id, BEFORE, "throw",
-                                                                            message)
-    if blocked:
-        return HookDecision(hook.extension_id, "deny", reason or ""), None
-    return None, None
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = type(value).__name__
+    return text if len(text) <= 200 else text[:200] + "…"
 
 
-def judge_after(hook: Hook, outcome: Outcome, timeout_s: float) -> HookFault | None:
-    """An after hook's outcome only matters if it raised or timed out."""
-    if outcome.timed_out:
-        return HookFault(hook.extension_id, AFTER, "timeout",
-                         f"tool_result hook of '{hook.extension_id}' did not finish within {timeout_s * 1000:.0f} ms")
-    if outcome.error is not None:
-        return HookFault(hook.extension_id, AFTER, "throw",
-                         f"tool_result hook of '{hook.extension_id}' raised {describe_exception(outcome.error)}")
-    return None
+def text_content(content: Any) -> list[dict[str, str]]:
+    """``content`` as a list of text items (a string becomes one); raises ``TypeError``."""
+    if type(content) is str:
+        return [{"type": "text", "text": content}]
+    if type(content) is not list or not all(
+            type(c) is dict and c.get("type") == "text" and type(c.get("text")) is str for c in content):
+        raise TypeError("'content' must be a string or a list of {'type': 'text', 'text': str}")
+    return [{"type": "text", "text": c["text"]} for c in content]
+
+
+@dataclass
+class Output:
+    """What a tool's ``execute`` or a command's handler returned, as a result's parts."""
+
+    content: list[dict[str, str]]
+    details: dict[str, Any]
+    is_error: bool
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"content": self.content, "details": self.details, "isError": self.is_error}
+
+
+def interpret_output(value: Any) -> Output:
+    """A string, or ``{"content", "details"?, "isError"?}``; raises ``TypeError`` for anything else."""
+    if type(value) is str:
+        return Output(text_content(value), {}, False)
+    if type(value) is dict and "content" in value and set(value) <= {"content", "details", "isError"}:
+        details = value.get("details", {})
+        if type(details) is not dict:
+            raise TypeError("'details' must be an object")
+        is_error = value.get("isError", False)
+        if type(is_error) is not bool:
+            raise TypeError("'isError' must be True or False")
+        return Output(text_content(value["content"]), details, is_error)
+    raise TypeError(f"a tool must return a str or a dict with 'content' (and 'details', 'isError'), not "
+                    f"{_brief(value)}")
+
+
+PATCH_FIELDS = ("content", "details", "isError")
+
+
+def interpret_patch(value: Any) -> dict[str, Any] | None:
+    """A transform's return value: ``None`` (keep) or a patch of ``content``/``details``/``isError``.
+
+    Each given field replaces that field whole. Raises ``TypeError`` for anything else.
+    """
+    if value is None:
+        return None
+    if type(value) is not dict or not value or not set(value) <= set(PATCH_FIELDS):
+        raise TypeError(f"a tool_result_transform must return None or a patch with content, details or isError, "
+                        f"not {_brief(value)}")
+    patch: dict[str, Any] = {}
+    if "content" in value:
+        patch["content"] = text_content(value["content"])
+    if "details" in value:
+        if type(value["details"]) is not dict:
+            raise TypeError("'details' must be an object")
+        patch["details"] = value["details"]
+    if "isError" in value:
+        if type(value["isError"]) is not bool:
+            raise TypeError("'isError' must be True or False")
+        patch["isError"] = value["isError"]
+    return patch

@@ -1,10 +1,14 @@
-"""Skill activation: the body enters the conversation only here, read afresh and re-checked."""
+"""Skill activation: the body enters the conversation only here, read afresh and re-checked.
+
+An activation also lists the skill's folder (``files``), so that a model reading "run
+``scripts/fill_form.py``" or "see reference.md" knows where that is and what exists.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+import stat
 from typing import Any
 
 from harness_sidecar.errors import DomainError
@@ -15,38 +19,78 @@ from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.names import name_problem
 from harness_sidecar.resources.paths import (
     decode_utf8,
+    is_within,
     join_within,
     read_contained,
     realpath_within,
 )
+from harness_sidecar.resources.records import Record
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 
-@dataclass
-class SkillResource:
-    request: str
-    source: str  # canonical path
-    content: str
+class SkillResource(Record):
+    __slots__ = ("request", "source", "content", "mime_type", "size")
+
+    def __init__(self, request: str, source: str, content: str, mime_type: str | None = None,
+                 size: int = 0) -> None:
+        self.request = request
+        self.source = source  # canonical path
+        self.content = content  # the text, or the bytes in base64 when ``mime_type`` is set
+        self.mime_type = mime_type  # set for a file that is not UTF-8 text
+        self.size = size  # bytes on disk
 
     def to_wire(self) -> dict[str, Any]:
-        return {"request": self.request, "source": self.source, "content": self.content}
+        if self.mime_type is None:
+            return {"request": self.request, "source": self.source, "content": self.content}
+        return {"request": self.request, "source": self.source, "encoding": "base64", "mimeType": self.mime_type,
+                "content": self.content}
 
 
-@dataclass
-class ActivatedSkill:
-    name: str
-    description: str
-    root: str
-    source: str
-    body: str
-    resources: list[SkillResource] = field(default_factory=list)
+class SkillFile(Record):
+    __slots__ = ("path", "size")
+
+    def __init__(self, path: str, size: int) -> None:
+        self.path = path  # relative to the skill directory, with '/'
+        self.size = size
+
+
+class ActivatedSkill(Record):
+    __slots__ = ("name", "description", "root", "source", "body", "resources", "directory", "files",
+                 "files_omitted")
+
+    def __init__(self, name: str, description: str, root: str, source: str, body: str,
+                 resources: list[SkillResource] | None = None, directory: str = "",
+                 files: list[SkillFile] | None = None, files_omitted: int = 0) -> None:
+        self.name = name
+        self.description = description
+        self.root = root
+        self.source = source
+        self.body = body
+        self.resources: list[SkillResource] = [] if resources is None else resources
+        self.directory = directory
+        self.files: list[SkillFile] = [] if files is None else files
+        self.files_omitted = files_omitted
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        out = {
             "name": self.name, "description": self.description, "root": self.root, "source": self.source,
-            "body": self.body, "resources": [r.to_wire() for r in self.resources],
+            "body": self.body, "resources": [r.to_wire() for r in self.resources], "directory": self.directory,
+            "files": [{"path": f.path, "size": f.size} for f in self.files],
         }
+        if self.files_omitted:
+            out["filesOmitted"] = self.files_omitted
+        return out
+
+    def load_skill_text(self) -> str:
+        """What the builtin ``load_skill`` answers: the body, then where the skill lives and what is in it."""
+        lines = [self.body.rstrip("\n"), "", "---",
+                 f"Skill directory: {self.directory}",
+                 "Files in it (paths relative to the skill directory; sizes in bytes):"]
+        lines += [f"- {f.path} ({f.size})" for f in self.files]
+        if self.files_omitted:
+            lines.append(f"- … and {self.files_omitted} more file{'s' if self.files_omitted != 1 else ''} not listed")
+        return "\n".join(lines) + "\n"
 
 
 def check_skill_name(name: object) -> str:
@@ -93,10 +137,12 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
         kind = "name_mismatch" if problem.kind in ("name_mismatch", "invalid_name") else "invalid_frontmatter"
         raise DomainError(kind, f"skill '{name}': {problem.message}", name=name, path=entry.source,
                           line=problem.line)
-    body = decode_utf8(data[fm.body_start:], entry.source, "SKILL.md")
+    body = decode_utf8(data, entry.source, "SKILL.md", fm.body_start)
     loaded = [read_resource(entry.directory, directory_real, request, limits) for request in dict.fromkeys(resources)]
+    files, omitted = list_files(directory_real, limits.max_listed_files)
     return ActivatedSkill(name, fm.data["description"].strip(), entry.root.path, entry.source,
-                          _LEADING_BLANK_LINES.sub("", body), loaded)
+                          _LEADING_BLANK_LINES.sub("", body), loaded, os.path.normpath(entry.directory),
+                          files, omitted)
 
 
 def read_resource(directory: str, directory_real: str, request: str, limits: Limits) -> SkillResource:
@@ -107,5 +153,110 @@ def read_resource(directory: str, directory_real: str, request: str, limits: Lim
         real, data = read_contained(path, directory_real, limits.max_file_bytes, "resource")
     except DomainError as exc:
         exc.data.setdefault("request", request)
+        if exc.kind == "resource_not_found" and not os.path.lexists(path):
+            close = suggestions(request, [f.path for f in list_files(directory_real, MAX_WALK)[0]])
+            exc.data["suggestions"] = close
+            if close:
+                exc.message += f"; did you mean {' or '.join(close[:3])}?"
+                exc.args = (exc.message,)
         raise
-    return SkillResource(request, real, decode_utf8(data, path, "resource"))
+    if b"\x00" not in data:
+        try:
+            return SkillResource(request, real, decode_utf8(data, path, "resource"), None, len(data))
+        except DomainError:
+            pass
+    import base64
+
+    return SkillResource(request, real, base64.b64encode(data).decode("ascii"), mime_type(path), len(data))
+
+
+# -- the skill's folder ------------------------------------------------------------------------------
+
+MAX_WALK = 20_000  # directory entries looked at for one listing, at most
+
+
+def list_files(directory_real: str, limit: int) -> tuple[list[SkillFile], int]:
+    """Every regular file under the skill directory, sorted by path: ``(the first limit, how many more)``.
+
+    Paths are relative, with '/'. Left out: dot-files and anything under a dot-directory,
+    links that resolve outside the skill directory (a resource must stay inside it), broken
+    links, and anything that is not a regular file. A link to a directory inside the skill
+    is followed unless it leads back to one of its own ancestors. At most ``MAX_WALK``
+    directory entries are looked at.
+    """
+    found: list[tuple[str, int]] = []
+    seen = 0
+    stack: list[tuple[str, str, tuple[str, ...]]] = [("", directory_real, (directory_real,))]
+    while stack and seen < MAX_WALK:
+        prefix, real, ancestors = stack.pop()
+        try:
+            it = os.scandir(real)
+        except OSError:
+            continue
+        with it:
+            for entry in it:
+                seen += 1
+                if seen > MAX_WALK:
+                    break
+                if entry.name.startswith("."):
+                    continue
+                relative = prefix + entry.name
+                try:
+                    if entry.is_symlink():
+                        target = os.path.realpath(entry.path)
+                        if not is_within(target, directory_real):
+                            continue
+                        st = os.stat(target)
+                        if stat.S_ISDIR(st.st_mode):
+                            if target not in ancestors:
+                                stack.append((relative + "/", target, ancestors + (target,)))
+                        elif stat.S_ISREG(st.st_mode):
+                            found.append((relative, st.st_size))
+                    elif entry.is_dir(follow_symlinks=False):
+                        stack.append((relative + "/", entry.path, ancestors + (entry.path,)))
+                    elif entry.is_file(follow_symlinks=False):
+                        found.append((relative, entry.stat(follow_symlinks=False).st_size))
+                except OSError:
+                    continue
+    found.sort()
+    return [SkillFile(path, size) for path, size in found[:limit]], max(0, len(found) - limit)
+
+
+def suggestions(request: str, available: list[str], limit: int = 5) -> list[str]:
+    """Files of the skill close to ``request``: the same path in another case first, then the same
+    file name elsewhere, then similar spellings."""
+    import difflib
+
+    wanted = os.path.normpath(request).replace(os.sep, "/")
+    lower = wanted.lower()
+    base = lower.rsplit("/", 1)[-1]
+    same_case_insensitive = [p for p in available if p.lower() == lower]
+    same_name = [p for p in available if p.rsplit("/", 1)[-1].lower() == base]
+    similar = difflib.get_close_matches(wanted, available, n=limit, cutoff=0.6)
+    similar += difflib.get_close_matches(lower, [p.lower() for p in available], n=limit, cutoff=0.6)
+    by_lower = {p.lower(): p for p in available}
+    ordered = same_case_insensitive + same_name + [by_lower.get(p, p) for p in similar]
+    return [p for p in dict.fromkeys(ordered) if p != wanted][:limit]
+
+
+# Types Python's own table lacks that skills ship (fonts, office documents, archives).
+_MIME_TYPES = {
+    ".ttf": "font/ttf", ".otf": "font/otf", ".woff": "font/woff", ".woff2": "font/woff2",
+    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ".gz": "application/gzip", ".tgz": "application/gzip", ".bz2": "application/x-bzip2",
+    ".xz": "application/x-xz", ".7z": "application/x-7z-compressed", ".jar": "application/java-archive",
+    ".webp": "image/webp", ".sqlite": "application/vnd.sqlite3", ".db": "application/vnd.sqlite3",
+    ".parquet": "application/vnd.apache.parquet",
+}
+
+
+def mime_type(path: str) -> str:
+    """The media type of a file by its extension: the table above, then Python's ``mimetypes``
+    table (its built-in one unless something in the process loaded the system's), else
+    ``application/octet-stream``. Never the file's content: nothing is sniffed."""
+    import mimetypes
+
+    extension = os.path.splitext(path)[1].lower()
+    return _MIME_TYPES.get(extension) or mimetypes.types_map.get(extension) or "application/octet-stream"

@@ -13,7 +13,6 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.errors import DomainError
@@ -22,6 +21,7 @@ from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
 from harness_sidecar.resources.names import name_problem
 from harness_sidecar.resources.paths import decode_utf8, is_within, read_contained
+from harness_sidecar.resources.records import Record
 
 logger = logging.getLogger(__name__)
 
@@ -29,15 +29,23 @@ PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
-@dataclass
-class Diagnostic:
-    kind: str
-    message: str
-    path: str | None = None
-    hint: str | None = None
-    line: int | None = None
-    column: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+class Diagnostic(Record):
+    __slots__ = ("kind", "message", "path", "hint", "line", "column", "extra")
+
+    def __init__(self, kind: str, message: str, path: str | None = None, hint: str | None = None,
+                 line: int | None = None, column: int | None = None, extra: dict[str, Any] | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.path = path
+        self.hint = hint
+        self.line = line
+        self.column = column
+        self.extra: dict[str, Any] = {} if extra is None else extra
+
+    @property
+    def is_warning(self) -> bool:
+        """A warning: the resource is still served (a diagnostic without it left something out)."""
+        return self.extra.get("severity") == "warning"
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"kind": self.kind}
@@ -65,32 +73,51 @@ class Diagnostic:
         return cls("unreadable", f"{path} cannot be read: {error.strerror or error}", path)
 
 
-@dataclass(frozen=True)
-class Root:
-    path: str  # as given, normalised
-    real: str  # links resolved: the boundary every resource is checked against
-    index: int
+class Root(Record):
+    """A root of a thread; never changed once made (hashable)."""
+
+    __slots__ = ("path", "real", "index")
+
+    def __init__(self, path: str, real: str, index: int) -> None:
+        self.path = path  # as given, normalised
+        self.real = real  # links resolved: the boundary every resource is checked against
+        self.index = index
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.real, self.index))
 
 
-@dataclass
-class SkillEntry:
-    name: str
-    description: str
-    root: Root
-    source: str  # <root>/skills/<name>/SKILL.md, as found under the root
-    directory: str
+class SkillEntry(Record):
+    __slots__ = ("name", "description", "root", "source", "directory", "stamp")
+    _uncompared = frozenset(["stamp"])
+
+    def __init__(self, name: str, description: str, root: Root, source: str, directory: str,
+                 stamp: tuple | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.root = root
+        self.source = source  # <root>/skills/<name>/SKILL.md, as found under the root
+        self.directory = directory
+        # SKILL.md's identity and version when scanned (device, inode, size, mtime, ctime): an
+        # edit of the body alone changes it, and the catalog diff reports the skill changed
+        self.stamp = stamp
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "root": self.root.path, "source": self.source}
 
 
-@dataclass
-class TemplateEntry:
-    name: str
-    description: str | None
-    root: Root
-    source: str
-    variables: list[str]
+class TemplateEntry(Record):
+    __slots__ = ("name", "description", "root", "source", "variables", "stamp")
+    _uncompared = frozenset(["stamp"])
+
+    def __init__(self, name: str, description: str | None, root: Root, source: str, variables: list[str],
+                 stamp: int | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.root = root
+        self.source = source
+        self.variables = variables
+        self.stamp = stamp  # a hash of the body when scanned
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
@@ -100,23 +127,28 @@ class TemplateEntry:
         return out
 
 
-@dataclass
-class Instructions:
-    root: Root
-    source: str
-    text: str  # snapshot taken at thread/start
+class Instructions(Record):
+    __slots__ = ("root", "source", "text")
+
+    def __init__(self, root: Root, source: str, text: str) -> None:
+        self.root = root
+        self.source = source
+        self.text = text  # snapshot taken at thread/start
 
     def to_wire(self) -> dict[str, Any]:
         return {"root": self.root.path, "source": self.source}
 
 
-@dataclass
-class Catalog:
-    roots: list[Root]
-    instructions: list[Instructions]
-    skills: dict[str, SkillEntry]  # sorted by name
-    templates: dict[str, TemplateEntry]  # sorted by name
-    diagnostics: list[Diagnostic]
+class Catalog(Record):
+    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics")
+
+    def __init__(self, roots: list[Root], instructions: list[Instructions], skills: dict[str, SkillEntry],
+                 templates: dict[str, TemplateEntry], diagnostics: list[Diagnostic]) -> None:
+        self.roots = roots
+        self.instructions = instructions
+        self.skills = skills  # sorted by name
+        self.templates = templates  # sorted by name
+        self.diagnostics = diagnostics
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -187,8 +219,7 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
         diagnostics.append(Diagnostic.from_error(exc, source))
         return None
     except FileNotFoundError:
-        diagnostics.append(Diagnostic("missing_skill_file", f"skill directory {directory} has no SKILL.md", directory,
-                                      "add SKILL.md with name and description frontmatter"))
+        diagnostics.append(_missing_skill_file(directory, real_dir))
         return None
     except OSError as exc:
         diagnostics.append(Diagnostic("unreadable", f"{source} cannot be opened: {exc.strerror}", source))
@@ -206,10 +237,69 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
         description, problems = _skill_header(fd, st, name, limits)
     finally:
         os.close(fd)
-    if problems:
+    if description is None:
         diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
         return None
-    return SkillEntry(name, description, root, source, directory)  # type: ignore[arg-type]
+    # a valid skill's problems are warnings: it is served
+    diagnostics.extend(Diagnostic.from_problem(p, source, severity="warning") for p in problems)
+    return SkillEntry(name, description, root, source, directory,
+                      (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+
+
+def _missing_skill_file(directory: str, real_dir: str) -> Diagnostic:
+    """Why a skill directory has no SKILL.md: none at all, the wrong case, or a broken link."""
+    source = f"{directory}/SKILL.md"
+    if os.path.islink(f"{real_dir}/SKILL.md"):
+        return _broken_link(source, f"{real_dir}/SKILL.md")
+    try:
+        names = os.listdir(real_dir)
+    except OSError:
+        names = []
+    misnamed = sorted(n for n in names if n.lower() == "skill.md" and n != "SKILL.md")
+    if misnamed:
+        return Diagnostic("missing_skill_file", f"skill directory {directory} has {misnamed[0]} but no SKILL.md: the "
+                          "name is case-sensitive", f"{directory}/{misnamed[0]}",
+                          f"rename {misnamed[0]} to SKILL.md", extra={"found": misnamed[0]})
+    return Diagnostic("missing_skill_file", f"skill directory {directory} has no SKILL.md", directory,
+                      "add SKILL.md with name and description frontmatter")
+
+
+def _broken_link(path: str, real_path: str) -> Diagnostic:
+    """A link that leads nowhere: its target is missing, or it loops."""
+    try:
+        target = os.readlink(real_path)
+    except OSError:
+        target = "?"
+    try:
+        os.stat(real_path)
+        why = "cannot be followed"
+    except FileNotFoundError:
+        why = "does not exist"
+    except OSError as exc:
+        why = "loops back on itself" if exc.errno == errno.ELOOP else f"cannot be followed ({exc.strerror})"
+    return Diagnostic("broken_link", f"{path} is a link to {target}, which {why}; it is skipped", path,
+                      "remove the link, or point it at a directory inside the root", extra={"target": target})
+
+
+def _hidden_folder(skills_dir: str, skills_real: str, name: str) -> Diagnostic | None:
+    """A folder under skills/ whose name starts with a dot, when it holds skills (it is skipped)."""
+    path = f"{skills_dir}/{name}"
+    real = f"{skills_real}/{name}"
+    if os.path.isfile(f"{real}/SKILL.md"):
+        return Diagnostic("hidden_folder", f"skill folder {path} is skipped: its name starts with a dot", path,
+                          f"rename it to skills/{name.lstrip('.')}", extra={"skills": [name]})
+    try:
+        with os.scandir(real) as it:
+            held = sorted(e.name for e in it if not e.name.startswith(".") and os.path.isfile(f"{e.path}/SKILL.md"))
+    except OSError:
+        return None
+    if not held:
+        return None
+    shown = ", ".join(held[:5]) + (f", … ({len(held)} in all)" if len(held) > 5 else "")
+    return Diagnostic("hidden_folder", f"{path} holds {len(held)} skill folder{'s' if len(held) != 1 else ''} "
+                      f"({shown}), skipped because its name starts with a dot; only skills/<name>/SKILL.md is read",
+                      path, "move or link each skill folder to skills/<name>/ (links that stay inside the root "
+                      "are followed)", extra={"skills": held})
 
 
 # Parsed SKILL.md headers by file identity and version. An entry is trusted only while the
@@ -217,13 +307,17 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
 # RACY_SECONDS are remembered: a file rewritten within the kernel's timestamp granularity
 # could otherwise keep its old stamp. Repeated thread/starts on the same roots (every new
 # chat in an editor) then cost an open and an fstat per skill instead of a read and a parse.
-_HEADERS: dict[tuple, tuple[str | None, tuple[Problem, ...]]] = {}
+_HEADERS: dict[tuple, tuple[str | None, tuple[Problem, ...]]] = {}  # description is None: rejected
 MAX_CACHED_HEADERS = 50_000
 RACY_SECONDS = 2.0
 
 
 def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tuple[str | None, tuple[Problem, ...]]:
-    """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter."""
+    """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter.
+
+    With a description the skill is valid and the problems are warnings; without one they
+    are why it is rejected.
+    """
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
     cached = _HEADERS.get(key)
     if cached is not None:
@@ -233,7 +327,8 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tup
         fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
         assert fm is not None
         problems = tuple(frontmatter.check_skill(fm, name))
-        result = (None if problems else fm.data["description"].strip(), problems)
+        result = (None, problems) if problems else (fm.data["description"].strip(),
+                                                    tuple(frontmatter.skill_warnings(fm)))
     except FrontmatterError as exc:
         result = (None, (exc.problem,))
     if time.time() - st.st_ctime > RACY_SECONDS:
@@ -247,8 +342,10 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> li
     skills_dir = os.path.join(root.path, "skills")
     try:
         with os.scandir(os.path.join(root.real, "skills")) as it:
-            entries = sorted((e for e in it if not e.name.startswith(".")), key=lambda e: e.name)
+            entries = sorted(it, key=lambda e: e.name)
     except FileNotFoundError:
+        if os.path.islink(os.path.join(root.real, "skills")):
+            diagnostics.append(_broken_link(skills_dir, os.path.join(root.real, "skills")))
         return []
     except OSError as exc:
         diagnostics.append(Diagnostic("unreadable", f"{skills_dir} cannot be listed: {exc.strerror}", skills_dir))
@@ -259,10 +356,18 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> li
     for entry in entries:
         try:
             is_dir = entry.is_dir()
-        except OSError:
+        except OSError:  # a link that loops
             is_dir = False
+        if entry.name.startswith("."):
+            if is_dir and not entry.is_symlink():
+                hidden = _hidden_folder(skills_dir, skills_real, entry.name)
+                if hidden is not None:
+                    diagnostics.append(hidden)
+            continue
         if not is_dir:
-            if entry.name.endswith(".md"):
+            if entry.is_symlink() and not os.path.exists(entry.path):
+                diagnostics.append(_broken_link(os.path.join(skills_dir, entry.name), entry.path))
+            elif entry.name.endswith(".md"):
                 diagnostics.append(Diagnostic(
                     "not_a_skill", f"{os.path.join(skills_dir, entry.name)} is a file; a skill is a directory",
                     os.path.join(skills_dir, entry.name),
@@ -323,7 +428,7 @@ def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, st
         raise DomainError(exc.problem.kind if exc.problem.kind in ("not_utf8", "too_large") else "invalid_frontmatter",
                           f"template {path}: {exc.problem.message}", path=path, line=exc.problem.line) from None
     description = None
-    body_bytes = data
+    body_start = 0
     if fm is not None:
         problem = frontmatter.description_problem(fm.data.get("description"), fm.lines.get("description"),
                                                   required=False)
@@ -332,8 +437,8 @@ def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, st
                               line=problem.line)
         if fm.data.get("description") is not None:
             description = fm.data["description"].strip()
-        body_bytes = data[fm.body_start:]
-    body = decode_utf8(body_bytes, path, "template")
+        body_start = fm.body_start
+    body = decode_utf8(data, path, "template", body_start)
     return description, body.lstrip("\r\n") if fm is not None else body
 
 
@@ -367,7 +472,7 @@ def scan_templates(root: Root, limits: Limits, diagnostics: list[Diagnostic]) ->
         except OSError as exc:
             diagnostics.append(Diagnostic.unreadable(exc, path))
             continue
-        found.append(TemplateEntry(name, description, root, path, find_placeholders(body)))
+        found.append(TemplateEntry(name, description, root, path, find_placeholders(body), hash(body)))
     return found
 
 

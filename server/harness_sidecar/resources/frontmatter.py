@@ -3,39 +3,66 @@
 Discovery reads a bounded prefix of a file, never its body; the functions here work on
 that prefix and say precisely (line, column) what is wrong, so the same checks serve the
 catalog, ``harness-sidecar check`` and the LSP mode.
+
+Most frontmatters are a few ``key: value`` lines of plain or simply quoted text. Those are
+read here without YAML (``plain_mapping``): importing the YAML library costs more than
+reading a thousand skills. Only a block made entirely of such lines, whose values YAML's
+resolver would read as strings, takes that path; anything else (lists, block scalars,
+escapes, comments after a value, values YAML reads as numbers, booleans, dates or null, a
+character YAML treats specially) goes to the safe YAML loader, so the result is what
+``yaml.safe_load`` gives in every case (tests compare the two on real and generated files).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.resources.names import name_problem
+from harness_sidecar.resources.records import Record
 
 FIRST_CHUNK = 4096
 _OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?(?:\n|\Z)")
 _CLOSE = re.compile(rb"^---[ \t]*\r?$", re.M)
 
 
-@dataclass
-class Problem:
+def _closing(data: bytes, start: int, eof: bool) -> re.Match[bytes] | None:
+    """The closing ``---`` line at or after ``start``, if it is a whole line of ``data``.
+
+    A line that reaches the end of ``data`` is whole only at the end of the file: a read
+    cut at ``---`` may be the start of ``---more text`` and is no closing line.
+    """
+    closing = _CLOSE.search(data, start)
+    if closing is not None and closing.end() == len(data) and not eof:
+        return None
+    return closing
+
+
+class Problem(Record):
     """One reason a resource cannot be used; ``line``/``column`` are 1-based when known."""
 
-    kind: str
-    message: str
-    hint: str | None = None
-    line: int | None = None
-    column: int | None = None
+    __slots__ = ("kind", "message", "hint", "line", "column")
+
+    def __init__(self, kind: str, message: str, hint: str | None = None, line: int | None = None,
+                 column: int | None = None) -> None:
+        self.kind = kind
+        self.message = message
+        self.hint = hint
+        self.line = line
+        self.column = column
 
 
-@dataclass
-class Frontmatter:
-    data: dict[str, Any]
-    body_start: int  # byte offset of the first byte after the closing line
-    lines: dict[str, int] = field(default_factory=dict)  # top-level key -> 1-based line
-    end_line: int = 0  # 1-based line of the closing ---
+class Frontmatter(Record):
+    __slots__ = ("data", "body_start", "lines", "end_line", "raw")
+
+    def __init__(self, data: dict[str, Any], body_start: int, lines: dict[str, int] | None = None,
+                 end_line: int = 0, raw: dict[str, str] | None = None) -> None:
+        self.data = data
+        self.body_start = body_start  # byte offset of the first byte after the closing line
+        self.lines: dict[str, int] = {} if lines is None else lines  # top-level key -> 1-based line
+        self.end_line = end_line  # 1-based line of the closing ---
+        self.raw: dict[str, str] = {} if raw is None else raw  # top-level plain scalars as written (for hints)
 
 
 class FrontmatterError(Exception):
@@ -58,7 +85,7 @@ def read_prefix(fd: int, max_frontmatter_bytes: int) -> tuple[bytes, bool]:
         return data, False
     while len(data) < cap:
         start = data.find(b"\n") + 1
-        if _CLOSE.search(data, start):
+        if _closing(data, start, False):
             return data, False
         chunk = os.read(fd, min(max(len(data), FIRST_CHUNK), cap - len(data)))
         if not chunk:
@@ -84,7 +111,7 @@ def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
             ))
         return None, 0, 0
     start = opening.end()
-    closing = _CLOSE.search(data, start)
+    closing = _closing(data, start, eof)
     if closing is None or closing.start() - start > max_frontmatter_bytes:
         if closing is None and eof:
             raise FrontmatterError(Problem(
@@ -113,11 +140,202 @@ def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
 
 
 def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int]]:
-    """Load ``text`` with the safe loader; return the mapping and each top-level key's line.
+    """Load ``text`` as ``yaml.safe_load`` would; return the mapping and each top-level key's line.
 
     ``first_line`` is the 1-based file line on which ``text`` starts. Nothing but plain
     data is ever constructed: tags such as ``!!python/object`` are errors.
     """
+    data, lines, _ = _load(text, first_line)
+    return data, lines
+
+
+def _load(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
+    """``(mapping, key lines, raw text of top-level plain scalar values)``."""
+    plain = plain_mapping(text, first_line)
+    if plain is not None:
+        return plain[0], plain[1], {}
+    return _load_with_yaml(text, first_line)
+
+
+# -- plain key/value lines, read without YAML ----------------------------------------------------
+
+# The implicit resolvers of YAML 1.1 as PyYAML (and its libyaml binding) apply them to plain
+# scalars; a test checks that these are exactly the patterns of the installed yaml.resolver.
+# A plain value any of them matches is not a string: it is left to YAML. Compiled on first
+# use (a few milliseconds a fresh process should not pay when no value needs them).
+IMPLICIT_RESOLVER_PATTERNS = [
+    (r"""^(?:yes|Yes|YES|no|No|NO
+                    |true|True|TRUE|false|False|FALSE
+                    |on|On|ON|off|Off|OFF)$""", re.X),
+    (r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?
+                    |\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?
+                    |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+                    |[-+]?\.(?:inf|Inf|INF)
+                    |\.(?:nan|NaN|NAN))$""", re.X),
+    (r"""^(?:[-+]?0b[0-1_]+
+                    |[-+]?0[0-7_]+
+                    |[-+]?(?:0|[1-9][0-9_]*)
+                    |[-+]?0x[0-9a-fA-F_]+
+                    |[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$""", re.X),
+    (r"^(?:<<)$", 0),
+    (r"""^(?: ~
+                    |null|Null|NULL
+                    | )$""", re.X),
+    (r"""^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]
+                    |[0-9][0-9][0-9][0-9] -[0-9][0-9]? -[0-9][0-9]?
+                     (?:[Tt]|[ \t]+)[0-9][0-9]?
+                     :[0-9][0-9] :[0-9][0-9] (?:\.[0-9]*)?
+                     (?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$""", re.X),
+    (r"^(?:=)$", 0),
+    (r"^(?:!|&|\*)$", 0),
+]
+# Every value the bool, merge, null, value and yaml resolvers match: a plain value whose first
+# character is not one of NUMERIC_START can only be matched by these (a test checks both).
+WORDS_NOT_TEXT = frozenset(["yes", "Yes", "YES", "no", "No", "NO", "true", "True", "TRUE", "false", "False",
+                            "FALSE", "on", "On", "ON", "off", "Off", "OFF", "<<", "~", "null", "Null", "NULL", "",
+                            "=", "!", "&", "*"])
+NUMERIC_START = frozenset("-+0123456789.")
+_compiled: list[re.Pattern[str]] = []
+
+
+def _resolvers() -> list[re.Pattern[str]]:
+    if not _compiled:
+        _compiled.extend(re.compile(pattern, flags) for pattern, flags in IMPLICIT_RESOLVER_PATTERNS)
+    return _compiled
+
+
+# Characters YAML may not read as plain text: non-printables, tabs, carriage returns, the line
+# breaks U+0085, U+2028, U+2029, and the byte-order mark (a newline is a line of its own).
+_NOT_PLAIN_TEXT = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff\ud800-\udfff]")
+_KEY_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_-]{0,63}):(?: +(.*))?")
+# What may not start a plain scalar (YAML's indicators), and quotes (handled on their own).
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+
+
+def _resolves_to_string(value: str) -> bool:
+    if value in WORDS_NOT_TEXT:
+        return False
+    if value[0] in NUMERIC_START:
+        return not any(pattern.match(value) for pattern in _resolvers())
+    return True
+
+
+def _plain_value(value: str) -> str | list[str] | None:
+    """What YAML reads for ``value`` (the rest of a ``key: `` line) if it is text, or ``None``."""
+    value = value.rstrip(" ")
+    if not value:
+        return None
+    first = value[0]
+    if first == "'":
+        inner = value[1:-1]
+        if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
+            return None
+        return inner.replace("''", "'")
+    if first == '"':
+        inner = value[1:-1]
+        if len(value) < 2 or value[-1] != '"' or '"' in inner or "\\" in inner:
+            return None
+        return inner
+    if first == "[":
+        return _flow_words(value)
+    if first in _INDICATORS or ": " in value or value.endswith(":") or " #" in value:
+        return None
+    return value if _resolves_to_string(value) else None
+
+
+_FLOW_WORDS = re.compile(r"\[ *((?:[A-Za-z0-9_][A-Za-z0-9_./+-]*)(?: *, *[A-Za-z0-9_][A-Za-z0-9_./+-]*)*)? *\]")
+
+
+def _flow_words(value: str) -> list[str] | None:
+    """``[a, b-c, d.e]``: a flow sequence of plain words, each read as text, or ``None``."""
+    match = _FLOW_WORDS.fullmatch(value)
+    if match is None:
+        return None
+    words = [word.strip(" ") for word in match.group(1).split(",")] if match.group(1) else []
+    return words if all(_resolves_to_string(word) for word in words) else None
+
+
+_CHILD = re.compile(r"( +)([A-Za-z][A-Za-z0-9_-]{0,63}):(?: +(.*))?")
+
+
+def plain_mapping(text: str, first_line: int = 0) -> tuple[dict[str, Any], dict[str, int]] | None:
+    """``text`` read without YAML, when it is made of simple lines only.
+
+    Each line is blank, a comment starting in column 0, ``key: value``, or ``key:`` followed
+    by indented ``key: value`` lines (one level, the same indentation), where each value is
+    plain or simply quoted text or a ``[word, ...]`` list. Returns the mapping and each
+    top-level key's line (``first_line`` for the first line of ``text``; the first line of a
+    repeated key, whose value is the last, as YAML gives it), or ``None`` when YAML must read
+    the text. (Written for speed: it runs once per skill of every root.)
+    """
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+    if _NOT_PLAIN_TEXT.search(text):
+        return None
+    data: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    rows = text.split("\n")
+    fullmatch = _KEY_VALUE.fullmatch
+    number = 0
+    count = len(rows)
+    while number < count:
+        line = rows[number]
+        number += 1
+        if not line or line[0] == "#":
+            continue
+        match = fullmatch(line)
+        if match is None:
+            return None
+        key, rest = match.groups()
+        if key in WORDS_NOT_TEXT:  # the keys _resolves_to_string refuses: they start with a letter
+            return None
+        if key not in lines:
+            lines[key] = number - 1 + first_line
+        if rest is None or not rest.strip(" "):
+            children, number = _children(rows, number)
+            if children is None:
+                return None
+            data[key] = children
+            continue
+        value = _plain_value(rest)
+        if value is None:
+            return None
+        data[key] = value
+    return data, lines
+
+
+def _children(rows: list[str], number: int) -> tuple[dict[str, Any] | None, int]:
+    """The indented ``key: value`` lines from ``rows[number]`` on, and the next row to read."""
+    children: dict[str, Any] = {}
+    indent = None
+    while number < len(rows):
+        line = rows[number]
+        if line and line[0] != " ":
+            if line[0] != "#":
+                break
+            number += 1  # a comment in column 0 may sit among the indented lines
+            continue
+        if not line:
+            number += 1
+            continue
+        match = _CHILD.fullmatch(line)
+        if match is None or match.group(3) is None or not _resolves_to_string(match.group(2)):
+            return None, number
+        if indent is None:
+            indent = match.group(1)
+        elif match.group(1) != indent:
+            return None, number
+        value = _plain_value(match.group(3))
+        if value is None:
+            return None, number
+        children[match.group(2)] = value
+        number += 1
+    return (children or None), number
+
+
+# -- everything else: the safe YAML loader ---------------------------------------------------------
+
+def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -151,11 +369,14 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
             hint="write 'name: …' and 'description: …' lines", line=first_line, column=1,
         ))
     lines: dict[str, int] = {}
+    raw: dict[str, str] = {}
     if node is not None and hasattr(node, "value") and isinstance(node.value, list):
-        for key_node, _ in node.value:
+        for key_node, value_node in node.value:
             if isinstance(getattr(key_node, "value", None), str):
                 lines.setdefault(key_node.value, key_node.start_mark.line + first_line)
-    return data, lines
+                if isinstance(value_node, yaml.ScalarNode) and not value_node.style:  # plain: None, or "" (libyaml)
+                    raw[key_node.value] = value_node.value  # as written, before YAML resolved it
+    return data, lines, raw
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -175,23 +396,59 @@ def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
     text, body_start, closing_line = split(data, eof, max_frontmatter_bytes, required)
     if text is None:
         return None
-    mapping, lines = load_yaml(text, 2)
-    return Frontmatter(mapping, body_start, lines, closing_line)
+    mapping, lines, raw = _load(text, 2)
+    return Frontmatter(mapping, body_start, lines, closing_line, raw)
 
 
-def description_problem(value: object, line: int | None, required: bool) -> Problem | None:
+# What str.splitlines() splits on: a description containing any of these is not one line.
+LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+MAX_DESCRIPTION_CHARS = 1024  # the Agent Skills specification's limit
+
+
+def _yaml_reading(value: object) -> str:
+    """How YAML read a plain scalar that is not text, for a hint: 'a bool', 'a number', …"""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if value is None:
+        return "null"
+    return f"a {type(value).__name__}"
+
+
+def _quote_hint(key: str, value: object, raw: str | None, fallback: str) -> tuple[str, str]:
+    """``(message suffix, hint)`` for a field YAML did not read as text."""
+    written = raw if raw is not None else fallback
+    quoted = '"' + written.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return (f"; YAML reads {written} as {_yaml_reading(value)}",
+            f"quote the value so YAML reads it as text: {key}: {quoted}")
+
+
+def description_problem(value: object, line: int | None, required: bool, raw: str | None = None) -> Problem | None:
     if value is None and not required:
         return None
     if not isinstance(value, str):
-        found = "missing" if value is None else f"a {type(value).__name__}"
-        return Problem("invalid_frontmatter", f"'description' must be a string (found {found})",
+        if value is None:
+            return Problem("invalid_frontmatter", "'description' must be a string (found missing)",
+                           hint="add 'description: <when to use this, in one line>'", line=line)
+        if raw is not None:
+            why, hint = _quote_hint("description", value, raw, raw)
+            return Problem("invalid_frontmatter", f"'description' must be a string (found a {type(value).__name__})"
+                           + why, hint=hint, line=line)
+        return Problem("invalid_frontmatter", f"'description' must be a string (found a {type(value).__name__})",
                        hint="add 'description: <when to use this, in one line>'", line=line)
     stripped = value.strip()
     if not stripped:
         return Problem("invalid_frontmatter", "'description' is blank",
                        hint="say in one line when this should be used", line=line)
-    if "\n" in stripped or "\r" in stripped:
-        return Problem("invalid_frontmatter", "'description' spans several lines; it must be one line",
+    line_break = LINE_BREAKS.search(stripped)
+    if line_break:
+        char = line_break.group()
+        named = {"\n": "a newline", "\r": "a carriage return", "\x85": "U+0085 NEXT LINE",
+                 "\u2028": "U+2028 LINE SEPARATOR", "\u2029": "U+2029 PARAGRAPH SEPARATOR"}.get(
+                     char, f"the line break U+{ord(char):04X}")
+        return Problem("invalid_frontmatter", f"'description' spans several lines (it contains {named}); "
+                       "it must be one line",
                        hint="join it into one line (avoid '|' block scalars)", line=line)
     return None
 
@@ -202,11 +459,21 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     name = fm.data.get("name")
     name_line = fm.lines.get("name", 2)
     if name is None:
-        problems.append(Problem("invalid_frontmatter", "'name' is missing",
-                                hint=f"add 'name: {dir_name}'", line=1))
+        if "name" in fm.data and "name" in fm.raw:  # 'name: ~', 'name: null'
+            why, hint = _quote_hint("name", name, fm.raw["name"], dir_name)
+            problems.append(Problem("invalid_frontmatter", "'name' must be a string" + why, hint=hint,
+                                    line=name_line))
+        else:
+            problems.append(Problem("invalid_frontmatter", "'name' is missing",
+                                    hint=f"add 'name: {dir_name}'", line=1))
     elif not isinstance(name, str):
-        problems.append(Problem("invalid_frontmatter", f"'name' must be a string, not {type(name).__name__}",
-                                hint=f"write 'name: {dir_name}'", line=name_line))
+        raw = fm.raw.get("name")
+        if raw is not None:
+            why, hint = _quote_hint("name", name, raw, dir_name)
+        else:
+            why, hint = "", f"write 'name: {dir_name}'"
+        problems.append(Problem("invalid_frontmatter", f"'name' must be a string, not {type(name).__name__}" + why,
+                                hint=hint, line=name_line))
     else:
         why = name_problem(name)
         if why:
@@ -216,7 +483,20 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
             problems.append(Problem("name_mismatch", f"name '{name}' differs from its directory '{dir_name}'",
                                     hint=f"write 'name: {dir_name}' or rename the directory to '{name}'",
                                     line=name_line))
-    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 1), required=True)
+    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 1), required=True,
+                               raw=fm.raw.get("description"))
     if desc:
         problems.append(desc)
     return problems
+
+
+def skill_warnings(fm: Frontmatter) -> list[Problem]:
+    """What a valid skill's frontmatter should change; the skill is still served."""
+    description = fm.data.get("description")
+    if isinstance(description, str) and len(description.strip()) > MAX_DESCRIPTION_CHARS:
+        return [Problem("description_too_long",
+                        f"the description is {len(description.strip())} characters; the Agent Skills limit is "
+                        f"{MAX_DESCRIPTION_CHARS} (the skill is served, but other tools may refuse it)",
+                        hint="say when to use the skill in fewer words; move details into the body",
+                        line=fm.lines.get("description"))]
+    return []

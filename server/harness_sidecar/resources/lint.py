@@ -156,6 +156,7 @@ def _lint_skill(path: str, text: str, lines: list[str], resource: Resource, root
     findings = [_from_problem(p, lines) for p in frontmatter.check_skill(fm, resource.name)]
     if findings:
         return findings
+    findings = [_from_problem(p, lines, WARNING) for p in frontmatter.skill_warnings(fm)]
     shadowed_by, shadows = _shadowing(resource, roots, limits)
     line, start, end = _value_span(lines, fm.lines.get("name", 2) - 1)
     if shadowed_by:

@@ -83,9 +83,13 @@ def read_contained(path: str, base_real: str, max_bytes: int, what: str = "file"
         os.close(fd)
 
 
-def decode_utf8(data: bytes, path: str, what: str = "file") -> str:
+def decode_utf8(data: bytes, path: str, what: str = "file", start: int = 0) -> str:
+    """``data[start:]`` as text; a bad byte is reported by its offset and line in the whole file."""
     try:
-        text = data.decode("utf-8")
+        text = (data[start:] if start else data).decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DomainError("not_utf8", f"{what} {path} is not valid UTF-8 (byte {exc.start})", path=path) from None
+        at = start + exc.start
+        line = data.count(b"\n", 0, at) + 1
+        raise DomainError("not_utf8", f"{what} {path} is not valid UTF-8 (byte {at}, line {line})", path=path,
+                          byte=at, line=line) from None
     return text[1:] if text.startswith("\ufeff") else text

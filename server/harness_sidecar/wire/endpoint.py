@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from harness_sidecar.errors import (
+    DomainError,
     InternalError,
     InvalidParams,
     InvalidRequest,
@@ -35,15 +36,22 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _NO_ID = object()
+WARM_DELAY_S = 0.2
 
 
 def _preload() -> None:
     try:
-        import harness_sidecar.extensions.loader  # noqa: F401
+        import harness_sidecar.extensions.discovery  # noqa: F401
         import harness_sidecar.threads  # noqa: F401
-        import yaml  # noqa: F401
     except Exception:  # noqa: BLE001 - the request that needs them will report the failure
         logger.debug("preloading failed", exc_info=True)
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_decode = json.JSONDecoder(parse_constant=_not_json).decode  # NaN and Infinity are not JSON
 
 
 def _id_key(request_id: Any) -> tuple[type, Any]:
@@ -51,8 +59,12 @@ def _id_key(request_id: Any) -> tuple[type, Any]:
 
 
 class Endpoint:
-    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None) -> None:
+    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
+                 max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
         self.writer = writer
+        self.max_in_flight = max_in_flight
+        self.max_result_bytes = max_result_bytes
+        self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
         self._service_factory = service_factory
         self._service: Sidecar | None = None
         self.initialized = False
@@ -64,6 +76,8 @@ class Endpoint:
         self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.exit_code: asyncio.Future[int] | None = None
+        self.client_capabilities: dict[str, Any] = {}
+        self._finishing = False
 
     @property
     def service(self) -> "Sidecar":
@@ -73,6 +87,7 @@ class Endpoint:
 
                 self._service_factory = Sidecar
             self._service = self._service_factory(self)
+            self._service.max_result_bytes = self.max_result_bytes
         return self._service
 
     # -- entry points ----------------------------------------------------------------------
@@ -83,6 +98,8 @@ class Endpoint:
         self.exit_code = self._loop.create_future()
         loop = self._loop
         self.writer.coalesce(loop)
+        if self.initialized:
+            self._schedule_warm()
         start_reader(lambda batch: loop.call_soon_threadsafe(self.receive_batch, batch))
         try:
             return await self.exit_code
@@ -111,7 +128,7 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = json.loads(raw.decode("utf-8"))
+            message = _decode(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return
@@ -185,12 +202,15 @@ class Endpoint:
         task = self._loop.create_task(self._answer(request_id, method, handler, params))
         task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method))
         self._served[key] = task
+        if self.reader is not None and len(self._served) >= self.max_in_flight and self.reader.may_read.is_set():
+            self.reader.may_read.clear()  # backpressure: the editor's requests wait in its pipe
 
     def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str) -> None:
         # A task cancelled before its first step never runs _answer: answer for it here.
         if task.cancelled():
             self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
             self._served.pop(_id_key(request_id), None)
+            self._resume_reading()
             self._maybe_finish()
 
     async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
@@ -204,10 +224,37 @@ class Endpoint:
             logger.exception("%s failed", method)
             self.send_error(request_id, InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}"))
         else:
-            self.send({"jsonrpc": "2.0", "id": request_id, "result": result})
+            self._send_result(request_id, method, result)
         finally:
             self._served.pop(_id_key(request_id), None)
+            self._resume_reading()
             self._maybe_finish()
+
+    def _resume_reading(self) -> None:
+        # Reading resumes once half of the limit is answered: not a wake-up per answer.
+        if self.reader is not None and len(self._served) <= self.max_in_flight // 2 \
+                and not self.reader.may_read.is_set():
+            self.reader.may_read.set()
+
+    def _send_result(self, request_id: Any, method: str, result: Any) -> None:
+        """A response, never over ``max_result_bytes`` and never anything but standard JSON."""
+        message = {"jsonrpc": "2.0", "id": request_id, "result": result}
+        try:
+            data = self.writer.encode(message)
+        except ValueError as exc:  # NaN or Infinity from somewhere outside: never on stdout
+            logger.error("the answer to %s is not JSON: %s", method, exc)
+            self.send_error(request_id, InternalError(f"the answer to '{method}' contained a value that is not "
+                                                      f"JSON ({exc})"))
+            return
+        if len(data) > self.max_result_bytes:
+            replacement = self.service.oversize(method, result, len(data)) if self._service is not None else None
+            if replacement is None:
+                self.send_error(request_id, DomainError(
+                    "too_large", f"the answer to '{method}' is {len(data)} bytes; --max-result-bytes is "
+                                 f"{self.max_result_bytes}", size=len(data), limit=self.max_result_bytes))
+                return
+            data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "result": replacement})
+        self.writer.write_encoded(data)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         if params is not None and not isinstance(params, dict):
@@ -217,12 +264,35 @@ class Endpoint:
             self.send_error(request_id, InvalidRequest("'initialize' was already called", "already_initialized"))
             return
         params = params or {}
+        self.set_capabilities(params)
         version = params.get("protocolVersion")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
             logger.warning("client asked for protocol %r; serving protocol %s", version, PROTOCOL_VERSION)
         self.initialized = True
         self.send({"jsonrpc": "2.0", "id": request_id, "result": initialize_result(self.writer.framing)})
         self.preload()
+        self._schedule_warm()
+
+    def set_capabilities(self, params: dict[str, Any]) -> None:
+        capabilities = params.get("capabilities")
+        self.client_capabilities = capabilities if isinstance(capabilities, dict) else {}
+
+    def _schedule_warm(self) -> None:
+        # A spare extension host, started once the editor has its answer and no request is in
+        # flight: a thread that trusts an extension then need not wait for a cold start, and the
+        # spare's own start does not compete with the editor's first requests for the CPU.
+        assert self._loop is not None
+        self._loop.call_later(WARM_DELAY_S, self._warm)
+
+    def _warm(self) -> None:
+        if self.shutting_down or self.exiting or self.eof:
+            return
+        if self._served:  # the editor's first requests come first: start it once they are answered
+            self._schedule_warm()
+            return
+        warm = getattr(self.service, "warm", None)
+        if warm is not None:
+            warm()
 
     def preload(self) -> None:
         """Warm the modules the next requests need while the editor reads the answer."""
@@ -232,7 +302,15 @@ class Endpoint:
         others = [t for t in self._served.values() if t is not asyncio.current_task()]
         if others:
             await asyncio.wait(others)
+        await self._close_service("shutdown")
         return None
+
+    async def _close_service(self, reason: str) -> None:
+        if self._service is not None:
+            try:
+                await self._service.close_all(reason)
+            except Exception:  # noqa: BLE001 - ending the threads must not keep the session from ending
+                logger.exception("closing the threads failed")
 
     # -- notifications ------------------------------------------------------------------------
 
@@ -279,7 +357,14 @@ class Endpoint:
                 future.set_exception(PeerError(reason))
 
     def _maybe_finish(self) -> None:
-        if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done():
+        if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done() \
+                and not self._finishing:
+            self._finishing = True
+            asyncio.ensure_future(self._finish_eof())
+
+    async def _finish_eof(self) -> None:
+        await self._close_service("eof")
+        if self.exit_code is not None and not self.exit_code.done():
             self.exit_code.set_result(0)
 
     # -- sent requests and notifications (the Peer the methods use) -----------------------------
@@ -298,9 +383,17 @@ class Endpoint:
             self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
+            self._cancel_sent(request_id)
             raise TimeoutError(f"no answer to {method} within {timeout_s:g} s") from None
+        except asyncio.CancelledError:
+            self._cancel_sent(request_id)  # the editor may stop asking the user: nobody waits any more
+            raise
         finally:
             self._sent.pop(request_id, None)
+
+    def _cancel_sent(self, request_id: int) -> None:
+        if not (self.eof or self.exiting or self.writer.broken):
+            self.notify("$/cancelRequest", {"id": request_id})
 
     def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
         future = self._sent.get(request_id) if isinstance(request_id, int) else None

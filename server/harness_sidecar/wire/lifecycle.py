@@ -13,15 +13,20 @@ from __future__ import annotations
 import json
 import threading
 
-from harness_sidecar import PROTOCOL_VERSION, SERVER_NAME, SUPPORTED_PROTOCOL_VERSIONS, __version__
+from harness_sidecar import (
+    PROTOCOL_VERSION,
+    SERVER_NAME,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    __version__,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 # The methods served by harness_sidecar.threads.Sidecar (a test keeps the two in step).
-SERVED_METHODS = ("context/build", "skills/activate", "templates/render", "thread/close", "thread/start",
-                  "tools/call", "tools/list")
+SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
+                  "templates/render", "thread/close", "thread/start", "tools/call", "tools/list")
 
 
 def initialize_result(framing: str) -> dict[str, Any]:
@@ -31,15 +36,15 @@ def initialize_result(framing: str) -> dict[str, Any]:
         "capabilities": {
             "framing": framing,
             "methods": sorted([*SERVED_METHODS, "shutdown"]),
-            "notifications": ["thread/diagnostic"],
-            "clientRequests": ["item/tool/call"],
+            "notifications": ["thread/diagnostic", "ui/notify", "ui/status"],
+            "clientRequests": ["item/tool/call", "ui/confirm", "ui/input", "ui/select"],
             "cancellation": True,
         },
     }
 
 
-def clean_initialize(frame: bytes) -> Any:
-    """The id of ``frame`` if it is a well-formed ``initialize`` request, else ``None``."""
+def clean_initialize(frame: bytes) -> tuple[Any, dict[str, Any]] | None:
+    """``(id, params)`` of ``frame`` if it is a well-formed ``initialize`` request, else ``None``."""
     try:
         message = json.loads(frame)
     except ValueError:
@@ -51,9 +56,10 @@ def clean_initialize(frame: bytes) -> Any:
     request_id = message.get("id")
     if isinstance(request_id, bool) or not isinstance(request_id, (int, str)):
         return None
-    if message.get("params") and message["params"].get("protocolVersion") not in (None, *SUPPORTED_PROTOCOL_VERSIONS):
+    params = message.get("params") or {}
+    if params.get("protocolVersion") not in (None, *SUPPORTED_PROTOCOL_VERSIONS):
         return None  # let the endpoint log the mismatch
-    return request_id
+    return request_id, params
 
 
 class Relay:

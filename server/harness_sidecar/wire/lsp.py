@@ -504,7 +504,7 @@ class Session:
                 if "id" in message:
                     self.send_error(message["id"], RpcError(
                         f"the LSP mode cannot serve '{message['method']}': pygls failed to load ({exc}); "
-                        f"pip install 'harness-sidecar[lsp]'", "lsp_unavailable"))
+                        f"pip install 'harness-sidecar[lsp]'"))
                 continue
             return self.backend.run(inbox, message)
         return self.exit_code

@@ -60,6 +60,7 @@ class LspPeer:
     def __init__(self, server: SidecarLanguageServer) -> None:
         self.server = server
         self._ids = itertools.count(1)
+        self.client_capabilities: dict[str, Any] = {}  # the sidecar's own (ui/*): none in LSP mode
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.server.protocol.notify(method, params)

@@ -46,6 +46,20 @@ class BadFrame:
         self.reason = reason
 
 
+def claim_stdin() -> int:
+    """Keep the real stdin for the protocol and point fd 0 at ``/dev/null``.
+
+    A child process the sidecar starts (an extension host, an MCP server, whatever they
+    start) inherits fd 0: it must not be able to read, or close, the editor's requests.
+    """
+    protocol_fd = os.dup(0)
+    os.set_inheritable(protocol_fd, False)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    return protocol_fd
+
+
 def claim_stdout() -> int:
     """Keep the real stdout for the protocol and point fd 1 (and ``sys.stdout``) at stderr.
 
@@ -91,16 +105,19 @@ class Writer:
             self.write_bytes(data)
 
     def encode(self, message: dict[str, Any]) -> bytes:
+        """The frame of ``message``; ``ValueError`` for what is not standard JSON (NaN, Infinity)."""
         try:
-            body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            body = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from \ud800 in the input: escape everything
-            body = json.dumps(message, separators=(",", ":")).encode("ascii")
+            body = json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii")
         if self.framing == CONTENT_LENGTH:
             return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         return body + b"\n"
 
     def write(self, message: dict[str, Any]) -> None:
-        data = self.encode(message)
+        self.write_encoded(self.encode(message))
+
+    def write_encoded(self, data: bytes) -> None:
         if self._loop is None:
             self.write_bytes(data)
             return
@@ -130,6 +147,8 @@ class Reader:
         self.deliver = deliver  # called from the reader thread; must be thread-safe
         self.on_framing = on_framing
         self.framing: str | None = None
+        self.may_read = threading.Event()  # cleared while too many requests are unanswered
+        self.may_read.set()
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="harness-stdin", daemon=True).start()
@@ -142,6 +161,7 @@ class Reader:
         self.deliver([EOFError()])
 
     def _read(self) -> bytes:
+        self.may_read.wait()
         try:
             return os.read(self.fd, READ_CHUNK)
         except OSError as exc:

@@ -1,0 +1,87 @@
+"""Codex's app-server as a same-run baseline: spawn → its first ``skills/list`` answered.
+
+Codex (npm ``@openai/codex``) serves JSON-RPC over stdio, JSONL, without the ``"jsonrpc"``
+member: ``initialize {clientInfo}`` → answer, the ``initialized`` notification, then
+``skills/list {cwds: [dir]}``. It reads repository skills from ``<dir>/.agents/skills``, so the
+tree measured is a workspace whose ``.agents`` directory is the sidecar's root: the same files.
+
+The binary is ``$HARNESS_BENCH_CODEX``, else ``codex`` on ``PATH``; when neither is there the
+bench says so and leaves the comparison out. Codex runs with its own ``CODEX_HOME`` in the
+bench's temporary directory, warmed by one run first (its first start creates its state
+databases, which a user's machine has long done).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+
+def find_codex() -> tuple[str | None, str]:
+    """``(path, version)`` of the Codex binary, or ``(None, why not)``."""
+    path = os.environ.get("HARNESS_BENCH_CODEX") or shutil.which("codex")
+    if not path:
+        return None, "no Codex binary (set HARNESS_BENCH_CODEX, or put codex on PATH: npm i -g @openai/codex@0.171.0)"
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"{path} does not run: {exc}"
+    return path, (out.stdout.strip() or out.stderr.strip() or "unknown version")
+
+
+class CodexAppServer:
+    def __init__(self, binary: str, workspace: Path, home: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+        home.mkdir(parents=True, exist_ok=True)  # Codex refuses a CODEX_HOME that does not exist
+        env.update(CODEX_HOME=str(home), RUST_LOG="error")
+        self.proc = subprocess.Popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env, cwd=str(workspace))
+        self.next_id = 1
+
+    def send(self, message: dict) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict) -> dict:
+        request_id = self.next_id
+        self.next_id += 1
+        self.send({"id": request_id, "method": method, "params": params})
+        assert self.proc.stdout
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"codex app-server closed stdout before answering {method}")
+            message = json.loads(line)
+            if message.get("id") == request_id and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(f"codex {method}: {message['error']}")
+                return message["result"]
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+            self.proc.wait()
+
+
+def first_skills_list(binary: str, workspace: Path, home: Path) -> tuple[float, int]:
+    """Milliseconds from spawn to the first ``skills/list`` answered, and how many skills it listed."""
+    started = time.perf_counter()
+    codex = CodexAppServer(binary, workspace, home)
+    try:
+        codex.call("initialize", {"clientInfo": {"name": "harness-sidecar-bench", "version": "0"}})
+        codex.send({"method": "initialized"})
+        result = codex.call("skills/list", {"cwds": [str(workspace)]})
+        elapsed = (time.perf_counter() - started) * 1000
+    finally:
+        codex.close()
+    listed = sum(len(entry.get("skills", [])) for entry in result.get("data", []))
+    return elapsed, listed

@@ -1,0 +1,49 @@
+"""The first thread/start of a fresh process, and Codex beside it: ``python -m bench.first``.
+
+A targeted part of ``python -m bench`` (same functions), for a noisy machine where the whole
+bench is too much: ``--cases 1000x102400,10000x200`` picks the trees, ``--runs`` the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import tempfile
+import time
+from pathlib import Path
+
+from bench.__main__ import REPO, codex_comparison, fmt, thread_start_case
+from bench.codex import find_codex
+from bench.workspace import make_skills
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.first", description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default="1000x102400,10000x200", help="COUNTxBODYBYTES, comma-separated")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--no-codex", action="store_true")
+    args = parser.parse_args()
+    compileall.compile_dir(str(REPO / "server"), quiet=1)
+    cases = [tuple(int(n) for n in case.split("x")) for case in args.cases.split(",")]
+    codex, version = (None, "--no-codex") if args.no_codex else find_codex()
+    with tempfile.TemporaryDirectory(prefix="harness-bench-") as tmp:
+        empty = make_skills(Path(tmp) / "warm-up", 1, 200)
+        trees = {case: make_skills(Path(tmp) / f"ws-{case[0]}-{case[1]}" / ".agents", *case) for case in cases}
+        time.sleep(2.1)
+        for (count, body), root in trees.items():
+            case = thread_start_case(root, count, args.runs, empty)
+            print(f"{count}x{body}B  first thread/start {fmt(case['first_ms'], ' ms')}"
+                  f"  spawn→first answered {fmt(case['spawn_to_first_ms'], ' ms')}"
+                  f"  warm process {fmt(case['ms'], ' ms')}  warm {fmt(case['warm_ms'], ' ms')}", flush=True)
+            if codex is None:
+                print(f"  Codex comparison left out: {version}")
+                continue
+            comparison = codex_comparison(root, count, args.runs, codex, Path(tmp) / "codex-home")
+            print(f"  spawn → first answer: sidecar {fmt(comparison['sidecar_ms'], ' ms')}, Codex {version} "
+                  f"{fmt(comparison['codex_ms'], ' ms')} ({comparison['codex_listed']} skills listed): "
+                  f"ratio {comparison['ratio']:.2f}×", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,140 @@
+"""What extension code sees: the ``api`` handed to ``activate`` and the ``ctx`` handed to handlers.
+
+Runs in the host process only. ``api`` offers registration, staged while ``activate`` runs
+and committed by the sidecar all at once (or not at all); nothing else of the host is
+reachable from it. ``ctx`` is made afresh for every handler call.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness_sidecar.extensions.hooks import EVENTS
+from harness_sidecar.extensions.jsondata import to_json
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+class RegistrationClosed(RuntimeError):
+    pass
+
+
+def wants_ctx(fn: Callable[..., Any], base: int) -> bool:
+    """Whether ``fn`` takes a ``ctx`` after its ``base`` positional parameters."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return any(p.kind == p.VAR_POSITIONAL for p in params) or len(positional) > base
+
+
+@dataclass
+class Handler:
+    extension_id: str
+    event: str
+    fn: Callable[..., Any]
+    ctx: bool  # called with ctx as its last argument
+
+    @property
+    def is_async(self) -> bool:
+        return inspect.iscoroutinefunction(self.fn)
+
+
+@dataclass
+class ToolSpec:
+    extension_id: str
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    execute: Callable[..., Any]
+    ctx: bool
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema}
+
+
+@dataclass
+class CommandSpec:
+    extension_id: str
+    name: str
+    description: str
+    input_schema: dict[str, Any] | None
+    handler: Callable[..., Any]
+    ctx: bool
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "description": self.description}
+        if self.input_schema is not None:
+            out["inputSchema"] = self.input_schema
+        return out
+
+
+@dataclass
+class Staging:
+    extension_id: str
+    tools: list[ToolSpec] = field(default_factory=list)
+    commands: list[CommandSpec] = field(default_factory=list)
+    handlers: list[Handler] = field(default_factory=list)
+    open: bool = True
+
+    def check_open(self) -> None:
+        if not self.open:
+            raise RegistrationClosed("registration is only possible while activate(api) runs")
+
+    def report(self) -> dict[str, Any]:
+        return {"tools": [t.to_wire() for t in self.tools], "hooks": [h.event for h in self.handlers],
+                "commands": [c.to_wire() for c in self.commands]}
+
+
+def _schema(value: Any, what: str) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise TypeError(f"{what} must be a dict (a JSON Schema object)")
+    return to_json(value, what)  # type: ignore[return-value]  # NaN, non-JSON values: ValueError
+
+
+def make_api(extension_id: str) -> tuple[Any, Staging]:
+    """The ``api`` handed to ``activate``: registration only."""
+    staging = Staging(extension_id)
+    ext_logger = logging.getLogger(f"harness_sidecar.extension.{extension_id}")
+
+    def register_tool(name: str, description: str, input_schema: dict[str, Any],
+                      execute: Callable[..., Any]) -> None:
+        staging.check_open()
+        if type(name) is not str or not TOOL_NAME.fullmatch(name):
+            raise ValueError(f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'")
+        if type(description) is not str:
+            raise TypeError("description must be a str")
+        schema = _schema(input_schema, "input_schema")
+        if not callable(execute):
+            raise TypeError("execute must be callable")
+        staging.tools.append(ToolSpec(extension_id, name, description, schema, execute, wants_ctx(execute, 2)))
+
+    def register_command(name: str, description: str, handler: Callable[..., Any],
+                         input_schema: dict[str, Any] | None = None) -> None:
+        staging.check_open()
+        if type(name) is not str or not TOOL_NAME.fullmatch(name):
+            raise ValueError(f"command name {name!r} must be 1-64 letters, digits, '_' or '-'")
+        if type(description) is not str:
+            raise TypeError("description must be a str")
+        if not callable(handler):
+            raise TypeError("handler must be callable")
+        schema = None if input_schema is None else _schema(input_schema, "input_schema")
+        staging.commands.append(CommandSpec(extension_id, name, description, schema, handler, wants_ctx(handler, 1)))
+
+    def on(event: str, fn: Callable[..., Any]) -> None:
+        staging.check_open()
+        if event not in EVENTS:
+            raise ValueError(f"unknown event {event!r}; use one of {', '.join(EVENTS)}")
+        if not callable(fn):
+            raise TypeError("a handler must be callable")
+        staging.handlers.append(Handler(extension_id, event, fn, wants_ctx(fn, 1)))
+
+    api = types.SimpleNamespace(id=extension_id, logger=ext_logger, register_tool=register_tool,
+                                register_command=register_command, on=on)
+    return api, staging

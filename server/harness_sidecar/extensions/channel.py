@@ -1,0 +1,143 @@
+"""The private channel between the sidecar and a thread's extension host: the one place it is defined.
+
+A Unix socket pair whose host end is passed to the host process by fd (never fds 0/1/2).
+Each frame is one line: a compact JSON array ``[tag, id, body]`` ending in ``\\n`` (JSON
+escapes every newline inside strings, so lines split on ``\\n`` bytes only). ``id`` is
+an integer: the exchange a frame belongs to (0 when none). Both sides encode with
+``allow_nan=False``: nothing that is not standard JSON crosses.
+
+Sidecar → host
+  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes}
+  ``load``      seq  {id, code (base64 of the hashed bytes), codePath, package, directory,
+                      settings, deadline}                                  → ``loaded``
+  ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live
+  ``schemas``   0    {tools: {name: inputSchema}}  tools the host does not own (re-validation)
+  ``call``      x    {phase: "full"|"before"|"after", threadId, call, result?, deadline,
+                      hookTimeout, toolTimeout}                            → ``step``…, ``done``
+  ``event``     x    {event, payload, deadline, hookTimeout}  lifecycle, context, input handlers
+  ``command``   x    {name, arguments, deadline, timeout}
+  ``abort``     x    null   the sidecar gave up on exchange x: run none of its further steps
+  ``uiAnswer``  u    {value, shift}  the editor's answer; ``shift``: seconds of user time so far
+  ``ping``      n    null   → ``pong``
+  ``close``     0    null   exit now
+
+Host → sidecar
+  ``ready``     0    {pid}
+  ``loaded``    seq  {ok, error?, tools: [...], hooks: [event, ...], commands: [...]}
+  ``step``      x    [index, started]   step ``index`` of exchange x started at ``started``
+                                        (``time.monotonic()``: one clock for both processes)
+  ``done``      x    {...}   the exchange's outcome (see ``extensions.exchanges``)
+  ``ui``        u    {exchange, method, params}   ask the editor (``ui/confirm`` …)
+  ``notify``    0    {method, params}   ``ui/notify``, ``ui/status``
+  ``pong``      n    null
+
+Deadlines: every step has one, on ``time.monotonic()`` (CLOCK_MONOTONIC, the same clock in
+both processes). The host sends ``step`` *before* it starts a step and runs the step only
+if the previous one ended by its deadline; the sidecar decides a timeout only at
+``deadline + MARGIN_S`` and only after reading everything the host wrote. So a step the
+sidecar has answered as timed out is never followed by the next one in the host.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
+MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault
+_ID_PREFIX = re.compile(rb'\["(\w+)",(-?\d+),')
+
+# Tags (sidecar → host)
+INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE = (
+    "init", "load", "commit", "schemas", "call", "event", "command", "abort", "uiAnswer", "ping", "close")
+# Tags (host → sidecar)
+READY, LOADED, STEP, DONE, UI, NOTIFY, PONG = "ready", "loaded", "step", "done", "ui", "notify", "pong"
+
+_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False)
+_ascii_encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"), check_circular=False)
+
+
+def encode(tag: str, ident: int, body: object) -> bytes:
+    """One frame. Raises ``ValueError`` for what is not JSON data (callers check beforehand)."""
+    try:
+        return _encoder.encode([tag, ident, body]).encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: keep it as an escape
+        return _ascii_encoder.encode([tag, ident, body]).encode("ascii") + b"\n"
+
+
+class FrameError(Exception):
+    """A line that is not a frame: the peer broke the channel's rules."""
+
+
+def _no_constant(name: str) -> object:
+    raise FrameError(f"{name} is not JSON")
+
+
+_decoder = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def decode(line: bytes) -> tuple[str, int, object]:
+    """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``."""
+    try:
+        frame = _decoder.decode(line.decode("utf-8"))
+    except FrameError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise FrameError(f"not a JSON frame: {exc}") from None
+    if (type(frame) is not list or len(frame) != 3 or type(frame[0]) is not str
+            or type(frame[1]) is not int):
+        raise FrameError("a frame is [tag, id, body]")
+    return frame[0], frame[1], frame[2]
+
+
+def peek_id(line: bytes) -> tuple[str, int] | None:
+    """The tag and id of an over-long line, read from its first bytes."""
+    match = _ID_PREFIX.match(line[:128])
+    return (match.group(1).decode(), int(match.group(2))) if match else None
+
+
+class LineSplitter:
+    """Bytes in, complete lines out; a line over ``limit`` bytes comes out as ``TooLong``."""
+
+    __slots__ = ("buf", "limit", "_skipping", "_head")
+
+    def __init__(self, limit: int = MAX_FRAME_BYTES) -> None:
+        self.buf = bytearray()
+        self.limit = limit
+        self._skipping = False
+        self._head = b""
+
+    def feed(self, data: bytes) -> list[bytes | "TooLong"]:
+        out: list[bytes | TooLong] = []
+        buf = self.buf
+        if self._skipping:
+            newline = data.find(b"\n")
+            if newline < 0:
+                return out
+            out.append(TooLong(self._head))
+            self._skipping = False
+            data = data[newline + 1:]
+        buf += data
+        start = 0
+        while True:
+            newline = buf.find(b"\n", start)
+            if newline < 0:
+                break
+            if newline - start > self.limit:
+                out.append(TooLong(bytes(buf[start:start + 128])))
+            else:
+                out.append(bytes(buf[start:newline]))
+            start = newline + 1
+        del buf[:start]
+        if len(buf) > self.limit:
+            self._head = bytes(buf[:128])
+            self._skipping = True
+            buf.clear()
+        return out
+
+
+class TooLong:
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head

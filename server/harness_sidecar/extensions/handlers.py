@@ -1,0 +1,134 @@
+"""The sidecar's side of the handlers outside tool calls: lifecycle, context, input, commands.
+
+Each is an exchange with the thread's host whose every step is kept to its deadline here,
+like a tool call's: a handler that hangs or whose host dies is answered for — its fault
+reported, the next handler run — and what the handlers before it produced is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness_sidecar.extensions.hooks import CONTEXT, INPUT, HookFault
+from harness_sidecar.extensions.supervisor import (
+    ExtensionHost,
+    HostLied,
+    StepPlan,
+    Stopped,
+)
+
+Report = Callable[[HookFault], None]
+
+
+@dataclass
+class EventOutcome:
+    """What the handlers of one event produced."""
+
+    sections: list[dict[str, str]] = field(default_factory=list)  # context: {extensionId, text}, load order
+    text: str | None = None  # input: the text after the transforms
+    handled: dict[str, Any] | None = None  # input: {extensionId, reason?}
+    blocked: dict[str, Any] | None = None  # input: {extensionId, kind, message}
+
+
+def _faults(value: Any, handlers: list[str], event: str) -> list[HookFault]:
+    if type(value) is not list:
+        raise HostLied("malformed 'faults'")
+    out = []
+    for f in value:
+        if (type(f) is not dict or f.get("hook") != event or f.get("extensionId") not in handlers
+                or f.get("kind") not in ("throw", "timeout") or type(f.get("message")) is not str):
+            raise HostLied("malformed fault")
+        out.append(HookFault(f["extensionId"], event, f["kind"], f["message"]))
+    return out
+
+
+def _sections(value: Any, handlers: list[str]) -> list[dict[str, str]]:
+    if type(value) is not list or not all(type(s) is dict and s.get("extensionId") in handlers
+                                          and type(s.get("text")) is str for s in value):
+        raise HostLied("malformed 'sections'")
+    return [{"extensionId": s["extensionId"], "text": s["text"]} for s in value]
+
+
+async def run_event(host: ExtensionHost, handlers: list[str], event: str, payload: dict[str, Any],
+                    hook_timeout_s: float, report: Report) -> EventOutcome:
+    """Run the ``event`` handlers (extension ids in load order) with ``payload``."""
+    outcome = EventOutcome(text=payload.get("text") if event == INPUT else None)
+    if not handlers:
+        return outcome
+    plan = [StepPlan(event, ext, hook_timeout_s) for ext in handlers]
+    start = 0
+    while start < len(plan):
+        body = {"event": event, "payload": payload, "from": start, "to": len(plan), "hookTimeout": hook_timeout_s}
+        answer = await host.run("event", body, plan, start)
+        if isinstance(answer, Stopped):
+            for fault in _faults(answer.faults, handlers, event):
+                report(fault)
+            carry = answer.carry if type(answer.carry) is dict else {}
+            if event == CONTEXT and "sections" in carry:
+                outcome.sections += _sections(carry["sections"], handlers)
+            if event == INPUT and type(carry.get("text")) is str:
+                outcome.text = carry["text"]
+            ext = plan[answer.step].extension_id or "host"
+            if answer.how == "timeout":
+                message = f"{event} handler of '{ext}' did not finish within {hook_timeout_s * 1000:.0f} ms"
+                report(HookFault(ext, event, "timeout", message))
+            else:
+                message = f"{event} handler of '{ext}' was running when the extension host exited"
+            if event == INPUT:  # input handlers are policy: one that cannot answer stops the input
+                outcome.blocked = {"extensionId": ext, "kind": answer.how, "message": message}
+                return outcome
+            if answer.how != "timeout":
+                return outcome
+            start = answer.step + 1
+            if event == INPUT:
+                payload = {**payload, "text": outcome.text}
+            await host.ensure()
+            continue
+        if type(answer) is not dict:
+            raise HostLied("a report is an object")
+        for fault in _faults(answer.get("faults"), handlers, event):
+            report(fault)
+        if event == CONTEXT:
+            outcome.sections += _sections(answer.get("sections"), handlers)
+        elif event == INPUT:
+            if type(answer.get("text")) is not str:
+                raise HostLied("an input report needs 'text'")
+            outcome.text = answer["text"]
+            handled, blocked = answer.get("handled"), answer.get("blocked")
+            if handled is not None:
+                if type(handled) is not dict or handled.get("extensionId") not in handlers:
+                    raise HostLied("malformed 'handled'")
+                outcome.handled = handled
+            if blocked is not None:
+                if type(blocked) is not dict or blocked.get("extensionId") not in handlers:
+                    raise HostLied("malformed 'blocked'")
+                outcome.blocked = blocked
+        return outcome
+    return outcome
+
+
+async def run_command(host: ExtensionHost, extension_id: str, name: str, arguments: dict[str, Any],
+                      timeout_s: float) -> dict[str, Any]:
+    """A command's result ``{content, details, isError}``; a fault or a timeout is an ``isError`` result."""
+    plan = [StepPlan("command", extension_id, timeout_s)]
+    answer = await host.run("command", {"name": name, "arguments": arguments, "timeout": timeout_s}, plan, 0)
+    if isinstance(answer, Stopped):
+        if answer.how == "timeout":
+            text, kind = f"command '{name}' did not finish within {timeout_s * 1000:.0f} ms", "timeout"
+        elif answer.how == "too_large":
+            text, kind = "the command's result is larger than --max-result-bytes", "too_large"
+        else:
+            text, kind = f"command '{name}' was running when the extension host exited", "crash"
+        return {"content": [{"type": "text", "text": text}], "details": {"kind": kind, "extensionId": extension_id},
+                "isError": True}
+    result = answer.get("result") if type(answer) is dict else None
+    if answer.get("tooLarge") if type(answer) is dict else False:
+        return {"content": [{"type": "text", "text": "the command's result is larger than --max-result-bytes"}],
+                "details": {"kind": "too_large", "extensionId": extension_id}, "isError": True}
+    if (type(result) is not dict or type(result.get("details")) is not dict or type(result.get("isError")) is not bool
+            or type(result.get("content")) is not list
+            or not all(type(c) is dict and c.get("type") == "text" and type(c.get("text")) is str
+                       for c in result["content"])):
+        raise HostLied("a command report needs a result")
+    return {"content": result["content"], "details": result["details"], "isError": result["isError"]}

@@ -1,0 +1,1203 @@
+"""The extension host: a process of its own that runs one thread's trusted extensions.
+
+Started by the sidecar (``python -m harness_sidecar.extensions.host FD PARENT_PID``) with
+stdin on ``/dev/null``, stdout and stderr on pipes the sidecar reads, and the channel on
+``FD``. It imports exactly the bytes the sidecar sends, runs ``activate``, reports what
+was staged, and then runs handlers, tools and commands when asked. Whatever extension
+code does here — hold the GIL, exit, exhaust memory, patch modules — stays in this
+process: the sidecar keeps every deadline by its own clock and restarts a host that dies.
+
+Threads: the main thread reads the channel (and answers ``ping`` at once); sync user code
+runs on worker threads; coroutines run on one event-loop thread. A step's outcome counts
+only if it ended by its deadline (``channel`` explains the rule both sides keep).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import concurrent.futures
+import importlib.machinery
+import importlib.util
+import inspect
+import itertools
+import logging
+import os
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness_sidecar.extensions import channel
+from harness_sidecar.extensions.api import (
+    CommandSpec,
+    Handler,
+    Staging,
+    ToolSpec,
+    make_api,
+)
+from harness_sidecar.extensions.hooks import (
+    AFTER,
+    BEFORE,
+    CONTEXT,
+    INPUT,
+    TRANSFORM,
+    Allow,
+    interpret_before,
+    interpret_output,
+    interpret_patch,
+)
+from harness_sidecar.extensions.jsondata import NotJsonData, to_json
+from harness_sidecar.results import describe_exception
+
+log = logging.getLogger("harness_sidecar.host")
+EXIT_OUT_OF_MEMORY = 3
+STALL_S = 0.05  # queued work that no worker took for this long gets a new worker
+POOL_SIZE = 1
+_module_numbers = itertools.count(1)
+_local = threading.local()  # .extension: the extension whose code this thread runs now
+
+
+class Abandoned(Exception):
+    """The exchange was aborted by the sidecar, or it may have given up: run no further step."""
+
+
+# -- output ------------------------------------------------------------------------------------
+
+
+class Output:
+    """Frames to the sidecar, written whole under a lock.
+
+    An *urgent* frame is written at once, with everything written before it. Others wait for
+    the next urgent frame, for the worker that wrote them to go idle, or at most ``FLUSH_S``
+    (a flusher thread): under a stream of calls a call costs one write instead of three. The
+    frame that announces a tool's core is always urgent (see ``channel`` for why).
+    """
+
+    FLUSH_S = 0.002
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.lock = threading.Lock()
+        self.cond = threading.Condition(self.lock)
+        self.pending: list[bytes] = []
+        self.oldest = 0.0
+        self.flusher: threading.Thread | None = None
+
+    def send(self, tag: str, ident: int, body: Any, urgent: bool = True) -> None:
+        self.send_bytes(channel.encode(tag, ident, body), urgent)
+
+    def send_bytes(self, data: bytes, urgent: bool = True) -> None:
+        with self.lock:
+            self.pending.append(data)
+            if urgent:
+                self._flush_locked()
+            elif len(self.pending) == 1:
+                self.oldest = time.monotonic()
+                if self.flusher is None:
+                    self._start_flusher()
+                self.cond.notify()
+
+    def flush(self) -> None:
+        if self.pending:
+            with self.lock:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self.pending:
+            return
+        data = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
+        self.pending.clear()
+        try:
+            self.sock.sendall(data)
+        except OSError:  # the sidecar is gone: nothing to say to anyone
+            os._exit(0)
+
+    def _start_flusher(self) -> None:
+        try:
+            self.flusher = threading.Thread(target=self._flush_late, name="host-flusher", daemon=True)
+            self.flusher.start()
+        except RuntimeError:  # no thread: every frame becomes urgent
+            self.flusher = None
+            self._flush_locked()
+
+    def _flush_late(self) -> None:
+        while True:
+            with self.lock:
+                while not self.pending:
+                    self.cond.wait()
+                delay = self.oldest + self.FLUSH_S - time.monotonic()
+                if delay <= 0:
+                    self._flush_locked()
+                    continue
+            time.sleep(delay)
+
+
+# -- where user code runs -------------------------------------------------------------------------
+
+
+class Pool:
+    """Worker threads for synchronous user code. Grows when queued work stops moving."""
+
+    def __init__(self, size: int = POOL_SIZE, idle: Callable[[], None] | None = None) -> None:
+        self.on_idle = idle  # called by a worker that finished a job and finds the queue empty
+        lock = threading.Lock()
+        self.cond = threading.Condition(lock)  # workers wait here for jobs
+        self.stalled = threading.Condition(lock)  # the monitor waits here for a queue that may stall
+        self.jobs: collections.deque = collections.deque()
+        self.size = size
+        self.live = 0
+        self.idle = 0
+        self.taken = 0
+        self.monitor_started = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        with self.cond:
+            self.jobs.append((fn, args))
+            if self.idle:
+                self.cond.notify()
+            elif self.live < self.size:
+                self._add_worker()
+            else:
+                self._watch()
+
+    def _add_worker(self) -> None:
+        try:
+            threading.Thread(target=self._work, name=f"host-worker-{self.live + 1}", daemon=True).start()
+        except RuntimeError as exc:  # can't start new thread: the queue still moves on the live ones
+            log.warning("cannot start another worker thread: %s", exc)
+            return
+        self.live += 1
+
+    def _watch(self) -> None:
+        if not self.monitor_started:
+            try:
+                threading.Thread(target=self._monitor, name="host-pool-monitor", daemon=True).start()
+                self.monitor_started = True
+            except RuntimeError as exc:
+                log.warning("cannot start the pool monitor: %s", exc)
+        self.stalled.notify()
+
+    def _monitor(self) -> None:
+        while True:
+            with self.cond:
+                while not (self.jobs and not self.idle):
+                    self.stalled.wait()  # nothing queued, or a worker is free: sleep without waking
+                taken = self.taken
+            time.sleep(STALL_S)
+            with self.cond:
+                if self.jobs and not self.idle and self.taken == taken:
+                    self._add_worker()  # every worker is stuck in user code: add one
+
+    def _work(self) -> None:
+        while True:
+            with self.cond:
+                while not self.jobs:
+                    self.idle += 1
+                    self.cond.wait()
+                    self.idle -= 1
+                fn, args = self.jobs.popleft()
+                self.taken += 1
+            try:
+                fn(*args)
+            except MemoryError:
+                out_of_memory()
+            except BaseException:  # noqa: BLE001 - a bug of the host's own must not kill the worker
+                log.exception("host job failed")
+            del fn, args
+            if not self.jobs and self.on_idle is not None:
+                self.on_idle()
+
+
+class Loop:
+    """One event loop on its own thread for coroutine user code."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name="host-loop", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, awaitable: Any) -> concurrent.futures.Future:
+        return asyncio.run_coroutine_threadsafe(_guard(awaitable), self.loop)
+
+
+class _Raised:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+async def _guard(awaitable: Any) -> Any:
+    # SystemExit raised in a coroutine must not stop the loop: it is the coroutine's outcome.
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        raise
+    except BaseException as exc:  # noqa: BLE001
+        return _Raised(exc)
+
+
+def out_of_memory() -> None:
+    """After a MemoryError nothing in this process can be trusted: leave; the sidecar restarts us."""
+    try:
+        os.write(2, b"extension host: out of memory (limits.hostMemoryMb); exiting\n")
+    finally:
+        os._exit(EXIT_OUT_OF_MEMORY)
+
+
+# -- exchanges ---------------------------------------------------------------------------------------
+
+
+class Exchange:
+    """One request of the sidecar (a call, an event, a command) on its way through its steps."""
+
+    __slots__ = ("id", "host", "lock", "step", "deadline", "timeout", "shift", "first", "aborted", "ui_pending",
+                 "future", "waiters")
+
+    def __init__(self, host: "Host", ident: int, deadline: float) -> None:
+        self.id = ident
+        self.host = host
+        self.lock = threading.Lock()
+        self.step = -1
+        self.deadline = deadline  # of the current step; the first one's is the sidecar's
+        self.timeout = 0.0  # of the current step, for messages
+        self.shift = 0.0  # user time (ui requests) granted to the current step
+        self.first = True
+        self.aborted = False
+        self.ui_pending = 0
+        self.future: concurrent.futures.Future | None = None
+        self.waiters: set[int] = set()
+
+    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None,
+              urgent: bool = False) -> None:
+        """Start step ``index``; raise ``Abandoned`` if the sidecar gave up or may have.
+
+        ``carry``: the result so far (when the observers start); ``faults``: faults of the steps
+        before, not yet reported — both travel with the step frame, so that the sidecar has them
+        even if this step never ends.
+        """
+        if self.first:
+            self.first = False
+            with self.lock:
+                if self.aborted:
+                    raise Abandoned
+                self.step, self.timeout = index, timeout
+            return
+        now = time.monotonic()
+        with self.lock:
+            if self.aborted:
+                raise Abandoned
+            frame = [index, now] if carry is None and not faults else [index, now, carry, faults or []]
+            # Before the step runs. Only a core must be announced at once: were the sidecar to
+            # time out the before hook while the core runs, the core would run after a block.
+            self.host.out.send(channel.STEP, self.id, frame, urgent=urgent)
+            limit = self.deadline + self.shift + channel.MARGIN_S
+            self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
+        if time.monotonic() > limit:
+            raise Abandoned
+
+    def in_time(self) -> bool:
+        return not self.aborted and time.monotonic() <= self.deadline + self.shift
+
+    def abort(self) -> None:
+        with self.lock:
+            self.aborted = True
+            future = self.future
+            waiters = list(self.waiters)
+        if future is not None:
+            future.cancel()
+        for uid in waiters:
+            self.host.resolve_ui(uid, None, None, None)
+
+
+@dataclass
+class Outcome:
+    value: Any = None
+    error: BaseException | None = None
+    timed_out: bool = False
+
+
+@dataclass
+class CallState:
+    thread_id: str
+    call: dict[str, Any]  # {id, name, arguments}: arguments as rewritten so far
+    result: dict[str, Any] | None = None  # {content, details, isError}
+    rewritten_by: list[str] = field(default_factory=list)
+    transformed_by: list[str] = field(default_factory=list)
+    faults: list[dict[str, Any]] = field(default_factory=list)  # not yet sent to the sidecar
+
+    def take_faults(self) -> list[dict[str, Any]]:
+        faults, self.faults = self.faults, []
+        return faults
+
+
+def with_metadata(body: dict[str, Any], rewritten_by: list[str], transformed_by: list[str]) -> dict[str, Any]:
+    details = dict(body["details"])
+    if rewritten_by:
+        details["argumentsRewrittenBy"] = list(rewritten_by)
+    if transformed_by:
+        details["transformedBy"] = list(transformed_by)
+    return {**body, "details": details}
+
+
+def _error_body(text: str, **details: Any) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}], "details": details, "isError": True}
+
+
+# -- ctx -------------------------------------------------------------------------------------------------
+
+
+class Ui:
+    """``ctx.ui``: ask the user through the editor. Fail-closed: no answer means no."""
+
+    __slots__ = ("_host", "_extension_id", "_exchange", "_step", "_call", "_done", "available")
+
+    def __init__(self, host: "Host", extension_id: str, exchange: Exchange | None, step: int,
+                 call: dict[str, Any] | None) -> None:
+        self._host = host
+        self._extension_id = extension_id
+        self._exchange = exchange
+        self._step = step
+        self._call = call
+        self._done = False
+        self.available = any(host.ui.values())
+
+    def confirm(self, title: str, message: str) -> Any:
+        _strings(title=title, message=message)
+        params: dict[str, Any] = {"title": title, "message": message}
+        if self._call is not None:
+            params.update(callId=self._call["id"], tool=self._call["name"], arguments=self._call["arguments"])
+        return self._ask("confirm", params, lambda answer: answer.get("confirmed") is True, False)
+
+    def select(self, title: str, options: list[Any]) -> Any:
+        _strings(title=title)
+        items = []
+        for option in options:
+            if type(option) is str:
+                items.append({"value": option, "label": option})
+            elif type(option) is dict and type(option.get("value")) is str and type(option.get("label")) is str:
+                item = {"value": option["value"], "label": option["label"]}
+                if type(option.get("description")) is str:
+                    item["description"] = option["description"]
+                items.append(item)
+            else:
+                raise TypeError("an option is a string or {'value': str, 'label': str, 'description'?: str}")
+        values = {i["value"] for i in items}
+        return self._ask("select", {"title": title, "options": items},
+                         lambda answer: answer.get("value") if answer.get("value") in values else None, None)
+
+    def input(self, title: str, placeholder: str | None = None) -> Any:
+        _strings(title=title)
+        params: dict[str, Any] = {"title": title}
+        if placeholder is not None:
+            _strings(placeholder=placeholder)
+            params["placeholder"] = placeholder
+        return self._ask("input", params,
+                         lambda answer: answer.get("value") if type(answer.get("value")) is str else None, None)
+
+    def notify(self, message: str, level: str = "info") -> None:
+        _strings(message=message)
+        if level not in ("info", "warning", "error"):
+            raise ValueError("level must be 'info', 'warning' or 'error'")
+        self._host.out.send(channel.NOTIFY, 0, {"method": "ui/notify", "params": {
+            "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level, "message": message}})
+
+    def set_status(self, key: str, text: str | None) -> None:
+        _strings(key=key)
+        if text is not None:
+            _strings(text=text)
+        self._host.out.send(channel.NOTIFY, 0, {"method": "ui/status", "params": {
+            "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key, "text": text}})
+
+    def _ask(self, what: str, params: dict[str, Any], parse: Callable[[dict], Any], refused: Any) -> Any:
+        host = self._host
+        if not host.ui.get(what) or self._done:
+            return _Ready(refused) if host.on_loop() else refused
+        params = {"threadId": host.thread_id, "extensionId": self._extension_id, **params}
+        return host.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused)
+
+
+def _strings(**values: Any) -> None:
+    for name, value in values.items():
+        if type(value) is not str:
+            raise TypeError(f"{name} must be a str")
+
+
+class _Ready:
+    """An answer known at once, for an async handler that awaits it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        return self.value
+        yield  # noqa: B901 - makes this a generator
+
+    def __bool__(self) -> bool:
+        raise TypeError("await ctx.ui.* in an async handler")
+
+
+class _Pending:
+    """A question to the editor asked from an async handler: ``await`` it."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: asyncio.Future) -> None:
+        self.future = future
+
+    def __await__(self) -> Any:
+        return self.future.__await__()
+
+    def __bool__(self) -> bool:
+        raise TypeError("await ctx.ui.* in an async handler")
+
+
+class Context:
+    """``ctx``: where the handler runs and how to reach the user."""
+
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui")
+
+    def __init__(self, host: "Host", extension_id: str, ui: Ui) -> None:
+        self.thread_id = host.thread_id
+        self.cwd = host.cwd
+        self.roots = list(host.roots)
+        settings = host.settings.get(extension_id, {})
+        self.settings = to_json(settings) if settings else {}
+        self.ui = ui
+
+
+# -- loading -------------------------------------------------------------------------------------------
+
+
+class _MemoryLoader:
+    """Loads a module from bytes the sidecar sent (never from the path)."""
+
+    def __init__(self, code: bytes, path: str) -> None:
+        self.code = code
+        self.path = path
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        exec(compile(self.code, self.path, "exec", dont_inherit=True), module.__dict__)  # noqa: S102
+
+
+class _PackageFinder:
+    """Finds a package's submodules among the files the sidecar hashed and sent."""
+
+    def __init__(self, name: str, directory: str, files: dict[str, bytes]) -> None:
+        self.name = name
+        self.directory = directory
+        self.files = files
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith(self.name + "."):
+            return None
+        relative = fullname[len(self.name) + 1:].replace(".", "/")
+        for candidate, is_package in ((relative + ".py", False), (relative + "/__init__.py", True)):
+            code = self.files.get(candidate)
+            if code is not None:
+                path = os.path.join(self.directory, candidate)
+                spec = importlib.machinery.ModuleSpec(fullname, _MemoryLoader(code, path), origin=path,
+                                                      is_package=is_package)
+                if is_package:
+                    spec.submodule_search_locations = [os.path.dirname(path)]
+                spec.has_location = True
+                return spec
+        return None
+
+
+def import_extension(ext_id: str, code: bytes, code_path: str, directory: str | None,
+                     files: dict[str, bytes] | None) -> Any:
+    """Execute the hashed bytes as a fresh module with a name of its own."""
+    name = f"harness_sidecar_ext_{next(_module_numbers)}_{ext_id.replace('-', '_')}"
+    is_package = directory is not None
+    spec = importlib.machinery.ModuleSpec(name, _MemoryLoader(code, code_path), origin=code_path,
+                                          is_package=is_package)
+    spec.has_location = True
+    if is_package:
+        spec.submodule_search_locations = [directory]
+        sys.meta_path.insert(0, _PackageFinder(name, directory, files or {}))  # type: ignore[arg-type]
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+@dataclass
+class Extension:
+    id: str
+    staging: Staging
+
+
+# -- the host ----------------------------------------------------------------------------------------------
+
+
+class Host:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.out = Output(sock)
+        self.pool = Pool(idle=self.out.flush)
+        self._loop: Loop | None = None
+        self.thread_id = ""
+        self.cwd: str | None = None
+        self.roots: list[str] = []
+        self.ui: dict[str, bool] = {}
+        self.settings: dict[str, dict[str, Any]] = {}
+        self.max_result_bytes = 16 * 1024 * 1024
+        self.loaded: dict[str, Extension] = {}
+        self.handlers: dict[str, list[Handler]] = collections.defaultdict(list)
+        self.tools: dict[str, ToolSpec] = {}
+        self.commands: dict[str, CommandSpec] = {}
+        self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
+        self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
+        self.exchanges: dict[int, Exchange] = {}
+        self.ui_ids = itertools.count(1)
+        self.ui_waiters: dict[int, tuple[Exchange | None, int, Any, Callable[[dict], Any], Any]] = {}
+        self.ui_lock = threading.Lock()
+
+    # -- the loop thread, started when first needed
+
+    @property
+    def loop(self) -> Loop:
+        if self._loop is None:
+            self._loop = Loop()
+        return self._loop
+
+    def on_loop(self) -> bool:
+        return self._loop is not None and threading.current_thread() is self._loop.thread
+
+    # -- reading the channel
+
+    def serve(self) -> None:
+        self.out.send(channel.READY, 0, {"pid": os.getpid()})
+        splitter = channel.LineSplitter()
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except InterruptedError:
+                continue
+            except OSError:
+                return
+            if not data:
+                return
+            for line in splitter.feed(data):
+                if isinstance(line, channel.TooLong):
+                    log.error("the sidecar sent an over-long frame; exiting")
+                    return
+                tag, ident, body = channel.decode(line)
+                if tag == channel.CLOSE:
+                    return
+                self.dispatch(tag, ident, body)
+
+    def dispatch(self, tag: str, ident: int, body: Any) -> None:
+        if tag == channel.PING:
+            self.out.send(channel.PONG, ident, None)
+        elif tag == channel.CALL:
+            self._start(ident, body, self.run_call)
+        elif tag == channel.EVENT:
+            self._start(ident, body, self.run_event)
+        elif tag == channel.COMMAND:
+            self._start(ident, body, self.run_command)
+        elif tag == channel.ABORT:
+            exchange = self.exchanges.get(ident)
+            if exchange is not None:
+                exchange.abort()
+        elif tag == channel.UI_ANSWER:
+            self.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"))
+        elif tag == channel.LOAD:
+            exchange = Exchange(self, ident, body["deadline"])
+            self.exchanges[ident] = exchange
+            self.pool.submit(self.load, exchange, body)
+        elif tag == channel.COMMIT:
+            self.commit(body["ids"])
+        elif tag == channel.SCHEMAS:
+            self.schemas.update(body["tools"])
+            for name in body["tools"]:
+                self.compiled.pop(name, None)
+        elif tag == channel.INIT:
+            self.init(body)
+        else:
+            log.error("unknown frame %r", tag)
+
+    def _start(self, ident: int, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
+        exchange = Exchange(self, ident, body["deadline"])
+        self.exchanges[ident] = exchange
+        self.pool.submit(self._run, exchange, body, run)
+
+    def _run(self, exchange: Exchange, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
+        try:
+            run(exchange, body)
+        except Abandoned:
+            pass
+        finally:
+            self.exchanges.pop(exchange.id, None)
+
+    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
+        data = channel.encode(channel.DONE, exchange.id, report)
+        if len(data) > self.max_result_bytes:
+            data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
+        with exchange.lock:
+            if exchange.aborted:
+                return
+            self.out.send_bytes(data, urgent)
+
+    # -- init, load, commit
+
+    def init(self, body: dict[str, Any]) -> None:
+        self.thread_id = body["threadId"]
+        self.cwd = body.get("cwd")
+        self.roots = body.get("roots", [])
+        self.ui = body.get("ui", {})
+        self.settings = body.get("settings", {})
+        self.max_result_bytes = body.get("maxResultBytes", self.max_result_bytes)
+        memory_mb = body.get("memoryMb")
+        if memory_mb:
+            import resource
+
+            limit = memory_mb * 1024 * 1024
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (limit if hard < 0 else min(limit, hard), hard))
+
+    def load(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        ext_id = body["id"]
+        api, staging = make_api(ext_id)
+        _local.extension = ext_id
+        try:
+            exchange.begin(0, body["timeout"])
+            code = base64.b64decode(body["code"])
+            files = {k: base64.b64decode(v) for k, v in body.get("files", {}).items()}
+            module = import_extension(ext_id, code, body["codePath"], body.get("directory"), files)
+            activate = getattr(module, "activate", None)
+            if not callable(activate):
+                raise TypeError(f"{body['codePath']} defines no activate(api) function")
+            outcome = self.invoke(exchange, activate, (api,))
+        except MemoryError:
+            out_of_memory()
+        except Abandoned:
+            staging.open = False
+            return
+        except BaseException as exc:  # noqa: BLE001 - the import itself failed
+            outcome = Outcome(error=exc)
+        finally:
+            _local.extension = None
+        staging.open = False
+        if outcome.timed_out:
+            report: dict[str, Any] = {"ok": False, "timedOut": True}
+        elif outcome.error is not None:
+            report = {"ok": False, "error": describe_exception(outcome.error)}
+        else:
+            self.loaded[ext_id] = Extension(ext_id, staging)
+            report = {"ok": True, **staging.report()}
+        self.finish(exchange, report, urgent=True)
+        self.exchanges.pop(exchange.id, None)
+
+    def commit(self, ids: list[str]) -> None:
+        """The extensions the sidecar committed, in load order: only their registrations exist."""
+        self.handlers.clear()
+        self.tools.clear()
+        self.commands.clear()
+        for ext_id in ids:
+            staging = self.loaded[ext_id].staging
+            for handler in staging.handlers:
+                self.handlers[handler.event].append(handler)
+            for tool in staging.tools:
+                self.tools[tool.name] = tool
+            for command in staging.commands:
+                self.commands[command.name] = command
+        for ext_id in set(self.loaded) - set(ids):
+            del self.loaded[ext_id]
+        for tool in self.tools.values():
+            self.schemas[tool.name] = tool.input_schema
+
+    # -- running user code
+
+    def invoke(self, exchange: Exchange, fn: Callable[..., Any], args: tuple, ctx: Context | None = None) -> Outcome:
+        """Call ``fn(*args[, ctx])`` (sync here, coroutines on the loop) and judge it by the deadline."""
+        if ctx is not None:
+            args = (*args, ctx)
+        try:
+            value = fn(*args)
+            if inspect.isawaitable(value):
+                value = self._await(exchange, value)
+        except Abandoned:
+            raise
+        except MemoryError:
+            out_of_memory()
+        except BaseException as exc:  # noqa: BLE001 - extension code may raise anything
+            outcome = Outcome(error=exc)
+        else:
+            outcome = Outcome(value=value)
+        finally:
+            if ctx is not None:
+                ctx.ui._done = True
+        if exchange.aborted:
+            raise Abandoned
+        if not exchange.in_time():
+            return Outcome(timed_out=True)
+        if outcome.error is None:
+            try:
+                outcome.value = to_json(outcome.value)
+            except NotJsonData as exc:
+                outcome = Outcome(error=exc)
+            except RecursionError:
+                outcome = Outcome(error=NotJsonData("$", "nested too deeply"))
+        return outcome
+
+    def _await(self, exchange: Exchange, awaitable: Any) -> Any:
+        future = self.loop.submit(awaitable)
+        with exchange.lock:
+            exchange.future = future
+        try:
+            while True:
+                remaining = exchange.deadline + exchange.shift - time.monotonic()
+                try:
+                    value = future.result(timeout=max(0.005, remaining))
+                    break
+                except concurrent.futures.TimeoutError:
+                    if exchange.ui_pending or time.monotonic() <= exchange.deadline + exchange.shift:
+                        continue
+                    future.cancel()  # the coroutine ran past its deadline
+                    return None  # judged late by the caller
+                except concurrent.futures.CancelledError:
+                    if exchange.aborted:
+                        raise Abandoned from None
+                    raise
+        finally:
+            with exchange.lock:
+                exchange.future = None
+        if isinstance(value, _Raised):
+            raise value.error
+        return value
+
+    def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None) -> Context:
+        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call))
+
+    def _handler(self, exchange: Exchange, index: int, handler: Handler, event: dict[str, Any],
+                 call: dict[str, Any] | None = None) -> Outcome:
+        ctx = self.context(exchange, index, handler.extension_id, call) if handler.ctx else None
+        _local.extension = handler.extension_id
+        try:
+            return self.invoke(exchange, handler.fn, (_copy(event),), ctx)
+        finally:
+            _local.extension = None
+
+    # -- the user: ui requests
+
+    def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
+            parse: Callable[[dict], Any], refused: Any) -> Any:
+        uid = next(self.ui_ids)
+        on_loop = self.on_loop()
+        if on_loop:
+            waiter: Any = self.loop.loop.create_future()
+        else:
+            waiter = threading.Event()
+            waiter.value = refused  # type: ignore[attr-defined]
+        with self.ui_lock:
+            self.ui_waiters[uid] = (exchange, step, waiter, parse, refused)
+        if exchange is not None:
+            with exchange.lock:
+                if exchange.aborted:
+                    self.ui_waiters.pop(uid, None)
+                    return _Ready(refused) if on_loop else refused
+                exchange.ui_pending += 1
+                exchange.waiters.add(uid)
+        self.out.send(channel.UI, uid, {"exchange": exchange.id if exchange else 0, "step": step,
+                                        "method": method, "params": params})
+        if on_loop:
+            return _Pending(waiter)
+        waiter.wait()
+        return waiter.value  # type: ignore[attr-defined]
+
+    def resolve_ui(self, uid: int, answer: Any, step: Any, shift: Any) -> None:
+        with self.ui_lock:
+            entry = self.ui_waiters.pop(uid, None)
+        if entry is None:
+            return
+        exchange, asked_step, waiter, parse, refused = entry
+        try:
+            value = parse(answer) if type(answer) is dict else refused
+        except Exception:  # noqa: BLE001
+            value = refused
+        if exchange is not None:
+            with exchange.lock:
+                exchange.ui_pending -= 1
+                exchange.waiters.discard(uid)
+                if step == asked_step == exchange.step and type(shift) in (int, float):
+                    exchange.shift = float(shift)
+        if isinstance(waiter, threading.Event):
+            waiter.value = value  # type: ignore[attr-defined]
+            waiter.set()
+        else:
+            self.loop.loop.call_soon_threadsafe(_settle, waiter, value)
+
+    # -- tool calls
+
+    def call_plan(self, tool: str) -> list[tuple[str, Any]]:
+        """The steps of a call of ``tool``: before hooks, the core, transforms, observers (the sidecar's too)."""
+        plan: list[tuple[str, Any]] = [(BEFORE, h) for h in self.handlers[BEFORE]]
+        plan.append(("core", self.tools.get(tool)))
+        plan += [(TRANSFORM, h) for h in self.handlers[TRANSFORM]]
+        plan += [(AFTER, h) for h in self.handlers[AFTER]]
+        return plan
+
+    def run_call(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        call = body["call"]
+        state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", [])))
+        hook_timeout, tool_timeout = body["hookTimeout"], body["toolTimeout"]
+        plan = self.call_plan(call["name"])
+        end = min(body["to"], len(plan))
+        for index in range(body["from"], end):
+            kind, target = plan[index]
+            if kind == BEFORE:
+                exchange.begin(index, hook_timeout, faults=state.take_faults())
+                if not self._before(exchange, index, target, state):
+                    break
+            elif kind == "core":
+                exchange.begin(index, tool_timeout, faults=state.take_faults(), urgent=True)
+                self._core(exchange, index, target, state, tool_timeout)
+            elif kind == TRANSFORM:
+                exchange.begin(index, hook_timeout, faults=state.take_faults())
+                if not self._transform(exchange, index, target, state):
+                    # withheld: the rest of the transforms do not run; observers see the withheld result
+                    while index + 1 < end and plan[index + 1][0] == TRANSFORM:
+                        index += 1
+                    self._observe(exchange, index + 1, end, plan, state, hook_timeout)
+                    break
+            else:
+                self._observe(exchange, index, end, plan, state, hook_timeout)
+                break
+        else:
+            if state.result is not None and "withheld" not in state.result["details"]:
+                state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
+        self.finish(exchange, self._report(state))
+
+    def _report(self, state: CallState) -> dict[str, Any]:
+        report: dict[str, Any] = {"faults": state.faults}
+        if state.result is not None:
+            report["result"] = state.result
+        if state.rewritten_by:
+            report["arguments"] = state.call["arguments"]
+            report["rewrittenBy"] = state.rewritten_by
+        return report
+
+    def _fault(self, state: CallState, handler: Handler, kind: str, message: str) -> None:
+        state.faults.append({"extensionId": handler.extension_id, "hook": handler.event, "kind": kind,
+                             "message": message})
+
+    def _before(self, exchange: Exchange, index: int, handler: Handler, state: CallState) -> bool:
+        """Run one before hook; False when the call is blocked (``state.result`` says how)."""
+        outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call},
+                                state.call)
+        ext = handler.extension_id
+        kind, reason = None, None
+        if outcome.timed_out:
+            kind, reason = "timeout", f"tool_call hook of '{ext}' did not answer within {_ms(exchange)}"
+        elif outcome.error is not None:
+            kind, reason = "throw", f"tool_call hook of '{ext}' raised {describe_exception(outcome.error)}"
+        else:
+            try:
+                decision = interpret_before(outcome.value)
+            except TypeError as exc:
+                kind, reason = "throw", f"tool_call hook of '{ext}' failed: {exc}"
+            else:
+                if isinstance(decision, Allow):
+                    if decision.arguments is None:
+                        return True
+                    problem = self._check_arguments(state.call["name"], decision.arguments)
+                    if problem is None:
+                        state.call = {**state.call, "arguments": decision.arguments}
+                        state.rewritten_by.append(ext)
+                        return True
+                    kind, reason = "throw", (f"tool_call hook of '{ext}' rewrote the arguments of "
+                                             f"'{state.call['name']}' into ones its inputSchema refuses: {problem}")
+                else:
+                    state.result = _blocked_body(ext, "deny", decision.reason, state.rewritten_by)
+                    return False
+        self._fault(state, handler, kind, reason)
+        state.result = _blocked_body(ext, kind, reason, state.rewritten_by)
+        return False
+
+    def _check_arguments(self, tool: str, arguments: dict[str, Any]) -> str | None:
+        compiled = self.compiled.get(tool)
+        if compiled is None:
+            schema = self.schemas.get(tool)
+            if schema is None:
+                return "the tool's inputSchema is unknown to the host"
+            from harness_sidecar import inputschema
+
+            try:
+                compiled = self.compiled[tool] = inputschema.compile(schema)
+            except inputschema.InvalidSchema as exc:
+                return f"its inputSchema is not valid: {exc}"
+        error = compiled.first_error(arguments)
+        return None if error is None else f"{error[0]} (at {error[1]})"
+
+    def _core(self, exchange: Exchange, index: int, tool: ToolSpec | None, state: CallState,
+              timeout: float) -> None:
+        name = state.call["name"]
+        if tool is None:  # the sidecar plans a host core only for the host's own tools
+            state.result = _error_body(f"no tool named '{name}' in this thread's host", kind="tool_not_found")
+            return
+        ctx = self.context(exchange, index, tool.extension_id, state.call) if tool.ctx else None
+        _local.extension = tool.extension_id
+        try:
+            outcome = self.invoke(exchange, tool.execute, (state.call["id"], _copy(state.call["arguments"])), ctx)
+        finally:
+            _local.extension = None
+        ext = tool.extension_id
+        if outcome.timed_out:
+            state.result = _error_body(f"tool '{name}' did not finish within {timeout * 1000:.0f} ms", kind="timeout",
+                                       extensionId=ext)
+        elif outcome.error is not None:
+            state.result = _error_body(f"tool '{name}' failed: {describe_exception(outcome.error)}",
+                                       kind="tool_error", extensionId=ext, errorType=type(outcome.error).__name__)
+        else:
+            try:
+                state.result = interpret_output(outcome.value).to_wire()
+            except TypeError as exc:
+                state.result = _error_body(f"tool '{name}' returned an unusable value: {exc}", kind="tool_error",
+                                           extensionId=ext)
+
+    def _transform(self, exchange: Exchange, index: int, handler: Handler, state: CallState) -> bool:
+        """Run one transform; False when it failed and the result is withheld."""
+        assert state.result is not None
+        outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
+                                                           "result": state.result}, state.call)
+        ext = handler.extension_id
+        if outcome.timed_out:
+            kind, reason = "timeout", f"tool_result_transform of '{ext}' did not answer within {_ms(exchange)}"
+        elif outcome.error is not None:
+            kind, reason = "throw", f"tool_result_transform of '{ext}' raised {describe_exception(outcome.error)}"
+        else:
+            try:
+                patch = interpret_patch(outcome.value)
+            except TypeError as exc:
+                kind, reason = "throw", f"tool_result_transform of '{ext}' failed: {exc}"
+            else:
+                if patch is not None:
+                    state.result = {**state.result, **patch}
+                    state.transformed_by.append(ext)
+                return True
+        self._fault(state, handler, kind, reason)
+        state.result = _withheld_body(ext, kind, reason, state.rewritten_by)
+        return False
+
+    def _observe(self, exchange: Exchange, start: int, end: int, plan: list[tuple[str, Any]], state: CallState,
+                 timeout: float) -> None:
+        if state.result is not None and "withheld" not in state.result["details"]:
+            state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
+        for index in range(start, end):
+            handler = plan[index][1]
+            exchange.begin(index, timeout, carry=state.result if index == start else None,
+                           faults=state.take_faults())
+            outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
+                                                               "result": state.result}, state.call)
+            ext = handler.extension_id
+            if outcome.timed_out:
+                self._fault(state, handler, "timeout", f"tool_result hook of '{ext}' did not finish within "
+                                                       f"{_ms(exchange)}")
+            elif outcome.error is not None:
+                self._fault(state, handler, "throw", f"tool_result hook of '{ext}' raised "
+                                                     f"{describe_exception(outcome.error)}")
+
+    # -- lifecycle, context and input handlers
+
+    def run_event(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        """Lifecycle, context and input handlers, in load order; each step's frame carries the
+        result so far (sections, or the text), so the sidecar keeps it if a later handler hangs."""
+        event = body["event"]
+        payload = body["payload"]
+        handlers = self.handlers[event]
+        timeout = body["hookTimeout"]
+        faults: list[dict[str, Any]] = []
+        sections: list[dict[str, str]] = []
+        report: dict[str, Any] = {"faults": faults}
+        for index in range(body["from"], min(body["to"], len(handlers))):
+            handler = handlers[index]
+            carry = {"sections": sections} if event == CONTEXT else {"text": payload["text"]} if event == INPUT \
+                else None
+            exchange.begin(index, timeout, carry=carry, faults=faults[:] if faults else None)
+            faults.clear()
+            outcome = self._handler(exchange, index, handler, payload)
+            ext = handler.extension_id
+            problem = None
+            if outcome.timed_out:
+                kind, problem = "timeout", f"{event} handler of '{ext}' did not finish within {_ms(exchange)}"
+            elif outcome.error is not None:
+                kind, problem = "throw", f"{event} handler of '{ext}' raised {describe_exception(outcome.error)}"
+            elif event == CONTEXT:
+                if type(outcome.value) is str:
+                    if outcome.value.strip():
+                        sections.append({"extensionId": ext, "text": outcome.value})
+                elif outcome.value is not None:
+                    kind, problem = "throw", f"context handler of '{ext}' must return None or a str"
+            elif event == INPUT:
+                value = outcome.value
+                if value is None:
+                    pass
+                elif type(value) is dict and set(value) == {"text"} and type(value["text"]) is str:
+                    payload = {**payload, "text": value["text"]}
+                elif (type(value) is dict and value.get("handled") is True and set(value) <= {"handled", "reason"}
+                      and type(value.get("reason", "")) is str):
+                    report["handled"] = {"extensionId": ext, **({"reason": value["reason"]} if "reason" in value
+                                                                else {})}
+                    break
+                else:
+                    kind, problem = "throw", (f"input handler of '{ext}' must return None, {{'text': str}} or "
+                                              f"{{'handled': True, 'reason'?: str}}")
+            if problem is not None:
+                faults.append({"extensionId": ext, "hook": event, "kind": kind, "message": problem})
+                if event == INPUT:  # input handlers are policy: a fault stops the input
+                    report["blocked"] = {"extensionId": ext, "kind": kind, "message": problem}
+                    break
+        if event == CONTEXT:
+            report["sections"] = sections
+        if event == INPUT:
+            report["text"] = payload["text"]
+        self.finish(exchange, report)
+
+    # -- commands
+
+    def run_command(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        command = self.commands.get(body["name"])
+        exchange.begin(0, body["timeout"])
+        if command is None:
+            self.finish(exchange, {"result": _error_body(f"no command named '{body['name']}' in this host",
+                                                         kind="command_not_found")})
+            return
+        ctx = self.context(exchange, 0, command.extension_id, None) if command.ctx else None
+        _local.extension = command.extension_id
+        try:
+            outcome = self.invoke(exchange, command.handler, (_copy(body["arguments"]),), ctx)
+        finally:
+            _local.extension = None
+        name, ext = command.name, command.extension_id
+        if outcome.timed_out:
+            result = _error_body(f"command '{name}' did not finish within {body['timeout'] * 1000:.0f} ms",
+                                 kind="timeout", extensionId=ext)
+        elif outcome.error is not None:
+            result = _error_body(f"command '{name}' failed: {describe_exception(outcome.error)}", kind="command_error",
+                                 extensionId=ext, errorType=type(outcome.error).__name__)
+        else:
+            try:
+                result = interpret_output(outcome.value).to_wire()
+            except TypeError as exc:
+                result = _error_body(f"command '{name}' returned an unusable value: {exc}", kind="command_error",
+                                     extensionId=ext)
+        self.finish(exchange, {"result": result})
+
+
+def _settle(future: asyncio.Future, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+def _ms(exchange: Exchange) -> str:
+    return f"{exchange.timeout * 1000:.0f} ms"
+
+
+def _copy(value: Any) -> Any:
+    import marshal
+
+    return marshal.loads(marshal.dumps(value))
+
+
+def _blocked_body(extension_id: str, kind: str, reason: str, rewritten_by: list[str]) -> dict[str, Any]:
+    body = _error_body(f"blocked by extension '{extension_id}': {reason}",
+                       blocked={"extensionId": extension_id, "kind": kind, "reason": reason})
+    if rewritten_by:
+        body["details"]["argumentsRewrittenBy"] = list(rewritten_by)
+    return body
+
+
+def _withheld_body(extension_id: str, kind: str, reason: str, rewritten_by: list[str]) -> dict[str, Any]:
+    body = _error_body(f"the result was withheld: the transform of extension '{extension_id}' failed ({kind}): "
+                       f"{reason}", withheld={"extensionId": extension_id, "kind": kind, "reason": reason})
+    if rewritten_by:
+        body["details"]["argumentsRewrittenBy"] = list(rewritten_by)
+    return body
+
+
+# -- process set-up ----------------------------------------------------------------------------------------
+
+
+class _PrefixedStream:
+    """``sys.stdout``/``sys.stderr`` of the host: lines say which extension wrote them."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.at_line_start = True
+        self.lock = threading.Lock()
+
+    def write(self, text: str) -> int:
+        if type(text) is not str:
+            raise TypeError("write() argument must be str")
+        ext = getattr(_local, "extension", None)
+        data = text
+        if ext:
+            prefix = f"[{ext}] "
+            lines = data.split("\n")
+            data = "\n".join((prefix + line if (i or self.at_line_start) and line else line)
+                             for i, line in enumerate(lines))
+        with self.lock:
+            if text:
+                self.at_line_start = text.endswith("\n")
+            try:
+                os.write(self.fd, data.encode("utf-8", "replace"))
+            except OSError:
+                pass
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+def die_with_parent(parent: int) -> None:
+    """Linux: the kernel kills us when the sidecar dies (also by SIGKILL)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, 9)  # PR_SET_PDEATHSIG, SIGKILL
+        except (OSError, AttributeError):
+            log.warning("cannot ask to die with the sidecar; relying on EOF of the channel")
+    if os.getppid() != parent:  # the sidecar died before we asked
+        os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    fd, parent = int(argv[0]), int(argv[1])
+    die_with_parent(parent)
+    sys.stdout = _PrefixedStream(1)  # type: ignore[assignment]
+    sys.stderr = _PrefixedStream(2)  # type: ignore[assignment]
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
+    sock = socket.socket(fileno=fd)
+    host = Host(sock)
+    try:
+        host.serve()
+    except channel.FrameError as exc:
+        log.error("the channel broke: %s", exc)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

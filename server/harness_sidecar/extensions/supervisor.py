@@ -1,0 +1,671 @@
+"""The sidecar's side of the extension host: processes, deadlines, crashes and restarts.
+
+``HostProcess`` is one host OS process and its channel (non-blocking, on the sidecar's event
+loop: no thread of ours waits on a host). ``Spares`` keeps one host started ahead, with no
+extension code in it, so a thread does not pay a cold Python start on the editor's clock.
+``ExtensionHost`` is a thread's host: it loads the thread's extensions into a process, runs
+exchanges (tool calls, events, commands) with every step's deadline kept by the sidecar's
+clock, pings a host that missed one, kills a host that stays silent, answers in-flight
+exchanges when a host dies, and restarts it on the next need — at most 3 exits in 5 minutes.
+Nothing here imports or runs extension code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import collections
+import itertools
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness_sidecar.extensions import channel
+
+logger = logging.getLogger(__name__)
+
+WATCH_S = 0.01  # how often in-flight steps are checked against their deadlines
+MAX_EXITS = 3
+EXIT_WINDOW_S = 300.0
+CLOSE_GRACE_S = 2.0
+
+
+def _stderr(data: bytes) -> None:
+    try:
+        os.write(2, data)
+    except OSError:
+        pass
+
+
+def _loop_time(monotonic_at: float) -> float:
+    """A ``time.monotonic()`` instant on the event loop's clock (the same clock on Linux)."""
+    loop = asyncio.get_running_loop()
+    return monotonic_at - time.monotonic() + loop.time()
+
+
+class HostProcess:
+    """One host process: spawned with its channel; its output forwarded; its exit noticed."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        ours, theirs = socket.socketpair()
+        env = dict(os.environ)
+        env["MALLOC_ARENA_MAX"] = "2"  # per-thread malloc arenas would eat an address-space limit
+        env.pop("PYTHONSTARTUP", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "harness_sidecar.extensions.host", str(theirs.fileno()), str(os.getpid())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[theirs.fileno()],
+            start_new_session=True, env=env)
+        theirs.close()
+        self.pid = self.proc.pid
+        self.sock = ours
+        ours.setblocking(False)
+        self.label = f"extension host {self.pid}"
+        self.ready: asyncio.Future = loop.create_future()
+        self.on_frame: Callable[[str, int, Any], None] | None = None
+        self.on_exit: Callable[["HostProcess"], None] | None = None
+        self.exited = False
+        self.returncode: int | None = None
+        self._splitter = channel.LineSplitter()
+        self._out: list[bytes] = []
+        self._flush_scheduled = False
+        self._writer = False
+        self._pipes: dict[int, bytearray] = {}
+        loop.add_reader(ours.fileno(), self._readable)
+        for pipe in (self.proc.stdout, self.proc.stderr):
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+            self._pipes[pipe.fileno()] = bytearray()
+            loop.add_reader(pipe.fileno(), self._pipe_readable, pipe.fileno())
+        self._pidfd: int | None = None
+        try:
+            self._pidfd = os.pidfd_open(self.pid)
+            loop.add_reader(self._pidfd, self._reap)
+        except (AttributeError, OSError):  # no pidfd: EOF on the channel tells us instead
+            self._pidfd = None
+
+    # -- sending
+
+    def send(self, tag: str, ident: int, body: Any) -> None:
+        if self.exited:
+            return
+        self._out.append(channel.encode(tag, ident, body))
+        if not self._flush_scheduled and not self._writer:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        if not self._out or self.exited:
+            return
+        data = b"".join(self._out)
+        self._out.clear()
+        try:
+            sent = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError:
+            return  # the host is gone; its exit is noticed elsewhere
+        if sent < len(data):
+            self._out.insert(0, data[sent:])
+            if not self._writer:
+                self._writer = True
+                self.loop.add_writer(self.sock.fileno(), self._writable)
+
+    def _writable(self) -> None:
+        self.loop.remove_writer(self.sock.fileno())
+        self._writer = False
+        self.flush()
+
+    # -- receiving
+
+    def _readable(self) -> None:
+        while True:
+            try:
+                data = self.sock.recv(1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.loop.remove_reader(self.sock.fileno())
+                self._channel_closed()
+                return
+            for line in self._splitter.feed(data):
+                if isinstance(line, channel.TooLong):
+                    head = channel.peek_id(line.head)
+                    if self.on_frame is not None and head is not None:
+                        self.on_frame("tooLarge", head[1], None)
+                    continue
+                try:
+                    tag, ident, body = channel.decode(line)
+                except channel.FrameError as exc:
+                    logger.error("%s broke the channel (%s); killing it", self.label, exc)
+                    self.kill()
+                    return
+                if tag == channel.READY and not self.ready.done():
+                    self.ready.set_result(body)
+                elif self.on_frame is not None:
+                    self.on_frame(tag, ident, body)
+
+    def drain(self) -> None:
+        """Read whatever the host has written: called before a deadline is judged."""
+        if not self.exited:
+            self._readable()
+
+    def _pipe_readable(self, fd: int) -> None:
+        buf = self._pipes[fd]
+        try:
+            data = os.read(fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.loop.remove_reader(fd)
+            if buf:
+                _stderr(f"harness-sidecar {self.label}: ".encode() + bytes(buf) + b"\n")
+            buf.clear()
+            return
+        buf += data
+        *lines, rest = buf.split(b"\n")
+        buf[:] = rest[-65536:]
+        if lines:
+            prefix = f"harness-sidecar {self.label}: ".encode()
+            _stderr(b"".join(prefix + line[:65536] + b"\n" for line in lines))
+
+    # -- the end
+
+    def _channel_closed(self) -> None:
+        if self._pidfd is None:
+            self.loop.call_later(0.05, self._poll_exit)
+
+    def _poll_exit(self) -> None:
+        if self.proc.poll() is None:
+            self.loop.call_later(0.05, self._poll_exit)
+        else:
+            self._exited()
+
+    def _reap(self) -> None:
+        if self._pidfd is not None:
+            self.loop.remove_reader(self._pidfd)
+            os.close(self._pidfd)
+            self._pidfd = None
+        self.proc.wait()
+        self._exited()
+
+    def _exited(self) -> None:
+        if self.exited:
+            return
+        self.exited = True
+        self.returncode = self.proc.returncode
+        for fd in list(self._pipes):
+            self._pipe_readable(fd)  # what it wrote last
+        try:
+            self.loop.remove_reader(self.sock.fileno())
+        except (ValueError, OSError):
+            pass
+        if self._writer:
+            self.loop.remove_writer(self.sock.fileno())
+        self.sock.close()
+        if not self.ready.done():
+            self.ready.set_exception(ConnectionError(f"{self.label} exited before it was ready"))
+        if self.on_exit is not None:
+            self.on_exit(self)
+
+    def kill(self) -> None:
+        """SIGKILL the host and everything it started (its own process group)."""
+        if self.exited:
+            return
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            try:
+                self.proc.kill()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """Ask the host to exit; kill it if it has not after ``CLOSE_GRACE_S``."""
+        if self.exited:
+            return
+        self.send(channel.CLOSE, 0, None)
+        self.flush()
+        self.loop.call_later(CLOSE_GRACE_S, self.kill)
+
+
+class Spares:
+    """One host process started ahead of need (no extension code in it), handed to the next thread."""
+
+    def __init__(self) -> None:
+        self.spare: HostProcess | None = None
+        self.enabled = True
+
+    def warm(self) -> None:
+        if self.enabled and (self.spare is None or self.spare.exited):
+            try:
+                self.spare = HostProcess(asyncio.get_running_loop())
+            except OSError as exc:
+                logger.warning("cannot start a spare extension host: %s", exc)
+                self.spare = None
+
+    async def take(self) -> HostProcess:
+        loop = asyncio.get_running_loop()
+        process = self.spare if self.spare is not None and not self.spare.exited else None
+        self.spare = None
+        if process is None:
+            process = HostProcess(loop)
+        loop.call_soon(self.warm)  # the next thread's host starts now, off its clock
+        await process.ready
+        return process
+
+    def close(self) -> None:
+        self.enabled = False
+        if self.spare is not None:
+            self.spare.kill()
+            self.spare = None
+
+
+@dataclass
+class StepPlan:
+    """What the sidecar knows of a step, to judge it and to answer for it."""
+
+    kind: str  # tool_call | core | tool_result_transform | tool_result | <event name> | command | load
+    extension_id: str | None
+    timeout: float
+
+
+@dataclass
+class Stopped:
+    """An exchange the sidecar answered for: the step it was in, and how it ended."""
+
+    step: int
+    how: str  # timeout | crash | too_large
+    carry: Any = None  # the last result the host reported (a call's result before its observers)
+    faults: list[Any] = field(default_factory=list)  # faults the host reported before it stopped
+
+
+class Pending:
+    """An exchange in flight: the step the host last announced and its deadline."""
+
+    __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
+                 "carry", "faults", "ui")
+
+    def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: asyncio.Future,
+                 deadline: float) -> None:
+        self.ident = ident
+        self.tag = tag
+        self.plan = plan
+        self.first = first
+        self.future = future
+        self.step = first
+        self.deadline = deadline
+        self.shift = 0.0  # user time granted to the current step
+        self.paused = 0  # ui requests of the current step waiting for the user
+        self.paused_at = 0.0
+        self.carry: Any = None
+        self.faults: list[Any] = []
+        self.ui: set[int] = set()
+
+    def limit(self) -> float:
+        """When the sidecar answers for the current step, unless the host reports first."""
+        return self.deadline + self.shift + channel.MARGIN_S
+
+
+class HostLied(Exception):
+    """The host's report does not have the shape the channel defines: the host is killed."""
+
+
+class HostUnavailable(Exception):
+    """The thread's host cannot run (3 exits in 5 minutes, or it would not start)."""
+
+
+Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
+
+
+class ExtensionHost:
+    """A thread's extension host: load, exchanges under the sidecar's deadlines, crashes, restarts."""
+
+    def __init__(self, thread_id: str, spares: Spares, init: dict[str, Any], grace_s: float,
+                 on_diagnostic: Callable[[dict[str, Any]], None], ask: Ask,
+                 notify: Callable[[str, dict[str, Any]], None], ui_timeout_s: float) -> None:
+        self.thread_id = thread_id
+        self.spares = spares
+        self.init = init
+        self.grace_s = grace_s
+        self.on_diagnostic = on_diagnostic
+        self.ask = ask
+        self.notify = notify
+        self.ui_timeout_s = ui_timeout_s
+        self.process: HostProcess | None = None
+        self.pending: dict[int, Pending] = {}
+        self._ids = itertools.count(1)
+        self.exits: collections.deque[float] = collections.deque()
+        self.failed = False
+        self.closed = False
+        self._watchdog: asyncio.TimerHandle | None = None
+        self._watch_at = 0.0
+        self._pings: dict[int, asyncio.TimerHandle] = {}
+        self._ping_ids = itertools.count(1)
+        self._ui_tasks: dict[int, asyncio.Task] = {}
+        self.loads: list[dict[str, Any]] = []  # the committed extensions' load bodies, for a restart
+        self.committed: list[str] = []
+        self.schemas: dict[str, Any] = {}
+        self._starting: asyncio.Future | None = None
+        self.loading = False
+
+    # -- the process
+
+    async def _attach(self) -> HostProcess:
+        process = await self.spares.take()
+        process.label = f"extension host of {self.thread_id}"
+        process.on_frame = self._frame
+        process.on_exit = self._exit
+        process.send(channel.INIT, 0, self.init)
+        self.process = process
+        return process
+
+    async def ensure(self) -> None:
+        """A running host with the committed extensions; restart one that died. Raises ``HostUnavailable``."""
+        if self.failed:
+            raise HostUnavailable("the extension host exited 3 times within 5 minutes")
+        if self.closed:
+            raise HostUnavailable("the thread is closing")
+        if self.process is not None and not self.process.exited:
+            return
+        if self._starting is not None:
+            await asyncio.shield(self._starting)
+            return await self.ensure()
+        self._starting = asyncio.get_running_loop().create_future()
+        try:
+            await self._attach()
+            for body in self.loads:  # a restart: the same bytes, activate again, state starts empty
+                report = await self.load(body, restart=True)
+                if not (isinstance(report, dict) and report.get("ok")):
+                    logger.warning("extension %s failed to load again after a restart: %s", body["id"], report)
+            self.commit(self.committed)
+            self.on_diagnostic({"threadId": self.thread_id, "kind": "host_restarted",
+                                "message": "the extension host was started again; extension state starts empty"})
+        finally:
+            starting, self._starting = self._starting, None
+            starting.set_result(None)
+
+    async def start(self) -> None:
+        await self._attach()
+
+    def _exit(self, process: HostProcess) -> None:
+        if process is not self.process:
+            return
+        self.process = None
+        code = process.returncode
+        diagnostic: dict[str, Any] = {"threadId": self.thread_id, "kind": "host_exit"}
+        if code is not None and code < 0:
+            diagnostic["signal"] = -code
+            how = f"was killed by signal {-code}"
+            if -code == signal.SIGKILL and getattr(process, "unresponsive", False):
+                how += " (it did not answer within hostGraceMs after a missed deadline)"
+        else:
+            diagnostic["exitCode"] = code
+            how = f"exited with status {code}"
+            if code == 3:
+                how += " (out of memory: limits.hostMemoryMb)"
+        for ident in list(self.pending):
+            self._stop(ident, "crash")
+        for timer in self._pings.values():
+            timer.cancel()
+        self._pings.clear()
+        if self.closed or self.loading:
+            return
+        now = time.monotonic()
+        self.exits.append(now)
+        while self.exits and now - self.exits[0] > EXIT_WINDOW_S:
+            self.exits.popleft()
+        if len(self.exits) >= MAX_EXITS:
+            self.failed = True
+            how += "; it exited 3 times within 5 minutes and is not restarted: every tool call of this thread " \
+                   "is blocked"
+        diagnostic["message"] = f"the extension host {how}"
+        self.on_diagnostic(diagnostic)
+
+    # -- exchanges
+
+    def exchange(self, tag: str, body: dict[str, Any], plan: list[StepPlan], first: int) -> Pending:
+        """Send one exchange; its future resolves to the host's report or to a ``Stopped``."""
+        process = self.process
+        assert process is not None
+        loop = asyncio.get_running_loop()
+        ident = next(self._ids)
+        deadline = time.monotonic() + plan[first].timeout
+        body["deadline"] = deadline
+        pending = Pending(ident, tag, plan, first, loop.create_future(), deadline)
+        self.pending[ident] = pending
+        process.send(tag, ident, body)
+        self._arm(pending.limit())
+        return pending
+
+    def _arm(self, at: float) -> None:
+        """Make sure the watchdog looks at the exchanges by ``at`` (it sleeps until the earliest limit)."""
+        if self._watchdog is not None:
+            if at >= self._watch_at:
+                return
+            self._watchdog.cancel()
+        self._watch_at = at
+        self._watchdog = asyncio.get_running_loop().call_at(_loop_time(at), self._watch)
+
+    async def run(self, tag: str, body: dict[str, Any], plan: list[StepPlan], first: int) -> Any:
+        pending = self.exchange(tag, body, plan, first)
+        try:
+            return await pending.future
+        except asyncio.CancelledError:
+            self._stop(pending.ident, None)  # $/cancelRequest: the host stops; nobody is answered for it
+            raise
+
+    async def load(self, body: dict[str, Any], restart: bool = False) -> Any:
+        """Import one extension and run ``activate``: the host's report, or a ``Stopped``.
+
+        A host that had to be killed or died while loading is replaced by a fresh one into
+        which the extensions loaded so far are loaded again; that is the extension's failure,
+        not a crash of the thread's host (no ``host_exit``, not counted).
+        """
+        plan = [StepPlan("load", body["id"], body["timeout"])]
+        self.loading = True
+        try:
+            result = await self.run(channel.LOAD, dict(body), plan, 0)
+        finally:
+            self.loading = False
+        if isinstance(result, Stopped):
+            process, self.process = self.process, None
+            if process is not None:
+                process.on_exit = None
+                process.kill()
+            if not restart:
+                await self._attach()
+                for again in self.loads:
+                    await self.load(again, restart=True)
+        elif isinstance(result, dict) and result.get("ok") and not restart:
+            self.loads.append(body)
+        return result
+
+    def commit(self, ids: list[str]) -> None:
+        self.committed = list(ids)
+        self.loads = [b for b in self.loads if b["id"] in ids]
+        if self.process is not None:
+            self.process.send(channel.COMMIT, 0, {"ids": ids})
+            if self.schemas:
+                self.process.send(channel.SCHEMAS, 0, {"tools": self.schemas})
+
+    def set_schemas(self, schemas: dict[str, Any]) -> None:
+        """The inputSchemas of tools the host does not own, for re-validating rewritten arguments."""
+        self.schemas = schemas
+        if self.process is not None:
+            self.process.send(channel.SCHEMAS, 0, {"tools": schemas})
+
+    def _frame(self, tag: str, ident: int, body: Any) -> None:
+        if tag == channel.STEP:
+            pending = self.pending.get(ident)
+            if pending is None or type(body) is not list or len(body) < 2:
+                return
+            index, started = body[0], body[1]
+            if type(index) is not int or not pending.first <= index < len(pending.plan) or \
+                    type(started) not in (int, float):
+                return
+            pending.step = index
+            pending.deadline = float(started) + pending.plan[index].timeout
+            pending.shift = 0.0
+            pending.paused = 0
+            self._arm(pending.limit())
+            if len(body) > 3:
+                if body[2] is not None:
+                    pending.carry = body[2]
+                if type(body[3]) is list:
+                    pending.faults += body[3]
+        elif tag == channel.DONE:
+            pending = self.pending.pop(ident, None)
+            if pending is not None and not pending.future.done():
+                if pending.faults and type(body) is dict and type(body.get("faults")) is list:
+                    body["faults"] = pending.faults + body["faults"]
+                pending.future.set_result(body)
+                self._end_ui(pending)
+        elif tag == channel.PONG:
+            timer = self._pings.pop(ident, None)
+            if timer is not None:
+                timer.cancel()
+        elif tag == channel.UI:
+            self._ui(ident, body)
+        elif tag == channel.NOTIFY:
+            if type(body) is dict and body.get("method") in ("ui/notify", "ui/status") and \
+                    type(body.get("params")) is dict:
+                self.notify(body["method"], body["params"])
+        elif tag == "tooLarge":
+            pending = self.pending.get(ident)
+            if pending is not None:
+                self._stop(ident, "too_large")
+
+    def _stop(self, ident: int, how: str | None) -> None:
+        """Answer for an exchange: tell the host to stop it, resolve it as ``Stopped``."""
+        pending = self.pending.pop(ident, None)
+        if pending is None:
+            return
+        if self.process is not None and how != "crash":
+            self.process.send(channel.ABORT, ident, None)
+        self._end_ui(pending)
+        if how is not None and not pending.future.done():
+            pending.future.set_result(Stopped(pending.step, how, pending.carry, pending.faults))
+
+    def _watch(self) -> None:
+        self._watchdog = None
+        if not self.pending:
+            return
+        now = time.monotonic()
+        late = [p for p in self.pending.values() if not p.paused and now > p.limit()]
+        if late and self.process is not None:
+            self.process.drain()  # what the host wrote before the deadline counts
+            now = time.monotonic()
+            late = [p for p in late if p.ident in self.pending and not p.paused and now > p.limit()]
+        for pending in late:
+            self._stop(pending.ident, "timeout")
+        if late:
+            self._ping()
+        waiting = [p.limit() for p in self.pending.values() if not p.paused]
+        if waiting:
+            self._arm(max(min(waiting), now + WATCH_S))
+        elif self.pending:
+            self._arm(now + 1.0)  # all waiting for the user: look again later
+
+    def _ping(self) -> None:
+        """After a missed deadline: a host that does not answer within hostGraceMs is killed."""
+        process = self.process
+        if process is None or self._pings:
+            return
+        ident = next(self._ping_ids)
+        process.send(channel.PING, ident, None)
+
+        def unresponsive() -> None:
+            self._pings.pop(ident, None)
+            if self.process is process:
+                logger.warning("%s did not answer a ping within %.0f ms; killing it", process.label,
+                               self.grace_s * 1000)
+                process.unresponsive = True  # type: ignore[attr-defined]
+                process.kill()
+
+        self._pings[ident] = asyncio.get_running_loop().call_later(self.grace_s, unresponsive)
+
+    # -- asking the user
+
+    def _ui(self, uid: int, body: Any) -> None:
+        if type(body) is not dict or type(body.get("params")) is not dict or \
+                body.get("method") not in ("ui/confirm", "ui/select", "ui/input"):
+            self._answer_ui(uid, None, None, None)
+            return
+        pending = self.pending.get(body.get("exchange"))  # type: ignore[arg-type]
+        step = body.get("step")
+        if pending is not None:
+            if pending.step == step:
+                if not pending.paused:
+                    pending.paused_at = time.monotonic()
+                pending.paused += 1
+            pending.ui.add(uid)
+        task = asyncio.ensure_future(self._forward_ui(uid, body["method"], body["params"], pending, step))
+        self._ui_tasks[uid] = task
+        task.add_done_callback(lambda t: self._ui_tasks.pop(uid, None))
+
+    async def _forward_ui(self, uid: int, method: str, params: dict[str, Any], pending: Pending | None,
+                          step: Any) -> None:
+        answer = None
+        try:
+            answer = await self.ask(method, params, self.ui_timeout_s)
+        except asyncio.CancelledError:
+            answer = None
+        except Exception as exc:  # noqa: BLE001 - no capability, an error answer, a timeout, EOF: no
+            logger.info("%s for %s: %s", method, self.thread_id, exc)
+        shift = None
+        if pending is not None:
+            pending.ui.discard(uid)
+            if pending.step == step and pending.paused:
+                pending.paused -= 1
+                if not pending.paused:
+                    pending.shift += time.monotonic() - pending.paused_at
+                    if pending.ident in self.pending:
+                        self._arm(pending.limit())
+                shift = pending.shift
+        self._answer_ui(uid, answer, step, shift)
+
+    def _answer_ui(self, uid: int, answer: Any, step: Any, shift: Any) -> None:
+        if self.process is not None:
+            self.process.send(channel.UI_ANSWER, uid, {"value": answer, "step": step, "shift": shift})
+
+    def _end_ui(self, pending: Pending) -> None:
+        for uid in list(pending.ui):
+            task = self._ui_tasks.get(uid)
+            if task is not None:
+                task.cancel()  # the editor's request is cancelled; the host gets a fail-closed answer
+
+    # -- the end
+
+    async def close(self) -> None:
+        self.closed = True
+        for ident in list(self.pending):
+            self._stop(ident, "crash")
+        process, self.process = self.process, None
+        if process is not None:
+            done = asyncio.get_running_loop().create_future()
+            process.on_exit = lambda p: done.done() or done.set_result(None)
+            process.close()
+            if not process.exited:
+                await done
+
+
+def load_body(ext_id: str, code: bytes, code_path: str, directory: str | None, files: dict[str, bytes] | None,
+              timeout_s: float) -> dict[str, Any]:
+    body: dict[str, Any] = {"id": ext_id, "code": base64.b64encode(code).decode("ascii"), "codePath": code_path,
+                            "timeout": timeout_s}
+    if directory is not None:
+        body["directory"] = directory
+        body["files"] = {k: base64.b64encode(v).decode("ascii") for k, v in (files or {}).items()}
+    return body

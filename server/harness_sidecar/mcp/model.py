@@ -1,0 +1,102 @@
+"""The module's data: a server's configuration, a listed tool, a call's result, and how results map.
+
+Plain dataclasses and dicts: importing this never imports the ``mcp`` SDK.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+FULL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+
+
+@dataclass(frozen=True)
+class McpServerConfig:
+    """One entry of ``thread/start.mcpServers`` (``tools.allow``/``tools.deny`` flattened)."""
+
+    name: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    required: bool = False
+    startup_timeout_ms: int = 10000
+    allow: list[str] | None = None
+    deny: list[str] = field(default_factory=list)
+
+    def admits(self, tool: str) -> bool:
+        """``deny`` wins; ``allow`` (when given) names every tool that may exist."""
+        if tool in self.deny:
+            return False
+        return self.allow is None or tool in self.allow
+
+
+def check_configs(configs: list[McpServerConfig]) -> None:
+    """The wire layer validates params; this only refuses what would break the module (``ValueError``)."""
+    seen: set[str] = set()
+    for config in configs:
+        if not SERVER_NAME.fullmatch(config.name) or "__" in config.name:
+            raise ValueError(f"invalid MCP server name {config.name!r}")
+        if config.name in seen:
+            raise ValueError(f"duplicate MCP server name {config.name!r}")
+        if not config.command or not all(isinstance(part, str) and part for part in config.command):
+            raise ValueError(f"MCP server {config.name!r}: command must be a non-empty list of strings")
+        seen.add(config.name)
+
+
+def full_name(server: str, tool: str) -> str:
+    return f"mcp__{server}__{tool}"
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A server's tool as the thread offers it (``origin: {kind: "mcp", id: server}``)."""
+
+    full_name: str
+    server: str
+    tool: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class McpCallResult:
+    """What a call gives the tool pipeline: the sidecar's ``content``, ``isError`` and ``details``."""
+
+    content: list[dict[str, Any]]
+    is_error: bool
+    details: dict[str, Any]
+
+
+def error_result(kind: str, message: str, **details: Any) -> McpCallResult:
+    return McpCallResult([{"type": "text", "text": message}], True, {"kind": kind, **details})
+
+
+def describe_item(item: dict[str, Any]) -> str:
+    """A content item that is not text, as one line naming its type, uri and mimeType."""
+    kind = str(item.get("type", "unknown"))
+    source = item.get("resource") if kind == "resource" and isinstance(item.get("resource"), dict) else item
+    parts = []
+    if isinstance(source.get("uri"), str):
+        parts.append(f"uri {source['uri']}")
+    if isinstance(source.get("mimeType"), str):
+        parts.append(f"mimeType {source['mimeType']}")
+    return f"[{kind} content: {', '.join(parts)}]" if parts else f"[{kind} content]"
+
+
+def map_result(raw: dict[str, Any]) -> McpCallResult:
+    """An MCP ``CallToolResult`` (wire names) → the sidecar's result (protocol-v2 §6)."""
+    content: list[dict[str, Any]] = []
+    for item in raw.get("content") or []:
+        if not isinstance(item, dict):
+            continue
+        if item.get("type") == "text" and isinstance(item.get("text"), str):
+            content.append({"type": "text", "text": item["text"]})
+        else:
+            content.append({"type": "text", "text": describe_item(item)})
+    details: dict[str, Any] = {}
+    if raw.get("structuredContent") is not None:
+        details["structuredContent"] = raw["structuredContent"]
+    return McpCallResult(content, bool(raw.get("isError", False)), details)

@@ -1,0 +1,235 @@
+"""One MCP server process: its own pipes, its own process group, and no life after the sidecar.
+
+Nothing here knows MCP; ``session.py`` speaks the protocol over the pipes this module opens.
+
+- stdin and stdout are pipes private to the server: it never sees the editor's fds 0/1 (the
+  protocol), and stderr is a third pipe whose lines go to the sidecar's stderr with a prefix
+  (``[thread-1 mcp <name>] ...``).
+- The server is a session and process-group leader (``start_new_session``), so that stopping it
+  reaches the processes it started (``npx`` → ``node``) and the editor's Ctrl-C does not.
+- On Linux the server gets ``PR_SET_PDEATHSIG = SIGKILL``: when the sidecar dies, even by SIGKILL,
+  the kernel kills the server. The signal fires when the *thread that forked* exits, so servers are
+  spawned from the event-loop thread (``loop.subprocess_exec``), which lives as long as the sidecar
+  serves. A server's own children do not get that signal; they see EOF on stdin instead (the
+  sidecar held the only write end).
+- ``stop()``: close stdin, after ``grace`` seconds SIGTERM the group, after ``grace`` more SIGKILL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+STDERR_CHUNK = 65536
+MAX_STDERR_LINE = 16384  # a longer stderr line is written in pieces of this size
+TAIL_LINES = 5  # stderr lines kept to explain a failed start
+
+
+def _parent_death_hook() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that asks the kernel to SIGKILL the child when the sidecar dies (Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        # Runs in the child between fork and exec: no allocation-heavy Python, no locks.
+        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the sidecar died before the request took effect
+            os._exit(1)
+
+    return hook
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's own protocol, plus a callback the moment the process exits (not when its pipes close)."""
+
+    def __init__(self, on_exit: Callable[[], None], limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self._on_exit = on_exit
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self._on_exit()
+
+
+class ServerProcess:
+    """A spawned server: ``stdin``/``stdout`` stream objects, exit status, the stop sequence."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.proc: asyncio.subprocess.Process | None = None
+        self.exited = asyncio.Event()
+        self.stderr_tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self._stderr_task: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode if self.proc else None
+
+    async def spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> None:
+        """Start the process; ``OSError`` (not found, not executable, bad cwd) propagates."""
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(self.exited.set, 1 << 20, loop), *argv,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env=env, cwd=cwd, start_new_session=True, preexec_fn=_parent_death_hook())
+        self.proc = asyncio.subprocess.Process(transport, protocol, loop)
+        if self.proc.returncode is not None:
+            self.exited.set()
+        self._stderr_task = asyncio.create_task(self._pump_stderr(), name=f"mcp-stderr {self.label}")
+
+    @property
+    def stdin(self) -> asyncio.StreamWriter:
+        assert self.proc and self.proc.stdin
+        return self.proc.stdin
+
+    @property
+    def stdout(self) -> asyncio.StreamReader:
+        assert self.proc and self.proc.stdout
+        return self.proc.stdout
+
+    def exit_status(self) -> dict[str, Any]:
+        """``{exitCode}`` or ``{signal}`` (a number), as ``thread/diagnostic`` carries them."""
+        code = self.returncode
+        if code is None:
+            return {}
+        return {"signal": -code} if code < 0 else {"exitCode": code}
+
+    def describe_exit(self) -> str:
+        code = self.returncode
+        if code is None:
+            return "is still running"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"was killed by {name}"
+        return f"exited with code {code}"
+
+    def kill_group(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the server's whole process group; quietly nothing if it is gone."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    async def wait_exit(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self.exited.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def drain_stderr(self, timeout: float) -> None:
+        """Let the stderr pump copy what the server wrote before it exited (for the failure message)."""
+        if self._stderr_task is not None:
+            await asyncio.wait([self._stderr_task], timeout=timeout)
+
+    def close_stdin(self) -> None:
+        if self.proc and self.proc.stdin and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+
+    async def stop(self, grace: float) -> None:
+        """Close stdin; after ``grace`` s SIGTERM the group; after ``grace`` s more SIGKILL. Returns once it is gone."""
+        if self.proc is None:
+            return
+        self.close_stdin()
+        if not await self.wait_exit(grace):
+            self.kill_group(signal.SIGTERM)
+            if not await self.wait_exit(grace):
+                self.kill_group(signal.SIGKILL)
+                await self.wait_exit(grace)
+        await self.reap()
+
+    async def reap(self) -> None:
+        """After the leader exited: kill what it left in its group, release the pipes and the stderr pump."""
+        self.kill_group(signal.SIGKILL)
+        if self.proc is not None:
+            deadline = asyncio.get_running_loop().time() + 2.0
+            while group_alive(self.proc.pid) and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.02)
+        if self.proc is not None:
+            transport = getattr(self.proc, "_transport", None)
+            if transport is not None:
+                transport.close()
+        if self._stderr_task is not None:
+            try:
+                await asyncio.wait_for(asyncio.shield(self._stderr_task), 1.0)
+            except (TimeoutError, asyncio.CancelledError):
+                self._stderr_task.cancel()
+
+    async def _pump_stderr(self) -> None:
+        """Copy the server's stderr to ours, each line prefixed with the thread and server."""
+        assert self.proc and self.proc.stderr
+        reader = self.proc.stderr
+        pending = b""
+        try:
+            while chunk := await reader.read(STDERR_CHUNK):
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                while len(pending) > MAX_STDERR_LINE:
+                    lines.append(pending[:MAX_STDERR_LINE])
+                    pending = pending[MAX_STDERR_LINE:]
+                for line in lines:
+                    self._emit(line)
+        except (ConnectionError, OSError):
+            pass
+        if pending:
+            self._emit(pending)
+
+    def _emit(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        self.stderr_tail.append(line)
+        write_stderr(f"[{self.label}] {line}\n")
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of the group still runs (Linux: /proc; zombies have ended). Elsewhere: any member."""
+    proc = "/proc"
+    if not os.path.isdir(proc):
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in os.listdir(proc):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{proc}/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+def write_stderr(text: str) -> None:
+    """The sidecar's stderr (looked up each time, so a test's capture sees it)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,690 @@
+"""A thread's MCP servers: start them, list their tools, call them, follow their changes, close them.
+
+The protocol is the official ``mcp`` SDK's ``ClientSession`` (imported on first use, in a worker
+thread, while the servers boot); the processes and pipes are ours (``process.py``), because the
+SDK's ``stdio_client`` passes the server only a few environment variables (§6 says the sidecar's
+whole environment plus ``env``), writes the server's stderr unprefixed to a file we give it, does
+not tell the exit status, and sets no parent-death signal.
+
+Everything the tool pipeline does (argument validation, hooks, transforms, observers, revisions,
+name clashes, schema checks) happens outside this module; a call here is the *core* of an MCP tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import inspect
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .. import __version__
+from ..errors import DomainError
+from .model import (
+    FULL_NAME,
+    McpCallResult,
+    McpServerConfig,
+    McpTool,
+    check_configs,
+    error_result,
+    full_name,
+    map_result,
+)
+from .process import ServerProcess, write_stderr
+
+logger = logging.getLogger(__name__)
+
+STOP_GRACE_S = 2.0  # close stdin → this long → SIGTERM → this long → SIGKILL
+EXIT_WINDOW_S = 300.0
+MAX_EXITS = 3  # exits within EXIT_WINDOW_S after which a server is not restarted
+MAX_MESSAGE_BYTES = 64 << 20  # one line on a server's stdout
+MAX_PAGES = 1000  # tools/list pages
+
+Notify = Callable[[dict[str, Any]], Any]
+ToolsChanged = Callable[[], Any]
+
+
+class _Sdk:
+    """The SDK names this module uses, imported once per process (it costs ~1 s of CPU)."""
+
+    def __init__(self) -> None:
+        import anyio
+        import mcp_types
+        from mcp.client.session import ClientSession
+        from mcp.shared.exceptions import MCPError
+        from mcp.shared.message import SessionMessage
+
+        self.anyio = anyio
+        self.types = mcp_types
+        self.ClientSession = ClientSession
+        self.MCPError = MCPError
+        self.SessionMessage = SessionMessage
+        self.CONNECTION_CLOSED = mcp_types.CONNECTION_CLOSED
+        self.client_info = mcp_types.Implementation(name="harness-sidecar", version=__version__)
+
+    def parse(self, line: bytes) -> Any:
+        return self.SessionMessage(self.types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+
+
+_sdk: _Sdk | None = None
+
+
+async def load_sdk() -> _Sdk:
+    """Import the SDK off the event loop (other threads' requests keep being served meanwhile)."""
+    global _sdk
+    if _sdk is None:
+        _sdk = await asyncio.to_thread(_Sdk)
+    return _sdk
+
+
+class _StartFailed(Exception):
+    pass
+
+
+def _preview(line: bytes) -> str:
+    text = line[:120].decode("utf-8", "replace")
+    return repr(text) + ("…" if len(line) > 120 else "")
+
+
+def _call_soon(fn: Callable[..., Any] | None, *args: Any, tasks: set[asyncio.Task[Any]]) -> None:
+    """Call a callback that may be sync or async; an async one runs as a task we keep a reference to."""
+    if fn is None:
+        return
+    try:
+        result = fn(*args)
+    except Exception:
+        logger.exception("MCP callback %r raised", fn)
+        return
+    if inspect.isawaitable(result):
+        task = asyncio.ensure_future(result)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+
+class _Connection:
+    """One process of a server and the SDK session over its pipes."""
+
+    def __init__(self, server: _Server) -> None:
+        self.server = server
+        self.process = ServerProcess(server.label)
+        self.session: Any = None
+        self.ready = False  # initialized and listed
+        self.eof = False  # the server's stdout is over: no answer will come
+        self.stopping = False  # we are ending it
+        self.failure: str | None = None  # what the stdout pump saw go wrong
+        self.changed_during_start = False
+        self.dead = asyncio.Event()
+        self._stop_session = asyncio.Event()
+        self._pumps: list[asyncio.Task[None]] = []
+        self._runner: asyncio.Task[None] | None = None
+        self._finisher: asyncio.Task[None] | None = None
+
+    # -- start ------------------------------------------------------------------------------------
+
+    async def spawn(self) -> None:
+        config = self.server.config
+        owner = self.server.owner
+        owner._spawning += 1
+        try:
+            await self.process.spawn(config.command, {**os.environ, **config.env}, config.cwd)
+        finally:
+            owner._spawning -= 1
+        owner._live.add(self)
+        owner._keep(asyncio.create_task(self._watch_exit()))
+
+    async def connect(self, sdk: _Sdk, timeout_s: float) -> list[dict[str, Any]]:
+        """Initialize and list every page of tools within ``timeout_s``; ``_StartFailed`` says why not."""
+        read_send, read_recv = sdk.anyio.create_memory_object_stream(0)
+        write_send, write_recv = sdk.anyio.create_memory_object_stream(0)
+        self._pumps = [asyncio.create_task(self._pump_stdout(sdk, read_send)),
+                       asyncio.create_task(self._pump_stdin(sdk, write_recv))]
+        opened: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._runner = asyncio.create_task(self._run_session(sdk, read_recv, write_send, opened))
+        step = "initialize"
+        try:
+            async with asyncio.timeout(timeout_s):
+                await opened
+                await self.session.initialize()
+                step = "tools/list"
+                tools = await self.list_tools(sdk)
+                for _ in range(3):  # a list_changed during start-up: the listing we return is the latest
+                    if not self.changed_during_start:
+                        break
+                    self.changed_during_start = False
+                    tools = await self.list_tools(sdk)
+        except TimeoutError:
+            raise _StartFailed(f"did not finish initializing and listing its tools within "
+                               f"{timeout_s * 1000:.0f} ms") from None
+        except sdk.MCPError as exc:
+            if self.eof or self.failure:
+                raise _StartFailed(await self._gone_reason()) from None
+            raise _StartFailed(f"answered {step} with an error: {exc.message}") from None
+        except _StartFailed:
+            raise
+        except Exception as exc:  # a result the SDK rejects, an unsupported protocol version
+            if self.eof or self.failure:
+                raise _StartFailed(await self._gone_reason()) from None
+            raise _StartFailed(f"failed during {step}: {type(exc).__name__}: {exc}") from None
+        self.ready = True
+        return tools
+
+    async def list_tools(self, sdk: _Sdk) -> list[dict[str, Any]]:
+        """Every page of ``tools/list``, as plain dicts with wire names."""
+        tools: list[dict[str, Any]] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            params = sdk.types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            page = await self.session.list_tools(params=params)
+            for tool in page.tools:
+                tools.append({"name": tool.name, "description": tool.description or "",
+                              "inputSchema": tool.input_schema})
+            cursor = page.next_cursor
+            if cursor is None:
+                return tools
+            if cursor in seen:
+                raise _StartFailed(f"repeated the tools/list cursor {cursor!r}")
+            seen.add(cursor)
+        raise _StartFailed(f"listed more than {MAX_PAGES} pages of tools")
+
+    async def _gone_reason(self) -> str:
+        if self.failure:
+            return self.failure
+        await self.process.wait_exit(2.0)
+        if self.process.returncode is None:
+            return "closed its stdout during start-up"
+        reason = f"{self.process.describe_exit()} during start-up"
+        await self.process.drain_stderr(0.5)
+        tail = [line for line in self.process.stderr_tail if line.strip()]
+        return f"{reason} (last stderr line: {tail[-1].strip()[:200]})" if tail else reason
+
+    # -- the session and its pipes ----------------------------------------------------------------
+
+    async def _run_session(self, sdk: _Sdk, read_recv: Any, write_send: Any, opened: asyncio.Future[None]) -> None:
+        """Hold the SDK session open (its task group lives in this task) until we stop it."""
+        try:
+            async with sdk.ClientSession(read_recv, write_send, message_handler=self._on_message,
+                                         logging_callback=self._on_log, client_info=sdk.client_info) as session:
+                self.session = session
+                opened.set_result(None)
+                await self._stop_session.wait()
+        except Exception as exc:
+            if not opened.done():
+                opened.set_exception(_StartFailed(f"the MCP client could not open a session: {exc}"))
+            else:
+                logger.debug("MCP session of %s ended with %r", self.server.label, exc)
+        finally:
+            if not opened.done():
+                opened.set_exception(_StartFailed("the MCP session ended before it opened"))
+            write_send.close()
+            read_recv.close()
+
+    async def _pump_stdout(self, sdk: _Sdk, send: Any) -> None:
+        """Server stdout → one JSON-RPC message per line → the session."""
+        anyio = sdk.anyio
+        reader = self.process.stdout
+        buffer = bytearray()
+        try:
+            while True:
+                try:
+                    chunk = await reader.read(1 << 16)
+                except (ConnectionError, OSError):
+                    break
+                if not chunk:
+                    break
+                searched = len(buffer)
+                buffer += chunk
+                if buffer.find(b"\n", searched) < 0:
+                    if len(buffer) > MAX_MESSAGE_BYTES:
+                        self._violation(f"wrote a message of more than {MAX_MESSAGE_BYTES} bytes")
+                        return
+                    continue
+                *lines, rest = bytes(buffer).split(b"\n")
+                buffer = bytearray(rest)
+                for line in lines:
+                    line = line.strip()
+                    if not line:
+                        continue
+                    try:
+                        message = sdk.parse(line)
+                    except ValueError:
+                        if not self.ready:
+                            self._violation(f"wrote what is not MCP on stdout: {_preview(line)}")
+                            return
+                        write_stderr(f"[{self.server.label}] ignored a stdout line that is not MCP: "
+                                     f"{_preview(line)}\n")
+                        continue
+                    await send.send(message)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass
+        finally:
+            self.eof = True  # before the session learns the stream ended, so a failed call can tell why
+            send.close()
+            if not self.stopping:
+                self.finish()
+
+    async def _pump_stdin(self, sdk: _Sdk, receive: Any) -> None:
+        """The session's messages → the server's stdin, one line each."""
+        stdin = self.process.stdin
+        try:
+            async for message in receive:
+                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+                stdin.write(data.encode("utf-8") + b"\n")
+                await stdin.drain()
+        except (ConnectionError, OSError):
+            if not self.stopping:  # it exited, or closed its stdin and can no longer be talked to
+                self.finish()
+        except (sdk.anyio.ClosedResourceError, sdk.anyio.EndOfStream):
+            pass
+
+    def _violation(self, what: str) -> None:
+        """The server broke the protocol: say so, kill it (its exit is then handled as any exit)."""
+        if self.failure is None:
+            self.failure = what
+            if self.ready:
+                write_stderr(f"[{self.server.label}] {what}: killing it\n")
+        self.process.kill_group(signal.SIGKILL)
+
+    async def _on_message(self, message: Any) -> None:
+        sdk = self.server.owner.sdk
+        if sdk is not None and isinstance(message, sdk.types.ToolListChangedNotification):
+            self.server.tools_changed_notice(self)
+        elif isinstance(message, Exception):
+            write_stderr(f"[{self.server.label}] {type(message).__name__}: {message}\n")
+
+    async def _on_log(self, params: Any) -> None:
+        data = params.data if isinstance(params.data, str) else repr(params.data)
+        write_stderr(f"[{self.server.label}] log {params.level}: {data}\n")
+
+    # -- the end ----------------------------------------------------------------------------------
+
+    async def _watch_exit(self) -> None:
+        await self.process.exited.wait()
+        if not self.stopping:
+            await self.finish()
+
+    def finish(self) -> asyncio.Task[None]:
+        """Release everything once the server is gone (or has to go); idempotent."""
+        if self._finisher is None:
+            self._finisher = asyncio.create_task(self._finish())
+            self.server.owner._keep(self._finisher)
+        return self._finisher
+
+    async def _finish(self) -> None:
+        if not self.process.exited.is_set() and not await self.process.wait_exit(1.0):
+            self.process.kill_group(signal.SIGKILL)  # it closed stdout but lives on: it is of no use
+            await self.process.wait_exit(5.0)
+        if self._pumps:  # what it wrote before it exited is still read (a last answer counts)...
+            await asyncio.wait(self._pumps[:1], timeout=1.0)
+        for pump in self._pumps:  # ...but a grandchild may hold its stdout open for ever
+            pump.cancel()
+        self._stop_session.set()
+        if self._runner is not None:
+            await asyncio.wait([self._runner], timeout=2.0)
+        await self.process.reap()
+        self.server.owner._live.discard(self)
+        self.server.on_exit(self)
+        self.dead.set()
+
+    async def stop(self) -> None:
+        """The shutdown sequence: no more requests; close stdin; TERM after 2 s; KILL after 2 s more."""
+        self.stopping = True
+        self._stop_session.set()
+        if self._runner is not None:
+            await asyncio.wait([self._runner], timeout=2.0)
+        await self.process.stop(STOP_GRACE_S)
+        await self.finish()
+
+    async def kill(self) -> None:
+        self.stopping = True
+        self.process.kill_group(signal.SIGKILL)
+        await self.process.wait_exit(5.0)
+        await self.finish()
+
+
+class _Server:
+    """One configured server across its processes: state, listing, exits and restarts."""
+
+    def __init__(self, owner: McpServers, config: McpServerConfig) -> None:
+        self.owner = owner
+        self.config = config
+        self.name = config.name
+        self.label = f"{owner.thread_id} mcp {config.name}"
+        self.state = "starting"  # ready | exited | unavailable (not restarted) | failed (never started)
+        self.listing: list[dict[str, Any]] = []  # the server's tools that pass allow/deny
+        self.conn: _Connection | None = None
+        self.failure = ""
+        self.exits: collections.deque[float] = collections.deque()
+        self.lock = asyncio.Lock()
+        self._relist: asyncio.Task[None] | None = None
+        self._relist_again = False
+
+    @property
+    def timeout_s(self) -> float:
+        return self.config.startup_timeout_ms / 1000
+
+    def _filter(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [tool for tool in tools if self.config.admits(tool["name"])]
+
+    def _fail(self, reason: str) -> None:
+        self.state = "failed"
+        self.failure = f"MCP server '{self.name}' {reason}"
+
+    # -- first start (two halves, so that every server boots while the SDK is imported) -----------
+
+    async def spawn(self) -> None:
+        conn = _Connection(self)
+        try:
+            await conn.spawn()
+        except (OSError, ValueError) as exc:
+            self._fail(f"cannot be started ({self.config.command[0]!r}): {exc}")
+            return
+        self.conn = conn
+
+    async def connect(self, sdk: _Sdk) -> None:
+        if self.conn is None:
+            return
+        try:
+            self.listing = self._filter(await self.conn.connect(sdk, self.timeout_s))
+        except _StartFailed as exc:
+            await self.conn.kill()
+            self.conn = None
+            self._fail(str(exc))
+            return
+        self.state = "ready"
+
+    async def abandon(self, reason: str) -> None:
+        if self.conn is not None:
+            await self.conn.kill()
+            self.conn = None
+        self._fail(reason)
+
+    # -- exits and restarts -----------------------------------------------------------------------
+
+    def _record_exit(self) -> None:
+        now = time.monotonic()
+        self.exits.append(now)
+        while self.exits and now - self.exits[0] > EXIT_WINDOW_S:
+            self.exits.popleft()
+        self.state = "unavailable" if len(self.exits) >= MAX_EXITS else "exited"
+
+    def on_exit(self, conn: _Connection) -> None:
+        """A connection is over; if it was this server's running one, that is an exit (§6)."""
+        if conn is not self.conn or conn.stopping or not conn.ready or self.owner.closing:
+            return
+        self._record_exit()
+        what = conn.process.describe_exit()
+        if conn.failure:
+            what = f"{conn.failure}; it {what}"
+        message = f"MCP server '{self.name}' {what}; " + (
+            "it is restarted on the next call to it" if self.state == "exited"
+            else f"it exited {MAX_EXITS} times within {EXIT_WINDOW_S / 60:.0f} minutes and is not restarted")
+        self.owner._notify({"threadId": self.owner.thread_id, "kind": "mcp_exit", "name": self.name,
+                            "message": message, **conn.process.exit_status()})
+
+    def _unavailable(self) -> McpCallResult:
+        if self.state == "failed":
+            return error_result("mcp_unavailable", self.failure)
+        return error_result("mcp_unavailable", f"MCP server '{self.name}' exited {MAX_EXITS} times within "
+                                               f"{EXIT_WINDOW_S / 60:.0f} minutes and is not restarted"
+                                               + (f" (last: {self.failure})" if self.failure else ""))
+
+    async def _restart(self) -> str | None:
+        """Start a fresh process for an exited server; ``None`` on success, else why not."""
+        async with self.lock:
+            if self.state == "ready":
+                return None
+            if self.state != "exited" or self.owner.closing:
+                return "it is not running"
+            conn = _Connection(self)
+            try:
+                await conn.spawn()
+                listing = self._filter(await conn.connect(self.owner.sdk, self.timeout_s))
+            except (OSError, ValueError) as exc:
+                reason = f"cannot be started ({self.config.command[0]!r}): {exc}"
+            except _StartFailed as exc:
+                await conn.kill()
+                reason = str(exc)
+            else:
+                if self.owner.closing:
+                    await conn.stop()
+                    return "the thread is closing"
+                self.conn = conn
+                self.state = "ready"
+                self.owner._notify({"threadId": self.owner.thread_id, "kind": "mcp_restarted", "name": self.name,
+                                    "message": f"MCP server '{self.name}' was restarted"})
+                if listing != self.listing:
+                    self.listing = listing
+                    self.owner._tools_changed()
+                return None
+            self._record_exit()
+            self.failure = reason
+            return reason
+
+    # -- list_changed -----------------------------------------------------------------------------
+
+    def tools_changed_notice(self, conn: _Connection) -> None:
+        if not conn.ready:  # starting (first start or restart): connect() lists again before it returns
+            conn.changed_during_start = True
+            return
+        if conn is not self.conn:
+            return
+        if self._relist is not None and not self._relist.done():
+            self._relist_again = True
+            return
+        self._relist = asyncio.create_task(self._relist_tools(conn))
+        self.owner._keep(self._relist)
+
+    async def _relist_tools(self, conn: _Connection) -> None:
+        sdk = self.owner.sdk
+        while True:
+            self._relist_again = False
+            try:
+                async with asyncio.timeout(self.timeout_s):
+                    listing = self._filter(await conn.list_tools(sdk))
+            except Exception as exc:  # it exited, or answers badly: keep the listing we have
+                if not conn.eof and not self.owner.closing:
+                    write_stderr(f"[{self.label}] could not list its tools after tools/list_changed: {exc}\n")
+                return
+            if not self._relist_again:
+                break
+        if conn is self.conn and not self.owner.closing and listing != self.listing:
+            self.listing = listing
+            self.owner._tools_changed()
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    async def call(self, tool: str, arguments: dict[str, Any], timeout_s: float) -> McpCallResult:
+        if self.state in ("failed", "unavailable"):
+            return self._unavailable()
+        if self.state == "exited":
+            reason = await self._restart()
+            if reason is not None:
+                if self.state == "unavailable":
+                    return self._unavailable()
+                return error_result("mcp_unavailable", f"MCP server '{self.name}' could not be restarted: {reason}")
+        conn = self.conn
+        sdk = self.owner.sdk
+        assert conn is not None and sdk is not None
+        try:
+            async with asyncio.timeout(timeout_s):
+                result = await conn.session.call_tool(tool, arguments)
+        except TimeoutError:
+            return error_result("timeout", f"MCP tool '{tool}' of server '{self.name}' did not answer within "
+                                           f"{timeout_s:g} s; the server was asked to cancel it")
+        except sdk.MCPError as exc:
+            if exc.code == sdk.CONNECTION_CLOSED and (conn.eof or conn.stopping):
+                return await self._lost(conn)
+            return error_result("mcp_error", f"MCP server '{self.name}' answered with an error: {exc.message}",
+                                code=exc.code)
+        except Exception as exc:  # a result the SDK refuses (shape, output schema)
+            if conn.eof or conn.stopping:
+                return await self._lost(conn)
+            return error_result("mcp_error", f"MCP server '{self.name}' gave a result that is not valid: "
+                                             f"{type(exc).__name__}: {exc}")
+        return map_result(result.model_dump(by_alias=True, mode="json", exclude_none=True))
+
+    async def _lost(self, conn: _Connection) -> McpCallResult:
+        if conn.stopping or self.owner.closing:
+            return error_result("mcp_unavailable", f"MCP server '{self.name}' was stopped (the thread is closing)")
+        try:
+            await asyncio.wait_for(conn.dead.wait(), 5.0)
+        except TimeoutError:
+            pass
+        what = conn.failure or conn.process.describe_exit()
+        return error_result("mcp_exit", f"MCP server '{self.name}' {what} during the call",
+                            **conn.process.exit_status())
+
+
+class McpServers:
+    """The MCP servers of one thread. Build it with ``await McpServers.start(...)``."""
+
+    def __init__(self, thread_id: str, configs: list[McpServerConfig], notify: Notify | None,
+                 on_tools_changed: ToolsChanged | None) -> None:
+        self.thread_id = thread_id
+        self._servers = {config.name: _Server(self, config) for config in configs}
+        self._notify_fn = notify
+        self._changed_fn = on_tools_changed
+        self.diagnostics: list[dict[str, Any]] = []
+        self.sdk: _Sdk | None = None
+        self.closing = False
+        self._started = False
+        self._live: set[_Connection] = set()
+        self._spawning = 0
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    @classmethod
+    async def start(cls, thread_id: str, configs: list[McpServerConfig], *, notify: Notify | None = None,
+                    on_tools_changed: ToolsChanged | None = None) -> McpServers:
+        """Start every server concurrently; return when each has listed its tools or failed.
+
+        ``notify(params)`` receives ``thread/diagnostic`` params (``mcp_exit``, ``mcp_restarted``);
+        ``on_tools_changed()`` is called after a server's listing changed (``tools/list_changed``, or a
+        restart that lists other tools). Either may be a coroutine function. A failed ``required``
+        server raises ``DomainError("mcp_unavailable", ..., name=...)`` after every server is stopped.
+        """
+        check_configs(configs)
+        self = cls(thread_id, configs, notify, on_tools_changed)
+        if not configs:
+            self._started = True
+            return self
+        try:
+            await self._start()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def _start(self) -> None:
+        servers = list(self._servers.values())
+        await asyncio.gather(*(server.spawn() for server in servers))
+        try:
+            self.sdk = await load_sdk()
+        except ImportError as exc:
+            reason = (f"cannot be used: the Python package 'mcp' is not installed "
+                      f"(pip install 'harness-sidecar[mcp]'): {exc}")
+            await asyncio.gather(*(server.abandon(reason) for server in servers if server.state != "failed"))
+        else:
+            await asyncio.gather(*(server.connect(self.sdk) for server in servers))
+        self.diagnostics = [
+            {"kind": "mcp_unavailable", "name": server.name, "message": server.failure,
+             "hint": "check the server's command, environment and stderr (prefixed "
+                     f"'[{server.label}]' in the sidecar's stderr)"}
+            for server in servers if server.state == "failed"]
+        self.diagnostics += self.skipped()
+        for server in servers:
+            if server.state == "failed" and server.config.required:
+                await self.close()
+                raise DomainError("mcp_unavailable", server.failure, name=server.name)
+        self._started = True
+
+    # -- what the thread offers -------------------------------------------------------------------
+
+    def tools(self) -> list[McpTool]:
+        """The servers' tools in §6 order (servers as configured, each in its own order), filters applied.
+
+        Tools of a server that exited stay listed; a full name that is not 1–64 of A-Za-z0-9_- is left
+        out (see ``skipped()``).
+        """
+        out = []
+        for server in self._servers.values():
+            if server.state == "failed":
+                continue
+            for tool in server.listing:
+                name = full_name(server.name, tool["name"])
+                if FULL_NAME.fullmatch(name):
+                    out.append(McpTool(name, server.name, tool["name"], tool["description"], tool["inputSchema"]))
+        return out
+
+    def skipped(self) -> list[dict[str, Any]]:
+        """``mcp_tool_skipped`` diagnostics for the tools ``tools()`` leaves out by their name."""
+        out = []
+        for server in self._servers.values():
+            if server.state == "failed":
+                continue
+            for tool in server.listing:
+                name = full_name(server.name, tool["name"])
+                if not FULL_NAME.fullmatch(name):
+                    out.append({"kind": "mcp_tool_skipped", "name": name, "server": server.name, "tool": tool["name"],
+                                "message": f"tool {tool['name']!r} of MCP server '{server.name}' is left out: "
+                                           f"its name {name!r} is not 1–64 of A-Za-z0-9_-",
+                                "hint": "rename the tool in the server, or deny it in tools.deny"})
+        return out
+
+    def status(self) -> dict[str, str]:
+        """Each server's state: ``ready``, ``exited``, ``unavailable`` or ``failed``."""
+        return {name: server.state for name, server in self._servers.items()}
+
+    # -- calls ------------------------------------------------------------------------------------
+
+    async def call(self, server: str, tool: str, arguments: dict[str, Any], timeout_s: float) -> McpCallResult:
+        """Call ``tool`` of ``server``: always a result, never an exception (``CancelledError`` aside).
+
+        ``isError`` results carry ``details.kind``: ``timeout`` (the server was sent
+        ``notifications/cancelled``), ``mcp_exit``, ``mcp_unavailable``, ``mcp_error`` (the server
+        answered with a JSON-RPC error, ``details.code``) or ``tool_not_found`` (filtered or unknown).
+        Cancelling the awaiting task sends the server ``notifications/cancelled`` and re-raises.
+        """
+        entry = self._servers.get(server)
+        if entry is None:
+            return error_result("tool_not_found", f"no MCP server named {server!r} in this thread")
+        if not entry.config.admits(tool) or (entry.state != "failed"
+                                             and all(t["name"] != tool for t in entry.listing)):
+            return error_result("tool_not_found", f"MCP server '{server}' offers no tool {tool!r} in this thread")
+        if self.closing:
+            return error_result("mcp_unavailable", f"MCP server '{server}' was stopped (the thread is closing)")
+        return await entry.call(tool, arguments, timeout_s)
+
+    # -- the end ----------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop every server (close stdin, SIGTERM after 2 s, SIGKILL after 2 s more); return once all are gone."""
+        self.closing = True
+        for server in self._servers.values():
+            if server._relist is not None:
+                server._relist.cancel()
+        while self._live or self._spawning:
+            if self._live:
+                await asyncio.gather(*(conn.stop() for conn in list(self._live)))
+            else:
+                await asyncio.sleep(0.01)
+        pending = [task for task in self._tasks if not task.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=2.0)
+
+    # -- helpers ----------------------------------------------------------------------------------
+
+    def _keep(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _notify(self, params: dict[str, Any]) -> None:
+        _call_soon(self._notify_fn, params, tasks=self._tasks)
+
+    def _tools_changed(self) -> None:
+        if self._started and not self.closing:
+            _call_soon(self._changed_fn, tasks=self._tasks)

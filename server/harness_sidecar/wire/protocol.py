@@ -1,0 +1,385 @@
+"""The whole protocol as one JSON Schema (draft 2020-12) document: ``harness-sidecar schema``.
+
+The params of the methods the sidecar serves come from ``wire/params.py`` (the same shapes
+parse them); everything else the wire carries — results, notifications, the sidecar's
+requests to the editor and their answers, error ``data`` per ``kind`` — is declared here.
+``document()`` assembles ``$defs`` and ``x-messages`` (contract v2 §5): for each method,
+``{direction, kind, params, result?, errors?}`` where ``errors`` lists the domain error kinds
+the method may answer, besides those any request may get (``x-request-errors``); each kind's
+error is a ``$defs/Error_<Kind>`` (``$defs/Error`` is any of them).
+
+Nothing here is imported on the way to ``initialize`` or ``thread/start``; the repository
+keeps the document as ``protocol.schema.json`` (a test fails when it differs: regenerate with
+``harness-sidecar schema > protocol.schema.json``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_sidecar import PROTOCOL_VERSION
+from harness_sidecar.errors import DOMAIN_CODES
+from harness_sidecar.wire import params as P
+from harness_sidecar.wire.shapes import (
+    AnyValue,
+    Arr,
+    Bool,
+    Const,
+    Enum,
+    Field,
+    Int,
+    Map,
+    Null,
+    Nullable,
+    Obj,
+    Shape,
+    Str,
+    Union,
+    opt,
+)
+
+SCHEMA_ID = "https://harness-sidecar.invalid/protocol.schema.json"
+CLIENT, SERVER, BOTH = "client→server", "server→client", "both"
+
+# -- shared pieces ----------------------------------------------------------------------------
+
+TEXT_CONTENT = Obj([Field("type", Const("text")), Field("text", Str())], name="TextContent")
+DIAGNOSTIC = Obj(
+    [Field("kind", Str(), description="What went wrong: root_not_found, invalid_frontmatter, shadowed, … "
+                                      "(protocol.md § Diagnostics)."),
+     opt("path", Str()), Field("message", Str()),
+     opt("hint", Str(), description="How to fix it."),
+     opt("line", Int(minimum=1)), opt("column", Int(minimum=1))],
+    open_values=AnyValue(), name="Diagnostic",
+    description="Something left out or worth knowing; kinds may carry more fields (name, shadowedBy, id, size…).")
+ORIGIN = Obj([Field("kind", Str(enum=("builtin", "dynamic", "extension", "mcp"))),
+              opt("id", Str(), description="The extension id or MCP server name.")], name="ToolOrigin")
+TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
+                 Field("origin", ORIGIN)], name="ToolSpec")
+USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
+REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
+                                                       "change.")
+
+CATALOG = Obj([
+    Field("instructions", Arr(Obj([Field("root", Str()), Field("source", Str())], name="InstructionsEntry")),
+          description="Every root's AGENTS.md, in root order; none shadowed."),
+    Field("skills", Arr(Obj([Field("name", Str()), Field("description", Str()), Field("root", Str()),
+                             Field("source", Str())], name="SkillEntry")),
+          description="Winners only, sorted by name; no body."),
+    Field("templates", Arr(Obj([Field("name", Str()), opt("description", Str()), Field("root", Str()),
+                                Field("source", Str()), Field("variables", Arr(Str()))], name="TemplateEntry")),
+          description="Winners only, sorted by name; variables in order of first appearance."),
+    Field("extensions", Arr(Obj([
+        Field("id", Str()), opt("root", Str(), description="Absent for an explicit source."), Field("source", Str()),
+        Field("sha256", Str()),
+        Field("status", Str(enum=("loaded", "skipped_untrusted", "failed", "hash_mismatch"))),
+        opt("error", Str())], name="ExtensionEntry")), description="Sorted by id."),
+], name="Catalog")
+
+THREAD_START_RESULT = Obj([
+    Field("threadId", P.THREAD_ID),
+    Field("revision", REVISION, pending=True),
+    Field("catalog", CATALOG),
+    Field("tools", Arr(TOOL_SPEC), description="In claim order: builtins, dynamic tools, extension tools, MCP tools."),
+    Field("diagnostics", Arr(DIAGNOSTIC)),
+], name="ThreadStartResult")
+
+SKILL_FILE = Obj([Field("path", Str(), description="Relative to the skill's directory, with '/'."),
+                  Field("size", Int(minimum=0))], name="SkillFile")
+RESOURCE = Union(
+    Obj([Field("request", Str()), Field("source", Str()), Field("content", Str())], name="TextResource"),
+    Obj([Field("request", Str()), Field("source", Str()), Field("encoding", Const("base64")),
+         Field("mimeType", Str()), Field("content", Str())], name="BinaryResource"),
+    name="SkillResource", description="A requested file: text, or base64 when it is not UTF-8.")
+ACTIVATED_SKILL = Obj([
+    Field("name", Str()), Field("description", Str()), Field("root", Str()), Field("source", Str()),
+    Field("body", Str(), description="The text after the frontmatter, leading blank lines removed."),
+    Field("directory", Str(), pending=True, description="The skill's absolute directory."),
+    Field("files", Arr(SKILL_FILE), pending=True, description="Every regular file under the directory (no "
+                                                                "dot-files), sorted, at most limits.maxListedFiles."),
+    opt("filesOmitted", Int(minimum=1), description="How many files maxListedFiles left out."),
+    Field("resources", Arr(RESOURCE), description="In request order, each request once."),
+], name="ActivatedSkill")
+
+BLOCKED = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("deny", "throw", "timeout", "crash"))),
+               Field("reason", Str())], name="Blocked")
+WITHHELD = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("throw", "timeout", "crash"))),
+                Field("reason", Str())], name="Withheld")
+TOOL_DETAILS = Obj([
+    opt("kind", Str(), description="Why the call failed, when the sidecar says so: tool_not_found, "
+                                   "invalid_arguments, stale_tool, tool_error, timeout, crash, too_large, editor_error, "
+                                   "malformed_answer, mcp_exit, mcp_unavailable, or an activation error kind "
+                                   "(load_skill)."),
+    opt("blocked", BLOCKED, description="A before hook blocked the call; the core never ran."),
+    opt("withheld", WITHHELD, description="A result transform failed; the core's result is not returned."),
+    opt("argumentsRewrittenBy", Arr(Str()), description="Extensions whose before hooks rewrote the arguments."),
+    opt("transformedBy", Arr(Str()), description="Extensions whose transforms changed the result."),
+    opt("structuredContent", AnyValue(), description="An MCP tool's structuredContent."),
+], open_values=AnyValue(), name="ToolDetails",
+    description="What the tool or the sidecar adds; a tool's own details are free-form.")
+TOOL_RESULT = Obj([Field("toolCallId", P.REQUEST_ID, description="The call's id."), Field("toolName", Str()),
+                   Field("content", Arr(TEXT_CONTENT)), Field("details", TOOL_DETAILS), Field("isError", Bool())],
+                  name="ToolResult")
+COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JSON_OBJECT), Field("isError", Bool())],
+                     name="CommandResult")
+INPUT_SUBMIT_RESULT = Union(
+    Obj([Field("action", Const("send")), Field("message", USER_MESSAGE)], name="InputSend"),
+    Obj([Field("action", Const("handled")),
+         Field("by", Obj([Field("kind", Const("extension")), Field("id", Str())], name="HandledByExtension")),
+         opt("reason", Str())], name="InputHandledByExtension"),
+    Obj([Field("action", Const("handled")),
+         Field("by", Obj([Field("kind", Const("command")), Field("id", Str(), description="The command's name."),
+                          Field("extensionId", Str())], name="HandledByCommand")),
+         Field("result", COMMAND_RESULT)], name="InputHandledByCommand"),
+    name="InputSubmitResult")
+
+SERVER_CAPABILITIES = Obj([
+    Field("framing", Str(enum=("jsonl", "content-length"))),
+    Field("methods", Arr(Str()), description="The requests this sidecar serves."),
+    Field("notifications", Arr(Str()), description="The notifications it may send."),
+    Field("clientRequests", Arr(Str()), description="The requests it may send the editor."),
+    Field("cancellation", Bool()),
+], name="ServerCapabilities")
+INITIALIZE_RESULT = Obj([
+    Field("serverInfo", Obj([Field("name", Str()), Field("version", Str())], name="ServerInfo")),
+    Field("protocolVersion", Const(PROTOCOL_VERSION), description="Whatever the client asked for."),
+    Field("capabilities", SERVER_CAPABILITIES),
+], name="InitializeResult")
+
+# -- notifications and requests the sidecar sends ---------------------------------------------------
+
+HOOKS = ("tool_call", "tool_result", "tool_result_transform", "thread_start", "thread_close", "context", "input")
+THREAD_DIAGNOSTIC = Union(
+    Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("hook", Str(enum=HOOKS)),
+         Field("kind", Str(enum=("throw", "timeout"))), Field("message", Str())], name="HookFault",
+        description="A handler registered with api.on raised or timed out."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("host_exit")), Field("message", Str()),
+         opt("exitCode", Int()), opt("signal", Int())], name="HostExit",
+        description="The thread's extension host died."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("host_restarted")), opt("message", Str())],
+        name="HostRestarted"),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("extension_changed")), Field("extensionId", Str()),
+         Field("message", Str())], name="ExtensionChanged",
+        description="A trusted extension's bytes changed on disk; start a new thread to load it."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_exit")), Field("name", Str()),
+         Field("message", Str()), opt("exitCode", Int()), opt("signal", Int())], name="McpExit"),
+    name="ThreadDiagnosticParams")
+CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
+                      Field("name", Str())], name="CatalogChange")
+CATALOG_CHANGED = Obj([Field("threadId", P.THREAD_ID), Field("revision", REVISION),
+                       Field("added", Arr(CATALOG_CHANGE)), Field("removed", Arr(CATALOG_CHANGE)),
+                       Field("changed", Arr(CATALOG_CHANGE)), Field("diagnostics", Arr(DIAGNOSTIC))],
+                      name="CatalogChangedParams")
+UI_NOTIFY = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                 Field("level", Str(enum=("info", "warning", "error"))), Field("message", Str())],
+                name="UiNotifyParams")
+UI_STATUS = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("key", Str()),
+                 Field("text", Nullable(Str()), description="null clears the item.")], name="UiStatusParams")
+
+ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
+                      Field("arguments", P.JSON_OBJECT)], name="ItemToolCallParams")
+ITEM_TOOL_CALL_RESULT = Obj([
+    Field("contentItems", Arr(Obj([Field("type", Str(enum=("inputText", "text")),
+                                         description="inputText (text is accepted too)."),
+                                   Field("text", Str())], name="InputTextItem"))),
+    Field("success", Bool(), description="false: the result is an error with this text."),
+], name="ItemToolCallResult")
+UI_CONFIRM = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
+                  Field("message", Str()),
+                  opt("callId", P.REQUEST_ID, description="The tool call a hook is deciding, so the editor can show it."),
+                  opt("tool", Str()), opt("arguments", P.JSON_OBJECT)], name="UiConfirmParams")
+UI_OPTION = Obj([Field("value", Str()), Field("label", Str()), opt("description", Str())], name="UiOption")
+UI_SELECT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
+                 Field("options", Arr(UI_OPTION))], name="UiSelectParams")
+UI_INPUT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
+                opt("placeholder", Str())], name="UiInputParams")
+UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
+                        description="Anything else (an error, a malformed answer, no answer) counts as false.")
+UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
+                      name="UiValueResult")
+
+NO_PARAMS = Map(AnyValue(), name="NoParams", description="No params are read (absent, null or an object).")
+NULL_RESULT = Null(name="NullResult")
+
+
+# -- errors -----------------------------------------------------------------------------------------
+
+class ErrorKind:
+    def __init__(self, kind: str, codes: tuple[int, ...], fields: list[Field], description: str) -> None:
+        self.kind, self.codes, self.fields, self.description = kind, codes, fields, description
+
+    def shape(self) -> Shape:
+        name = "Error_" + "".join(part.capitalize() for part in self.kind.split("_"))
+        code = Const(self.codes[0]) if len(self.codes) == 1 else Enum(*self.codes)
+        data = Obj([Field("kind", Const(self.kind)), *self.fields], open_values=AnyValue())
+        return Obj([Field("code", code), Field("message", Str()), Field("data", data)], name=name,
+                   description=self.description)
+
+
+def _domain(kind: str, fields: list[Field], description: str) -> ErrorKind:
+    return ErrorKind(kind, (DOMAIN_CODES[kind],), fields, description)
+
+
+S = Str
+# Errors any request may get (the JSON-RPC ones and the sidecar's lifecycle).
+GENERIC_ERRORS = [
+    ErrorKind("parse_error", (-32700,), [], "Malformed JSON, invalid UTF-8, a bad Content-Length frame; id null."),
+    ErrorKind("invalid_request", (-32600,), [], "Not a request: not an object, a batch, no method, a bad id."),
+    ErrorKind("too_large", (-32600, DOMAIN_CODES["too_large"]),
+              [opt("size", Int(minimum=0)), opt("limit", Int(minimum=0)), opt("path", S())],
+              "A message over 16 MiB (-32600, id null), an answer over --max-result-bytes, or a file over "
+              "limits.maxFileBytes (-32017)."),
+    ErrorKind("shutting_down", (-32600,), [], "A request after shutdown."),
+    ErrorKind("already_initialized", (-32600,), [], "A second initialize."),
+    ErrorKind("duplicate_id", (-32600,), [], "A request reusing the id of one still in flight."),
+    ErrorKind("method_not_found", (-32601,), [], "Unknown method."),
+    ErrorKind("invalid_params", (-32602,), [Field("field", S(), description="The offending field: roots[0], call.id, "
+                                                                            "limits.hookTimeoutMs.")],
+              "Params of the wrong shape."),
+    ErrorKind("not_initialized", (-32002,), [], "A request before initialize."),
+    ErrorKind("cancelled", (-32800,), [], "Cancelled by $/cancelRequest, or by exit without shutdown."),
+    ErrorKind("internal_error", (-32603,), [], "A bug in the sidecar (logged); it keeps serving."),
+]
+DOMAIN_ERRORS = [
+    _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
+            "over 200 characters long)."),
+    _domain("skill_not_found", [opt("name", S()), opt("path", S())], "No such skill, or it is gone from disk."),
+    _domain("invalid_arguments", [opt("name", S()), opt("request", S()), opt("field", S()), opt("path", S())],
+            "Arguments the method refuses: a malformed skill name, a non-string template argument, command "
+            "arguments that do not match its inputSchema, a word without '=' in input/submit."),
+    _domain("path_escape", [opt("path", S()), opt("request", S()), opt("resolved", S())],
+            "A path that leaves its boundary lexically or through a link."),
+    _domain("name_mismatch", [opt("name", S()), opt("path", S())], "SKILL.md's name no longer matches its directory."),
+    _domain("invalid_frontmatter", [opt("name", S()), opt("path", S()), opt("line", Int(minimum=1))],
+            "Missing, unclosed or invalid frontmatter."),
+    _domain("not_utf8", [opt("path", S())], "A file that is not valid UTF-8."),
+    _domain("resource_not_found", [opt("path", S()), opt("request", S()),
+                                   opt("suggestions", Arr(S()), description="Close matches.")],
+            "A requested resource file that does not exist or is not a regular file."),
+    _domain("template_not_found", [opt("name", S())], "No such template, or it is gone from disk."),
+    _domain("missing_argument", [Field("variable", S()), opt("missing", Arr(S()))],
+            "A template variable without an argument."),
+    _domain("command_not_found", [opt("name", S())], "No command of that name in the thread."),
+    _domain("input_blocked", [Field("extensionId", S())], "An input handler failed (fail-closed)."),
+    _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
+]
+ERROR_KINDS = {e.kind: e for e in GENERIC_ERRORS + [d for d in DOMAIN_ERRORS if d.kind != "too_large"]}
+ERROR = Union(*(e.shape() for e in ERROR_KINDS.values()), name="Error",
+              description="error of a response: code, message and data.kind (clients branch on data.kind).")
+PEER_ERROR = Obj([Field("code", Int()), Field("message", Str()), opt("data", AnyValue())], name="PeerError",
+                 description="An error the editor answers a request of the sidecar with.")
+
+_FILE_ERRORS = ["path_escape", "not_utf8", "too_large", "invalid_frontmatter"]
+
+# -- the messages ------------------------------------------------------------------------------------
+
+
+class Message:
+    def __init__(self, method: str, direction: str, kind: str, params: Shape, result: Shape | None = None,
+                 errors: tuple[str, ...] = (), description: str = "") -> None:
+        self.method, self.direction, self.kind = method, direction, kind
+        self.params, self.result, self.errors, self.description = params, result, errors, description
+
+
+def _request(method: str, params: Shape, result: Shape, errors: tuple[str, ...] = (), description: str = "",
+             direction: str = CLIENT) -> Message:
+    return Message(method, direction, "request", params, result, errors, description)
+
+
+def _notification(method: str, params: Shape, direction: str = SERVER, description: str = "") -> Message:
+    return Message(method, direction, "notification", params, None, (), description)
+
+
+THREAD = ("thread_not_found",)
+MESSAGES: list[Message] = [
+    _request("initialize", P.INITIALIZE, INITIALIZE_RESULT, description="The first request."),
+    _notification("initialized", NO_PARAMS, CLIENT, "Optional; ignored."),
+    _request("shutdown", NO_PARAMS, NULL_RESULT, description="Answers once the requests in flight are answered."),
+    _notification("exit", NO_PARAMS, CLIENT, "Ends the process: 0 after shutdown, 1 without."),
+    _notification("$/cancelRequest", P.CANCEL, BOTH, "The request is answered -32800 (kind cancelled); the "
+                                                    "sidecar sends it for a ui/* request whose tools/call was "
+                                                    "cancelled."),
+    _request("thread/start", P.THREAD_START, THREAD_START_RESULT, ("mcp_unavailable",)),
+    _request("thread/refresh", P.THREAD_PARAMS, THREAD_START_RESULT, THREAD,
+             "Rescans the roots now; answers like thread/start."),
+    _request("thread/close", P.THREAD_PARAMS, NULL_RESULT, THREAD),
+    _request("skills/activate", P.SKILLS_ACTIVATE, Obj([Field("skill", ACTIVATED_SKILL)], name="SkillsActivateResult"),
+             THREAD + ("skill_not_found", "invalid_arguments", "path_escape", "name_mismatch", "invalid_frontmatter",
+                       "not_utf8", "resource_not_found", "too_large")),
+    _request("templates/render", P.TEMPLATES_RENDER, Obj([Field("message", USER_MESSAGE)], name="TemplatesRenderResult"),
+             THREAD + ("template_not_found", "missing_argument", "invalid_arguments", *_FILE_ERRORS)),
+    _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str())], name="ContextBuildResult"), THREAD),
+    _request("tools/list", P.THREAD_PARAMS,
+             Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION, pending=True)], name="ToolsListResult"),
+             THREAD),
+    _request("tools/call", P.TOOLS_CALL, Obj([Field("result", TOOL_RESULT)], name="ToolsCallResult"), THREAD,
+             "Never a protocol error for what a tool, hook or editor did: a result paired with the call."),
+    _request("commands/list", P.THREAD_PARAMS, Obj([Field("commands", Arr(Obj([
+        Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), opt("inputSchema", P.INPUT_SCHEMA),
+        Field("origin", Obj([Field("kind", Const("extension")), Field("id", Str())], name="CommandOrigin"))],
+        name="CommandSpec")))], name="CommandsListResult"), THREAD),
+    _request("commands/run", P.COMMANDS_RUN, COMMAND_RESULT, THREAD + ("command_not_found", "invalid_arguments")),
+    _request("input/submit", P.INPUT_SUBMIT, INPUT_SUBMIT_RESULT,
+             THREAD + ("invalid_arguments", "missing_argument", "template_not_found", "input_blocked",
+                       "command_not_found", *_FILE_ERRORS)),
+    _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
+    _notification("catalog/changed", CATALOG_CHANGED),
+    _notification("ui/notify", UI_NOTIFY),
+    _notification("ui/status", UI_STATUS),
+    _request("item/tool/call", ITEM_TOOL_CALL, ITEM_TOOL_CALL_RESULT, direction=SERVER,
+             description="A dynamic tool's call, for the editor to run."),
+    _request("ui/confirm", UI_CONFIRM, UI_CONFIRM_RESULT, direction=SERVER),
+    _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
+    _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
+]
+BY_METHOD = {m.method: m for m in MESSAGES}
+
+ENVELOPE_REQUEST = Obj([opt("jsonrpc", Const("2.0")), Field("id", P.REQUEST_ID), Field("method", Str()),
+                        opt("params", AnyValue())], name="Request",
+                       description="The sidecar always sends jsonrpc; editors may omit it.")
+ENVELOPE_NOTIFICATION = Obj([opt("jsonrpc", Const("2.0")), Field("method", Str()), opt("params", AnyValue())],
+                            name="Notification")
+ENVELOPE_RESULT = Obj([opt("jsonrpc", Const("2.0")), Field("id", P.REQUEST_ID), Field("result", AnyValue())],
+                      name="ResultResponse")
+ENVELOPE_ERROR = Obj([opt("jsonrpc", Const("2.0")), Field("id", Nullable(P.REQUEST_ID)),
+                      Field("error", Obj([Field("code", Int()), Field("message", Str()), opt("data", AnyValue())],
+                                         name="ErrorObject"))],
+                     name="ErrorResponse", description="error is an Error when the sidecar sends it.")
+MESSAGE = Union(ENVELOPE_REQUEST, ENVELOPE_NOTIFICATION, ENVELOPE_RESULT, ENVELOPE_ERROR, name="Message")
+
+
+def document() -> dict[str, Any]:
+    """The JSON Schema document (draft 2020-12) of the whole protocol."""
+    defs: dict[str, Any] = {}
+    root = MESSAGE.schema(defs)
+    messages: dict[str, Any] = {}
+    for m in MESSAGES:
+        entry: dict[str, Any] = {"direction": m.direction, "kind": m.kind, "params": m.params.schema(defs)}
+        if m.result is not None:
+            entry["result"] = m.result.schema(defs)
+        if m.errors:
+            entry["errors"] = list(m.errors)
+        if m.description:
+            entry["description"] = m.description
+        messages[m.method] = entry
+    ERROR.schema(defs)
+    PEER_ERROR.schema(defs)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "harness-sidecar protocol",
+        "description": f"Every message of the harness-sidecar wire, protocol {PROTOCOL_VERSION} (JSON-RPC 2.0). The "
+                       "root schema is any message's envelope; x-messages maps each method to the definitions of "
+                       "its params and result; $defs/Error is an error response's error by data.kind. "
+                       "Generated by `harness-sidecar schema`; see protocol.md § Machine-readable protocol.",
+        **root,
+        "x-messages": messages,
+        "x-request-errors": [e.kind for e in GENERIC_ERRORS],
+        "$defs": dict(sorted(defs.items())),
+    }
+
+
+def dumps() -> str:
+    import json
+
+    return json.dumps(document(), indent=2, ensure_ascii=False) + "\n"

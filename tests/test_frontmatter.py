@@ -1,0 +1,302 @@
+"""Frontmatter read without YAML gives exactly what the safe YAML loader gives, or defers to it.
+
+``plain_mapping`` reads the common ``key: text`` frontmatter without importing YAML. It must
+never answer differently from ``yaml.safe_load`` (PyYAML's pure loader) nor from libyaml's
+``CSafeLoader`` (what the YAML path uses): either the same mapping and key lines, or
+``None`` (YAML reads it). Checked on hand-written edge cases, on thousands of generated
+ones, and, when ``HARNESS_SKILL_CORPUS`` names a directory of real skills, on each of them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from harness_sidecar.client import child_env
+from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources.frontmatter import (
+    FrontmatterError,
+    load_yaml,
+    plain_mapping,
+)
+
+LOADERS = [yaml.SafeLoader] + ([yaml.CSafeLoader] if hasattr(yaml, "CSafeLoader") else [])
+
+
+def yaml_reading(text: str, loader) -> object:
+    """The mapping YAML reads, or the exception type it raises."""
+    try:
+        return yaml.load(text, Loader=loader)
+    except Exception as exc:  # noqa: BLE001
+        return type(exc)
+
+
+def yaml_key_lines(text: str) -> dict[str, int]:
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    lines: dict[str, int] = {}
+    for key, _ in node.value:
+        lines.setdefault(key.value, key.start_mark.line)
+    return lines
+
+
+def assert_same_as_yaml(text: str) -> bool:
+    """Assert the fast reading (if any) equals YAML's; return whether the fast path took it."""
+    fast = plain_mapping(text)
+    if fast is None:
+        return False
+    for loader in LOADERS:
+        assert yaml_reading(text, loader) == (fast[0] or None), (loader.__name__, text)
+    if fast[0]:
+        assert yaml_key_lines(text) == fast[1], text
+    return True
+
+
+def test_the_resolver_patterns_are_the_installed_yaml_resolver_patterns():
+    """If PyYAML ever resolves a plain scalar differently, the fast path must learn it first."""
+    from yaml.resolver import Resolver
+
+    installed = {(regexp.pattern, regexp.flags) for resolvers in Resolver.yaml_implicit_resolvers.values()
+                 for _, regexp in resolvers}
+    ours = {(pattern, re.compile(pattern, flags).flags) for pattern, flags in frontmatter.IMPLICIT_RESOLVER_PATTERNS}
+    assert installed == ours
+
+
+def test_outside_numbers_only_the_listed_words_resolve_to_something_else():
+    """A value not starting like a number is text unless it is one of WORDS_NOT_TEXT (no regex run)."""
+    from yaml.resolver import Resolver
+
+    non_numeric = [(tag, regexp) for first, resolvers in Resolver.yaml_implicit_resolvers.items()
+                   if first not in frontmatter.NUMERIC_START for tag, regexp in resolvers]
+    assert {tag for tag, _ in non_numeric} == {"tag:yaml.org,2002:" + t for t in ("bool", "merge", "null", "value",
+                                                                                  "yaml")}
+    for word in frontmatter.WORDS_NOT_TEXT:
+        assert any(regexp.match(word) for _, regexp in non_numeric), word
+    # each of those patterns is an alternation of literal words: every word it names is listed
+    for _, regexp in non_numeric:
+        body = re.sub(r"\s+", "", regexp.pattern)[len("^(?:"):-len(")$")]
+        for word in body.split("|"):
+            assert word.replace("\\", "") in frontmatter.WORDS_NOT_TEXT, (regexp.pattern, word)
+
+
+EDGE_CASES = [
+    "name: x\ndescription: plain text\n",
+    "name: x\ndescription: 'it''s quoted'\n",
+    'name: x\ndescription: "double quoted: with a colon"\n',
+    "name: x\ndescription: trailing spaces   \n",
+    "name: x\ndescription:    leading spaces\n",
+    "name: x\ndescription: inner  spaces  kept\n",
+    "name: x\ndescription: brackets [a] {b}, c\n",
+    "name: x\ndescription: a#b is not a comment\n",
+    "name: x\ndescription: a # is a comment\n",
+    "name: x\ndescription: url http://example.com/a:b\n",
+    "name: x\ndescription: ends with a colon:\n",
+    "name: x\ndescription: a: b\n",
+    "name: x\ndescription: é 😀 \u3000 ideographic space kept\u3000\n",
+    "name: x\ndescription: zero\u200bwidth\n",
+    "name: x\ndescription: line\u2028separator\n",
+    "name: x\ndescription: next\x85line\n",
+    "name: x\ndescription: tab\there\n",
+    "name: x\ndescription: bom\ufeffinside\n",
+    "name: x\ndescription: del\x7f\n",
+    "name: x\r\ndescription: windows line ends\r\n",
+    "name: x\rdescription: old mac\r",
+    "name: on\ndescription: d\n",
+    "name: yes\ndescription: d\n",
+    "name: 1234\ndescription: d\n",
+    "name: 1_000\ndescription: 0x1f\n",
+    "name: x\ndescription: 12:30\n",
+    "name: x\ndescription: 2024-01-02\n",
+    "name: x\ndescription: ~\n",
+    "name: x\ndescription: null\n",
+    "name: x\ndescription: =\n",
+    "name: x\ndescription:\n",
+    "name: x\ndescription: \n",
+    "name: x\ndescription: .5\n",
+    "name: x\ndescription: .inf\n",
+    "name: x\ndescription: y\n",
+    "name: x\ndescription: n\n",
+    "name: x\ndescription: -dash start\n",
+    "name: x\ndescription: - a list item\n",
+    "name: x\ndescription: ? complex\n",
+    "name: x\ndescription: *alias\n",
+    "name: x\ndescription: &anchor d\n",
+    "name: x\ndescription: !tag d\n",
+    "name: x\ndescription: |\n  block\n",
+    "name: x\ndescription: >\n  folded\n",
+    "name: x\ndescription: %percent\n",
+    "name: x\ndescription: @at\n",
+    "name: x\ndescription: `tick\n",
+    "name: x\ndescription: 'unterminated\n",
+    "name: x\ndescription: 'a' b'\n",
+    "name: x\ndescription: 'a''\n",
+    "name: x\ndescription: ''\n",
+    'name: x\ndescription: ""\n',
+    'name: x\ndescription: "escape \\n inside"\n',
+    "name: x\ndescription: 'quoted' # comment\n",
+    "name: x\ndescription: continued\n  on the next line\n",
+    "name: x\ndescription: continued\nat column zero\n",
+    "name: x\n\n# a comment line\ndescription: d\n",
+    "  name: x\n",
+    "name : x\n",
+    "name:x\n",
+    "name: x\nname: y\ndescription: d\n",
+    "on: x\n",
+    "Name: x\nNULL: y\n",
+    "k_1: v\na-b: w\nA9: z\n",
+    "x" * 64 + ": long key\n",
+    "x" * 65 + ": longer key\n",
+    "metadata:\n  author: me\n",
+    "metadata:\n  author: vercel\n  version: \"1.0.0\"\n  argument-hint: <file-or-pattern>\n",
+    "requires:\n  mcp: [rube]\n",
+    "requires:\n  mcp: [ a , b.c,d-e ]\n  none: []\n",
+    "tags: [1, 2]\n",
+    "tags: [yes]\n",
+    "tags: [a b]\n",
+    "tags: [a,]\n",
+    "metadata:\n  a: x\n    b: deeper\n",
+    "metadata:\n    a: x\n  b: shallower\n",
+    "metadata:\n  a: x\n    continued\n",
+    "metadata:\n  a: x\n# comment\n\n  b: y\nname: z\n",
+    "metadata:\n  # indented comment\n  a: x\n",
+    "metadata:\nname: x\n",
+    "metadata:\n  a:\n    b: c\n",
+    "metadata:\n  - a\n",
+    "description: text\n  sub: x\n",
+    "allowed-tools: Bash(git:*) Read\n",
+    "...\n",
+    "--- x\n",
+    "",
+    "\n\n",
+    "# only a comment\n",
+]
+
+
+@pytest.mark.parametrize("text", EDGE_CASES)
+def test_edge_cases_read_as_yaml_reads_them(text):
+    assert_same_as_yaml(text)
+    # The YAML path uses libyaml when present; PyYAML's pure loader differs from it on some of
+    # these (a tab inside a plain scalar), which is why the fast path leaves them to YAML.
+    expected = yaml_reading(text, LOADERS[-1])
+    try:
+        got: object = load_yaml(text, 1)[0]
+    except FrontmatterError:
+        got = "error"
+    if isinstance(expected, type):
+        assert got == "error", text
+    elif isinstance(expected, dict) or expected is None:
+        assert got == (expected or {}), text
+
+
+def test_the_common_frontmatters_take_the_fast_path():
+    """A regression that sends every file to YAML would keep results right and lose the speed."""
+    for text in ["name: review\ndescription: Use when reviewing code; not for deploys.\n",
+                 "name: pdf\ndescription: 'Work with PDFs: fill forms, extract text.'\nlicense: Proprietary\n",
+                 'name: x\ndescription: "Use when: the user asks."\n',
+                 "name: x\r\ndescription: Windows line ends.\r\n"]:
+        assert plain_mapping(text) is not None, text
+        assert assert_same_as_yaml(text)
+
+
+FRAGMENTS = ["a", "word", "two words", "é", "😀", " ", "  ", "'", '"', "''", "#", " #", ": ", ":", "-", "- ", "?",
+             "[", "]", "{", "}", ",", "&", "*", "!", "|", ">", "%", "@", "`", "~", "null", "yes", "on", "Off", "1",
+             "1.5", "-2", "+3", "0x1f", "0o7", "0b1", "1_0", "2024-01-02", "12:30", "=", "<<", "\\", "\\n", "\t",
+             "\u2028", "\u2029", "\x85", "\ufeff", "\u00a0", "\x7f", "\x01", "\r", ".", "..", ".nan", "e3", "0"]
+WORDS = ["use", " when", " the", " user", " asks", "-", "/", ".", " x:y", "(a)", " 42"]
+KEYS = ["name", "description", "license", "on", "yes", "a-b", "k_1", "Null", "x" * 70, "1a", "-k", "'q'", "", "y"]
+SEPARATORS = [": ", ":", ":  ", " : ", ":\t", ": '", ': "']
+
+
+def generated_value(rng: random.Random) -> str:
+    # mostly words with a few tricky fragments, so that both paths are exercised often
+    value = "".join(rng.choice(FRAGMENTS) if rng.random() < 0.25 else rng.choice(WORDS)
+                    for _ in range(rng.randint(0, 5)))
+    roll = rng.random()
+    if roll < 0.25:
+        quote = rng.choice("'\"")
+        value = quote + value + quote
+    elif roll < 0.35:
+        value = rng.choice(["[rube]", "[a, b]", "[ a ,b ]", "[]", "[a b]", "[1, 2]", "[yes]", "[a,]", "[a.b, c/d]",
+                            "[x]  ", "[x] # c", "[[x]]", "['x']"])
+    return value
+
+
+def generated_text(rng: random.Random) -> str:
+    lines = []
+    for _ in range(rng.randint(1, 4)):
+        roll = rng.random()
+        if roll < 0.08:
+            lines.append(rng.choice(["", "# comment", "  indented: x", "- item", "...", " ", "  # comment",
+                                     "    deeper: y", "\tindented: z", "  - item", "  continued"]))
+            continue
+        key = rng.choice(KEYS) if rng.random() < 0.2 else rng.choice(["name", "description", "license"])
+        separator = rng.choice(SEPARATORS) if rng.random() < 0.2 else ": "
+        if roll < 0.3:  # a nested block
+            lines.append(rng.choice(["metadata:", "requires:", "metadata:  ", "on:", "metadata: # c", key + ":"]))
+            indent = rng.choice(["  ", "  ", "    ", " "])
+            for _ in range(rng.randint(0, 3)):
+                if rng.random() < 0.1:
+                    indent = rng.choice(["  ", "    ", " ", "\t", ""])
+                child = rng.choice(["author", "version", "mcp", "on", "argument-hint", "1"]) if rng.random() < 0.3 \
+                    else rng.choice(["author", "version"])
+                lines.append(indent + child + (": " if rng.random() < 0.9 else rng.choice(SEPARATORS))
+                             + generated_value(rng))
+            continue
+        lines.append(key + separator + generated_value(rng))
+    return "\n".join(lines) + rng.choice(["", "\n", "\r\n"])
+
+
+def test_thousands_of_generated_frontmatters_read_as_yaml_reads_them():
+    rng = random.Random(20261130)
+    fast = nested = 0
+    for _ in range(30000):
+        text = generated_text(rng)
+        if assert_same_as_yaml(text):
+            fast += 1
+            nested += any(isinstance(v, (dict, list)) for v in plain_mapping(text)[0].values())
+    # enough of them took the fast path (flat and nested) for the comparison to mean something
+    assert fast > 3000 and nested > 300, (fast, nested)
+
+
+def test_a_thread_of_ordinary_skills_never_imports_yaml(tmp_path):
+    for i in range(20):
+        directory = tmp_path / "skills" / f"s{i}"
+        directory.mkdir(parents=True)
+        (directory / "SKILL.md").write_text(f"---\nname: s{i}\ndescription: 'Use when: task {i}.'\n---\nbody\n")
+    code = ("import sys; from harness_sidecar.resources.catalog import build_catalog; "
+            "from harness_sidecar.limits import Limits; "
+            f"c = build_catalog([{str(tmp_path)!r}], Limits()); assert len(c.skills) == 20, c.diagnostics; "
+            "print('yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def corpus_frontmatters() -> list[Path]:
+    where = os.environ.get("HARNESS_SKILL_CORPUS")
+    if not where:
+        return []
+    return sorted(p for p in Path(where).rglob("*.md") if p.is_file())
+
+
+@pytest.mark.skipif(not os.environ.get("HARNESS_SKILL_CORPUS"),
+                    reason="set HARNESS_SKILL_CORPUS to a directory of real skills (e.g. clones of the public "
+                           "skill repositories) to compare every frontmatter in it")
+def test_every_frontmatter_of_a_real_corpus_reads_as_yaml_reads_it():
+    compared = fast = 0
+    for path in corpus_frontmatters():
+        data = path.read_bytes()
+        try:
+            text, _, _ = frontmatter.split(data, True, 1 << 20, required=True)
+        except FrontmatterError:
+            continue
+        assert text is not None
+        compared += 1
+        fast += assert_same_as_yaml(text)
+    print(f"\n{compared} frontmatters compared, {fast} read without YAML")
+    assert compared > 0

@@ -1,0 +1,125 @@
+"""harness_sidecar.mcp against the reference server @modelcontextprotocol/server-everything (npm).
+
+.ci/run installs it (``npm ci`` in tests/mcp_servers/everything); without it these tests are
+skipped here and fail in CI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import uuid
+from typing import Any
+
+import pytest
+from harness_sidecar.mcp import McpServerConfig, McpServers
+from mcp_helpers import EVERYTHING, pids_with_env, wait_until
+
+# The tools these tests call (the closing note of issue 14 lists them).
+EXERCISED = ["echo", "get-sum", "get-tiny-image", "get-structured-content", "get-resource-links",
+             "get-resource-reference", "get-annotated-message", "get-env", "trigger-long-running-operation"]
+
+
+@pytest.fixture
+def everything() -> list[str]:
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        what = "node" if node is None else "@modelcontextprotocol/server-everything"
+        if os.environ.get("CI"):
+            pytest.fail(f"{what} is not installed; .ci/run should have installed it")
+        pytest.skip(f"{what} is not installed here (CI installs it: npm ci in tests/mcp_servers/everything)")
+    return [node, str(EVERYTHING), "stdio"]
+
+
+MARK = "HARNESS_TEST_MARK"  # set in the server's env, to find its process
+
+
+@pytest.fixture
+def mark() -> str:
+    return uuid.uuid4().hex
+
+
+@pytest.fixture
+def notes() -> list[dict[str, Any]]:
+    return []
+
+
+@pytest.fixture
+async def servers(everything: list[str], mark: str, notes: list[dict[str, Any]]):
+    started = await McpServers.start("thread-1", [McpServerConfig(
+        "everything", everything, env={MARK: mark, "MCP_TEST_VALUE": "given"}, startup_timeout_ms=30000)],
+        notify=notes.append)
+    yield started
+    await started.close()
+    assert wait_until(lambda: not pids_with_env(MARK, mark), 10), "server-everything outlived close()"
+
+
+def texts(result) -> list[str]:
+    return [item["text"] for item in result.content]
+
+
+async def test_lists_the_reference_servers_tools(servers: McpServers) -> None:
+    tools = {tool.tool: tool for tool in servers.tools()}
+    assert set(EXERCISED) <= set(tools)
+    assert all(tool.full_name == f"mcp__everything__{name}" for name, tool in tools.items())
+    assert servers.diagnostics == []
+    schema = tools["get-sum"].input_schema
+    assert schema["type"] == "object" and set(schema["properties"]) == {"a", "b"}
+
+
+async def test_calls_and_content_mapping(servers: McpServers) -> None:
+    echo = await servers.call("everything", "echo", {"message": "hello"}, 10)
+    assert (texts(echo), echo.is_error, echo.details) == (["Echo: hello"], False, {})
+    assert texts(await servers.call("everything", "get-sum", {"a": 2, "b": 40}, 10)) == ["The sum of 2 and 40 is 42."]
+
+    image = await servers.call("everything", "get-tiny-image", {}, 10)
+    assert texts(image) == ["Here's the image you requested:", "[image content: mimeType image/png]",
+                            "The image above is the MCP logo."]
+
+    weather = await servers.call("everything", "get-structured-content", {"location": "Chicago"}, 10)
+    assert weather.details["structuredContent"] == json.loads(texts(weather)[0])
+    assert set(weather.details["structuredContent"]) == {"temperature", "conditions", "humidity"}
+
+    links = await servers.call("everything", "get-resource-links", {"count": 2}, 10)
+    assert texts(links)[1].startswith("[resource_link content: uri demo://resource/")
+    assert len(texts(links)) == 3
+
+    reference = await servers.call("everything", "get-resource-reference", {"resourceType": "Text", "resourceId": 1}, 10)
+    assert "[resource content: uri demo://resource/dynamic/text/1, mimeType text/plain]" in texts(reference)
+
+    annotated = await servers.call("everything", "get-annotated-message",
+                                   {"messageType": "error", "includeImage": True}, 10)
+    assert texts(annotated)[0] == "Error: Operation failed"
+    assert "[image content: mimeType image/png]" in texts(annotated)
+
+    env = json.loads(texts(await servers.call("everything", "get-env", {}, 10))[0])
+    assert env["MCP_TEST_VALUE"] == "given" and env["PATH"] == os.environ["PATH"]
+
+
+async def test_invalid_arguments_are_the_servers_error_result(servers: McpServers) -> None:
+    # Argument validation is the tool pipeline's job; here only: the server's answer comes back as a result.
+    result = await servers.call("everything", "get-sum", {"a": "two"}, 10)
+    assert result.is_error
+
+
+async def test_timeout_leaves_the_server_running(servers: McpServers) -> None:
+    slow = await servers.call("everything", "trigger-long-running-operation", {"duration": 30, "steps": 30}, 0.5)
+    assert slow.is_error and slow.details == {"kind": "timeout"}
+    assert texts(await servers.call("everything", "echo", {"message": "after"}, 10)) == ["Echo: after"]
+    assert servers.status() == {"everything": "ready"}
+
+
+async def test_exit_by_signal_then_restart(servers: McpServers, mark: str, notes: list[dict[str, Any]]) -> None:
+    [pid] = pids_with_env(MARK, mark)
+    os.kill(pid, signal.SIGTERM)
+    deadline = asyncio.get_running_loop().time() + 15
+    while servers.status()["everything"] != "exited" and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.05)
+    assert servers.status() == {"everything": "exited"}
+    assert notes[0]["kind"] == "mcp_exit" and notes[0]["signal"] == 15
+    assert texts(await servers.call("everything", "echo", {"message": "back"}, 30)) == ["Echo: back"]
+    assert pids_with_env(MARK, mark) != [pid]
+    assert [note["kind"] for note in notes] == ["mcp_exit", "mcp_restarted"]
