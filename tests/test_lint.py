@@ -52,6 +52,32 @@ def test_brace_hints_and_their_suggestions(tree):
     assert "write" not in findings[1].message  # {{1x}} cannot become a placeholder
 
 
+def test_a_resource_outside_every_root_is_explained_with_its_root(tree, tmp_path):
+    root = tree("r")
+    elsewhere = tmp_path / "repo"
+    skill = write(elsewhere / "skills/x/SKILL.md", "---\nname: y\n---\n")
+    finding = lint.outside_roots(str(skill), [str(root)])
+    assert finding.kind == "outside_roots" and finding.severity == "information"
+    assert f"the root {elsewhere}" in finding.message and str(root) in finding.message
+    template = write(elsewhere / "templates/ask.md", "x\n")
+    assert lint.outside_roots(str(template), [str(root)]).kind == "outside_roots"
+    assert lint.outside_roots(str(write(elsewhere / "notes.md", "x\n")), [str(root)]) is None
+    assert lint.outside_roots(str(add_skill(root, "inside")), [str(root)]) is None  # under a root: lint() speaks
+
+
+def test_hover_text_follows_the_clients_format_and_skips_the_frontmatter(tree):
+    root = tree("r")
+    skill = add_skill(root, "review", "Use when reviewing.")
+    markdown = lint.hover(str(skill), skill.read_text(), 1, 7, [str(root)])[0]
+    plain = lint.hover(str(skill), skill.read_text(), 1, 7, [str(root)], markdown=False)[0]
+    assert "**review**" in markdown and "`" in markdown
+    assert plain.startswith("review — Use when reviewing.") and "*" not in plain and "`" not in plain
+    template = write(root / "templates/ask.md", "---\ndescription: Fill {{x}}.\n---\n{{x}} and {{y}}\n")
+    text = template.read_text()
+    assert lint.hover(str(template), text, 1, 15, [str(root)]) is None  # {{x}} in the frontmatter
+    assert lint.hover(str(template), text, 3, 1, [str(root)])[1:] == (0, 5)  # {{x}} in the body
+
+
 def test_a_long_description_is_a_warning_while_typing(tree):
     root = tree("r")
     path = add_skill(root, "long", "d" * 1100)

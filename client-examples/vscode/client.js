@@ -37,6 +37,7 @@ class SidecarClient extends EventEmitter {
     this.maxRestarts = options.maxRestarts || 0;
     this.restarts = 0;
     this.requestHandlers = new Map();
+    this.notificationHandlers = new Map();
     this.pending = new Map();
     this.nextId = 1;
     this.proc = null;
@@ -86,7 +87,18 @@ class SidecarClient extends EventEmitter {
     this.requestHandlers.set(method, handler);
   }
 
-  request(method, params, { timeoutMs } = {}) {
+  /** Handle the sidecar's notification `method` (also emitted as 'notification'). */
+  onNotification(method, handler) {
+    this.notificationHandlers.set(method, handler);
+  }
+
+  /**
+   * Send a request. `token` (a CancellationToken: {isCancellationRequested, onCancellationRequested})
+   * sends `$/cancelRequest`; the sidecar then answers -32800, which rejects with kind 'cancelled'.
+   * The third argument is `{timeoutMs, token}`, or the token itself (as vscode-languageclient takes it).
+   */
+  request(method, params, options = {}) {
+    const { timeoutMs, token } = options && options.onCancellationRequested ? { token: options } : (options || {});
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) {
       return Promise.reject(new SidecarError('the sidecar is not running', -1, { kind: 'not_running' }));
     }
@@ -98,8 +110,15 @@ class SidecarClient extends EventEmitter {
         this.notify('$/cancelRequest', { id });
         reject(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
       }, timeout);
-      this.pending.set(id, { method, resolve, reject, timer });
+      let cancellation = null;
+      const settle = (fn) => (value) => { if (cancellation) cancellation.dispose(); fn(value); };
+      this.pending.set(id, { method, resolve: settle(resolve), reject: settle(reject), timer });
       this._send({ jsonrpc: '2.0', id, method, params: params === undefined ? {} : params });
+      if (token) {
+        const cancel = () => { if (this.pending.has(id)) this.notify('$/cancelRequest', { id }); };
+        if (token.isCancellationRequested) cancel();
+        else cancellation = token.onCancellationRequested(cancel);
+      }
     });
   }
 
@@ -109,7 +128,7 @@ class SidecarClient extends EventEmitter {
 
   /** `shutdown`, then `exit`; resolves with the exit code. */
   async stop() {
-    if (!this.proc || this.proc.exitCode !== null) return this.proc ? this.proc.exitCode : 0;
+    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc ? this.proc.exitCode : 0;
     this.stopping = true;
     const proc = this.proc;
     const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
@@ -140,6 +159,10 @@ class SidecarClient extends EventEmitter {
     if (message.method !== undefined && message.id !== undefined) {
       this._answer(message);
     } else if (message.method !== undefined) {
+      const handler = this.notificationHandlers.get(message.method);
+      if (handler) {
+        try { handler(message.params); } catch (err) { this.emit('log', `${message.method} handler failed: ${err.message}`); }
+      }
       this.emit('notification', message.method, message.params);
     } else {
       const waiting = this.pending.get(message.id);

@@ -1,28 +1,26 @@
 'use strict';
-// VS Code extension: starts harness-sidecar, shows its catalog, activates skills, renders
-// templates, shows the system prompt, and answers the sidecar's `editor_selection` tool.
+// VS Code extension for harness-sidecar: a catalog tree (skills, templates, extensions,
+// diagnostics), a status-bar item, commands (show catalog, activate skill, render template,
+// show system prompt, refresh, restart), catalog diagnostics in the Problems panel, read-only
+// documents for what the sidecar returns, and the editor's side of the protocol (requests the
+// sidecar sends, dispatched by method in REVERSE_REQUESTS; notifications in NOTIFICATIONS).
+//
+// Two modes (`harnessSidecar.mode`): "jsonl" (client.js, the default) and "lsp"
+// (lsp-extension.js: vscode-languageclient, with live diagnostics and hovers while writing).
+// Trust rules: settings.js.
 
-const os = require('os');
-const path = require('path');
 const vscode = require('vscode');
+const settingsModule = require('./settings');
 const { SidecarClient } = require('./client');
 
-let client = null;
-let threadPromise = null;
-
-function settings() {
-  const config = vscode.workspace.getConfiguration('harnessSidecar');
-  const folder = vscode.workspace.workspaceFolders && vscode.workspace.workspaceFolders[0];
-  const defaultRoots = [];
-  if (folder) defaultRoots.push(path.join(folder.uri.fsPath, '.agents'));
-  defaultRoots.push(path.join(os.homedir(), '.agents'));
-  const roots = config.get('roots');
-  return {
-    command: config.get('command') || ['harness-sidecar'],
-    roots: roots && roots.length ? roots : defaultRoots,
-    trustedExtensions: config.get('trustedExtensions') || [],
-  };
-}
+const SCHEME = 'harness-sidecar';
+const SEVERITY_OF_KIND = {
+  shadowed: 'Information', duplicate_root: 'Warning', root_not_found: 'Warning', root_not_directory: 'Warning',
+  extension_not_found: 'Warning', description_too_long: 'Warning',
+};
+// Kinds the LSP mode's live diagnostics do not cover (in LSP mode only these go to Problems from the catalog).
+const ROOT_LEVEL_KINDS = new Set(['root_not_found', 'root_not_directory', 'duplicate_root', 'extension_not_found',
+  'hash_mismatch', 'extension_failed', 'too_many_skills', 'missing_skill_file', 'not_a_skill', 'unreadable']);
 
 const EDITOR_TOOLS = [{
   name: 'editor_selection',
@@ -30,34 +28,109 @@ const EDITOR_TOOLS = [{
   inputSchema: { type: 'object', properties: {} },
 }];
 
-async function editorToolCall(params) {
-  if (params.tool !== 'editor_selection') {
-    return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };
+/** Requests the sidecar sends the editor, by method (later: ui/confirm, ui/select, ui/input). */
+const REVERSE_REQUESTS = {
+  'item/tool/call': async (harness, params) => {
+    if (params.tool !== 'editor_selection') {
+      return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };
+    }
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) return { contentItems: [{ type: 'inputText', text: 'no active editor' }], success: false };
+    return { contentItems: [{ type: 'inputText', text: editor.document.getText(editor.selection) }], success: true };
+  },
+};
+
+/** Notifications from the sidecar, by method (later: ui/notify, ui/status, catalog/changed). */
+const NOTIFICATIONS = {
+  'thread/diagnostic': (harness, params) => {
+    harness.output.warn(`[${params.extensionId || params.threadId}] ${params.hook || ''} ${params.kind}: ${params.message}`);
+  },
+};
+
+/** Read-only documents under harness-sidecar:/… (catalog, system prompt, skills, rendered templates). */
+class Documents {
+  constructor() {
+    this.contents = new Map();
+    this.changed = new vscode.EventEmitter();
+    this.onDidChange = this.changed.event;
   }
-  const editor = vscode.window.activeTextEditor;
-  if (!editor) return { contentItems: [{ type: 'inputText', text: 'no active editor' }], success: false };
-  return { contentItems: [{ type: 'inputText', text: editor.document.getText(editor.selection) }], success: true };
-}
 
-/** The thread of this window, started on first use (and again after a restart). */
-function thread() {
-  if (!threadPromise) {
-    const { roots, trustedExtensions } = settings();
-    threadPromise = client.request('thread/start', { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS })
-      .catch((err) => { threadPromise = null; throw err; });
+  provideTextDocumentContent(uri) {
+    return this.contents.get(uri.path) || '';
   }
-  return threadPromise;
+
+  async show(name, content) {
+    const uri = vscode.Uri.parse(`${SCHEME}:/${name}`);
+    this.contents.set(uri.path, content);
+    this.changed.fire(uri);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc, { preview: true });
+    return doc;
+  }
 }
 
-async function show(content, language = 'markdown') {
-  const doc = await vscode.workspace.openTextDocument({ content, language });
-  await vscode.window.showTextDocument(doc, { preview: true });
-  return doc;
+/** The catalog tree: Skills, Templates, Extensions, Diagnostics. */
+class CatalogTree {
+  constructor() {
+    this.started = null;
+    this.changed = new vscode.EventEmitter();
+    this.onDidChangeTreeData = this.changed.event;
+  }
+
+  set(started) {
+    this.started = started;
+    this.changed.fire(undefined);
+  }
+
+  getTreeItem(node) {
+    return node.item;
+  }
+
+  getChildren(node) {
+    const started = this.started;
+    if (!started) return [];
+    const { catalog, diagnostics } = started;
+    const group = (id, label, count) => {
+      const item = new vscode.TreeItem(`${label} (${count})`, count ? vscode.TreeItemCollapsibleState.Expanded
+        : vscode.TreeItemCollapsibleState.None);
+      item.id = id;
+      return { group: id, item };
+    };
+    if (!node) {
+      return [group('skills', 'Skills', catalog.skills.length), group('templates', 'Templates', catalog.templates.length),
+        group('extensions', 'Extensions', catalog.extensions.length), group('diagnostics', 'Diagnostics', diagnostics.length)];
+    }
+    const open = (file, line) => ({ command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(file),
+      line ? { selection: new vscode.Range(line - 1, 0, line - 1, 0) } : undefined] });
+    const leaf = (label, description, tooltip, icon, command) => {
+      const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+      Object.assign(item, { description, tooltip, iconPath: new vscode.ThemeIcon(icon), command });
+      return { item };
+    };
+    switch (node.group) {
+      case 'skills':
+        return catalog.skills.map((s) => leaf(s.name, s.description, `${s.description}\n${s.source}`, 'book',
+          open(s.source)));
+      case 'templates':
+        return catalog.templates.map((t) => leaf(t.name, t.variables.length ? t.variables.join(', ') : 'no variables',
+          `${t.description || ''}\n${t.source}`, 'file-text', open(t.source)));
+      case 'extensions':
+        return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.source,
+          e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.source)));
+      case 'diagnostics':
+        return diagnostics.map((d) => leaf(d.kind, d.message, d.hint ? `${d.message}\n${d.hint}` : d.message,
+          d.kind === 'shadowed' ? 'info' : 'warning', d.path ? open(d.path, d.line) : undefined));
+      default:
+        return [];
+    }
+  }
 }
 
-function catalogText(started) {
+function catalogText(started, settings) {
   const { catalog, diagnostics } = started;
-  const lines = ['# Harness catalog', '', '## Skills'];
+  const lines = ['# Harness catalog', ''];
+  if (!settings.trusted) lines.push('_This workspace is not trusted: no extension code is loaded._', '');
+  lines.push('## Skills');
   for (const s of catalog.skills) lines.push(`- **${s.name}**: ${s.description} (${s.source})`);
   lines.push('', '## Templates');
   for (const t of catalog.templates) lines.push(`- **${t.name}** (${t.variables.join(', ') || 'no variables'}): ${t.description || ''}`);
@@ -68,75 +141,233 @@ function catalogText(started) {
   return lines.join('\n') + '\n';
 }
 
-async function withErrors(action) {
-  try {
-    return await action();
-  } catch (err) {
-    vscode.window.showErrorMessage(`Harness sidecar: ${err.message}`);
-    return undefined;
+class Harness {
+  constructor(context) {
+    this.context = context;
+    this.output = vscode.window.createOutputChannel('Harness Sidecar', { log: true });
+    this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
+    this.status.command = 'harnessSidecar.showCatalog';
+    this.problems = vscode.languages.createDiagnosticCollection('harness-sidecar');
+    this.documents = new Documents();
+    this.tree = new CatalogTree();
+    this.connection = null;
+    this.threadPromise = null;
+    this.started = null;
+    this.startError = null;
+    this.settings = settingsModule.read(vscode);
+    context.subscriptions.push(this.output, this.status, this.problems,
+      vscode.workspace.registerTextDocumentContentProvider(SCHEME, this.documents),
+      vscode.window.registerTreeDataProvider('harnessSidecar.catalog', this.tree));
+  }
+
+  setStatus(text, tooltip) {
+    this.status.text = `$(book) ${text}`;
+    this.status.tooltip = tooltip;
+    this.status.show();
+  }
+
+  /** An error toast with the actions that fix most failures. */
+  async fail(message) {
+    this.output.error(message);
+    const choice = await vscode.window.showErrorMessage(`Harness: ${message}`, 'Show Output', 'Open Settings');
+    if (choice === 'Show Output') this.output.show(true);
+    if (choice === 'Open Settings') await vscode.commands.executeCommand('workbench.action.openSettings', settingsModule.SECTION);
+  }
+
+  async start() {
+    const settings = this.settings = settingsModule.read(vscode);
+    for (const key of settings.ignored) {
+      this.output.warn(`${key} is set by this workspace and ignored: only your user settings choose the command and the trusted extensions`);
+    }
+    if (!settings.trusted) {
+      this.output.info('this workspace is not trusted: no extension is trusted (skills and templates still work)');
+    }
+    this.setStatus('Harness: starting', `starting ${settings.command.join(' ')}`);
+    let connection;
+    if (settings.mode === 'lsp') {
+      const { LspConnection } = require('./lsp-extension');
+      connection = new LspConnection({ ...settings, output: this.output });
+    } else {
+      connection = new SidecarClient({ command: settings.command, maxRestarts: 3 });
+      connection.on('log', (line) => this.output.info(line));
+      connection.on('restart', (attempt) => this.output.warn(`restarting harness-sidecar (attempt ${attempt})`));
+    }
+    connection.on('exit', (code, signal, expected) => this.exited(connection, code, signal, expected));
+    for (const [method, handler] of Object.entries(REVERSE_REQUESTS)) {
+      connection.onRequest(method, (params) => handler(this, params));
+    }
+    for (const [method, handler] of Object.entries(NOTIFICATIONS)) {
+      connection.onNotification(method, (params) => handler(this, params));
+    }
+    this.connection = connection;
+    this.threadPromise = null;
+    this.startError = null;
+    try {
+      const result = await connection.start();
+      this.setStatus('Harness', `harness-sidecar ${result && result.serverInfo ? result.serverInfo.version : ''} (${settings.mode})`);
+      return result;
+    } catch (err) {
+      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Set harnessSidecar.command in your user settings.`;
+      if (this.connection === connection) this.connection = null;
+      connection.stop().catch(() => {});
+      this.setStatus('Harness: not running', this.startError);
+      await this.fail(this.startError);
+      return undefined;
+    }
+  }
+
+  exited(connection, code, signal, expected) {
+    if (connection !== this.connection) return;
+    this.threadPromise = null;
+    if (expected) return;
+    const why = signal ? `signal ${signal}` : `status ${code}`;
+    this.setStatus('Harness: stopped', `harness-sidecar exited (${why})`);
+    this.fail(`the sidecar stopped (${why}); see the output`);
+  }
+
+  async stop() {
+    const connection = this.connection;
+    this.connection = null;
+    this.threadPromise = null;
+    if (connection) await connection.stop();
+  }
+
+  async restart() {
+    await this.stop();
+    return this.start();
+  }
+
+  /** The connection, or a clear reason why there is none. */
+  live() {
+    if (!this.connection) throw new Error(this.startError || 'the sidecar is not running: run "Harness: Restart"');
+    return this.connection;
+  }
+
+  /** The thread of this window, started on first use (and again after a restart or refresh). */
+  thread(token) {
+    if (!this.threadPromise) {
+      const { roots, trustedExtensions } = this.settings;
+      this.threadPromise = this.live().request('thread/start', { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS }, token)
+        .then((started) => { this.showCatalogState(started); return started; })
+        .catch((err) => { this.threadPromise = null; throw err; });
+    }
+    return this.threadPromise;
+  }
+
+  showCatalogState(started) {
+    this.started = started;
+    this.tree.set(started);
+    const count = started.diagnostics.filter((d) => d.kind !== 'shadowed').length;
+    const untrusted = this.settings.trusted ? '' : ' · untrusted workspace: no extensions';
+    this.setStatus(`Harness ${started.catalog.skills.length} skills${count ? ` $(warning) ${count}` : ''}`,
+      `${started.threadId}: ${started.catalog.skills.length} skills, ${started.catalog.templates.length} templates, ` +
+      `${started.catalog.extensions.filter((e) => e.status === 'loaded').length} extensions loaded, ${count} problems${untrusted}`);
+    this.problems.clear();
+    const byFile = new Map();
+    for (const d of started.diagnostics) {
+      if (!d.path || (this.settings.mode === 'lsp' && !ROOT_LEVEL_KINDS.has(d.kind))) continue;
+      const line = Math.max(0, (d.line || 1) - 1);
+      const column = Math.max(0, (d.column || 1) - 1);
+      const diagnostic = new vscode.Diagnostic(new vscode.Range(line, column, line, Number.MAX_SAFE_INTEGER),
+        d.hint ? `${d.message} (${d.hint})` : d.message, vscode.DiagnosticSeverity[SEVERITY_OF_KIND[d.kind] || 'Error']);
+      diagnostic.source = 'harness-sidecar';
+      diagnostic.code = d.kind;
+      if (!byFile.has(d.path)) byFile.set(d.path, []);
+      byFile.get(d.path).push(diagnostic);
+    }
+    for (const [file, list] of byFile) this.problems.set(vscode.Uri.file(file), list);
+  }
+
+  /** Run `action(token)` with a cancellable progress notification; errors become actionable toasts. */
+  run(title, action) {
+    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title, cancellable: true },
+      async (progress, token) => {
+        try {
+          return await action(token);
+        } catch (err) {
+          if (err.kind === 'cancelled' || token.isCancellationRequested) {
+            this.output.info(`${title}: cancelled`);
+            return undefined;
+          }
+          await this.fail(err.message);
+          return undefined;
+        }
+      });
+  }
+
+  async pick(items, placeHolder) {
+    const picked = await vscode.window.showQuickPick(items, { placeHolder, matchOnDescription: true, matchOnDetail: true });
+    return picked && picked.label;
   }
 }
 
-function activate(context) {
-  const output = vscode.window.createOutputChannel('Harness Sidecar');
-  const { command } = settings();
-  client = new SidecarClient({ command, maxRestarts: 3 });
-  client.on('log', (line) => output.appendLine(line));
-  client.on('notification', (method, params) => {
-    if (method === 'thread/diagnostic') output.appendLine(`[${params.extensionId}] ${params.hook} ${params.kind}: ${params.message}`);
-  });
-  client.on('exit', (code, signal, expected) => {
-    threadPromise = null;
-    if (!expected) {
-      const why = signal ? `signal ${signal}` : `status ${code}`;
-      output.appendLine(`harness-sidecar exited unexpectedly (${why})`);
-      vscode.window.showErrorMessage(`Harness sidecar stopped (${why}); see the "Harness Sidecar" output.`);
-    }
-  });
-  client.on('restart', (attempt) => output.appendLine(`restarting harness-sidecar (attempt ${attempt})`));
-  client.onRequest('item/tool/call', editorToolCall);
-  const started = client.start().catch((err) => {
-    output.appendLine(err.message);
-    vscode.window.showErrorMessage(`Harness sidecar could not start: ${err.message}`);
-  });
+let harness = null;
 
+function activate(context) {
+  harness = new Harness(context);
+  const h = harness;
   const commands = {
-    'harnessSidecar.showCatalog': () => withErrors(async () => show(catalogText(await thread()))),
-    'harnessSidecar.activateSkill': (name) => withErrors(async () => {
-      const { threadId, catalog } = await thread();
-      const skill = name || await vscode.window.showQuickPick(catalog.skills.map((s) => s.name), { placeHolder: 'Skill to activate' });
-      if (!skill) return undefined;
-      const result = await client.request('skills/activate', { threadId, name: skill });
-      return show(`# ${result.skill.name}\n\n${result.skill.body}`);
+    'harnessSidecar.showCatalog': () => h.run('Harness: loading the catalog', async (token) =>
+      h.documents.show('catalog.md', catalogText(await h.thread(token), h.settings))),
+    'harnessSidecar.refreshCatalog': () => h.run('Harness: refreshing the catalog', async (token) => {
+      const old = h.started;
+      h.threadPromise = null;
+      const started = await h.thread(token);
+      if (old) h.live().request('thread/close', { threadId: old.threadId }).catch(() => {});
+      return started;
     }),
-    'harnessSidecar.renderTemplate': (name, args) => withErrors(async () => {
-      const { threadId, catalog } = await thread();
-      const template = name || await vscode.window.showQuickPick(catalog.templates.map((t) => t.name), { placeHolder: 'Template to render' });
+    'harnessSidecar.activateSkill': (name) => h.run('Harness: activating a skill', async (token) => {
+      const { threadId, catalog } = await h.thread(token);
+      const skill = name || await h.pick(catalog.skills.map((s) => ({ label: s.name, description: s.description,
+        detail: s.source })), 'Skill to activate');
+      if (!skill) return undefined;
+      const result = await h.live().request('skills/activate', { threadId, name: skill }, token);
+      return h.documents.show(`skill/${skill}.md`, `# ${result.skill.name}\n\n${result.skill.body}`);
+    }),
+    'harnessSidecar.renderTemplate': (name, args) => h.run('Harness: rendering a template', async (token) => {
+      const { threadId, catalog } = await h.thread(token);
+      const template = name || await h.pick(catalog.templates.map((t) => ({ label: t.name,
+        description: t.variables.length ? t.variables.join(', ') : 'no variables', detail: t.description || t.source })),
+      'Template to render');
       if (!template) return undefined;
       const entry = catalog.templates.find((t) => t.name === template);
       const values = Object.assign({}, args);
       for (const variable of entry ? entry.variables : []) {
         if (values[variable] === undefined) {
-          const value = await vscode.window.showInputBox({ prompt: `${template}: ${variable}` });
+          const value = await vscode.window.showInputBox({ title: `Template ${template}`, prompt: variable });
           if (value === undefined) return undefined;
           values[variable] = value;
         }
       }
-      const result = await client.request('templates/render', { threadId, name: template, arguments: values });
-      return show(result.message.content);
+      const result = await h.live().request('templates/render', { threadId, name: template, arguments: values }, token);
+      return h.documents.show(`render/${template}.md`, result.message.content);
     }),
-    'harnessSidecar.showSystemPrompt': () => withErrors(async () => {
-      const { threadId } = await thread();
-      return show((await client.request('context/build', { threadId })).systemPrompt);
+    'harnessSidecar.showSystemPrompt': () => h.run('Harness: building the system prompt', async (token) => {
+      const { threadId } = await h.thread(token);
+      return h.documents.show('system-prompt.md', (await h.live().request('context/build', { threadId }, token)).systemPrompt);
     }),
+    'harnessSidecar.restart': () => h.restart(),
+    'harnessSidecar.showOutput': () => h.output.show(true),
   };
   for (const [id, fn] of Object.entries(commands)) context.subscriptions.push(vscode.commands.registerCommand(id, fn));
-  context.subscriptions.push(output, { dispose: () => client && client.stop() });
-  return { client, started };
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration(settingsModule.SECTION)) {
+        h.output.info('settings changed: restarting the sidecar');
+        h.restart();
+      }
+    }),
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      h.output.info('the workspace is now trusted: restarting with your trusted extensions');
+      h.restart();
+    }),
+    { dispose: () => h.stop() });
+  const started = h.start();
+  return { harness: h, started, get client() { return h.connection; } };
 }
 
 function deactivate() {
-  return client ? client.stop() : undefined;
+  return harness ? harness.stop() : undefined;
 }
 
-module.exports = { activate, deactivate };
+module.exports = { activate, deactivate, catalogText, REVERSE_REQUESTS, NOTIFICATIONS };

@@ -1,45 +1,89 @@
 'use strict';
-// The language-server variant of the extension: VS Code's own LSP client runs
-// `harness-sidecar --lsp`, which publishes diagnostics and hovers while you write
-// SKILL.md files, templates, AGENTS.md and extensions. Use it as "main" instead of
-// extension.js, or alongside it (see README.md).
+// The LSP mode (setting `harnessSidecar.mode: "lsp"`): VS Code's own language client runs
+// `harness-sidecar --lsp --stdio`. Live diagnostics and hovers while you write SKILL.md files,
+// templates, AGENTS.md and extensions come from it; the extension's commands send the same
+// custom requests (thread/start, skills/activate, …) through it. extension.js uses it through
+// the same small connection interface as the JSONL client:
+//   request(method, params, token) · onRequest(method, handler) · onNotification(method, handler)
+//   · on('exit'|'log', …) · stop()
+// vscode-languageclient is loaded only in this mode.
 
-const vscode = require('vscode');
-const { LanguageClient, TransportKind } = require('vscode-languageclient/node');
+const { EventEmitter } = require('events');
 
-let client = null;
+const DOCUMENT_SELECTOR = [
+  { scheme: 'file', pattern: '**/skills/*/SKILL.md' },
+  { scheme: 'file', pattern: '**/templates/*.md' },
+  { scheme: 'file', pattern: '**/AGENTS.md' },
+  { scheme: 'file', pattern: '**/extensions/**/*.py' },
+];
 
-function clientOptions() {
-  const config = vscode.workspace.getConfiguration('harnessSidecar');
-  const roots = config.get('roots');
-  const initializationOptions = { trustedExtensions: config.get('trustedExtensions') || [] };
-  if (roots && roots.length) initializationOptions.roots = roots; // else [<workspace>/.agents, ~/.agents]
+function serverOptions(command) {
+  const { TransportKind } = require('vscode-languageclient/node');
+  const [file, ...args] = command;
+  // TransportKind.stdio makes the client append `--stdio`, which the sidecar accepts.
+  return { command: file, args: [...args, '--lsp'], transport: TransportKind.stdio };
+}
+
+function clientOptions({ roots, trustedExtensions, output }) {
   return {
-    documentSelector: [
-      { scheme: 'file', pattern: '**/skills/*/SKILL.md' },
-      { scheme: 'file', pattern: '**/templates/*.md' },
-      { scheme: 'file', pattern: '**/AGENTS.md' },
-      { scheme: 'file', pattern: '**/extensions/**/*.py' },
-    ],
-    initializationOptions,
-    outputChannelName: 'Harness Sidecar (LSP)',
+    documentSelector: DOCUMENT_SELECTOR,
+    initializationOptions: { roots, trustedExtensions },
+    outputChannel: output,
   };
 }
 
-function serverOptions() {
-  const [command, ...args] = vscode.workspace.getConfiguration('harnessSidecar').get('command') || ['harness-sidecar'];
-  return { command, args: [...args, '--lsp'], transport: TransportKind.stdio };
+class LspConnection extends EventEmitter {
+  /** options: command, roots, trustedExtensions, output (a LogOutputChannel) */
+  constructor(options) {
+    super();
+    const { LanguageClient, State } = require('vscode-languageclient/node');
+    this.client = new LanguageClient('harnessSidecar', 'Harness Sidecar', serverOptions(options.command), {
+      ...clientOptions(options),
+      errorHandler: {
+        error: () => ({ action: 1 /* Continue */ }),
+        closed: () => {
+          this.emit('exit', null, null, this.stopping);
+          return { action: 1 /* DoNotRestart */, handled: true };
+        },
+      },
+      initializationFailedHandler: (error) => {
+        this.emit('log', `initialize failed: ${error && error.message}`);
+        return false;
+      },
+    });
+    this.State = State;
+    this.stopping = false;
+  }
+
+  async start() {
+    await this.client.start();
+    return this.client.initializeResult;
+  }
+
+  request(method, params, token) {
+    return this.client.sendRequest(method, params, token).catch((err) => {
+      const data = err && err.data;
+      const wrapped = new Error(`${method}: ${err && err.message}`);
+      wrapped.code = err && err.code;
+      wrapped.data = data;
+      wrapped.kind = data && data.kind;
+      throw wrapped;
+    });
+  }
+
+  onRequest(method, handler) {
+    this.client.onRequest(method, handler);
+  }
+
+  onNotification(method, handler) {
+    this.client.onNotification(method, handler);
+  }
+
+  async stop() {
+    this.stopping = true;
+    if (this.client.state === this.State.Running || this.client.state === this.State.Starting) await this.client.stop(5000);
+    return 0;
+  }
 }
 
-async function activate(context) {
-  client = new LanguageClient('harnessSidecar', 'Harness Sidecar', serverOptions(), clientOptions());
-  context.subscriptions.push({ dispose: () => client && client.stop() });
-  await client.start();
-  return client;
-}
-
-function deactivate() {
-  return client ? client.stop() : undefined;
-}
-
-module.exports = { activate, deactivate, clientOptions, serverOptions };
+module.exports = { LspConnection, serverOptions, clientOptions, DOCUMENT_SELECTOR };

@@ -6,9 +6,10 @@ import os
 import sys
 
 USAGE = """\
-usage: harness-sidecar [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N]
+usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N]
                                                       serve JSON-RPC on stdin/stdout
-       harness-sidecar --lsp [--log-level LEVEL]      serve as a language server (needs the 'lsp' extra)
+       harness-sidecar --lsp [--stdio] [--log-level LEVEL]
+                                                      serve as a language server (needs the 'lsp' extra)
        harness-sidecar check [--json] ROOT [ROOT ...]  lint resource trees (earlier root wins)
        harness-sidecar demo [--workspace DIR]          run the review scenario and print the conversation
        harness-sidecar schema                         print the protocol as one JSON Schema (2020-12) document
@@ -18,7 +19,11 @@ The protocol is documented in protocol.md. Logs go to stderr; stdout carries pro
 messages only. LEVEL is one of debug, info, warning (default), error.
 --max-in-flight N: stop reading stdin while N requests are unanswered (default 1000).
 --max-result-bytes N: no response line is longer (default 16 MiB); see protocol.md.
+--stdio (what language clients add) names the only transport there is; --pipe, --socket
+and --node-ipc are refused.
 """
+
+OTHER_TRANSPORTS = ("--pipe", "--socket", "--node-ipc")
 
 
 def configure_logging(level: str) -> None:
@@ -70,16 +75,31 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
 
 
 def serve_lsp() -> int:
+    # Only looked up here: importing them takes ~0.3 s, which the LSP mode spends off the
+    # path to the first diagnostic (see wire/lsp.py).
+    from importlib.util import find_spec
+
     try:
-        import lsprotocol  # noqa: F401
-        import pygls  # noqa: F401
-    except ImportError:
+        missing = [name for name in ("pygls", "lsprotocol") if find_spec(name) is None]
+    except (ImportError, ValueError):
+        missing = ["pygls"]
+    if missing:
         print("harness-sidecar: --lsp needs pygls and lsprotocol: pip install 'harness-sidecar[lsp]'", file=sys.stderr)
         return 2
     from harness_sidecar.wire import lsp
     from harness_sidecar.wire.transport import claim_stdout
 
-    code = lsp.serve(claim_stdout())
+    def load_lint():  # the catalog's rules, for live diagnostics and hovers
+        from harness_sidecar.resources import lint
+
+        return lint
+
+    def make_sidecar(peer):  # the methods, once a custom request needs them
+        from harness_sidecar.threads import Sidecar
+
+        return Sidecar(peer)
+
+    code = lsp.serve(claim_stdout(), load_lint, make_sidecar)
     sys.stderr.flush()
     os._exit(code)
 
@@ -96,7 +116,12 @@ def main(argv: list[str] | None = None) -> int:
             options[name] = value if eq else args[i + 1]
             i += 1 if eq else 2
             continue
-        rest.append(arg)
+        if name in OTHER_TRANSPORTS:
+            print(f"harness-sidecar: {name} is not supported: the sidecar speaks on stdin/stdout "
+                  f"only (in vscode-languageclient: transport: TransportKind.stdio)", file=sys.stderr)
+            return 2
+        if arg != "--stdio":
+            rest.append(arg)
         i += 1
     level = options["--log-level"]
     if level.lower() not in ("debug", "info", "warning", "error"):

@@ -1,4 +1,5 @@
--- User commands of harness-sidecar. Configure with require('harness_sidecar').setup({...}).
+-- User commands of harness-sidecar (:help harness_sidecar). Configure with
+-- require('harness_sidecar').setup({...}). Every command returns at once.
 if vim.g.loaded_harness_sidecar then
   return
 end
@@ -8,20 +9,17 @@ local function hs()
   return require('harness_sidecar')
 end
 
-local function complete_from(list)
-  return function(lead)
-    return vim.tbl_filter(function(name) return name:sub(1, #lead) == lead end, list())
-  end
-end
-
 vim.api.nvim_create_user_command('HarnessCatalog', function() hs().cmd_catalog() end,
   { desc = 'Show the harness catalog (skills, templates, extensions, diagnostics)' })
 vim.api.nvim_create_user_command('HarnessActivate', function(o) hs().cmd_activate(o.fargs[1]) end,
-  { nargs = 1, complete = complete_from(function() return hs().skill_names() end), desc = 'Activate a skill' })
+  { nargs = '?', complete = function(lead) return hs().complete_activate(lead) end,
+    desc = 'Activate a skill (a picker without an argument)' })
 vim.api.nvim_create_user_command('HarnessRender', function(o)
   hs().cmd_render(o.fargs[1], vim.list_slice(o.fargs, 2))
-end, { nargs = '+', complete = complete_from(function() return hs().template_names() end),
-  desc = 'Render a template: :HarnessRender {template} key=value ...' })
+end, { nargs = '*', complete = function(lead, line) return hs().complete_render(lead, line) end,
+  desc = 'Render a template: :HarnessRender {template} key=value ... (a picker without arguments)' })
 vim.api.nvim_create_user_command('HarnessContext', function() hs().cmd_context() end,
   { desc = 'Show the system prompt' })
+vim.api.nvim_create_user_command('HarnessDiagnostics', function() hs().cmd_diagnostics() end,
+  { desc = "The catalog's diagnostics in the quickfix list" })
 vim.api.nvim_create_user_command('HarnessStop', function() hs().stop() end, { desc = 'Stop the sidecar' })

@@ -1,20 +1,29 @@
--- Headless test of the plugin against the real sidecar: the review scenario through the
--- user commands, an editor tool answered from the visual selection, a blocked tool call,
--- and a sidecar killed mid-request. Run (see tests/run.sh):
+-- Headless test of the plugin against the real sidecar (Neovim 0.7 and 0.11): completion before
+-- the sidecar started, the review scenario through the user commands (asynchronous: each waits
+-- for what the user would see), pickers, the quickfix list, one reused window, a slow extension
+-- that must not block the editor, a killed sidecar, :HarnessStop, :help and :checkhealth.
+-- Run (see tests/run.sh):
 --   nvim --headless -u NONE -i NONE --cmd 'set rtp^=client-examples/neovim' \
 --        -c 'luafile client-examples/neovim/tests/scenario.lua' -c 'cq 2'
 local here = debug.getinfo(1, 'S').source:sub(2)
 local t = dofile(vim.fn.fnamemodify(here, ':p:h') .. '/harness.lua')
 local out, check = t.out, t.check
+local uv = vim.uv or vim.loop
 
-local function buffer_text()
-  return table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), '\n')
+local function buffer_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false), '\n')
 end
 
 local function contains(haystack, needle)
   assert(haystack:find(needle, 1, true), string.format('%q not found in:\n%s', needle, haystack))
 end
 
+--- Wait (running the event loop) until predicate() is true; fail with `what` after ms.
+local function wait_for(predicate, what, ms)
+  assert(vim.wait(ms or 20000, predicate, 10), 'timed out waiting for ' .. what)
+end
+
+local plugin = vim.fn.fnamemodify(here, ':p:h:h')
 local workspace = vim.fn.fnamemodify(here, ':p:h:h:h') .. '/workspace'
 local cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
 out(t.version_line(vim.system and 'vim.system' or 'jobstart'))
@@ -23,18 +32,48 @@ local notifications = {}
 vim.notify = function(message, level)
   table.insert(notifications, { message = message, level = level })
 end
+local function last_notification()
+  return (notifications[#notifications] or {}).message or ''
+end
 
 local hs = require('harness_sidecar')
-hs.setup({
-  cmd = cmd,
-  roots = { workspace .. '/project', workspace .. '/user' },
-  trusted_extensions = { 'review-extension' },
-  timeout_ms = 20000,
-})
+local roots = { workspace .. '/project', workspace .. '/user' }
+hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+
+--- Run an Ex command and return the text it shows in the output window (once it is shown).
+local function shows(command)
+  local count = hs.shown_count
+  vim.cmd(command)
+  wait_for(function() return hs.shown_count > count end, 'the output of ' .. command)
+  return buffer_text(hs.output_buf)
+end
+
+local function output_text()
+  return hs.output_buf and vim.api.nvim_buf_is_valid(hs.output_buf) and buffer_text(hs.output_buf) or ''
+end
+
+check('setup() twice does not repeat the roots', function()
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+  assert(vim.deep_equal(hs.roots(), roots), vim.inspect(hs.roots()))
+end)
+
+check('completion works before the sidecar has started', function()
+  assert(hs.client == nil, 'the sidecar was already running')
+  local names = vim.fn.getcompletion('HarnessActivate re', 'cmdline')
+  assert(vim.deep_equal(names, { 'review' }), vim.inspect(names))
+end)
+
+check(':HarnessRender completes templates, then the variables not given yet', function()
+  local templates = vim.fn.getcompletion('HarnessRender r', 'cmdline')
+  assert(vim.deep_equal(templates, { 'review' }), vim.inspect(templates))
+  local variables = vim.fn.getcompletion('HarnessRender review ', 'cmdline')
+  assert(vim.deep_equal(variables, { 'path=', 'focus=' }), vim.inspect(variables))
+  local rest = vim.fn.getcompletion('HarnessRender review path=src/x.ts ', 'cmdline')
+  assert(vim.deep_equal(rest, { 'focus=' }), vim.inspect(rest))
+end)
 
 check(':HarnessCatalog shows the winners and the shadowed', function()
-  vim.cmd('HarnessCatalog')
-  local text = buffer_text()
+  local text = shows('HarnessCatalog')
   contains(text, '- review: Use when reviewing code in this repository; not for deploys.')
   contains(text, '- commit-message:')
   contains(text, '- review [path, focus]')
@@ -42,87 +81,212 @@ check(':HarnessCatalog shows the winners and the shadowed', function()
   contains(text, 'shadowed')
 end)
 
-check(':HarnessActivate review shows the body', function()
-  vim.cmd('HarnessActivate review')
-  contains(buffer_text(), '# Reviewing in this project')
-end)
-
-check('skill completion comes from the catalog', function()
-  local names = vim.fn.getcompletion('HarnessActivate re', 'cmdline')
-  assert(vim.deep_equal(names, { 'review' }), vim.inspect(names))
+check(':HarnessActivate review shows the body, in the same window', function()
+  local windows = #vim.api.nvim_list_wins()
+  contains(shows('HarnessActivate review'), '# Reviewing in this project')
+  assert(#vim.api.nvim_list_wins() == windows, 'a second window was opened')
 end)
 
 check(':HarnessRender fills the template', function()
-  vim.cmd('HarnessRender review path=src/parser.ts focus=error handling')
-  assert(buffer_text() == 'Review src/parser.ts with the review skill. Focus on error handling.\n',
-    vim.inspect(buffer_text()))
+  local text = shows('HarnessRender review path=src/parser.ts focus=error handling')
+  assert(text == 'Review src/parser.ts with the review skill. Focus on error handling.\n', vim.inspect(text))
 end)
 
 check('a missing template argument is reported, not thrown', function()
   local before = #notifications
   vim.cmd('HarnessRender review path=x')
-  assert(#notifications == before + 1, vim.inspect(notifications))
-  contains(notifications[#notifications].message, 'missing_argument')
+  wait_for(function() return #notifications > before end, 'the error')
+  contains(last_notification(), 'missing_argument')
 end)
 
 check(':HarnessContext shows the system prompt with the active skill', function()
-  vim.cmd('HarnessContext')
-  local text = buffer_text()
+  local text = shows('HarnessContext')
   contains(text, '# Active skill: review')
   assert(text:find('User instructions', 1, true) < text:find('Project instructions', 1, true))
 end)
 
-check('review_note is allowed, a SECRET note is blocked and paired with its call', function()
-  local allowed = assert(hs.call_tool('review_note', { text = 'parse() drops the last token' }, 'call-1'))
-  assert(allowed.result.isError == false, vim.inspect(allowed))
-  local blocked = assert(hs.call_tool('review_note', { text = 'SECRET-1' }, 'call-2'))
-  assert(blocked.result.toolCallId == 'call-2' and blocked.result.toolName == 'review_note')
-  assert(blocked.result.isError == true)
-  assert(blocked.result.details.blocked.kind == 'deny', vim.inspect(blocked.result))
+check('pickers: :HarnessActivate and :HarnessRender without arguments', function()
+  local offered
+  local select, input = vim.ui.select, vim.ui.input
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    for _, item in ipairs(items) do
+      if item.name == 'commit-message' or item.name == 'review' and #items == 1 then
+        return on_choice(item)
+      end
+    end
+  end
+  vim.ui.input = function(opts, on_confirm) on_confirm('<' .. opts.prompt:match(': (%w+) = $') .. '>') end
+  contains(shows('HarnessActivate'), '# commit-message')
+  assert(offered[1]:find('commit-message — Use when writing a commit message', 1, true), vim.inspect(offered))
+  local text = shows('HarnessRender')
+  vim.ui.select, vim.ui.input = select, input
+  assert(text == 'Review <path> with the review skill. Focus on <focus>.\n', vim.inspect(text))
 end)
 
-check('the sidecar asks the editor for the visual selection', function()
+check('the output window closes with q', function()
+  local win = vim.fn.bufwinid(hs.output_buf)
+  assert(win ~= -1)
+  vim.api.nvim_set_current_win(win)
+  vim.cmd('normal q')
+  assert(vim.fn.bufwinid(hs.output_buf) == -1, 'still open')
+end)
+
+check('tool calls: review_note allowed, a SECRET note blocked, the selection answered', function()
+  local results = {}
+  hs.call_tool('review_note', { text = 'parse() drops the last token' }, 'call-1', function(e, r) results[1] = r or e end)
+  hs.call_tool('review_note', { text = 'SECRET-1' }, 'call-2', function(e, r) results[2] = r or e end)
+  wait_for(function() return results[1] and results[2] end, 'the tool results')
+  assert(results[1].result.isError == false, vim.inspect(results[1]))
+  assert(results[2].result.toolCallId == 'call-2' and results[2].result.details.blocked.kind == 'deny')
   vim.cmd('enew')
-  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'first line', 'export function parse(src) {', 'last' })
-  vim.cmd('normal! 2GVj\27') -- select lines 2-3 linewise, then leave visual mode
-  local result = assert(hs.call_tool('editor_selection', {}, 'call-3'))
-  assert(result.result.isError == false, vim.inspect(result))
-  assert(result.result.content[1].text == 'export function parse(src) {\nlast', vim.inspect(result.result.content))
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, { 'first line', 'export function parse(src) {', 'last — ✓ 日本' })
+  vim.cmd('normal! 2GVj\27')
+  hs.call_tool('editor_selection', {}, 'call-3', function(e, r) results[3] = r or e end)
+  wait_for(function() return results[3] end, 'the selection')
+  assert(results[3].result.content[1].text == 'export function parse(src) {\nlast — ✓ 日本', vim.inspect(results[3]))
 end)
 
-check('non-ASCII text survives the round trip', function()
-  local result = assert(hs.call_tool('review_note', { text = 'naïve — ✓ 日本' }, 'call-4'))
-  contains(result.result.content[1].text, 'naïve — ✓ 日本')
+check(':HarnessDiagnostics fills the quickfix list with files and lines', function()
+  hs.stop({ quiet = true })
+  hs.setup({ cmd = cmd, roots = { workspace .. '/broken', workspace .. '/project' } })
+  vim.cmd('HarnessDiagnostics')
+  wait_for(function() return #vim.fn.getqflist() > 0 end, 'the quickfix list')
+  local found = {}
+  for _, item in ipairs(vim.fn.getqflist()) do
+    found[vim.api.nvim_buf_get_name(item.bufnr):match('broken/(.*)$') or '?'] = item
+  end
+  local deploy = found['skills/deploy/SKILL.md']
+  assert(deploy and deploy.lnum == 3 and deploy.text:find('^invalid_frontmatter'), vim.inspect(found))
+  assert(found['skills/wrong-name/SKILL.md'].text:find('name_mismatch', 1, true))
+  assert(vim.bo.buftype == 'quickfix', 'the quickfix window is not open')
+  vim.cmd('cclose')
+end)
+
+check('a slow extension does not block the editor', function()
+  hs.stop({ quiet = true })
+  local root = vim.fn.tempname()
+  vim.fn.mkdir(root .. '/extensions', 'p')
+  vim.fn.writefile({ 'import time', 'def activate(api):', '    time.sleep(3)' }, root .. '/extensions/slow.py')
+  hs.setup({ cmd = cmd, roots = { root }, trusted_extensions = { 'slow' } })
+  local count = hs.shown_count
+  local started = uv.hrtime()
+  vim.cmd('HarnessCatalog')
+  local returned_ms = (uv.hrtime() - started) / 1e6
+  -- Meanwhile the editor evaluates a :lua and runs timers as usual.
+  local ticks = 0
+  local timer = uv.new_timer()
+  timer:start(0, 100, vim.schedule_wrap(function() ticks = ticks + 1 end))
+  vim.cmd('lua vim.g.harness_meanwhile = 1 + 1')
+  local meanwhile_ms = (uv.hrtime() - started) / 1e6
+  wait_for(function() return hs.shown_count > count end, 'the catalog')
+  contains(buffer_text(hs.output_buf), '- slow: loaded')
+  local total_ms = (uv.hrtime() - started) / 1e6
+  timer:stop()
+  assert(vim.g.harness_meanwhile == 2)
+  assert(total_ms >= 3000, 'the extension did not sleep? ' .. total_ms)
+  assert(returned_ms < 1000 and meanwhile_ms < 1000, string.format('blocked: returned after %d ms, :lua ran after %d ms',
+    returned_ms, meanwhile_ms))
+  assert(ticks >= 10, 'timers did not run while waiting: ' .. ticks)
 end)
 
 check('a sidecar killed mid-request is reported, not waited for', function()
-  hs.config.tools = {
-    editor_wait = { description = 'never answers', handler = function() return nil end },
-  }
-  hs.stop()
-  assert(hs.ensure())
+  hs.stop({ quiet = true })
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' },
+    tools = { editor_wait = { description = 'never answers', handler = function() return nil end } } })
+  local ready
+  hs.ensure(function(e, r) ready = r or e end)
+  wait_for(function() return ready end, 'the start')
   local pid = hs.client.pid
-  local uv = vim.uv or vim.loop
   local timer = uv.new_timer()
   timer:start(300, 0, function() uv.kill(pid, 9) end)
-  local started = uv.now()
-  local result, err = hs.call_tool('editor_wait', {}, 'call-5')
-  assert(result == nil and err and err.kind == 'sidecar_exited', vim.inspect({ result, err }))
-  assert(uv.now() - started < 10000)
-  local last = notifications[#notifications]
-  contains(last.message, 'stopped unexpectedly')
-  assert(last.level == vim.log.levels.ERROR)
-  -- the next command starts a fresh sidecar
-  vim.cmd('HarnessCatalog')
-  contains(buffer_text(), '- review:')
+  local answer
+  hs.call_tool('editor_wait', {}, 'call-5', function(e, r) answer = { e, r } end)
+  wait_for(function() return answer end, 'the failure', 10000)
+  assert(answer[2] == nil and answer[1].kind == 'sidecar_exited', vim.inspect(answer))
+  wait_for(function() return last_notification():find('stopped unexpectedly', 1, true) end, 'the notice')
+  assert(notifications[#notifications].level == vim.log.levels.ERROR)
+  contains(shows('HarnessCatalog'), '- review:')
 end)
 
-check(':checkhealth harness_sidecar runs the sidecar', function()
+check(':HarnessStop says what is gone, and the next command says it starts anew', function()
+  vim.cmd('HarnessActivate review')
+  wait_for(function() return output_text():find('# Reviewing', 1, true) end, 'the activation')
+  vim.cmd('HarnessStop')
+  contains(last_notification(), 'stopped; thread-1 and its activations are gone')
+  vim.cmd('HarnessCatalog')
+  wait_for(function() return last_notification():find('started a new sidecar', 1, true) end, 'the new start')
+  contains(last_notification(), 'activations of thread-1 are gone')
+end)
+
+check('a command that cannot start says why, without a Lua path', function()
+  hs.stop({ quiet = true })
+  hs.setup({ cmd = { '/nonexistent/harness-sidecar' }, roots = roots })
+  vim.cmd('HarnessCatalog')
+  wait_for(function() return last_notification():find('spawn_failed', 1, true) end, 'the error')
+  contains(last_notification(), 'cannot start "/nonexistent/harness-sidecar": not an executable')
+  assert(not last_notification():find('%.lua:%d'), last_notification())
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+end)
+
+check('a project cannot trust its own extension (attacker test)', function()
+  hs.stop({ quiet = true })
+  local project = vim.fn.tempname()
+  local marker = project .. '/pwned'
+  vim.fn.mkdir(project .. '/.agents/extensions', 'p')
+  vim.fn.writefile({ 'open(' .. vim.inspect(marker) .. ', "w").close()', 'def activate(api):', '    pass' },
+    project .. '/.agents/extensions/evil.py')
+  -- What a cloned project might ship to ask for trust: none of it is read.
+  vim.fn.writefile({ "require('harness_sidecar').setup({ trusted_extensions = { 'evil' } })" }, project .. '/.nvim.lua')
+  vim.fn.writefile({ 'lua require("harness_sidecar").setup({ trusted_extensions = { "evil" } })' }, project .. '/.exrc')
+  vim.fn.writefile({ '{"trustedExtensions": ["evil"]}' }, project .. '/.harness-sidecar.json')
+  local cwd = vim.fn.getcwd()
+  vim.cmd('cd ' .. project)
+  hs.setup({ cmd = cmd }) -- default roots: <cwd>/.agents, ~/.agents; nothing trusted
+  local text = shows('HarnessCatalog')
+  vim.cmd('cd ' .. cwd)
+  contains(text, '- evil: skipped_untrusted')
+  assert(vim.fn.filereadable(marker) == 0, 'the project ran its own code')
+  hs.stop({ quiet = true })
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+end)
+
+check(':help harness_sidecar is found', function()
+  vim.cmd('helptags ' .. plugin .. '/doc')
+  vim.cmd('help harness_sidecar')
+  contains(buffer_text(), '*harness_sidecar-trust*')
+  contains(vim.api.nvim_buf_get_name(0), 'doc/harness_sidecar.txt')
+  vim.cmd('help :HarnessDiagnostics')
+  vim.cmd('close')
+end)
+
+check('the language server part says what it needs on this version', function()
+  local before = #notifications
+  hs.setup({ cmd = cmd, roots = roots, lsp = true })
+  if vim.lsp.start then
+    assert(#notifications == before, vim.inspect(notifications[#notifications]))
+  else
+    assert(#notifications == before + 1, vim.inspect(notifications))
+    contains(last_notification(), 'needs Neovim 0.8 or newer')
+    vim.cmd('edit ' .. workspace .. '/broken/skills/wrong-name/SKILL.md') -- no traceback when a file opens
+    hs.setup({ cmd = cmd, roots = roots, lsp = true })
+    assert(#notifications == before + 1, 'said twice')
+  end
+  vim.api.nvim_create_augroup('harness_sidecar_lsp', { clear = true })
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+end)
+
+check(':checkhealth harness_sidecar checks the sidecar, the catalog and the LSP mode', function()
+  hs.stop({ quiet = true })
+  hs.setup({ cmd = cmd, roots = { workspace .. '/broken', workspace .. '/project' } })
   vim.cmd('checkhealth harness_sidecar')
   local text = buffer_text()
   contains(text, 'harness-sidecar 0.1.0 answers (protocol 2)')
-  assert(not text:find('ERROR', 1, true), text)
+  contains(text, 'catalog: ')
+  contains(text, 'name_mismatch')
+  contains(text, ':HarnessDiagnostics')
+  contains(text, 'the LSP mode starts')
 end)
 
-hs.stop()
+hs.stop({ quiet = true, wait = true })
 t.finish()

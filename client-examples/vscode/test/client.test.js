@@ -6,10 +6,16 @@ const assert = require('node:assert/strict');
 const { SidecarClient } = require('../client');
 const { ROOTS, sidecarCommand } = require('./helpers');
 
+// Every client a test starts is stopped after the file, also when an assertion failed
+// (a sidecar left running would keep node waiting instead of reporting the failure).
+const started = [];
+const track = (client) => { started.push(client); return client; };
+test.after(async () => { for (const client of started) await client.stop().catch(() => {}); });
+
 const DYNAMIC = [{ name: 'editor_selection', description: 'Selected text.', inputSchema: { type: 'object' } }];
 
 test('the review scenario end to end', async () => {
-  const client = new SidecarClient({ command: sidecarCommand() });
+  const client = track(new SidecarClient({ command: sidecarCommand() }));
   const asked = [];
   client.onRequest('item/tool/call', async (params) => {
     asked.push(params);
@@ -54,7 +60,7 @@ test('the review scenario end to end', async () => {
 });
 
 test('a killed sidecar is reported: pending requests fail at once, and the client can restart it', async () => {
-  const client = new SidecarClient({ command: sidecarCommand(), maxRestarts: 1 });
+  const client = track(new SidecarClient({ command: sidecarCommand(), maxRestarts: 1 }));
   // An editor tool that never answers keeps a tools/call pending in the sidecar.
   client.onRequest('item/tool/call', () => new Promise(() => {}));
   await client.start();
@@ -75,12 +81,12 @@ test('a killed sidecar is reported: pending requests fail at once, and the clien
 });
 
 test('requests time out and a failing start is reported', async () => {
-  const client = new SidecarClient({ command: sidecarCommand(), timeoutMs: 300 });
+  const client = track(new SidecarClient({ command: sidecarCommand() }));
   client.onRequest('item/tool/call', () => new Promise(() => {}));
   await client.start();
   const { threadId } = await client.request('thread/start', { roots: ROOTS, dynamicTools: DYNAMIC });
   await assert.rejects(
-    client.request('tools/call', { threadId, call: { id: 'c', name: 'editor_selection', arguments: {} } }),
+    client.request('tools/call', { threadId, call: { id: 'c', name: 'editor_selection', arguments: {} } }, { timeoutMs: 300 }),
     (err) => err.kind === 'timeout');
   assert.equal(await client.stop(), 0);
 

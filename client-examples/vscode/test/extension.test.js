@@ -1,108 +1,193 @@
 'use strict';
-// activate() with a stand-in `vscode` module: commands are registered, the catalog is shown,
-// the sidecar's stderr reaches the output channel, and the editor tool answers from the selection.
+// extension.js against the real sidecar, with a stand-in `vscode` module: what a user sees
+// (tree, status bar, Problems, read-only documents, toasts with actions), the trust rules
+// tested as an attacker would try them, cancellation, restarts.
 const test = require('node:test');
 const assert = require('node:assert/strict');
-const Module = require('module');
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
-const { ROOTS, sidecarCommand } = require('./helpers');
+const { ROOTS, WORKSPACE, sidecarCommand } = require('./helpers');
+const { standIn, loadWith, until } = require('./vscode-stand-in');
 
-function fakeVscode() {
-  const state = { commands: new Map(), documents: [], output: [], errors: [], selection: 'picked «text»' };
-  const vscode = {
-    window: {
-      createOutputChannel: (name) => ({ name, appendLine: (line) => state.output.push(line), dispose() {} }),
-      showErrorMessage: (message) => state.errors.push(message),
-      showTextDocument: async (doc) => doc,
-      showQuickPick: async (items) => items[0],
-      showInputBox: async ({ prompt }) => `value of ${prompt.split(': ')[1]}`,
-      get activeTextEditor() {
-        return { selection: 'sel', document: { getText: () => state.selection } };
-      },
-    },
-    workspace: {
-      workspaceFolders: undefined,
-      getConfiguration: () => ({
-        get: (key) => ({
-          command: sidecarCommand(), roots: ROOTS, trustedExtensions: ['review-extension'],
-        })[key],
-      }),
-      openTextDocument: async ({ content, language }) => {
-        const doc = { content, language };
-        state.documents.push(doc);
-        return doc;
-      },
-    },
-    commands: {
-      registerCommand: (id, fn) => { state.commands.set(id, fn); return { dispose() {} }; },
-    },
-  };
-  return { vscode, state };
-}
+const EXTENSION = path.resolve(__dirname, '..', 'extension.js');
 
-function loadExtension(vscode) {
-  const original = Module._load;
-  Module._load = function load(request, parent, isMain) {
-    if (request === 'vscode') return vscode;
-    return original.call(this, request, parent, isMain);
-  };
-  try {
-    const file = path.resolve(__dirname, '..', 'extension.js');
-    delete require.cache[file];
-    return require(file);
-  } finally {
-    Module._load = original;
-  }
-}
+// Every activated extension is deactivated after the file, also when an assertion failed
+// (a sidecar left running would keep node waiting instead of reporting the failure).
+const activations = [];
+test.after(async () => { for (const extension of activations) await extension.deactivate(); });
 
-test('activate registers the commands and they drive the real sidecar', async () => {
-  const { vscode, state } = fakeVscode();
-  const extension = loadExtension(vscode);
+async function activated(options) {
+  const { vscode, state } = standIn(options);
+  const extension = loadWith(vscode, EXTENSION);
+  activations.push(extension);
   const context = { subscriptions: [] };
-  const { client, started } = extension.activate(context);
-  await started;
+  const api = extension.activate(context);
+  await api.started;
+  return { vscode, state, extension, api, context };
+}
+
+const run = (state, id, ...args) => state.commands.get(id)(...args);
+const text = (doc) => doc.getText();
+
+test('the catalog as a tree, a status bar, Problems and read-only documents', async () => {
+  const { vscode, state, extension, api } = await activated({
+    user: { command: sidecarCommand(), roots: ROOTS, trustedExtensions: ['review-extension'] },
+  });
   assert.deepEqual([...state.commands.keys()].sort(), [
-    'harnessSidecar.activateSkill', 'harnessSidecar.renderTemplate', 'harnessSidecar.showCatalog',
-    'harnessSidecar.showSystemPrompt']);
+    'harnessSidecar.activateSkill', 'harnessSidecar.refreshCatalog', 'harnessSidecar.renderTemplate',
+    'harnessSidecar.restart', 'harnessSidecar.showCatalog', 'harnessSidecar.showOutput', 'harnessSidecar.showSystemPrompt']);
 
-  await state.commands.get('harnessSidecar.showCatalog')();
-  assert.match(state.documents[0].content, /\*\*review\*\*: Use when reviewing code in this repository/);
-  assert.match(state.documents[0].content, /review-extension\*\*: loaded/);
-  assert.match(state.documents[0].content, /shadowed/);
+  await run(state, 'harnessSidecar.showCatalog');
+  const catalog = state.shown.at(-1);
+  assert.equal(catalog.uri.scheme, 'harness-sidecar'); // a read-only virtual document, never an untitled one
+  assert.equal(catalog.readOnly, true);
+  assert.match(text(catalog), /\*\*review\*\*: Use when reviewing code in this repository/);
+  assert.match(text(catalog), /review-extension\*\*: loaded/);
 
-  await state.commands.get('harnessSidecar.activateSkill')('review');
-  assert.match(state.documents[1].content, /^# review\n\n# Reviewing in this project/);
-  await state.commands.get('harnessSidecar.renderTemplate')('review');
-  assert.equal(state.documents[2].content, 'Review value of path with the review skill. Focus on value of focus.\n');
-  await state.commands.get('harnessSidecar.showSystemPrompt')();
-  assert.match(state.documents[3].content, /# Active skill: review/);
+  const tree = state.trees.get('harnessSidecar.catalog');
+  const groups = tree.getChildren();
+  assert.deepEqual(groups.map((g) => g.item.label), ['Skills (2)', 'Templates (1)', 'Extensions (1)', 'Diagnostics (2)']);
+  const skills = tree.getChildren(groups[0]).map((n) => n.item);
+  assert.deepEqual(skills.map((s) => [s.label, s.description]), [
+    ['commit-message', 'Use when writing a commit message for staged changes.'],
+    ['review', 'Use when reviewing code in this repository; not for deploys.']]);
+  assert.equal(skills[1].command.arguments[0].fsPath, path.join(ROOTS[0], 'skills/review/SKILL.md'));
+  const [extensionNode] = tree.getChildren(groups[2]);
+  assert.deepEqual([extensionNode.item.label, extensionNode.item.description], ['review-extension', 'loaded']);
 
-  // The sidecar calls the editor tool; the extension answers from the active selection.
-  const { threadId } = await client.request('thread/start', { roots: ROOTS, dynamicTools: [
-    { name: 'editor_selection', description: '', inputSchema: {} }] });
-  const call = await client.request('tools/call', { threadId, call: { id: 'c', name: 'editor_selection', arguments: {} } });
+  assert.match(state.statusBar.text, /2 skills/);
+  assert.match(state.statusBar.tooltip, /1 extensions loaded/);
+  // Problems: the shadowed skill and template at their own files.
+  const problems = state.collections.find((c) => c.name === 'harness-sidecar');
+  const shadowed = problems.get(vscode.Uri.file(path.join(ROOTS[1], 'skills/review/SKILL.md')));
+  assert.equal(shadowed.length, 1);
+  assert.equal(shadowed[0].code, 'shadowed');
+  assert.equal(shadowed[0].severity, vscode.DiagnosticSeverity.Information);
+
+  await run(state, 'harnessSidecar.activateSkill');
+  const picked = state.quickPicks.at(-1).items;
+  assert.deepEqual(picked.map((i) => [i.label, i.description]), [
+    ['commit-message', 'Use when writing a commit message for staged changes.'],
+    ['review', 'Use when reviewing code in this repository; not for deploys.']]);
+  assert.match(text(state.shown.at(-1)), /^# commit-message\n\nSummarise why/);
+
+  await run(state, 'harnessSidecar.renderTemplate', 'review');
+  assert.equal(text(state.shown.at(-1)), 'Review value of path with the review skill. Focus on value of focus.\n');
+  await run(state, 'harnessSidecar.activateSkill', 'review');
+  await run(state, 'harnessSidecar.showSystemPrompt');
+  assert.match(text(state.shown.at(-1)), /# Active skill: review/);
+  assert.ok(state.progress.length >= 4 && state.progress.every((p) => p.options.cancellable));
+
+  // The sidecar calls the editor tool (a reverse request): answered from the active selection.
+  vscode.window.activeTextEditor = { selection: 'sel', document: { getText: () => 'picked «text»' } };
+  const { threadId } = await api.harness.thread();
+  const call = await api.client.request('tools/call', { threadId, call: { id: 'c', name: 'editor_selection', arguments: {} } });
   assert.deepEqual(call.result.content, [{ type: 'text', text: 'picked «text»' }]);
-
-  // The trusted extension prints to stderr on every tool result: it lands in the output channel.
-  await client.request('tools/call', { threadId: 'thread-1', call: { id: 'n', name: 'review_note', arguments: { text: 'x' } } });
-  const deadline = Date.now() + 5000;
-  while (!state.output.some((l) => l.includes('review-extension: review_note')) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 20));
-  }
-  assert.ok(state.output.some((l) => l.includes('review-extension: review_note')), state.output.join('\n'));
+  // The trusted extension prints on every tool result: it reaches the log channel.
+  await api.client.request('tools/call', { threadId, call: { id: 'n', name: 'review_note', arguments: { text: 'x' } } });
+  await until(() => state.output.some((l) => l.includes('review-extension: review_note')), 5000, 'the extension log');
   assert.deepEqual(state.errors, []);
-  assert.equal(await extension.deactivate(), 0);
+  await extension.deactivate();
 });
 
-test('a crashed sidecar is shown to the user', async () => {
-  const { vscode, state } = fakeVscode();
-  const extension = loadExtension(vscode);
-  const { client, started } = extension.activate({ subscriptions: [] });
-  await started;
-  const exited = new Promise((resolve) => client.once('exit', resolve));
+test('a workspace cannot choose the command or trust an extension (attacker test)', async () => {
+  const marker = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hs-')), 'pwned');
+  const { state, extension, api } = await activated({
+    user: { command: sidecarCommand(), roots: ROOTS }, // the user trusts nothing
+    // What a cloned repository's .vscode/settings.json says:
+    workspace: { command: ['/bin/sh', '-c', `touch ${marker}`], trustedExtensions: ['review-extension'] },
+  });
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.equal(fs.existsSync(marker), false, 'the workspace chose the executable');
+  const started = await api.harness.thread();
+  assert.equal(started.catalog.extensions[0].status, 'skipped_untrusted');
+  assert.deepEqual(started.tools.map((t) => t.name), ['load_skill', 'editor_selection']);
+  assert.ok(state.output.some((l) => l.includes('harnessSidecar.command is set by this workspace and ignored')));
+  assert.ok(state.output.some((l) => l.includes('harnessSidecar.trustedExtensions is set by this workspace and ignored')));
+  await extension.deactivate();
+
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8'));
+  const properties = manifest.contributes.configuration.properties;
+  assert.equal(properties['harnessSidecar.command'].scope, 'machine');
+  assert.equal(properties['harnessSidecar.trustedExtensions'].scope, 'machine');
+  assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
+  assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(),
+    ['harnessSidecar.command', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions']);
+});
+
+test('an untrusted workspace trusts no extension, says so, and granting trust restarts', async () => {
+  const { state, extension, api } = await activated({
+    user: { command: sidecarCommand(), roots: ROOTS, trustedExtensions: ['review-extension'] }, trusted: false,
+  });
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.match(text(state.shown.at(-1)), /not trusted: no extension code is loaded/);
+  assert.match(text(state.shown.at(-1)), /review-extension\*\*: skipped_untrusted/);
+  assert.match(state.statusBar.tooltip, /untrusted workspace/);
+  const before = api.client;
+  state.grantTrust();
+  await until(() => api.client !== before && api.client && api.client.proc, 10000, 'a restart');
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.match(text(state.shown.at(-1)), /review-extension\*\*: loaded/);
+  await extension.deactivate();
+});
+
+test('a sidecar that cannot start gives actionable errors, also on later commands', async () => {
+  const { state, extension } = await activated({ user: { command: ['/nonexistent/harness-sidecar'], roots: ROOTS } });
+  assert.equal(state.errors.length, 1);
+  assert.match(state.errors[0].message, /could not start \/nonexistent\/harness-sidecar/);
+  assert.deepEqual(state.errors[0].actions, ['Show Output', 'Open Settings']);
+  assert.match(state.statusBar.text, /not running/);
+  state.answer = 'Open Settings';
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.match(state.errors[1].message, /could not start \/nonexistent\/harness-sidecar/); // not "not running"
+  assert.deepEqual(state.executed.at(-1), ['workbench.action.openSettings', 'harnessSidecar']);
+  await extension.deactivate();
+});
+
+test('cancelling the progress cancels the request in the sidecar', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-'));
+  fs.mkdirSync(path.join(root, 'extensions'));
+  fs.writeFileSync(path.join(root, 'extensions', 'slow.py'),
+    'import sys, time\ndef activate(api):\n    print("slow: activating", file=sys.stderr, flush=True)\n    time.sleep(6)\n');
+  const { state, extension, api } = await activated({
+    user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['slow'] },
+  });
+  const sent = [];
+  const notify = api.client.notify.bind(api.client);
+  api.client.notify = (method, params) => { sent.push(method); return notify(method, params); };
+  const pending = run(state, 'harnessSidecar.showCatalog');
+  await until(() => state.output.some((l) => l.includes('slow: activating')), 15000, 'the slow activate');
+  const cancelledAt = Date.now();
+  state.progress[0].source.cancel();
+  await pending;
+  assert.ok(Date.now() - cancelledAt < 4000, 'the command waited for the slow activate');
+  assert.deepEqual(sent, ['$/cancelRequest']);
+  assert.deepEqual(state.errors, []); // a cancellation is no error
+  assert.ok(state.output.some((l) => l.includes('cancelled')));
+  await extension.deactivate();
+});
+
+test('changing a setting restarts the sidecar with it; a crash is shown with actions', async () => {
+  const { state, extension, api } = await activated({ user: { command: sidecarCommand(), roots: ROOTS } });
+  await run(state, 'harnessSidecar.showCatalog');
+  const first = api.client;
+  state.setUser('roots', [path.join(WORKSPACE, 'user')]);
+  await until(() => api.client !== first && api.client && api.client.proc, 10000, 'a restart');
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.match(text(state.shown.at(-1)), /commit-message/);
+  assert.doesNotMatch(text(state.shown.at(-1)), /shadowed/); // only the user root now
+  const client = api.client;
   client.maxRestarts = 0;
+  const exited = new Promise((resolve) => client.once('exit', resolve));
   client.proc.kill('SIGKILL');
   await exited;
-  assert.equal(state.errors.length, 1);
-  assert.match(state.errors[0], /stopped \(signal SIGKILL\)/);
+  await until(() => state.errors.length === 1, 5000, 'the crash toast');
+  assert.match(state.errors[0].message, /stopped \(signal SIGKILL\)/);
+  assert.deepEqual(state.errors[0].actions, ['Show Output', 'Open Settings']);
+  assert.match(state.statusBar.text, /stopped/);
+  await run(state, 'harnessSidecar.restart');
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.match(text(state.shown.at(-1)), /commit-message/);
+  await extension.deactivate();
 });

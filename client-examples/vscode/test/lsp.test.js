@@ -1,15 +1,15 @@
 'use strict';
 // LSP mode from node: vscode-jsonrpc (the library under vscode-languageclient) receives the
-// sidecar's publishDiagnostics for a broken SKILL.md; and the languageclient variant of the
-// extension starts `harness-sidecar --lsp` with the right options.
+// sidecar's publishDiagnostics for a broken SKILL.md; and the extension in LSP mode, with the
+// real vscode-languageclient, starts the sidecar as VS Code would.
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('fs');
-const Module = require('module');
 const path = require('path');
 const { spawn } = require('child_process');
 const rpc = require('vscode-jsonrpc/node');
-const { WORKSPACE, sidecarCommand } = require('./helpers');
+const { ROOTS, WORKSPACE, sidecarCommand } = require('./helpers');
+const { standIn, loadWith, until } = require('./vscode-stand-in');
 
 test('publishDiagnostics for a broken skill, cleared by an unsaved fix', async () => {
   const [file, ...args] = sidecarCommand();
@@ -49,37 +49,40 @@ test('publishDiagnostics for a broken skill, cleared by an unsaved fix', async (
   connection.dispose();
 });
 
-test('the languageclient variant starts `--lsp` with the roots and the document selector', async () => {
-  const created = [];
-  class LanguageClient {
-    constructor(id, name, serverOptions, clientOptions) {
-      created.push({ id, name, serverOptions, clientOptions });
-    }
-    async start() { this.started = true; }
-    async stop() { this.stopped = true; }
-  }
-  const settings = { command: ['/opt/bin/harness-sidecar'], roots: ['/p/.agents'], trustedExtensions: ['review-extension'] };
-  const fakes = {
-    vscode: { workspace: { getConfiguration: () => ({ get: (key) => settings[key] }) } },
-    'vscode-languageclient/node': { LanguageClient, TransportKind: { stdio: 0 } },
-  };
-  const original = Module._load;
-  Module._load = function load(request, parent, isMain) {
-    return request in fakes ? fakes[request] : original.call(this, request, parent, isMain);
-  };
-  let extension;
-  try {
-    extension = require('../lsp-extension');
-  } finally {
-    Module._load = original;
-  }
-  const context = { subscriptions: [] };
-  const client = await extension.activate(context);
-  assert.equal(client.started, true);
-  const [{ serverOptions, clientOptions }] = created;
-  assert.deepEqual(serverOptions, { command: '/opt/bin/harness-sidecar', args: ['--lsp'], transport: 0 });
-  assert.deepEqual(clientOptions.initializationOptions, { trustedExtensions: ['review-extension'], roots: ['/p/.agents'] });
-  assert.ok(clientOptions.documentSelector.some((s) => s.pattern === '**/skills/*/SKILL.md'));
+test('the real vscode-languageclient starts `--lsp --stdio`: live diagnostics, hovers and the commands', async () => {
+  // Only the `vscode` module is a stand-in; vscode-languageclient 9 is the real one, spawning the real sidecar.
+  const { vscode, state } = standIn({ user: {
+    command: sidecarCommand(), mode: 'lsp', roots: [path.join(WORKSPACE, 'broken'), ...ROOTS] } });
+  const extension = loadWith(vscode, path.resolve(__dirname, '..', 'extension.js'));
+  const api = extension.activate({ subscriptions: [] });
+  await api.started;
+  assert.deepEqual(state.errors, []);
+  const languageClient = api.client.client;
+  assert.equal(languageClient.initializeResult.serverInfo.name, 'harness-sidecar');
+  assert.ok(languageClient.initializeResult.capabilities.hoverProvider);
+
+  const skill = path.join(WORKSPACE, 'broken', 'skills', 'wrong-name', 'SKILL.md');
+  state.openDocument(skill, fs.readFileSync(skill, 'utf8'));
+  const live = () => state.collections.find((c) => c !== state.collections[0] && c.get(vscode.Uri.file(skill)));
+  await until(() => live() && live().get(vscode.Uri.file(skill)).length, 15000, 'the live diagnostics');
+  const [diagnostic] = live().get(vscode.Uri.file(skill));
+  assert.equal(diagnostic.code, 'name_mismatch');
+  assert.match(diagnostic.message, /differs from its directory 'wrong-name'/);
+  assert.deepEqual([diagnostic.range.start.line, diagnostic.range.start.character], [1, 6]);
+
+  // Hover, through the provider the client registered with VS Code (markdown: VS Code declares it).
+  const doc = vscode.workspace.textDocuments[0];
+  const hover = await state.hoverProvider.provideHover(doc, new vscode.Position(1, 7), new vscode.CancellationTokenSource().token);
+  assert.match(hover.contents[0].value, /\*\*wrong\*\*/);
+  assert.match(hover.contents[0].value, /not in the catalog/);
+
+  // The commands go through the same language client as custom requests.
+  await state.commands.get('harnessSidecar.showCatalog')();
+  assert.match(state.shown.at(-1).getText(), /\*\*review\*\*: Use when reviewing code in this repository/);
+  const problems = state.collections[0]; // the catalog's: in LSP mode only what live diagnostics cannot show
+  assert.ok([...problems.entries.values()].flat().every((d) => !['shadowed', 'name_mismatch'].includes(d.code)));
+
   await extension.deactivate();
-  assert.equal(client.stopped, true);
+  const { State } = require('vscode-languageclient/node');
+  assert.equal(languageClient.state, State.Stopped);
 });

@@ -215,21 +215,55 @@ def _lint_extension(lines: list[str], resource: Resource, trusted: set[str]) -> 
                     f"(add '{resource.name}' to trustedExtensions to load it)")]
 
 
+def outside_roots(path: str, root_paths: list[str]) -> Finding | None:
+    """An explanation for a file laid out like a resource that no root contains, else ``None``.
+
+    Without it an author whose roots do not exist (the default ``<workspace>/.agents``) sees a
+    broken SKILL.md get no diagnostics at all and cannot tell why.
+    """
+    roots = resolve_roots(root_paths, [])
+    if classify(path, roots) is not None:
+        return None
+    parts = os.path.normpath(path).split(os.sep)
+    if len(parts) >= 3 and parts[-3] == "skills" and parts[-1] == "SKILL.md":
+        what, root = "a skill", os.sep.join(parts[:-3])
+    elif len(parts) >= 2 and parts[-2] == "templates" and parts[-1].endswith(".md"):
+        what, root = "a template", os.sep.join(parts[:-2])
+    else:
+        return None
+    listed = ", ".join(root_paths) or "none"
+    return Finding(0, 0, 0, INFORMATION, "outside_roots",
+                   f"this looks like {what} of the root {root}, which is not one of the roots ({listed}): "
+                   f"it is neither checked nor loaded — add {root} to the roots (initializationOptions.roots)")
+
+
 def hover(path: str, text: str, line: int, character: int, root_paths: list[str],
-          limits: Limits | None = None) -> tuple[str, int, int] | None:
-    """Markdown for the position (and the column span it covers), or ``None``."""
+          limits: Limits | None = None, markdown: bool = True) -> tuple[str, int, int] | None:
+    """Hover text for the position (and the column span it covers), or ``None``.
+
+    ``markdown=False`` gives plain text, for a client that declared no markdown support.
+    """
     limits = limits or Limits()
     roots = resolve_roots(root_paths, [])
     resource = classify(path, roots)
     lines = text.split("\n")
     if resource is None or line >= len(lines):
         return None
+    code = (lambda s: f"`{s}`") if markdown else (lambda s: s)
+    bold = (lambda s: f"**{s}**") if markdown else (lambda s: s)
     if resource.kind == "template":
+        try:
+            fm = frontmatter.parse(text.encode("utf-8", "surrogatepass"), True, limits.max_frontmatter_bytes,
+                                   required=False)
+        except FrontmatterError:
+            fm = None
+        if fm is not None and line < fm.end_line:
+            return None  # the frontmatter is not rendered: a {{x}} there is no variable
         for match in PLACEHOLDER.finditer(lines[line]):
             if match.start() <= character < match.end():
                 name = match.group(1)
-                return (f"`{name}`: a template variable — `templates/render` must supply `arguments.{name}` "
-                        f"(a string)", match.start(), match.end())
+                return (f"{code(name)}: a template variable — {code('templates/render')} must supply "
+                        f"{code('arguments.' + name)} (a string)", match.start(), match.end())
         return None
     if resource.kind != "skill":
         return None
@@ -243,10 +277,11 @@ def hover(path: str, text: str, line: int, character: int, root_paths: list[str]
     description = fm.data.get("description")
     shadowed_by, shadows = _shadowing(resource, roots, limits)
     if shadowed_by:
-        standing = f"**shadowed** by `{shadowed_by}`"
+        standing = f"{bold('shadowed')} by {code(shadowed_by)}"
     elif not frontmatter.check_skill(fm, resource.name):
-        standing = "**wins**" + (f" (shadows `{'`, `'.join(shadows)}`)" if shadows else "")
+        standing = bold("wins") + (f" (shadows {', '.join(code(s) for s in shadows)})" if shadows else "")
     else:
         standing = "not in the catalog (see the diagnostics)"
-    return (f"**{fm.data.get('name')}** — {description if isinstance(description, str) else '(no description)'}"
-            f"\n\nsource: `{os.path.normpath(path)}`\n\n{standing}", 0, len(lines[line]))
+    return (f"{bold(str(fm.data.get('name')))} — "
+            f"{description if isinstance(description, str) else '(no description)'}"
+            f"\n\nsource: {code(os.path.normpath(path))}\n\n{standing}", 0, len(lines[line]))

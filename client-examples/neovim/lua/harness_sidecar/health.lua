@@ -1,10 +1,12 @@
--- :checkhealth harness_sidecar
+-- :checkhealth harness_sidecar — the command, the protocol, the LSP extra, the roots and the
+-- catalog's diagnostics.
 local M = {}
 
 local health = vim.health or require('health')
 local start = health.start or health.report_start
 local ok = health.ok or health.report_ok
 local warn = health.warn or health.report_warn
+local info = health.info or health.report_info
 local error_ = health.error or health.report_error
 
 function M.check()
@@ -26,17 +28,56 @@ function M.check()
   local result, init_err = client:request_sync('initialize', { clientInfo = { name = 'checkhealth' } }, 5000)
   if init_err then
     error_('initialize failed: ' .. tostring(init_err.message))
-  else
-    ok(string.format('%s %s answers (protocol %s)', result.serverInfo.name, result.serverInfo.version,
-      result.protocolVersion))
+    client:stop(3000)
+    return
   end
-  client:stop()
-  for _, root in ipairs(hs.config.roots or {}) do
+  ok(string.format('%s %s answers (protocol %s)', result.serverInfo.name, result.serverInfo.version,
+    result.protocolVersion))
+
+  start('harness_sidecar: roots and catalog')
+  for _, root in ipairs(hs.roots()) do
     if vim.fn.isdirectory(root) == 1 then
       ok('root ' .. root)
     else
       warn('root ' .. root .. ' does not exist; it contributes nothing')
     end
+  end
+  local thread, start_err = client:request_sync('thread/start', { roots = hs.roots(),
+    trustedExtensions = hs.config.trusted_extensions }, 15000)
+  if start_err then
+    error_('thread/start failed: ' .. tostring(start_err.message))
+  else
+    ok(string.format('catalog: %d skills, %d templates, %d extensions', #thread.catalog.skills,
+      #thread.catalog.templates, #thread.catalog.extensions))
+    local problems = 0
+    for _, d in ipairs(thread.diagnostics) do
+      if d.kind ~= 'shadowed' and not d.kind:match('^root_') then
+        problems = problems + 1
+        warn(string.format('%s: %s', d.kind, d.message), d.hint and { d.hint } or nil)
+      elseif d.kind == 'shadowed' then
+        info(d.message)
+      end
+    end
+    if problems == 0 then
+      ok('no catalog diagnostics')
+    else
+      info(problems .. ' resource(s) left out: :HarnessDiagnostics lists them in the quickfix list')
+    end
+  end
+  client:stop(3000)
+
+  start('harness_sidecar: language server')
+  local supported, why = require('harness_sidecar.lsp').supported()
+  if not supported then
+    warn(why)
+  end
+  local lsp_cmd = require('harness_sidecar.lsp').cmd()
+  local output = vim.fn.system(lsp_cmd, '')
+  if vim.v.shell_error == 0 then
+    ok('the LSP mode starts: ' .. table.concat(lsp_cmd, ' '))
+  else
+    warn('the LSP mode does not start (' .. vim.trim(output):gsub('\n', ' ') .. ')',
+      { "pip install 'harness-sidecar[lsp]'" })
   end
 end
 

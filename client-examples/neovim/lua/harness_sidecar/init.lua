@@ -1,30 +1,43 @@
--- harness-sidecar for Neovim: the catalog, skill activation, template rendering and the
--- system prompt of an agent harness, served by a harness-sidecar child process.
+-- harness-sidecar for Neovim: the catalog, skill activation, template rendering, the system
+-- prompt and catalog diagnostics of an agent harness, served by a harness-sidecar child process.
+-- Every command is asynchronous: the editor never waits for the sidecar. See :help harness_sidecar.
 --
 --   require('harness_sidecar').setup({
 --     cmd = { 'harness-sidecar' },                        -- the sidecar's argv
 --     roots = { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') },  -- earlier wins
 --     trusted_extensions = { 'review-extension' },       -- ids the sidecar may import
+--     lsp = true,                                        -- also the language server (Neovim 0.8+)
 --   })
+--
+-- Trust comes from setup() only: nothing is read from the project (no exrc, no project file).
 local rpc = require('harness_sidecar.rpc')
 
 local M = {}
 
-M.config = {
+local DEFAULTS = {
   cmd = { 'harness-sidecar' },
   roots = nil, -- default: { <cwd>/.agents, ~/.agents }
   trusted_extensions = {},
   timeout_ms = 30000,
-  -- Tools the sidecar may ask the editor to run (item/tool/call): name -> { description, handler(arguments) -> text, ok }
+  -- Tools the sidecar may ask the editor to run (item/tool/call):
+  -- name -> { description, handler(arguments) -> text, ok }  (return nil to answer later)
   tools = {},
+  lsp = false, -- true or a table of LSP options (see harness_sidecar.lsp)
 }
 
+M.config = vim.deepcopy(DEFAULTS)
 M.client = nil
 M.thread = nil -- the thread/start result of this session
+M.log = {}
+M.stopped_thread = nil -- what :HarnessStop ended, to say so when a command starts a new one
+
+local waiting = {} -- callbacks waiting for the thread while it starts
+local starting = false
 
 local function notify(message, level)
   vim.notify('harness-sidecar: ' .. message, level or vim.log.levels.INFO)
 end
+M.notify = notify
 
 --- The text of the last visual selection in the current buffer.
 function M.selection_text()
@@ -60,135 +73,227 @@ local function tools()
   return vim.tbl_extend('force', default_tools, M.config.tools or {})
 end
 
+--- Requests the sidecar sends the editor, by method (later: ui/confirm, ui/select, ui/input).
+M.reverse_requests = {
+  ['item/tool/call'] = function(params)
+    local tool = tools()[params.tool]
+    if not tool then
+      return { contentItems = { { type = 'inputText', text = 'no editor tool ' .. tostring(params.tool) } }, success = false }
+    end
+    local ok, text, success = pcall(tool.handler, params.arguments)
+    if not ok then
+      return { contentItems = { { type = 'inputText', text = tostring(text) } }, success = false }
+    end
+    if text == nil then
+      return nil -- the handler answers later through M.client:respond
+    end
+    return { contentItems = { { type = 'inputText', text = tostring(text) } }, success = success ~= false }
+  end,
+}
+
+--- Notifications from the sidecar, by method (later: ui/notify, ui/status, catalog/changed).
+M.notifications = {
+  ['thread/diagnostic'] = function(params)
+    notify(string.format('[%s] %s %s: %s', tostring(params.extensionId or params.threadId), tostring(params.hook or ''),
+      params.kind, params.message), vim.log.levels.WARN)
+  end,
+}
+
 local function on_request(method, params)
-  if method ~= 'item/tool/call' then
-    return nil, { code = -32601, message = 'unknown method ' .. method }
+  local handler = M.reverse_requests[method]
+  if not handler then
+    return nil, { code = -32601, message = 'Neovim serves no ' .. method }
   end
-  local tool = tools()[params.tool]
-  if not tool then
-    return { contentItems = { { type = 'inputText', text = 'no editor tool ' .. tostring(params.tool) } }, success = false }
-  end
-  local ok, text, success = pcall(tool.handler, params.arguments)
-  if not ok then
-    return { contentItems = { { type = 'inputText', text = tostring(text) } }, success = false }
-  end
-  if text == nil then
-    return nil -- the handler answers later through M.client:respond
-  end
-  return { contentItems = { { type = 'inputText', text = tostring(text) } }, success = success ~= false }
+  return handler(params)
 end
 
+--- setup(opts): each call replaces what it names (a second call never repeats roots).
 function M.setup(opts)
-  M.config = vim.tbl_deep_extend('force', M.config, opts or {})
-  local group = vim.api.nvim_create_augroup('harness_sidecar', { clear = true })
-  vim.api.nvim_create_autocmd('VimLeavePre', { group = group, callback = function() M.stop() end })
-end
-
-local function default_roots()
-  return { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') }
-end
-
---- Start the sidecar and a thread if needed; returns the thread/start result or nil, err.
-function M.ensure()
-  if M.client and M.client.running and M.thread then
-    return M.thread
+  opts = opts or {}
+  local config = vim.deepcopy(DEFAULTS)
+  for key, value in pairs(opts) do
+    config[key] = value
   end
-  local client = rpc.new({
-    cmd = M.config.cmd,
+  M.config = config
+  local group = vim.api.nvim_create_augroup('harness_sidecar', { clear = true })
+  vim.api.nvim_create_autocmd('VimLeavePre', { group = group, callback = function() M.stop({ quiet = true, wait = true }) end })
+  if config.lsp then
+    require('harness_sidecar.lsp').setup(type(config.lsp) == 'table' and config.lsp or {})
+  end
+end
+
+function M.roots()
+  return M.config.roots or { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') }
+end
+
+local function flush(err, thread)
+  local callbacks = waiting
+  waiting = {}
+  starting = false
+  for _, callback in ipairs(callbacks) do
+    callback(err, thread)
+  end
+end
+
+--- Start the sidecar and a thread if needed, then callback(err, thread). Never blocks.
+function M.ensure(callback)
+  callback = callback or function() end
+  if M.client and M.client.running and M.thread then
+    return callback(nil, M.thread)
+  end
+  table.insert(waiting, callback)
+  if starting then
+    return
+  end
+  starting = true
+  local cmd = M.config.cmd
+  if type(cmd) ~= 'table' or vim.fn.executable(cmd[1] or '') ~= 1 then
+    return flush({ kind = 'spawn_failed', message = string.format(
+      "cannot start %s: not an executable (set cmd in require('harness_sidecar').setup, see :help harness_sidecar-setup)",
+      vim.inspect(type(cmd) == 'table' and cmd[1] or cmd)) })
+  end
+  local client
+  client = rpc.new({
+    cmd = cmd,
     on_request = on_request,
     on_notification = function(method, params)
-      if method == 'thread/diagnostic' then
-        notify(string.format('[%s] %s %s: %s', params.extensionId, params.hook, params.kind, params.message),
-          vim.log.levels.WARN)
+      local handler = M.notifications[method]
+      if handler then
+        handler(params)
       end
     end,
     on_stderr = function(line)
-      M.log = M.log or {}
       table.insert(M.log, line)
     end,
     on_exit = function(code, signal, expected)
-      M.thread = nil
+      if M.client == client then
+        M.thread = nil
+      end
       if not expected then
         local why = (signal and signal ~= 0) and ('signal ' .. signal) or ('status ' .. tostring(code))
-        notify('the sidecar stopped unexpectedly (' .. why .. ')', vim.log.levels.ERROR)
+        notify('the sidecar stopped unexpectedly (' .. why .. '); the next command starts a new one',
+          vim.log.levels.ERROR)
       end
     end,
   })
   local ok, err = client:start()
   if not ok then
-    return nil, { kind = 'spawn_failed', message = err }
+    return flush({ kind = 'spawn_failed', message = err })
   end
   M.client = client
-  local _, init_err = client:request_sync('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '2' },
-    M.config.timeout_ms)
-  if init_err then
-    return nil, init_err
-  end
-  local dynamic = {}
-  for name, tool in pairs(tools()) do
-    table.insert(dynamic, { name = name, description = tool.description or '', inputSchema = { type = 'object' } })
-  end
-  local started, start_err = client:request_sync('thread/start', {
-    roots = M.config.roots or default_roots(),
-    trustedExtensions = M.config.trusted_extensions,
-    dynamicTools = dynamic,
-  }, M.config.timeout_ms)
-  if start_err then
-    return nil, start_err
-  end
-  M.thread = started
-  return started
-end
-
-local function call(method, params)
-  local thread, err = M.ensure()
-  if not thread then
-    return nil, err
-  end
-  params.threadId = thread.threadId
-  return M.client:request_sync(method, params, M.config.timeout_ms)
-end
-
-function M.activate(name, resources)
-  return call('skills/activate', { name = name, resources = resources or {} })
-end
-
-function M.render(name, arguments)
-  return call('templates/render', { name = name, arguments = next(arguments or {}) and arguments or vim.empty_dict() })
-end
-
-function M.context()
-  return call('context/build', {})
-end
-
-function M.call_tool(name, arguments, call_id)
-  M.call_count = (M.call_count or 0) + 1
-  return call('tools/call', { call = { id = call_id or ('nvim-' .. M.call_count), name = name,
-    arguments = next(arguments or {}) and arguments or vim.empty_dict() } })
-end
-
-function M.stop()
-  if M.client then
-    M.client:stop()
-  end
-  M.client, M.thread = nil, nil
-end
-
---- Show text in a scratch buffer (a new split).
-function M.show(text, filetype)
-  vim.cmd('new')
-  local buf = vim.api.nvim_get_current_buf()
-  vim.bo[buf].buftype = 'nofile'
-  vim.bo[buf].bufhidden = 'wipe'
-  vim.bo[buf].swapfile = false
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, '\n', { plain = true }))
-  vim.bo[buf].filetype = filetype or 'markdown'
-  vim.bo[buf].modifiable = false
-  return buf
+  client:request('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '2' }, function(init_err)
+    if init_err then
+      return flush(init_err)
+    end
+    local dynamic = {}
+    for name, tool in pairs(tools()) do
+      table.insert(dynamic, { name = name, description = tool.description or '', inputSchema = { type = 'object' } })
+    end
+    client:request('thread/start', {
+      roots = M.roots(),
+      trustedExtensions = M.config.trusted_extensions,
+      dynamicTools = dynamic,
+    }, function(start_err, started)
+      if start_err then
+        return flush(start_err)
+      end
+      M.thread = started
+      if M.stopped_thread then
+        notify(string.format('started a new sidecar (%s); activations of %s are gone', started.threadId,
+          M.stopped_thread))
+        M.stopped_thread = nil
+      end
+      flush(nil, started)
+    end)
+  end)
 end
 
 local function report(err)
   notify((err.kind and (err.kind .. ': ') or '') .. tostring(err.message), vim.log.levels.ERROR)
+end
+M.report = report
+
+--- call(method, params, callback(err, result)) on the session's thread.
+function M.call(method, params, callback)
+  M.ensure(function(err, thread)
+    if err then
+      return callback(err)
+    end
+    params.threadId = thread.threadId
+    M.client:request(method, params, callback)
+  end)
+end
+
+function M.activate(name, resources, callback)
+  M.call('skills/activate', { name = name, resources = resources or {} }, callback)
+end
+
+function M.render(name, arguments, callback)
+  M.call('templates/render', { name = name, arguments = next(arguments or {}) and arguments or vim.empty_dict() }, callback)
+end
+
+function M.context(callback)
+  M.call('context/build', {}, callback)
+end
+
+function M.call_tool(name, arguments, call_id, callback)
+  M.call_count = (M.call_count or 0) + 1
+  M.call('tools/call', { call = { id = call_id or ('nvim-' .. M.call_count), name = name,
+    arguments = next(arguments or {}) and arguments or vim.empty_dict() } }, callback)
+end
+
+--- Stop the sidecar. opts.quiet: say nothing; opts.wait: wait for it (only when Neovim exits).
+function M.stop(opts)
+  opts = opts or {}
+  local client, thread = M.client, M.thread
+  M.client, M.thread = nil, nil
+  if not client or not client.running then
+    if not opts.quiet then
+      notify('the sidecar is not running')
+    end
+    return
+  end
+  if thread then
+    M.stopped_thread = thread.threadId
+  end
+  client:stop(opts.wait and 3000 or nil)
+  if not opts.quiet then
+    notify(thread and string.format('stopped; %s and its activations are gone (the next command starts a new sidecar)',
+      thread.threadId) or 'stopped')
+  end
+end
+
+-- The one output window: a scratch buffer reused by every command, `q` closes it.
+local OUTPUT_NAME = 'harness-sidecar://output'
+
+M.shown_count = 0 -- how many results were shown (tests wait on it)
+
+function M.show(text, filetype)
+  M.shown_count = M.shown_count + 1
+  local buf = M.output_buf
+  if not (buf and vim.api.nvim_buf_is_valid(buf)) then
+    buf = vim.api.nvim_create_buf(false, true)
+    M.output_buf = buf
+    vim.api.nvim_buf_set_name(buf, OUTPUT_NAME)
+    vim.bo[buf].bufhidden = 'hide'
+    vim.bo[buf].swapfile = false
+    vim.api.nvim_buf_set_keymap(buf, 'n', 'q', '<cmd>close<cr>', { noremap = true, silent = true, desc = 'Close' })
+  end
+  vim.bo[buf].modifiable = true
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, '\n', { plain = true }))
+  vim.bo[buf].modifiable = false
+  vim.bo[buf].modified = false
+  vim.bo[buf].filetype = filetype or 'markdown'
+  local win = vim.fn.bufwinid(buf)
+  if win == -1 then
+    vim.cmd('botright split')
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, buf)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+  vim.api.nvim_win_set_cursor(win, { 1, 0 })
+  return buf
 end
 
 function M.catalog_text(started)
@@ -207,35 +312,98 @@ function M.catalog_text(started)
     table.insert(lines, string.format('- %s: %s', e.id, e.status))
   end
   table.insert(lines, '')
-  table.insert(lines, '## Diagnostics')
+  table.insert(lines, '## Diagnostics (:HarnessDiagnostics for the quickfix list)')
   for _, d in ipairs(started.diagnostics) do
     table.insert(lines, string.format('- %s: %s', d.kind, d.message))
   end
   return table.concat(lines, '\n')
 end
 
--- The user commands' actions (plugin/harness_sidecar.lua defines the commands).
+-- The user commands' actions (plugin/harness_sidecar.lua defines the commands). Each returns at
+-- once; the result is shown when the sidecar answers.
 function M.cmd_catalog()
-  local started, err = M.ensure()
-  if not started then
-    return report(err)
-  end
-  M.show(M.catalog_text(started))
+  M.ensure(function(err, started)
+    if err then
+      return report(err)
+    end
+    M.show(M.catalog_text(started))
+  end)
+end
+
+local function pick(kind, prompt, callback)
+  M.ensure(function(err, started)
+    if err then
+      return report(err)
+    end
+    local entries = started.catalog[kind]
+    if #entries == 0 then
+      return notify('the catalog has no ' .. kind, vim.log.levels.WARN)
+    end
+    vim.ui.select(entries, {
+      prompt = prompt,
+      format_item = function(entry)
+        return entry.name .. ' — ' .. (entry.description or table.concat(entry.variables or {}, ', '))
+      end,
+    }, function(choice)
+      if choice then
+        callback(choice.name)
+      end
+    end)
+  end)
 end
 
 function M.cmd_activate(name)
-  local result, err = M.activate(name)
-  if not result then
-    return report(err)
+  if not name or name == '' then
+    return pick('skills', 'Skill to activate', M.cmd_activate)
   end
-  M.show('# ' .. result.skill.name .. '\n\n' .. result.skill.body)
+  M.activate(name, nil, function(err, result)
+    if err then
+      return report(err)
+    end
+    M.show('# ' .. result.skill.name .. '\n\n' .. result.skill.body)
+  end)
+end
+
+local function render_and_show(name, arguments)
+  M.render(name, arguments, function(err, result)
+    if err then
+      return report(err)
+    end
+    M.show(result.message.content)
+  end)
+end
+
+--- Ask for the variables not given yet, one vim.ui.input each, then render.
+local function ask_variables(name, arguments)
+  local entry
+  for _, t in ipairs(M.thread and M.thread.catalog.templates or {}) do
+    if t.name == name then
+      entry = t
+    end
+  end
+  for _, variable in ipairs(entry and entry.variables or {}) do
+    if arguments[variable] == nil then
+      return vim.ui.input({ prompt = name .. ': ' .. variable .. ' = ' }, function(value)
+        if value ~= nil then
+          arguments[variable] = value
+          ask_variables(name, arguments)
+        end
+      end)
+    end
+  end
+  render_and_show(name, arguments)
 end
 
 --- :HarnessRender {template} key=value ...; a word without '=' continues the previous value,
---- so `focus=error handling` is one argument.
+--- so `focus=error handling` is one argument. Without a template: a picker, then a prompt per variable.
 function M.cmd_render(name, words)
+  if not name or name == '' then
+    return pick('templates', 'Template to render', function(choice)
+      ask_variables(choice, {})
+    end)
+  end
   local arguments, last = {}, nil
-  for _, word in ipairs(words) do
+  for _, word in ipairs(words or {}) do
     local key, value = word:match('^([%a_][%w_]*)=(.*)$')
     if key then
       arguments[key], last = value, key
@@ -245,27 +413,66 @@ function M.cmd_render(name, words)
       return report({ kind = 'usage', message = 'arguments are key=value, not ' .. word })
     end
   end
-  local result, err = M.render(name, arguments)
-  if not result then
-    return report(err)
-  end
-  M.show(result.message.content)
+  render_and_show(name, arguments)
 end
 
 function M.cmd_context()
-  local result, err = M.context()
-  if not result then
-    return report(err)
+  M.context(function(err, result)
+    if err then
+      return report(err)
+    end
+    M.show(result.systemPrompt)
+  end)
+end
+
+local QF_TYPE = { shadowed = 'I', duplicate_root = 'W', root_not_found = 'W', root_not_directory = 'W',
+  extension_not_found = 'W' }
+
+--- The catalog's diagnostics as quickfix items: file, line, column, kind and message.
+function M.quickfix_items(started)
+  local items = {}
+  for _, d in ipairs(started.diagnostics) do
+    table.insert(items, {
+      filename = d.path, lnum = d.line or 1, col = d.column or 1, type = QF_TYPE[d.kind] or 'E',
+      text = d.kind .. ': ' .. d.message .. (d.hint and (' (' .. d.hint .. ')') or ''),
+    })
   end
-  M.show(result.systemPrompt)
+  return items
+end
+
+function M.cmd_diagnostics()
+  M.ensure(function(err, started)
+    if err then
+      return report(err)
+    end
+    local items = M.quickfix_items(started)
+    vim.fn.setqflist({}, ' ', { title = 'harness-sidecar: catalog diagnostics', items = items })
+    if #items == 0 then
+      return notify('the catalog has no diagnostics')
+    end
+    vim.cmd('copen')
+  end)
+end
+
+-- Completion. A completion function must answer now; when the sidecar has not started yet it
+-- is started here and waited for (at most completion_wait_ms), so names complete before the
+-- first command; the thread it starts serves the next command.
+M.completion_wait_ms = 3000
+
+local function catalog_now()
+  if not M.thread then
+    local done = false
+    M.ensure(function() done = true end)
+    vim.wait(M.completion_wait_ms, function() return done end, 10)
+  end
+  return M.thread and M.thread.catalog
 end
 
 local function names_of(kind)
   local names = {}
-  if M.thread then
-    for _, entry in ipairs(M.thread.catalog[kind]) do
-      table.insert(names, entry.name)
-    end
+  local catalog = catalog_now()
+  for _, entry in ipairs(catalog and catalog[kind] or {}) do
+    table.insert(names, entry.name)
   end
   return names
 end
@@ -276,6 +483,44 @@ end
 
 function M.template_names()
   return names_of('templates')
+end
+
+local function starting_with(list, lead)
+  return vim.tbl_filter(function(item) return item:sub(1, #lead) == lead end, list)
+end
+
+function M.complete_activate(lead)
+  return starting_with(M.skill_names(), lead)
+end
+
+--- :HarnessRender completion: a template name first, then `variable=` for the ones not given yet.
+function M.complete_render(lead, line)
+  local words = vim.split(line, '%s+', { trimempty = true })
+  local finished = line:match('%s$') and #words or #words - 1 -- words already complete (the command included)
+  if finished <= 1 then
+    return starting_with(M.template_names(), lead)
+  end
+  local catalog = catalog_now()
+  local entry
+  for _, t in ipairs(catalog and catalog.templates or {}) do
+    if t.name == words[2] then
+      entry = t
+    end
+  end
+  local given = {}
+  for i = 3, #words do
+    local key = words[i]:match('^([%a_][%w_]*)=')
+    if key then
+      given[key] = true
+    end
+  end
+  local out = {}
+  for _, variable in ipairs(entry and entry.variables or {}) do
+    if not given[variable] then
+      table.insert(out, variable .. '=')
+    end
+  end
+  return starting_with(out, lead)
 end
 
 return M

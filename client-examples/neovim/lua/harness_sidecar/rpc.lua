@@ -48,7 +48,7 @@ function Client:start()
       vim.schedule(function() self:_exited(obj.code, obj.signal) end)
     end)
     if not ok then
-      return nil, 'cannot start ' .. tostring(self.cmd[1]) .. ': ' .. tostring(proc)
+      return nil, 'cannot start ' .. tostring(self.cmd[1]) .. ': ' .. tostring(proc):gsub('^.-:%d+: ', '')
     end
     self.proc = proc
     self.pid = proc.pid
@@ -63,7 +63,7 @@ function Client:start()
       on_exit = function(_, code) self:_exited(code, 0) end,
     })
     if not ok or job <= 0 then
-      return nil, 'cannot start ' .. tostring(self.cmd[1]) .. ': ' .. tostring(job)
+      return nil, 'cannot start ' .. tostring(self.cmd[1]) .. ': ' .. tostring(job):gsub('^.-:%d+: ', '')
     end
     self.job = job
     self.pid = vim.fn.jobpid(job)
@@ -236,18 +236,29 @@ function Client:_exited(code, signal)
   end
 end
 
---- shutdown, exit, and wait for the process (at most timeout_ms).
-function Client:stop(timeout_ms)
+--- shutdown, then exit. With wait_ms, wait for the process (only when Neovim exits); without,
+--- return at once and kill the process if it is still there after 3 s.
+function Client:stop(wait_ms)
   if not self.running then
     return
   end
   self.stopping = true
-  self:request_sync('shutdown', nil, 2000)
-  self:notify('exit')
-  local stopped = vim.wait(timeout_ms or 3000, function() return not self.running end, 10)
-  if not stopped then
-    self:kill()
+  if wait_ms then
+    self:request_sync('shutdown', nil, math.min(wait_ms, 2000))
+    self:notify('exit')
+    if not vim.wait(wait_ms, function() return not self.running end, 10) then
+      self:kill()
+    end
+    return
   end
+  self:request('shutdown', nil, function()
+    self:notify('exit')
+  end)
+  vim.defer_fn(function()
+    if self.running then
+      self:kill()
+    end
+  end, 3000)
 end
 
 function Client:kill(signal)

@@ -1,0 +1,65 @@
+'use strict';
+// What the extension may take from the configuration. Trust stays with the user: a repository's
+// own .vscode/settings.json must never choose the executable or trust the code it ships.
+//
+// - `harnessSidecar.command` and `harnessSidecar.trustedExtensions` are machine-scoped in
+//   package.json (VS Code ignores workspace values of such settings) and listed in
+//   `restrictedConfigurations`; on top, they are read here from the user's own values only
+//   (`inspect().globalValue`, else the default): a workspace or folder value is never used, even
+//   if a VS Code version or a remote setup let one through.
+// - In an untrusted workspace no extension is trusted at all, and `roots` too comes from the
+//   user's settings only.
+
+const os = require('os');
+const path = require('path');
+
+const SECTION = 'harnessSidecar';
+
+/** The user's own value of `key` (user or remote-machine settings), else the default. */
+function userValue(config, key, fallback) {
+  const inspected = config.inspect(key);
+  if (!inspected) return fallback;
+  if (inspected.globalValue !== undefined) return inspected.globalValue;
+  if (inspected.defaultValue !== undefined) return inspected.defaultValue;
+  return fallback;
+}
+
+/** Keys a workspace set for itself that the extension ignores (to say so in the log). */
+function ignoredWorkspaceValues(config) {
+  const ignored = [];
+  for (const key of ['command', 'trustedExtensions']) {
+    const inspected = config.inspect(key) || {};
+    if (inspected.workspaceValue !== undefined || inspected.workspaceFolderValue !== undefined) ignored.push(`${SECTION}.${key}`);
+  }
+  return ignored;
+}
+
+function defaultRoots(vscode) {
+  const folder = vscode.workspace.workspaceFolders && vscode.workspace.workspaceFolders[0];
+  const roots = [];
+  if (folder) roots.push(path.join(folder.uri.fsPath, '.agents'));
+  roots.push(path.join(os.homedir(), '.agents'));
+  return roots;
+}
+
+/**
+ * The settings the extension runs with: {command, roots, trustedExtensions, mode, trusted, ignored}.
+ * `trusted` is whether the workspace is trusted (else trustedExtensions is always empty).
+ */
+function read(vscode) {
+  const config = vscode.workspace.getConfiguration(SECTION);
+  const trusted = vscode.workspace.isTrusted !== false;
+  const command = userValue(config, 'command', ['harness-sidecar']);
+  const configuredRoots = trusted ? config.get('roots') : userValue(config, 'roots', []);
+  const mode = config.get('mode') === 'lsp' ? 'lsp' : 'jsonl';
+  return {
+    command: Array.isArray(command) && command.length && command.every((a) => typeof a === 'string') ? command : ['harness-sidecar'],
+    roots: Array.isArray(configuredRoots) && configuredRoots.length ? configuredRoots : defaultRoots(vscode),
+    trustedExtensions: trusted ? (userValue(config, 'trustedExtensions', []) || []) : [],
+    mode,
+    trusted,
+    ignored: ignoredWorkspaceValues(config),
+  };
+}
+
+module.exports = { SECTION, read, userValue };
