@@ -9,7 +9,7 @@ import re
 
 import pytest
 from harness_sidecar.client import child_env
-from helpers import REPO, write
+from helpers import REPO, add_skill, write
 
 EXAMPLES = REPO / "client-examples" / "extensions"
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True}
@@ -290,6 +290,15 @@ def test_secret_mask_also_redacts_details_and_takes_more_patterns_from_settings(
     assert editor.ui("ui/notify") == []
 
 
+def test_secret_mask_covers_the_builtin_load_skill_too(spawn, tmp_path):
+    add_skill(tmp_path / "root", "deploy", "Use when deploying.", "Deploy with the key sk_live_51HqLyjWDarjtT1z.\n")
+    editor = Editor(spawn)
+    editor.open(["secret-mask"], tmp_path)
+    result = editor.call("load_skill", {"name": "deploy"})
+    assert text(result).startswith("Deploy with the key [REDACTED:live_key].\n")
+    assert "sk_live_51" not in json.dumps(result)
+
+
 def test_secret_mask_with_a_broken_pattern_withholds_the_result_instead_of_leaking(spawn, tmp_path):
     editor = reader(spawn)
     editor.open(["secret-mask"], tmp_path, dynamicTools=READ_FILE,
@@ -467,3 +476,28 @@ def test_pirate_command_toggles_a_section_of_the_system_prompt(spawn, tmp_path):
     assert typed["by"] == {"kind": "command", "id": "pirate", "extensionId": "pirate"}
     assert "PIRATE MODE" not in editor.prompt()
     assert [n["message"] for n in editor.ui("ui/notify")] == ["Arrr! Pirate mode enabled!", "Pirate mode disabled"]
+
+
+# -- what the API does not do yet ----------------------------------------------------------------------------
+
+AWAITS_NOTIFY = '''
+async def shape(event, ctx):
+    if event["text"] == "ping":
+        await ctx.ui.notify("pong")
+        await ctx.ui.set_status("ping", "answered")
+        return {"handled": True}
+def activate(api):
+    api.on("input", shape)
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="contract §2 'async handlers await them': awaiting ctx.ui.notify/set_status "
+                                       "raises TypeError (they return None); reported to the lead")
+def test_an_async_handler_may_await_notify_and_set_status(spawn, tmp_path):
+    write(tmp_path / "root" / "extensions" / "awaiter.py", AWAITS_NOTIFY)
+    editor = Editor(spawn)
+    editor.open([], tmp_path, also=["awaiter"])
+    answer = editor.request("input/submit", text="ping")
+    assert answer.get("result") == {"action": "handled", "by": {"kind": "extension", "id": "awaiter"}}, answer
+    assert [n["message"] for n in editor.ui("ui/notify")] == ["pong"]
+    assert [s["text"] for s in editor.ui("ui/status")] == ["answered"]

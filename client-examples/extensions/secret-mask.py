@@ -6,7 +6,8 @@ withholds the whole result (``details.withheld``) instead of passing the secret 
 Ported from the PII redactor of Pi's command-pipeline example (``examples/extensions/
 command-pipeline/redaction-audit.ts``, Pi commit 2d9369e8, since removed from Pi), which redacts
 exported sessions; here the same idea guards tool results, whoever ran the tool (an extension,
-the editor, the builtin ``load_skill``).
+the editor, the builtin ``load_skill``). Only tool results pass transforms: what
+``context/build`` puts in the system prompt (instructions, active skills) is not a tool result.
 
 Settings (``thread/start.extensionSettings["secret-mask"]``), all optional:
   patterns  extra {name: regular expression}; a group named ``secret`` limits what is replaced
