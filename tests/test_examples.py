@@ -21,10 +21,11 @@ class Editor:
     """An editor: declares ``capabilities``, answers ``ui/confirm`` from ``confirm`` (a list of answers,
     one per question, or None to stay silent), runs its own tools (dynamic tools) with ``tools``."""
 
-    def __init__(self, spawn, capabilities=UI, confirm=None, tools=None, env=None):
+    def __init__(self, spawn, capabilities=UI, confirm=None, tools=None, env=None, select=None):
         self.asked: list[dict] = []
         self.ran: list[dict] = []
         self.confirm = list(confirm or [])
+        self.select = list(select or [])
         self.tools = tools or {}
         self.sidecar = spawn(on_request=self.on_request, initialize=False, **({"env": env} if env else {}))
         self.sidecar.call("initialize", {"protocolVersion": "2",
@@ -39,6 +40,8 @@ class Editor:
         self.asked.append(message)
         if method == "ui/confirm" and self.confirm:
             return {"result": {"confirmed": self.confirm.pop(0)}}
+        if method == "ui/select" and self.select:
+            return {"result": {"value": self.select.pop(0)}}
         return None
 
     def open(self, ids, tmp_path, also=(), **extra):
@@ -231,7 +234,8 @@ FILES = {
     "settings.py": 'API_KEY = "9f8e7d6c5b4a39281706"\nTIMEOUT = 30\n',
     "notes.md": "Nothing secret here: the token budget is 4000.\n",
 }
-SECRETS = ["sk-live-4eC39HqLyjWDarjtT1zdp7dc", "AKIAIOSFODNN7EXAMPLE", "b3BlbnNzaC1rZXktdjEAAAAA", "9f8e7d6c5b4a39281706"]
+SECRETS = ["sk-live-4eC39HqLyjWDarjtT1zdp7dc", "AKIAIOSFODNN7EXAMPLE", "b3BlbnNzaC1rZXktdjEAAAAA",
+           "9f8e7d6c5b4a39281706"]
 READ_FILE = [{"name": "read_file", "description": "Read a file from the workspace.", "inputSchema": {
     "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}]
 
@@ -333,8 +337,9 @@ def test_todo_tool_keeps_the_list_and_the_status_bar_follows(spawn, tmp_path):
     assert {s["key"] for s in editor.ui("ui/status")} == {"todo"}
 
 
-@pytest.mark.parametrize("arguments, path", [({"action": "add"}, "$"), ({"action": "toggle", "id": "1"}, "$.id"),
-                                             ({"action": "sort"}, "$.action"), ({"action": "add", "text": ""}, "$.text")])
+@pytest.mark.parametrize("arguments, path", [
+    ({"action": "add"}, "$"), ({"action": "toggle", "id": "1"}, "$.id"), ({"action": "sort"}, "$.action"),
+    ({"action": "add", "text": ""}, "$.text")])
 def test_todo_arguments_are_refused_by_its_schema_before_it_runs(spawn, tmp_path, arguments, path):
     editor = Editor(spawn)
     editor.open(["todo"], tmp_path)
@@ -375,7 +380,8 @@ def test_todo_state_belongs_to_its_thread(spawn, tmp_path):
 
 @pytest.mark.parametrize("typed, answer", [
     ("?quick What is TypeScript?",
-     {"action": "send", "message": {"role": "user", "content": "Respond briefly in 1-2 sentences: What is TypeScript?"}}),
+     {"action": "send", "message": {"role": "user",
+                                    "content": "Respond briefly in 1-2 sentences: What is TypeScript?"}}),
     ("Explain the parser", {"action": "send", "message": {"role": "user", "content": "Explain the parser"}}),
     ("ping", {"action": "handled", "by": {"kind": "extension", "id": "input-transform"},
               "reason": "answered locally: pong"}),
@@ -452,6 +458,20 @@ def test_claude_rules_without_cwd_or_outside_the_repository_adds_nothing(spawn, 
     assert "# Extension: claude-rules" not in editor.prompt() and editor.ui("ui/notify") == []
 
 
+def test_claude_rules_are_still_there_after_the_host_restarts(spawn, tmp_path):
+    project = rules_project(tmp_path)
+    write(tmp_path / "root" / "extensions" / "crasher.py", "import os\ndef activate(api):\n    api.register_tool("
+          "name='crash', description='', input_schema={}, execute=lambda c, a: os._exit(1))\n")
+    editor = Editor(spawn)
+    editor.open(["claude-rules"], tmp_path, also=["crasher"], cwd=str(project))
+    before = editor.prompt()
+    assert "Every bug fix comes with a test." in before
+    assert editor.call("crash")["details"]["kind"] == "crash"
+    assert editor.prompt() == before  # a fresh host: thread_start did not run again, the context handler loaded
+    kinds = [n["params"]["kind"] for n in editor.sidecar.notifications if n["method"] == "thread/diagnostic"]
+    assert kinds == ["host_exit", "host_restarted"]
+
+
 # -- hello and pirate --------------------------------------------------------------------------------------
 
 
@@ -501,3 +521,72 @@ def test_an_async_handler_may_await_notify_and_set_status(spawn, tmp_path):
     assert answer.get("result") == {"action": "handled", "by": {"kind": "extension", "id": "awaiter"}}, answer
     assert [n["message"] for n in editor.ui("ui/notify")] == ["pong"]
     assert [s["text"] for s in editor.ui("ui/status")] == ["answered"]
+
+
+# -- protocol.md's examples run as written ---------------------------------------------------------------
+
+
+def api_section() -> str:
+    text = (REPO / "protocol.md").read_text()
+    return text[text.index("## Extension API (Python)\n"):text.index("\n## LSP mode\n")]
+
+
+def code_blocks(section: str, heading: str) -> list[tuple[str, str]]:
+    """The code blocks between ``heading`` and the next heading: (info string, text)."""
+    start = section.index(heading + "\n")
+    end = section.find("\n### ", start + 1)
+    found = re.findall(r"^```(\w*)\n(.*?)^```$", section[start:end if end >= 0 else None], re.S | re.M)
+    return [(info, body) for info, body in found]
+
+
+def test_the_documented_complete_extension_causes_the_documented_messages(spawn, tmp_path):
+    section = api_section()
+    heading = "### A complete extension that asks the user"
+    project = tmp_path / "P"
+    (python, code), (plain, wire) = code_blocks(section, heading)
+    assert (python, plain) == ("python", "")
+    write(project / "extensions" / "deploy.py", code)
+    conversation = [line for line in wire.splitlines() if line]
+    sidecar = spawn(initialize=False)
+    for line in conversation:
+        direction, text = line[0], line[2:].replace("$P", str(project))
+        if direction == "→":
+            sidecar.send(json.loads(text))
+            continue
+        got = sidecar.next_message(15)
+        if "…" in text:  # elided in the document: the same response, at least
+            assert got.get("id") == int(re.search(r'"id":(\d+)', text).group(1)) and "result" in got, got
+        else:
+            assert got == json.loads(text), line
+    sidecar.send({"jsonrpc": "2.0", "id": 99, "method": "shutdown"})
+    assert sidecar.next_message(30) == {"jsonrpc": "2.0", "id": 99, "result": None}
+
+
+def test_the_documented_short_examples_work(spawn, tmp_path):
+    root = tmp_path / "root"
+    write(root / "extensions" / "more.py", code_blocks(api_section(), "### More, in short")[0][1])
+    add_skill(root, "style", "Use when formatting code.")
+    editor = Editor(spawn, tools={"echo": lambda args: "the password is hunter2"}, select=["dev"])
+    editor.open([], tmp_path, also=["more"], dynamicTools=[{"name": "echo", "inputSchema": {"type": "object"}}])
+    assert text(editor.call("echo")) == "the password is [REDACTED]"
+    assert text(editor.request("commands/run", name="branch")["result"]) == "on dev"
+    assert editor.questions("ui/select")[0]["options"] == [{"value": "main", "label": "main"},
+                                                          {"value": "dev", "label": "Development"}]
+    assert [n["message"] for n in editor.ui("ui/notify")] == ["switching to dev"]
+    assert editor.request("input/submit", text="!!")["result"]["reason"] == "no history"
+    assert "# Extension: more" not in editor.prompt()
+    editor.sidecar.call("skills/activate", {"threadId": editor.thread, "name": "style"})
+    assert editor.prompt().endswith("# Extension: more\n\nUse tabs.\n")
+
+
+def test_the_readme_example_works(spawn, tmp_path):
+    readme = (REPO / "README.md").read_text()
+    (code,) = re.findall(r"```python\n(.*?)^```$", readme[readme.index("## Writing an extension"):], re.S | re.M)
+    write(tmp_path / "root" / "extensions" / "readme-example.py", code)
+    editor = Editor(spawn, confirm=[False], tools={"run_command": lambda args: "ran"})
+    editor.open([], tmp_path, also=["readme-example"], dynamicTools=RUN_COMMAND)
+    assert editor.call("run_command", {"command": "rm -rf x"})["details"]["blocked"]["reason"] == "the user said no"
+    assert editor.ran == [] and len(editor.questions()) == 1
+    assert text(editor.call("hello", {"name": "Ada"})) == "Hello, Ada!"
+    assert editor.call("hello", {})["details"]["kind"] == "invalid_arguments"
+    assert text(editor.request("commands/run", name="hello-all")["result"]) == "Hello, all!"
