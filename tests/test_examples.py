@@ -8,7 +8,6 @@ import os
 import re
 
 import pytest
-from harness_sidecar.client import child_env
 from helpers import REPO, add_skill, write
 
 EXAMPLES = REPO / "client-examples" / "extensions"
@@ -18,16 +17,17 @@ PORTS = ["permission-gate", "protected-paths", "secret-mask", "todo", "input-tra
 
 
 class Editor:
-    """An editor: declares ``capabilities``, answers ``ui/confirm`` from ``confirm`` (a list of answers,
-    one per question, or None to stay silent), runs its own tools (dynamic tools) with ``tools``."""
+    """An editor: declares ``capabilities``, answers ``ui/confirm`` and ``ui/select`` from ``confirm`` and
+    ``select`` (one answer per question, in turn; silent once they run out), and runs its own tools
+    (dynamic tools) with ``tools``."""
 
-    def __init__(self, spawn, capabilities=UI, confirm=None, tools=None, env=None, select=None):
+    def __init__(self, spawn, capabilities=UI, confirm=None, tools=None, select=None):
         self.asked: list[dict] = []
         self.ran: list[dict] = []
         self.confirm = list(confirm or [])
         self.select = list(select or [])
         self.tools = tools or {}
-        self.sidecar = spawn(on_request=self.on_request, initialize=False, **({"env": env} if env else {}))
+        self.sidecar = spawn(on_request=self.on_request, initialize=False)
         self.sidecar.call("initialize", {"protocolVersion": "2",
                                          "capabilities": {"ui": capabilities} if capabilities else {}})
 
