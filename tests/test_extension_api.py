@@ -250,6 +250,8 @@ def pick(call_id, arguments, ctx):
     ctx.ui.set_status("mode", None)
     return json.dumps([choice, name])
 async def apick(call_id, arguments, ctx):
+    await ctx.ui.notify("async note")
+    await ctx.ui.set_status("mode", "async")
     return json.dumps([await ctx.ui.select("Pick", ["a", "b"]), await ctx.ui.confirm("Sure?", "Really?")])
 def activate(api):
     api.register_tool(name="pick", description="", input_schema={}, execute=pick)
@@ -273,6 +275,9 @@ def test_select_input_notify_and_status_sync_and_async(spawn, ws):
              if n["method"].startswith("ui/")]
     assert kinds == [("ui/notify", "warning", "-"), ("ui/status", None, "picking"), ("ui/status", None, None)]
     assert json.loads(call(sidecar, thread, "apick")["content"][0]["text"]) == ["b", True]
+    awaited = [(n["method"], n["params"].get("message", n["params"].get("text"))) for n in sidecar.notifications
+               if n["method"].startswith("ui/")][3:]
+    assert awaited == [("ui/notify", "async note"), ("ui/status", "async")]
 
 
 def test_an_answer_that_is_not_an_option_is_none_and_notify_without_capability_goes_to_stderr(spawn, ws):

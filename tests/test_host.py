@@ -206,6 +206,8 @@ def test_three_exits_within_five_minutes_stop_the_thread_and_block_its_calls(spa
         blocked = call(sidecar, thread, name, {"name": "review"} if name == "load_skill" else {})
         assert blocked["details"]["blocked"]["kind"] == "crash"
     assert len(ws.events()) == events_before  # nothing was imported again
+    refreshed = sidecar.call("thread/refresh", {"threadId": thread})["catalog"]["extensions"]
+    assert [(e["id"], e["status"]) for e in refreshed] == [("fatal", "failed")]
     assert call(sidecar, other, "count")["content"][0]["text"] == "1"  # other threads go on
 
 

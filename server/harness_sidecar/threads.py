@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
@@ -92,10 +93,27 @@ class Thread:
     activated: dict[str, ActivatedSkill] = field(default_factory=dict)
     host: Any = None  # extensions.supervisor.ExtensionHost, when the thread trusts an extension that loaded
     commands: dict[str, Command] = field(default_factory=dict)
-    pipeline: Any = None  # tools.Pipeline: the one path of the thread's tool calls
+    pipeline: Any = None  # tools.Pipeline of the current revision: the one path of the thread's tool calls
+    revision: int = 1
+    tool_changed_at: dict[str, int] = field(default_factory=dict)  # tool name → revision it last changed in
+    watch: Any = None  # resources.watch.WatchHandle while the roots are watched
+    rescanning: Any = None  # asyncio.Lock: one rescan at a time
+    rescan_again: bool = False
+    reported_changes: dict[str, str] = field(default_factory=dict)  # extension id → sha256 reported as changed
+    closed: bool = False
+    mcp: Any = None  # mcp.McpServers, when the thread names MCP servers
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
+
+    def extensions_to_wire(self) -> list[dict[str, Any]]:
+        out = []
+        for source in self.extensions:
+            entry = source.to_wire()
+            if self.host is not None and self.host.failed and entry["status"] == "loaded":
+                entry.update(status="failed", error="the extension host exited 3 times within 5 minutes")
+            out.append(entry)
+        return out
 
 
 class Sidecar:
@@ -105,10 +123,13 @@ class Sidecar:
         self._ids = itertools.count(1)
         self._starting: dict[str, asyncio.Future] = {}
         self._spares: Any = None
+        self._watch_hub: Any = None
+        self.watching = True  # False when the transport feeds file changes itself (LSP didChangeWatchedFiles)
         self.max_result_bytes = 16 * 1024 * 1024
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "thread/start": self.thread_start,
             "thread/close": self.thread_close,
+            "thread/refresh": self.thread_refresh,
             "skills/activate": self.skills_activate,
             "templates/render": self.templates_render,
             "context/build": self.context_build,
@@ -163,49 +184,279 @@ class Sidecar:
     async def _start(self, thread_id: str, start: P.ThreadStartParams) -> dict[str, Any]:
         limits = start.limits
         registry = ToolRegistry(hook_timeout_s=limits.hook_timeout_ms / 1000)
-        holder: dict[str, Thread] = {}
         registry.tools["load_skill"] = Tool(
             "load_skill", "Activate a skill by name: its instructions and files become part of the context.",
-            LOAD_SKILL_SCHEMA, "builtin", run=self._load_skill_runner(holder))
+            LOAD_SKILL_SCHEMA, "builtin", run=self._load_skill_runner(thread_id))
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled)
-        from harness_sidecar.extensions import (
-            discovery,  # extension machinery only when a thread starts
-        )
+        servers = None
+        if start.mcp_servers:  # started while the roots are scanned; the SDK is imported only here
+            from harness_sidecar.mcp import McpServers
 
-        def discover() -> tuple[Catalog, dict[str, Any]]:
-            catalog = build_catalog(start.roots, limits)
-            return catalog, discovery.discover(catalog.roots, start.extensions, limits, catalog.diagnostics)
-
-        # Reading thousands of files is done off the event loop: other requests keep being served.
-        catalog, found = await asyncio.get_running_loop().run_in_executor(None, discover)
-        if left_out_of_listing(catalog, limits.catalog_bytes) and "find_skills" not in registry.tools:
-            # the listing leaves skills out: the model can search them, with a tool claimed right after load_skill
-            find = Tool("find_skills", FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, "builtin",
-                        run=self._find_skills_runner(holder))
-            registry.tools = {"load_skill": registry.tools.pop("load_skill"), "find_skills": find, **registry.tools}
-        trusted = {t.id for t in start.trusted_extensions}
-        for ext_id in start.extension_settings:
-            if ext_id not in trusted or ext_id not in found:
-                why = "is not trusted" if ext_id in found else "is not found in any root or thread/start.extensions"
-                catalog.diagnostics.append(Diagnostic(
-                    "settings_ignored", f"extensionSettings for '{ext_id}' are ignored: the extension {why}",
-                    extra={"name": ext_id}))
-        thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()))
-        holder["thread"] = thread
-        if start.trusted_extensions:
-            await self._load_extensions(thread, found)
-        thread.pipeline = Pipeline(thread_id, registry, thread.host, self._reporter(thread_id), self._validate)
+            starting = asyncio.ensure_future(McpServers.start(
+                thread_id, start.mcp_servers, notify=lambda params: self.peer.notify("thread/diagnostic", params),
+                on_tools_changed=lambda: self._mcp_tools_changed(thread_id)))
+            try:
+                catalog, found = await self._discover(start)
+            except BaseException:
+                starting.cancel()
+                raise
+            servers = await starting  # a required server that failed: thread/start fails (mcp_unavailable)
+        else:
+            catalog, found = await self._discover(start)
+        if left_out_of_listing(catalog, limits.catalog_bytes):
+            registry.tools = self._with_find_skills(registry.tools, thread_id)
+        thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers)
+        thread.rescanning = asyncio.Lock()
+        try:
+            if start.trusted_extensions:
+                await self._load_extensions(thread, found)
+            if servers is not None:
+                catalog.diagnostics.extend(Diagnostic(d["kind"], d["message"], extra={
+                    k: v for k, v in d.items() if k not in ("kind", "message")}) for d in servers.diagnostics)
+                registry.tools.update(self._mcp_tools(thread, registry.tools, catalog.diagnostics))
+                if thread.host is not None:
+                    thread.host.set_schemas(self._foreign_schemas(registry))
+        except BaseException:
+            await self._end(thread, "close")
+            raise
+        thread.pipeline = Pipeline(thread_id, registry, thread.host, self._reporter(thread_id), self._validate,
+                                   catalog)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
         self.threads[thread_id] = thread
-        wire_catalog = catalog.to_wire()
-        wire_catalog["extensions"] = [e.to_wire() for e in thread.extensions]
-        return {"threadId": thread_id, "catalog": wire_catalog, "tools": registry.to_wire(),
-                "diagnostics": [d.to_wire() for d in catalog.diagnostics]}
+        if start.watch and self.watching:
+            # after the answer is written: watching never adds to thread/start's time
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, self._watch_roots, thread)
+        return self._snapshot(thread)
+
+    def _snapshot(self, thread: Thread) -> dict[str, Any]:
+        """What thread/start and thread/refresh answer: the current revision of the thread."""
+        wire_catalog = thread.catalog.to_wire()
+        wire_catalog["extensions"] = thread.extensions_to_wire()
+        return {"threadId": thread.id, "revision": thread.revision, "catalog": wire_catalog,
+                "tools": thread.registry.to_wire(), "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics]}
+
+    async def _discover(self, start: P.ThreadStartParams) -> tuple[Catalog, dict[str, Any]]:
+        """Scan the roots (off the event loop: other requests keep being served) and the extensions."""
+        from harness_sidecar.extensions import (
+            discovery,  # extension machinery only when a thread starts
+        )
+
+        def scan() -> tuple[Catalog, dict[str, Any]]:
+            catalog = build_catalog(start.roots, start.limits)
+            found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
+            trusted = {t.id for t in start.trusted_extensions}
+            for ext_id in start.extension_settings:
+                if ext_id not in trusted or ext_id not in found:
+                    why = "is not trusted" if ext_id in found else \
+                        "is not found in any root or thread/start.extensions"
+                    catalog.diagnostics.append(Diagnostic(
+                        "settings_ignored", f"extensionSettings for '{ext_id}' are ignored: the extension {why}",
+                        extra={"name": ext_id}))
+            return catalog, found
+
+        return await asyncio.get_running_loop().run_in_executor(None, scan)
+
+    def _with_find_skills(self, tools: dict[str, Tool], thread_id: str) -> dict[str, Tool]:
+        """``tools`` with ``find_skills`` claimed right after ``load_skill`` (the listing leaves skills out)."""
+        find = Tool("find_skills", FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, "builtin",
+                    run=self._find_skills_runner())
+        rest = {k: v for k, v in tools.items() if k not in ("load_skill", "find_skills")}
+        return {"load_skill": tools["load_skill"], "find_skills": find, **rest}
+
+    @staticmethod
+    def _foreign_schemas(registry: ToolRegistry) -> dict[str, Any]:
+        """The inputSchemas of the tools whose core runs outside the host (rewritten arguments are checked there)."""
+        return {t.name: t.input_schema for t in registry.tools.values() if t.origin_kind != "extension"}
+
+    # -- MCP servers --------------------------------------------------------------------------------
+
+    def _mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
+        """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""
+        from harness_sidecar import inputschema
+
+        tools: dict[str, Tool] = {}
+        for spec in thread.mcp.tools():
+            owner = claimed.get(spec.full_name) or tools.get(spec.full_name)
+            problem = None
+            if owner is not None:
+                problem = f"its name is already claimed by {owner.origin_kind}" + \
+                    (f" '{owner.origin_id}'" if owner.origin_id else "")
+            else:
+                try:
+                    validator = inputschema.compile(spec.input_schema)
+                except inputschema.InvalidSchema as exc:
+                    problem = f"its inputSchema is not valid JSON Schema: {exc}"
+            if problem is not None:
+                diagnostics.append(Diagnostic("mcp_tool_skipped", f"tool {spec.tool!r} of MCP server "
+                                              f"'{spec.server}' is left out: {problem}",
+                                              extra={"name": spec.full_name, "server": spec.server,
+                                                     "tool": spec.tool}))
+                continue
+            tools[spec.full_name] = Tool(spec.full_name, spec.description, spec.input_schema, "mcp", spec.server,
+                                         run=self._mcp_runner(thread.id, spec.server, spec.tool),
+                                         validator=validator)
+        return tools
+
+    def _mcp_runner(self, thread_id: str, server: str, tool: str) -> Callable[[ToolCall, Catalog],
+                                                                              Awaitable[ToolResult]]:
+        async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
+            thread = self.threads.get(thread_id)
+            if thread is None or thread.mcp is None:
+                return ToolResult.error(call, "the thread was closed", kind="mcp_unavailable")
+            result = await thread.mcp.call(server, tool, call.arguments, thread.limits.mcp_tool_timeout_ms / 1000)
+            return ToolResult(call.id, call.name, result.content, result.details, result.is_error)
+        return run
+
+    async def _mcp_tools_changed(self, thread_id: str) -> None:
+        """A server's tool list changed: its tools as a new revision, and ``catalog/changed`` for them."""
+        thread = self.threads.get(thread_id)
+        if thread is None or thread.closed or thread.mcp is None:
+            return
+        async with thread.rescanning:
+            others = {k: v for k, v in thread.registry.tools.items() if v.origin_kind != "mcp"}
+            diagnostics = [d for d in thread.catalog.diagnostics if d.kind != "mcp_tool_skipped"]
+            diagnostics += [Diagnostic(d["kind"], d["message"], extra={k: v for k, v in d.items()
+                                                                       if k not in ("kind", "message")})
+                            for d in thread.mcp.skipped()]
+            fresh = self._mcp_tools(thread, others, diagnostics)
+            before = {k: v.spec() for k, v in thread.registry.tools.items() if v.origin_kind == "mcp"}
+            after = {k: v.spec() for k, v in fresh.items()}
+            added = sorted(after.keys() - before.keys())
+            removed = sorted(before.keys() - after.keys())
+            changed = sorted(k for k in after.keys() & before.keys() if after[k] != before[k])
+            if not (added or removed or changed):
+                return
+            thread.revision += 1
+            for name in added + removed + changed:
+                thread.tool_changed_at[name] = thread.revision
+            thread.catalog.diagnostics[:] = diagnostics
+            thread.registry = ToolRegistry({**others, **fresh}, thread.registry.handlers,
+                                           thread.registry.hook_timeout_s)
+            thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
+                                       self._validate, thread.catalog)
+            if thread.host is not None:
+                thread.host.set_schemas(self._foreign_schemas(thread.registry))
+            entries = lambda names: [{"kind": "tool", "name": n} for n in names]  # noqa: E731
+            self.peer.notify("catalog/changed", {
+                "threadId": thread.id, "revision": thread.revision, "added": entries(added),
+                "removed": entries(removed), "changed": entries(changed),
+                "diagnostics": [d.to_wire() for d in diagnostics]})
+
+    # -- the live catalog -------------------------------------------------------------------------
+
+    def _watch_roots(self, thread: Thread) -> None:
+        if thread.closed or thread.watch is not None:
+            return
+        from harness_sidecar.resources.watch import WatchHub, WatchUnavailable
+
+        if self._watch_hub is None:
+            self._watch_hub = WatchHub()
+        try:
+            thread.watch = self._watch_hub.subscribe(thread.start.roots, lambda change: self._changed(thread, change))
+        except WatchUnavailable as exc:
+            logger.warning("cannot watch the roots of %s (%s); thread/refresh rescans on demand", thread.id, exc)
+
+    def _changed(self, thread: Thread, change: Any) -> None:
+        for problem in change.problems:
+            logger.warning("watching %s: %s", thread.id, problem)
+        asyncio.ensure_future(self._rescan(thread))
+
+    def files_changed(self, paths: list[str]) -> None:
+        """The transport watched files itself (LSP): rescan every thread with a root above one of them."""
+        from harness_sidecar.resources.paths import is_within
+
+        for thread in list(self.threads.values()):
+            if any(is_within(os.path.normpath(path), os.path.normpath(root)) for path in paths
+                   for root in thread.start.roots):
+                asyncio.ensure_future(self._rescan(thread))
+
+    async def thread_refresh(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = await self.thread(params)
+        await self._rescan(thread)
+        return self._snapshot(thread)
+
+    async def _rescan(self, thread: Thread) -> None:
+        """Rescan the thread's roots; a change becomes a new revision and a ``catalog/changed``.
+
+        Requests already running keep the snapshot they started with (they hold the old catalog
+        and pipeline); the next request sees the new revision.
+        """
+        if thread.rescanning.locked():
+            thread.rescan_again = True  # the running rescan goes once more when it is done
+        async with thread.rescanning:
+            while True:
+                thread.rescan_again = False
+                if thread.closed:
+                    return
+                await self._rescan_once(thread)
+                if not thread.rescan_again:
+                    return
+
+    async def _rescan_once(self, thread: Thread) -> None:
+        from harness_sidecar.resources.diff import diff
+
+        catalog, found = await self._discover(thread.start)
+        if thread.closed:
+            return
+        catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
+                                                                                    "mcp_tool_skipped")]
+        extensions = self._extension_view(thread, found)
+        change = diff(thread.catalog, catalog, thread.extensions, extensions)
+        tools = thread.registry.tools
+        wants_find = bool(left_out_of_listing(catalog, thread.limits.catalog_bytes))
+        tool_change: list[tuple[str, str]] = []
+        if wants_find and "find_skills" not in tools:
+            tools, tool_change = self._with_find_skills(tools, thread.id), [("added", "find_skills")]
+        elif not wants_find and "find_skills" in tools:
+            tools = {k: v for k, v in tools.items() if k != "find_skills"}
+            tool_change = [("removed", "find_skills")]
+        if not change and not tool_change:
+            thread.extensions = extensions
+            return
+        thread.revision += 1
+        for _, name in tool_change:
+            thread.tool_changed_at[name] = thread.revision
+        if tool_change:
+            thread.registry = ToolRegistry(tools, thread.registry.handlers, thread.registry.hook_timeout_s)
+        thread.catalog, thread.extensions = catalog, extensions
+        thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
+                                   self._validate, catalog)
+        wire = change.to_wire()
+        for what, name in tool_change:
+            wire[what].append({"kind": "tool", "name": name})
+        self.peer.notify("catalog/changed", {"threadId": thread.id, "revision": thread.revision, **wire})
+
+    def _extension_view(self, thread: Thread, found: dict[str, Any]) -> list[Any]:
+        """The extensions as the thread now has them: loaded ones keep running the bytes they were
+        loaded from (a change on disk is an ``extension_changed`` diagnostic, no reload); one that
+        appears later is not loaded."""
+        before = {e.id: e for e in thread.extensions}
+        trusted = {t.id for t in thread.start.trusted_extensions}
+        view = []
+        for ext_id, source in found.items():
+            old = before.get(ext_id)
+            if old is not None and old.status in ("loaded", "failed", "hash_mismatch"):
+                if source.sha256 != old.sha256 and old.status == "loaded" \
+                        and thread.reported_changes.get(ext_id) != source.sha256:
+                    thread.reported_changes[ext_id] = source.sha256
+                    self.peer.notify("thread/diagnostic", {
+                        "threadId": thread.id, "kind": "extension_changed", "extensionId": ext_id,
+                        "message": f"extension '{ext_id}' changed on disk ({source.source}); this thread keeps "
+                                   f"running the version it loaded: start a new thread to load it"})
+                view.append(old)
+                continue
+            if ext_id in trusted and old is None:
+                source.status = "failed"
+                source.error = "it appeared after the thread started: start a new thread to load it"
+            view.append(source)
+        view += [e for e in thread.extensions if e.status == "loaded" and e.id not in found]
+        return view
 
     def _reporter(self, thread_id: str) -> Callable[[HookFault], None]:
         def report(fault: HookFault) -> None:
@@ -288,7 +539,7 @@ class Sidecar:
             thread.commands[spec.name] = Command(spec.name, spec.description, spec.extension_id, spec.input_schema,
                                                  compiled.get(id(spec.input_schema)))
         registry.handlers = registrations.handlers
-        host.set_schemas({t.name: t.input_schema for t in registry.tools.values() if t.origin_kind != "extension"})
+        host.set_schemas(self._foreign_schemas(registry))
         thread.host = host
 
     async def _ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
@@ -314,11 +565,15 @@ class Sidecar:
         return None
 
     async def _end(self, thread: Thread, reason: str) -> None:
-        if thread.host is None:
-            return
-        if thread.handlers(THREAD_CLOSE):
+        thread.closed = True
+        if thread.watch is not None:
+            thread.watch.close()
+            thread.watch = None
+        if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
-        await thread.host.close()
+        ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
+        if ending:
+            await asyncio.gather(*ending)
 
     async def close_all(self, reason: str) -> None:
         """``shutdown`` and EOF: every thread ends (its ``thread_close`` handlers run), and with it its host."""
@@ -373,12 +628,21 @@ class Sidecar:
     # -- tools -------------------------------------------------------------------------------
 
     async def tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        return {"tools": (await self.thread(params)).registry.to_wire()}
+        thread = await self.thread(params)
+        return {"tools": thread.registry.to_wire(), "revision": thread.revision}
 
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_tools_call(params)
-        return {"result": (await thread.pipeline.call(request.call)).to_wire()}
+        call = request.call
+        changed = thread.tool_changed_at.get(call.name)
+        if request.revision is not None and changed is not None and changed > request.revision:
+            gone = call.name not in thread.registry.tools
+            return {"result": ToolResult.error(
+                call, f"tool '{call.name}' was {'removed' if gone else 'changed'} in revision {changed}, after the "
+                      f"revision {request.revision} this call was made against: list the tools again",
+                kind="stale_tool", revision=thread.revision, changedIn=changed).to_wire()}
+        return {"result": (await thread.pipeline.call(call)).to_wire()}
 
     @staticmethod
     def _validate(tool: Any, arguments: dict[str, Any]) -> tuple[str, str] | None:
@@ -466,16 +730,18 @@ class Sidecar:
                                                     "extensionId": command.extension_id}, "result": result}
         return {"action": "send", "message": {"role": "user", "content": text}}
 
-    def _load_skill_runner(self, holder: dict[str, Thread]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
-        async def run(call: ToolCall) -> ToolResult:
-            thread = holder["thread"]
+    def _load_skill_runner(self, thread_id: str) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
+        async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
+            thread = self.threads.get(thread_id)
+            if thread is None:
+                return ToolResult.error(call, "the thread was closed", kind="thread_not_found")
             extra = sorted(set(call.arguments) - {"name"})
             if extra or "name" not in call.arguments:
                 why = f"unexpected field(s) {', '.join(extra)}" if extra else "'name' is required"
                 return ToolResult.error(call, f"load_skill takes exactly {{name}}: {why}", kind="invalid_arguments")
             try:
                 check_skill_name(call.arguments["name"])
-                skill = activate(thread.catalog, call.arguments["name"], [], thread.limits)
+                skill = activate(catalog, call.arguments["name"], [], thread.limits)
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
             thread.activated[skill.name] = skill
@@ -483,9 +749,8 @@ class Sidecar:
                                    directory=skill.directory)
         return run
 
-    def _find_skills_runner(self, holder: dict[str, Thread]) -> Callable[[ToolCall], Awaitable[ToolResult]]:
-        async def run(call: ToolCall) -> ToolResult:
-            catalog = holder["thread"].catalog
+    def _find_skills_runner(self) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
+        async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             try:
                 text, details = find_skills(((s.name, s.description) for s in catalog.skills.values()),
                                             call.arguments)
@@ -497,7 +762,7 @@ class Sidecar:
     def _dynamic_runner(self, thread_id: str, limits: Limits) -> Callable[[ToolCall], Awaitable[ToolResult]]:
         timeout_s = limits.dynamic_tool_timeout_ms / 1000
 
-        async def run(call: ToolCall) -> ToolResult:
+        async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             request = {"threadId": thread_id, "callId": call.id, "tool": call.name, "arguments": call.arguments}
             try:
                 answer = await self.peer.request("item/tool/call", request, timeout_s)

@@ -33,7 +33,7 @@ from harness_sidecar.results import (
 
 logger = logging.getLogger(__name__)
 
-Runner = Callable[[ToolCall], Awaitable[ToolResult]]
+Runner = Callable[[ToolCall, Any], Awaitable[ToolResult]]  # (call, the catalog snapshot of the call)
 
 
 @dataclass
@@ -107,6 +107,7 @@ class Pipeline:
     host: ExtensionHost | None
     report_fault: Callable[[HookFault], None]
     validate: Callable[[Tool, dict[str, Any]], tuple[str, str] | None]  # (message, JSON path) of a mismatch
+    catalog: Any = None  # the catalog snapshot of this revision: what load_skill and find_skills see
 
     async def call(self, call: ToolCall) -> ToolResult:
         """The whole pipeline of one call. Never raises for anything an extension, editor or server did."""
@@ -153,7 +154,7 @@ class Pipeline:
     async def _core(self, tool: Tool, call: ToolCall) -> ToolResult:
         assert tool.run is not None
         try:
-            return await tool.run(call)
+            return await tool.run(call, self.catalog)
         except Exception as exc:  # noqa: BLE001 - a runner bug must still give a paired result
             logger.exception("tool %s failed unexpectedly", call.name)
             return ToolResult.error(call, f"tool '{call.name}' failed: {describe_exception(exc)}", kind="tool_error")

@@ -98,7 +98,7 @@ export type NullResult = null;
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
-export type ThreadDiagnosticParams = HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit;
+export type ThreadDiagnosticParams = HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -125,13 +125,13 @@ export interface ActivatedSkill {
    */
   body: string;
   /**
-   * The skill's absolute directory. Required by the contract; not sent by this sidecar yet.
+   * The skill's absolute directory.
    */
-  directory?: string;
+  directory: string;
   /**
-   * Every regular file under the directory (no dot-files), sorted, at most limits.maxListedFiles. Required by the contract; not sent by this sidecar yet.
+   * Every regular file under the directory (no dot-files), sorted, at most limits.maxListedFiles.
    */
-  files?: SkillFile[];
+  files: SkillFile[];
   /**
    * How many files maxListedFiles left out.
    */
@@ -1057,6 +1057,8 @@ export interface Limits {
   mcpToolTimeoutMs?: number;
 }
 /**
+ * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
+ *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "McpExit".
  */
@@ -1067,6 +1069,18 @@ export interface McpExit {
   message: string;
   exitCode?: number;
   signal?: number;
+}
+/**
+ * A thread's MCP server was started again.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpRestarted".
+ */
+export interface McpRestarted {
+  threadId: ThreadId;
+  kind: "mcp_restarted";
+  name: string;
+  message: string;
 }
 /**
  * A stdio MCP server the editor chose for this thread.
@@ -1257,7 +1271,7 @@ export interface ThreadStartParams {
  */
 export interface ThreadStartResult {
   threadId: ThreadId;
-  revision?: Revision;
+  revision: Revision;
   catalog: Catalog;
   /**
    * In claim order: builtins, dynamic tools, extension tools, MCP tools.
@@ -1369,7 +1383,7 @@ export interface ToolsCallResult {
  */
 export interface ToolsListResult {
   tools: ToolSpec[];
-  revision?: Revision;
+  revision: Revision;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

@@ -403,19 +403,21 @@ class Ui:
         return self._ask("input", params,
                          lambda answer: answer.get("value") if type(answer.get("value")) is str else None, None)
 
-    def notify(self, message: str, level: str = "info") -> None:
+    def notify(self, message: str, level: str = "info") -> Any:
         _strings(message=message)
         if level not in ("info", "warning", "error"):
             raise ValueError("level must be 'info', 'warning' or 'error'")
         self._host.out.send(channel.NOTIFY, 0, {"method": "ui/notify", "params": {
             "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level, "message": message}})
+        return _Ready(None) if self._host.on_loop() else None  # an async handler may await it
 
-    def set_status(self, key: str, text: str | None) -> None:
+    def set_status(self, key: str, text: str | None) -> Any:
         _strings(key=key)
         if text is not None:
             _strings(text=text)
         self._host.out.send(channel.NOTIFY, 0, {"method": "ui/status", "params": {
             "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key, "text": text}})
+        return _Ready(None) if self._host.on_loop() else None
 
     def _ask(self, what: str, params: dict[str, Any], parse: Callable[[dict], Any], refused: Any) -> Any:
         host = self._host

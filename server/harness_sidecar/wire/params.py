@@ -18,6 +18,9 @@ from harness_sidecar.errors import InvalidParams
 from harness_sidecar.inputschema import InvalidSchema
 from harness_sidecar.inputschema import compile as compile_schema
 from harness_sidecar.limits import Limits
+from harness_sidecar.mcp.model import (
+    McpServerConfig,  # plain data: importing it never imports the SDK
+)
 from harness_sidecar.resources.names import (
     MAX_NAME_LENGTH,
     NAME_PATTERN,
@@ -130,18 +133,6 @@ class DynamicTool:
     input_schema: dict[str, Any]
     # The checked schema (inputschema.CompiledSchema), so the tool need not compile it again.
     compiled: Any = field(default=None, compare=False, repr=False)
-
-
-@dataclass
-class McpServerConfig:
-    name: str
-    command: list[str]
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    required: bool = False
-    startup_timeout_ms: int = 10000
-    allow: list[str] | None = None
-    deny: list[str] = field(default_factory=list)
 
 
 @dataclass

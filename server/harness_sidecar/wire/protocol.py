@@ -78,7 +78,7 @@ CATALOG = Obj([
 
 THREAD_START_RESULT = Obj([
     Field("threadId", P.THREAD_ID),
-    Field("revision", REVISION, pending=True),
+    Field("revision", REVISION),
     Field("catalog", CATALOG),
     Field("tools", Arr(TOOL_SPEC), description="In claim order: builtins, dynamic tools, extension tools, MCP tools."),
     Field("diagnostics", Arr(DIAGNOSTIC)),
@@ -94,8 +94,8 @@ RESOURCE = Union(
 ACTIVATED_SKILL = Obj([
     Field("name", Str()), Field("description", Str()), Field("root", Str()), Field("source", Str()),
     Field("body", Str(), description="The text after the frontmatter, leading blank lines removed."),
-    Field("directory", Str(), pending=True, description="The skill's absolute directory."),
-    Field("files", Arr(SKILL_FILE), pending=True, description="Every regular file under the directory (no "
+    Field("directory", Str(), description="The skill's absolute directory."),
+    Field("files", Arr(SKILL_FILE), description="Every regular file under the directory (no "
                                                                 "dot-files), sorted, at most limits.maxListedFiles."),
     opt("filesOmitted", Int(minimum=1), description="How many files maxListedFiles left out."),
     Field("resources", Arr(RESOURCE), description="In request order, each request once."),
@@ -162,7 +162,11 @@ THREAD_DIAGNOSTIC = Union(
          Field("message", Str())], name="ExtensionChanged",
         description="A trusted extension's bytes changed on disk; start a new thread to load it."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_exit")), Field("name", Str()),
-         Field("message", Str()), opt("exitCode", Int()), opt("signal", Int())], name="McpExit"),
+         Field("message", Str()), opt("exitCode", Int()), opt("signal", Int())], name="McpExit",
+        description="A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: "
+                    "not any more)."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
+         Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
                       Field("name", Str())], name="CatalogChange")
@@ -310,7 +314,7 @@ MESSAGES: list[Message] = [
              THREAD + ("template_not_found", "missing_argument", "invalid_arguments", *_FILE_ERRORS)),
     _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str())], name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
-             Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION, pending=True)], name="ToolsListResult"),
+             Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),
     _request("tools/call", P.TOOLS_CALL, Obj([Field("result", TOOL_RESULT)], name="ToolsCallResult"), THREAD,
              "Never a protocol error for what a tool, hook or editor did: a result paired with the call."),

@@ -1,0 +1,235 @@
+"""A live catalog, end to end: files change on disk while a thread is open.
+
+Each change that changes the thread's catalog is one new revision and one ``catalog/changed``
+(a burst is one); a request already running answers from the snapshot it started with;
+calls carry the revision the model saw and a tool changed since is ``stale_tool``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+
+import pytest
+from helpers import add_skill, skill_text, write
+
+
+def changes(sidecar):
+    return [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
+
+
+def wait_changes(sidecar, count, timeout=5.0):
+    """Read messages until ``count`` catalog/changed notifications arrived; return them."""
+    deadline = time.monotonic() + timeout
+    while len(changes(sidecar)) < count:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"expected {count} catalog/changed, got {changes(sidecar)}")
+        try:
+            sidecar._dispatch(sidecar.next_message(min(remaining, 0.2)))
+        except Exception:  # noqa: BLE001 - nothing arrived yet
+            pass
+    return changes(sidecar)
+
+
+def quiet(sidecar, seconds=0.6):
+    """Read whatever arrives for ``seconds`` (to prove nothing more does)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            sidecar._dispatch(sidecar.next_message(0.05))
+        except Exception:  # noqa: BLE001
+            pass
+
+
+@pytest.fixture
+def root(tmp_path):
+    root = tmp_path / "project"
+    add_skill(root, "alpha", "Use for alpha.", "ALPHA BODY\n")
+    add_skill(root, "beta", "Use for beta.", "BETA BODY\n")
+    write(root / "templates/ask.md", "Ask about {{topic}}.\n")
+    write(root / "AGENTS.md", "Be brief.\n")
+    return root
+
+
+def start(sidecar, root, **extra):
+    result = sidecar.call("thread/start", {"roots": [str(root)], **extra})
+    assert result["revision"] == 1
+    quiet(sidecar, 0.3)  # the watch starts after the answer
+    return result["threadId"]
+
+
+def test_adding_changing_and_removing_a_skill_are_one_revision_each(spawn, root):
+    sidecar = spawn()
+    thread = start(sidecar, root)
+    started = time.monotonic()
+    add_skill(root, "gamma", "Use for gamma.")
+    (first,) = wait_changes(sidecar, 1)
+    assert time.monotonic() - started < 1.5
+    assert first["threadId"] == thread and first["revision"] == 2
+    assert first["added"] == [{"kind": "skill", "name": "gamma"}] and first["removed"] == first["changed"] == []
+    write(root / "skills/alpha/SKILL.md", skill_text("alpha", "Use for alpha, now better."))
+    second = wait_changes(sidecar, 2)[1]
+    assert second["revision"] == 3 and second["changed"] == [{"kind": "skill", "name": "alpha"}]
+    shutil.rmtree(root / "skills/beta")
+    third = wait_changes(sidecar, 3)[2]
+    assert third["revision"] == 4 and third["removed"] == [{"kind": "skill", "name": "beta"}]
+    listing = sidecar.call("tools/list", {"threadId": thread})
+    assert listing["revision"] == 4
+    skills = sidecar.call("thread/refresh", {"threadId": thread})["catalog"]["skills"]
+    assert [(s["name"], s["description"]) for s in skills] == [("alpha", "Use for alpha, now better."),
+                                                                 ("gamma", "Use for gamma.")]
+    prompt = sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    assert "gamma: Use for gamma." in prompt and "beta:" not in prompt
+
+
+def test_templates_and_instructions_are_watched_too_and_a_burst_is_one_change(spawn, root):
+    sidecar = spawn()
+    thread = start(sidecar, root)
+    write(root / "templates/ask.md", "Ask about {{topic}} in {{place}}.\n")
+    write(root / "templates/new.md", "New {{x}}.\n")
+    write(root / "AGENTS.md", "Be very brief.\n")
+    (change,) = wait_changes(sidecar, 1)
+    quiet(sidecar)
+    assert len(changes(sidecar)) == 1  # one burst, one revision
+    assert change["added"] == [{"kind": "template", "name": "new"}]
+    assert {"kind": "template", "name": "ask"} in change["changed"]
+    assert {"kind": "instructions", "name": str(root / "AGENTS.md")} in change["changed"]
+    assert sidecar.call("templates/render", {"threadId": thread, "name": "ask", "arguments": {
+        "topic": "tests", "place": "CI"}})["message"]["content"] == "Ask about tests in CI.\n"
+    os.remove(root / "AGENTS.md")
+    removed = wait_changes(sidecar, 2)[1]
+    assert removed["removed"] == [{"kind": "instructions", "name": str(root / "AGENTS.md")}]
+
+
+def test_a_broken_skill_is_a_change_with_its_diagnostic(spawn, root):
+    sidecar = spawn()
+    start(sidecar, root)
+    write(root / "skills/alpha/SKILL.md", "---\nname: alpha\n---\nno description\n")
+    (change,) = wait_changes(sidecar, 1)
+    assert change["removed"] == [{"kind": "skill", "name": "alpha"}]
+    assert any(d["path"].endswith("skills/alpha/SKILL.md") and d["kind"] == "invalid_frontmatter"
+               for d in change["diagnostics"])
+
+
+def test_a_link_that_leaves_the_root_after_start_is_reported_not_followed(spawn, root, tmp_path):
+    outside = tmp_path / "outside"
+    add_skill(outside, "evil", "Outside the root.", "OUTSIDE BODY\n")
+    sidecar = spawn()
+    thread = start(sidecar, root)
+    os.symlink(outside / "skills/evil", root / "skills/evil")
+    (change,) = wait_changes(sidecar, 1)
+    assert change["added"] == []
+    assert any(d["kind"] == "path_escape" and d["path"].endswith("skills/evil") for d in change["diagnostics"])
+    assert "OUTSIDE BODY" not in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    response = sidecar.request("skills/activate", {"threadId": thread, "name": "evil"})
+    assert response["error"]["data"]["kind"] == "skill_not_found"
+
+
+def test_the_watch_survives_a_root_deleted_and_recreated(spawn, root):
+    sidecar = spawn()
+    thread = start(sidecar, root)
+    shutil.rmtree(root)
+    gone = wait_changes(sidecar, 1)[0]
+    assert {"kind": "skill", "name": "alpha"} in gone["removed"]
+    add_skill(root, "reborn", "Use after a rebirth.")
+    back = wait_changes(sidecar, 2)[1]
+    assert back["added"] == [{"kind": "skill", "name": "reborn"}]
+    assert sidecar.call("tools/list", {"threadId": thread})["revision"] == 3
+
+
+def test_watch_false_and_thread_refresh(spawn, root):
+    sidecar = spawn()
+    thread = start(sidecar, root, watch=False)
+    add_skill(root, "gamma", "Use for gamma.")
+    quiet(sidecar)
+    assert changes(sidecar) == []
+    refreshed = sidecar.call("thread/refresh", {"threadId": thread})
+    assert refreshed["threadId"] == thread and refreshed["revision"] == 2
+    assert "gamma" in [s["name"] for s in refreshed["catalog"]["skills"]]
+    assert changes(sidecar)[0]["added"] == [{"kind": "skill", "name": "gamma"}]
+    assert sidecar.call("thread/refresh", {"threadId": thread})["revision"] == 2  # nothing changed since
+
+
+def test_closing_the_thread_releases_the_watch(spawn, root):
+    sidecar = spawn()
+    thread = start(sidecar, root)
+    assert sidecar.call("thread/close", {"threadId": thread}) is None
+    add_skill(root, "gamma", "Use for gamma.")
+    quiet(sidecar)
+    assert changes(sidecar) == []
+
+
+SLOW_GATE = """
+import time
+def gate(event):
+    if event["call"]["name"] == "find_skills":
+        time.sleep(1.0)
+def activate(api):
+    api.on("tool_call", gate)
+"""
+
+
+def test_a_call_already_running_answers_from_its_snapshot_and_stale_calls_are_refused(spawn, root):
+    for i in range(40):  # more skills than the catalog budget lists: find_skills is offered
+        add_skill(root, f"extra-{i:02d}", "A skill that only exists to fill the listing up to its budget.")
+    write(root / "extensions/slow-gate.py", SLOW_GATE)
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["slow-gate"],
+                                           "limits": {"catalogBytes": 1000}})
+    thread = result["threadId"]
+    assert [t["name"] for t in result["tools"]][:2] == ["load_skill", "find_skills"]
+    quiet(sidecar, 0.3)
+    pending = sidecar.request_async("tools/call", {"threadId": thread, "revision": 1, "call": {
+        "id": "f", "name": "find_skills", "arguments": {"query": "beta"}}})
+    time.sleep(0.3)  # the call is in its before hook
+    shutil.rmtree(root / "skills/beta")
+    for i in range(40):
+        shutil.rmtree(root / f"skills/extra-{i:02d}")  # the listing fits again: find_skills goes away
+    answer = sidecar.wait_for(pending, 30)["result"]["result"]
+    assert "beta" in answer["content"][0]["text"]  # the snapshot it started with
+    change = wait_changes(sidecar, 1)[0]
+    assert {"kind": "tool", "name": "find_skills"} in change["removed"]
+    stale = sidecar.call("tools/call", {"threadId": thread, "revision": 1, "call": {
+        "id": "s", "name": "find_skills", "arguments": {"query": "alpha"}}})["result"]
+    assert stale["toolCallId"] == "s" and stale["isError"] and stale["details"]["kind"] == "stale_tool"
+    unchanged = sidecar.call("tools/call", {"threadId": thread, "revision": 1, "call": {
+        "id": "l", "name": "load_skill", "arguments": {"name": "alpha"}}})["result"]
+    assert unchanged["isError"] is False  # load_skill did not change since revision 1
+    current = sidecar.call("tools/list", {"threadId": thread})
+    gone = sidecar.call("tools/call", {"threadId": thread, "revision": current["revision"], "call": {
+        "id": "g", "name": "find_skills", "arguments": {"query": "alpha"}}})["result"]
+    assert gone["details"]["kind"] == "tool_not_found"
+
+
+EXT = """
+def which(call_id, arguments):
+    return "VERSION-ONE"
+def activate(api):
+    api.register_tool(name="which", description="", input_schema={}, execute=which)
+"""
+
+
+def test_a_changed_extension_is_reported_and_keeps_running_as_loaded(spawn, root):
+    path = write(root / "extensions/versioned.py", EXT)
+    sidecar = spawn()
+    thread = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["versioned"]})["threadId"]
+    quiet(sidecar, 0.3)
+    write(path, EXT.replace("VERSION-ONE", "VERSION-TWO"))
+    write(root / "extensions/late.py", EXT)
+    deadline = time.monotonic() + 5
+    while not any(n["params"].get("kind") == "extension_changed" for n in sidecar.notifications
+                  if n["method"] == "thread/diagnostic") and time.monotonic() < deadline:
+        quiet(sidecar, 0.1)
+    (diag,) = [n["params"] for n in sidecar.notifications if n["method"] == "thread/diagnostic"
+               and n["params"]["kind"] == "extension_changed"]
+    assert diag["extensionId"] == "versioned" and "new thread" in diag["message"]
+    result = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "w", "name": "which"}})["result"]
+    assert result["content"][0]["text"] == "VERSION-ONE"
+    entries = {e["id"]: e for e in sidecar.call("thread/refresh", {"threadId": thread})["catalog"]["extensions"]}
+    assert entries["versioned"]["status"] == "loaded"
+    assert entries["late"]["status"] == "skipped_untrusted"
+    fresh = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["versioned"]})["threadId"]
+    assert sidecar.call("tools/call", {"threadId": fresh, "call": {"id": "w", "name": "which"}})["result"][
+        "content"][0]["text"] == "VERSION-TWO"
