@@ -498,7 +498,7 @@ def test_pirate_command_toggles_a_section_of_the_system_prompt(spawn, tmp_path):
     assert [n["message"] for n in editor.ui("ui/notify")] == ["Arrr! Pirate mode enabled!", "Pirate mode disabled"]
 
 
-# -- what the API does not do yet ----------------------------------------------------------------------------
+# -- awaiting notify and set_status (protocol.md says both styles work) ----------------------------------
 
 AWAITS_NOTIFY = '''
 async def shape(event, ctx):
@@ -511,8 +511,6 @@ def activate(api):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="contract §2 'async handlers await them': awaiting ctx.ui.notify/set_status "
-                                       "raises TypeError (they return None); reported to the lead")
 def test_an_async_handler_may_await_notify_and_set_status(spawn, tmp_path):
     write(tmp_path / "root" / "extensions" / "awaiter.py", AWAITS_NOTIFY)
     editor = Editor(spawn)
