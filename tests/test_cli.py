@@ -50,3 +50,15 @@ def test_demo_shows_the_review_scenario_end_to_end(tmp_path):
     assert "Review src/parser.ts with the review skill. Focus on error handling." in out.stdout
     assert "call_2 was blocked by review-extension (deny): review notes must not contain secrets" in out.stdout
     assert "sidecar exited with status 0" in out.stdout
+
+
+def test_demo_has_a_hook_ask_the_user_who_allows_once_and_refuses_once(tmp_path):
+    out = run("demo", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    scene = out.stdout[out.stdout.index("## Open a second thread trusting the permission-gate example"):]
+    assert scene.count('"method": "ui/confirm"') == 2
+    assert scene.index("the simulated user clicks Allow") < scene.index("the simulated user clicks Deny")
+    assert '"result": {"confirmed": true}' in scene and '"result": {"confirmed": false}' in scene
+    assert scene.count('"method": "item/tool/call"') == 1  # only the allowed command reaches the editor
+    assert "# call_4 (rm -rf build): the user allowed it; the editor ran it" in out.stdout
+    assert "# call_5 (sudo reboot): blocked by permission-gate (deny): the user did not allow it (sudo)" in out.stdout

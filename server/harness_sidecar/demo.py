@@ -1,4 +1,9 @@
-"""``harness-sidecar demo``: the review scenario against the bundled workspace, printed readably."""
+"""``harness-sidecar demo``: the review scenario against the bundled workspace, printed readably.
+
+Then one more scene: a hook asks the editor (``ui/confirm``) and the simulated user answers —
+the ported permission-gate extension (``client-examples/extensions``) on the editor's
+``run_command`` tool, allowed once and refused once.
+"""
 
 from __future__ import annotations
 
@@ -46,10 +51,10 @@ def compact(value: Any, indent: int = 0, width: int = 104) -> str:
     return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
 
 
-def _show(direction: str, message: dict[str, Any], out: Any) -> None:
+def _show(direction: str, message: dict[str, Any], out: Any, explain: dict[str, str] = EXPLAIN) -> None:
     method = message.get("method")
-    if direction == "->" and method in EXPLAIN and "id" in message:
-        out.write(f"\n## {EXPLAIN[method]}\n")
+    if direction == "->" and method in explain and "id" in message:
+        out.write(f"\n## {explain[method]}\n")
     text = json.dumps(message, ensure_ascii=False)
     label = "editor  -> sidecar" if direction == "->" else "sidecar -> editor "
     if len(text) <= 110:
@@ -70,6 +75,71 @@ def editor_selection(request: dict[str, Any]) -> dict[str, Any]:
     return {"error": {"code": -32601, "message": f"unknown editor tool {params.get('tool')!r}"}}
 
 
+class SimulatedEditor:
+    """The demo's editor: runs its tools (nothing is really run) and shows ``ui/confirm`` to a
+    simulated user, who answers from ``answers`` in turn (and says no when they run out)."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.answers: list[bool] = []
+
+    def __call__(self, request: dict[str, Any]) -> dict[str, Any]:
+        params = request.get("params", {})
+        if request.get("method") == "ui/confirm":
+            yes = self.answers.pop(0) if self.answers else False
+            self.out.write(f"    (the editor shows a dialog from {params.get('extensionId')}: "
+                           f"{params.get('title')!r}; the simulated user clicks {'Allow' if yes else 'Deny'})\n")
+            return {"result": {"confirmed": yes}}
+        if params.get("tool") == "run_command":
+            shown = f"$ {params['arguments'].get('command')}\n(simulated: nothing ran)"
+            return {"result": {"contentItems": [{"type": "inputText", "text": shown}], "success": True}}
+        return editor_selection(request)
+
+
+def find_example_extension(root: str, ext_id: str) -> str | None:
+    """``client-examples/extensions/<id>.py`` next to the workspace or to the package."""
+    for base in (os.path.dirname(root), os.path.join(os.path.dirname(__file__), "..", "..", "client-examples")):
+        path = os.path.join(base, "extensions", f"{ext_id}.py")
+        if os.path.isfile(path):
+            return os.path.realpath(path)
+    return None
+
+
+ASK_EXPLAIN = {
+    "thread/start": "Open a second thread trusting the permission-gate example; the editor offers run_command.",
+    "tools/call": "The model calls run_command; permission-gate's hook asks the user through the editor "
+                  "(ui/confirm) - the user's time is not charged to the hook's deadline.",
+}
+
+
+def ask_the_user_scene(sidecar: SidecarProcess, root: str, editor: SimulatedEditor, explain: dict[str, Any],
+                       out: Any) -> list[str]:
+    """The scene where a hook asks the editor: one command allowed, one refused. Returns summary lines."""
+    gate = find_example_extension(root, "permission-gate")
+    if gate is None:
+        return ["permission-gate scene skipped: client-examples/extensions/permission-gate.py not found"]
+    explain.clear()
+    explain.update(ASK_EXPLAIN)
+    project = os.path.join(root, "project")
+    thread = sidecar.call("thread/start", {
+        "roots": [project], "cwd": project, "trustedExtensions": ["permission-gate"],
+        "extensions": [{"id": "permission-gate", "path": gate}],
+        "dynamicTools": [{"name": "run_command", "description": "Run a shell command in the user's terminal.",
+                          "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}},
+                                          "required": ["command"]}}],
+    })["threadId"]
+    summary = []
+    for call_id, command, yes in [("call_4", "rm -rf build", True), ("call_5", "sudo reboot", False)]:
+        editor.answers.append(yes)
+        result = sidecar.call("tools/call", {"threadId": thread, "call": {
+            "id": call_id, "name": "run_command", "arguments": {"command": command}}})["result"]
+        verdict = result["details"].get("blocked")
+        summary.append(f"{call_id} ({command}): " + (
+            f"blocked by {verdict['extensionId']} ({verdict['kind']}): {verdict['reason']}" if verdict
+            else "the user allowed it; the editor ran it"))
+    return summary
+
+
 def main(args: list[str]) -> int:
     workspace = None
     if args[:1] == ["--workspace"] and len(args) > 1:
@@ -81,9 +151,12 @@ def main(args: list[str]) -> int:
     out = sys.stdout
     out.write(f"# harness-sidecar demo: the review scenario against {root}\n")
     out.write("# Each line is one JSON-RPC message as it crosses the sidecar's stdin/stdout.\n")
-    with SidecarProcess(sidecar_command(), env=child_env(), on_request=editor_selection, stderr=None,
-                        on_message=lambda d, m: _show(d, m, out)) as sidecar:
-        sidecar.initialize()
+    editor = SimulatedEditor(out)
+    explain = dict(EXPLAIN)
+    with SidecarProcess(sidecar_command(), env=child_env(), on_request=editor, stderr=None,
+                        on_message=lambda d, m: _show(d, m, out, explain)) as sidecar:
+        sidecar.call("initialize", {"clientInfo": {"name": "harness-sidecar-demo"}, "protocolVersion": "2",
+                                    "capabilities": {"ui": {"confirm": True}}})
         started = sidecar.call("thread/start", {
             "roots": [os.path.join(root, "project"), os.path.join(root, "user")],
             "trustedExtensions": ["review-extension"],
@@ -102,10 +175,15 @@ def main(args: list[str]) -> int:
             "id": "call_2", "name": "review_note", "arguments": {"text": "the API key is SECRET-1234"}}})
         sidecar.call("tools/call", {"threadId": thread, "call": {
             "id": "call_3", "name": "editor_selection", "arguments": {}}})
+        asked = ask_the_user_scene(sidecar, root, editor, explain, out)
+        explain["shutdown"] = EXPLAIN["shutdown"]
         sidecar.call("shutdown")
         sidecar.notify("exit")
         code = sidecar.wait()
     verdict = blocked["result"]["details"].get("blocked", {})
     out.write(f"\n# call_2 was blocked by {verdict.get('extensionId')} ({verdict.get('kind')}): "
-              f"{verdict.get('reason')}\n# sidecar exited with status {code}\n")
+              f"{verdict.get('reason')}\n")
+    for line in asked:
+        out.write(f"# {line}\n")
+    out.write(f"# sidecar exited with status {code}\n")
     return 0 if code == 0 else 1
