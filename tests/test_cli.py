@@ -62,3 +62,23 @@ def test_demo_has_a_hook_ask_the_user_who_allows_once_and_refuses_once(tmp_path)
     assert scene.count('"method": "item/tool/call"') == 1  # only the allowed command reaches the editor
     assert "# call_4 (rm -rf build): the user allowed it; the editor ran it" in out.stdout
     assert "# call_5 (sudo reboot): blocked by permission-gate (deny): the user did not allow it (sudo)" in out.stdout
+
+
+def test_demo_shows_an_mcp_server_behind_the_same_hooks(tmp_path):
+    out = run("demo", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    scene = out.stdout[out.stdout.index("## Open a third thread with the project's MCP issue tracker"):]
+    assert '"mcpServers"' in scene and '"name": "mcp__tracker__post_comment"' in scene
+    assert "# call_6 (mcp__tracker__get_issue): the server answered: #1 parse() drops the last token [open]" \
+        in out.stdout
+    assert "# call_7 (mcp__tracker__post_comment): blocked by review-extension (deny): comments must not contain " \
+           "secrets" in out.stdout
+    assert "# call_8 (mcp__tracker__post_comment): the server answered: comment 1 posted on #1" in out.stdout
+    assert "never retrieved" not in out.stderr and "Traceback" not in out.stderr
+
+
+def test_demo_into_a_reader_that_goes_away_ends_quietly(tmp_path):
+    shell = subprocess.run(f"{' '.join(sidecar_command())} demo | head -1", shell=True, text=True,
+                           capture_output=True, env=child_env(), timeout=120, cwd=REPO)
+    assert shell.stdout.startswith("# harness-sidecar demo")
+    assert "Traceback" not in shell.stderr and "BrokenPipeError" not in shell.stderr

@@ -14,17 +14,6 @@ from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
 USAGE = "usage: harness-sidecar check [--json] ROOT [ROOT ...]"
 
 
-def main(args: list[str]) -> int:
-    try:
-        return _check(args)
-    except BrokenPipeError:
-        # The reader went away (`check … | head -1`): stop quietly, as cat does. Later writes
-        # (the interpreter's final flush) go nowhere instead of raising again.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
-
-
 def activation_problems(catalog: Catalog, limits: Limits) -> list[Diagnostic]:
     """What discovery cannot see because it reads only the frontmatter: each listed skill is
     activated as ``skills/activate`` would (the whole SKILL.md read, its body decoded)."""
@@ -40,7 +29,7 @@ def activation_problems(catalog: Catalog, limits: Limits) -> list[Diagnostic]:
     return problems
 
 
-def _check(args: list[str]) -> int:
+def main(args: list[str]) -> int:
     as_json = "--json" in args
     roots = [a for a in args if a != "--json"]
     if not roots or any(r.startswith("-") for r in roots):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 USAGE = """\
 usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N]
@@ -104,6 +105,17 @@ def serve_lsp() -> int:
     os._exit(code)
 
 
+def quiet_on_broken_pipe(command: Any, options: list[str]) -> int:
+    """Run a command that prints; if the reader goes away (``… | head -1``) stop quietly, as cat does."""
+    try:
+        return command(options)
+    except BrokenPipeError:
+        # Later writes (the interpreter's final flush) go nowhere instead of raising again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     options = {"--log-level": "warning", "--max-in-flight": "1000", "--max-result-bytes": str(16 * 1024 * 1024)}
@@ -151,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     if command == "check":
         from harness_sidecar.check import main as check_main
 
-        return check_main(options)
+        return quiet_on_broken_pipe(check_main, options)
     if command == "schema" and not options:
         from harness_sidecar.wire.protocol import dumps
 
@@ -160,6 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     if command == "demo":
         from harness_sidecar.demo import main as demo_main
 
-        return demo_main(options)
+        return quiet_on_broken_pipe(demo_main, options)
     print(f"harness-sidecar: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2

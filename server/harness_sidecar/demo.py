@@ -140,6 +140,50 @@ def ask_the_user_scene(sidecar: SidecarProcess, root: str, editor: SimulatedEdit
     return summary
 
 
+MCP_EXPLAIN = {
+    "thread/start": "Open a third thread with the project's MCP issue tracker (client-examples/mcp): its tools "
+                    "join the thread's behind the same hooks.",
+    "tools/call": "Call an MCP tool; the review extension's hook decides before the server sees it.",
+}
+
+
+def find_mcp_server(root: str) -> str | None:
+    """``client-examples/mcp/issue_tracker.py`` next to the workspace or to the package."""
+    for base in (os.path.dirname(root), os.path.join(os.path.dirname(__file__), "..", "..", "client-examples")):
+        path = os.path.join(base, "mcp", "issue_tracker.py")
+        if os.path.isfile(path):
+            return os.path.realpath(path)
+    return None
+
+
+def mcp_scene(sidecar: SidecarProcess, root: str, explain: dict[str, Any]) -> list[str]:
+    """The scene with an MCP server: one comment blocked by the review extension's policy, one call that passes."""
+    tracker = find_mcp_server(root)
+    if tracker is None:
+        return ["MCP scene skipped: client-examples/mcp/issue_tracker.py not found"]
+    explain.clear()
+    explain.update(MCP_EXPLAIN)
+    started = sidecar.call("thread/start", {
+        "roots": [os.path.join(root, "project")], "trustedExtensions": ["review-extension"],
+        "mcpServers": [{"name": "tracker", "command": [sys.executable, tracker]}]}, timeout=60)
+    unavailable = [d for d in started["diagnostics"] if d["kind"] == "mcp_unavailable"]
+    if unavailable:
+        return [f"MCP scene skipped: {unavailable[0]['message']} (install the extra: pip install -e '.[mcp]')"]
+    thread = started["threadId"]
+    summary = []
+    for call_id, name, arguments in [
+            ("call_6", "mcp__tracker__get_issue", {"id": 1}),
+            ("call_7", "mcp__tracker__post_comment", {"issue": 1, "text": "the token is SECRET-1234"}),
+            ("call_8", "mcp__tracker__post_comment", {"issue": 1, "text": "fixed by stopping at EOF"})]:
+        result = sidecar.call("tools/call", {"threadId": thread, "call": {
+            "id": call_id, "name": name, "arguments": arguments}})["result"]
+        verdict = result["details"].get("blocked")
+        summary.append(f"{call_id} ({name}): " + (
+            f"blocked by {verdict['extensionId']} ({verdict['kind']}): {verdict['reason']}" if verdict
+            else f"the server answered: {result['content'][0]['text'].splitlines()[0]}"))
+    return summary
+
+
 def main(args: list[str]) -> int:
     workspace = None
     if args[:1] == ["--workspace"] and len(args) > 1:
@@ -176,6 +220,7 @@ def main(args: list[str]) -> int:
         sidecar.call("tools/call", {"threadId": thread, "call": {
             "id": "call_3", "name": "editor_selection", "arguments": {}}})
         asked = ask_the_user_scene(sidecar, root, editor, explain, out)
+        asked += mcp_scene(sidecar, root, explain)
         explain["shutdown"] = EXPLAIN["shutdown"]
         sidecar.call("shutdown")
         sidecar.notify("exit")

@@ -216,6 +216,7 @@ class HostProcess:
         self.sock.close()
         if not self.ready.done():
             self.ready.set_exception(ConnectionError(f"{self.label} exited before it was ready"))
+            self.ready.exception()  # a spare nobody took: no "exception never retrieved" in the log
         if self.on_exit is not None:
             self.on_exit(self)
 

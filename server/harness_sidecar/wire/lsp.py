@@ -29,8 +29,20 @@ from collections import deque
 from typing import Any, Callable
 
 from harness_sidecar import SERVER_NAME, __version__
-from harness_sidecar.errors import InvalidParams, InvalidRequest, ParseError, RpcError, ServerNotInitialized
-from harness_sidecar.wire.transport import CONTENT_LENGTH, BadFrame, Reader, TooLarge, Writer
+from harness_sidecar.errors import (
+    InvalidParams,
+    InvalidRequest,
+    ParseError,
+    RpcError,
+    ServerNotInitialized,
+)
+from harness_sidecar.wire.transport import (
+    CONTENT_LENGTH,
+    BadFrame,
+    Reader,
+    TooLarge,
+    Writer,
+)
 
 logger = logging.getLogger(__name__)
 

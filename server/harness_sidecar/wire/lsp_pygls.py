@@ -12,13 +12,14 @@ import json
 import logging
 from typing import Any, Callable
 
-from harness_sidecar import SERVER_NAME, __version__
-from harness_sidecar.errors import InvalidParams, PeerError, RpcError
 from lsprotocol import types  # noqa: F401 - the heavy import this module exists to hold
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCRequestMessage, JsonRPCResponseMessage
+
+from harness_sidecar import SERVER_NAME, __version__
+from harness_sidecar.errors import InvalidParams, PeerError, RpcError
 
 logger = logging.getLogger(__name__)
 

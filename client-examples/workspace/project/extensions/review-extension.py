@@ -1,4 +1,4 @@
-"""Review notes, with a guard: a note that contains a secret is never recorded."""
+"""Review notes, with a guard: a note (or an MCP issue comment) that contains a secret is never recorded."""
 
 NOTES = []
 
@@ -13,6 +13,8 @@ def refuse_secrets(event):
     call = event["call"]
     if call["name"] == "review_note" and "SECRET" in str(call["arguments"].get("text", "")):
         return {"block": True, "reason": "review notes must not contain secrets"}
+    if call["name"].endswith("__post_comment") and "SECRET" in str(call["arguments"].get("text", "")):
+        return {"block": True, "reason": "comments must not contain secrets"}  # an MCP server's tool: same gate
     return None
 
 
