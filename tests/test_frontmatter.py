@@ -9,12 +9,10 @@ ones, and, when ``HARNESS_SKILL_CORPUS`` names a directory of real skills, on ea
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -275,28 +273,3 @@ def test_a_thread_of_ordinary_skills_never_imports_yaml(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
-
-
-def corpus_frontmatters() -> list[Path]:
-    where = os.environ.get("HARNESS_SKILL_CORPUS")
-    if not where:
-        return []
-    return sorted(p for p in Path(where).rglob("*.md") if p.is_file())
-
-
-@pytest.mark.skipif(not os.environ.get("HARNESS_SKILL_CORPUS"),
-                    reason="set HARNESS_SKILL_CORPUS to a directory of real skills (e.g. clones of the public "
-                           "skill repositories) to compare every frontmatter in it")
-def test_every_frontmatter_of_a_real_corpus_reads_as_yaml_reads_it():
-    compared = fast = 0
-    for path in corpus_frontmatters():
-        data = path.read_bytes()
-        try:
-            text, _, _ = frontmatter.split(data, True, 1 << 20, required=True)
-        except FrontmatterError:
-            continue
-        assert text is not None
-        compared += 1
-        fast += assert_same_as_yaml(text)
-    print(f"\n{compared} frontmatters compared, {fast} read without YAML")
-    assert compared > 0
