@@ -40,8 +40,9 @@ sidecar has answered as timed out is never followed by the next one in the host.
 
 from __future__ import annotations
 
-import json
 import re
+
+from harness_sidecar import jsonio
 
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault
@@ -53,36 +54,20 @@ INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE
 # Tags (host → sidecar)
 READY, LOADED, STEP, DONE, UI, NOTIFY, PONG = "ready", "loaded", "step", "done", "ui", "notify", "pong"
 
-_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"), check_circular=False)
-_ascii_encoder = json.JSONEncoder(ensure_ascii=True, allow_nan=False, separators=(",", ":"), check_circular=False)
-
-
 def encode(tag: str, ident: int, body: object) -> bytes:
-    """One frame. Raises ``ValueError`` for what is not JSON data (callers check beforehand)."""
-    try:
-        return _encoder.encode([tag, ident, body]).encode("utf-8") + b"\n"
-    except UnicodeEncodeError:  # a lone surrogate: keep it as an escape
-        return _ascii_encoder.encode([tag, ident, body]).encode("ascii") + b"\n"
+    """One frame. Raises ``ValueError``/``TypeError`` for what is not JSON data (callers check beforehand)."""
+    return jsonio.dumps([tag, ident, body]) + b"\n"
 
 
 class FrameError(Exception):
     """A line that is not a frame: the peer broke the channel's rules."""
 
 
-def _no_constant(name: str) -> object:
-    raise FrameError(f"{name} is not JSON")
-
-
-_decoder = json.JSONDecoder(parse_constant=_no_constant)
-
-
 def decode(line: bytes) -> tuple[str, int, object]:
     """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``."""
     try:
-        frame = _decoder.decode(line.decode("utf-8"))
-    except FrameError:
-        raise
-    except (ValueError, RecursionError) as exc:
+        frame = jsonio.loads(line)
+    except (ValueError, RecursionError) as exc:  # NaN and Infinity are refused too
         raise FrameError(f"not a JSON frame: {exc}") from None
     if (type(frame) is not list or len(frame) != 3 or type(frame[0]) is not str
             or type(frame[1]) is not int):

@@ -1169,6 +1169,9 @@ def die_with_parent(parent: int) -> None:
 def main(argv: list[str]) -> None:
     fd, parent = int(argv[0]), int(argv[1])
     die_with_parent(parent)
+    from harness_sidecar import jsonio
+
+    jsonio.standard_library_only()  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
     sys.stdout = _PrefixedStream(1)  # type: ignore[assignment]
     sys.stderr = _PrefixedStream(2)  # type: ignore[assignment]
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, jsonio
 from harness_sidecar.errors import (
     DomainError,
     InternalError,
@@ -47,13 +46,6 @@ def _preload() -> None:
         logger.debug("preloading failed", exc_info=True)
 
 
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_decode = json.JSONDecoder(parse_constant=_not_json).decode  # NaN and Infinity are not JSON
-
-
 def _id_key(request_id: Any) -> tuple[type, Any]:
     return (type(request_id), request_id)
 
@@ -62,6 +54,7 @@ class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
         self.writer = writer
+        writer.jsonio = jsonio
         self.max_in_flight = max_in_flight
         self.max_result_bytes = max_result_bytes
         self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
@@ -128,7 +121,7 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = _decode(raw.decode("utf-8"))
+            message = jsonio.loads(raw)  # NaN and Infinity are not JSON
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return
@@ -241,7 +234,7 @@ class Endpoint:
         message = {"jsonrpc": "2.0", "id": request_id, "result": result}
         try:
             data = self.writer.encode(message)
-        except ValueError as exc:  # NaN or Infinity from somewhere outside: never on stdout
+        except (ValueError, TypeError) as exc:  # not JSON data: never on stdout
             logger.error("the answer to %s is not JSON: %s", method, exc)
             self.send_error(request_id, InternalError(f"the answer to '{method}' contained a value that is not "
                                                       f"JSON ({exc})"))

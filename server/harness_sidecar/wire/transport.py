@@ -32,7 +32,8 @@ _HEADER = b"content-length:"
 MAX_HEADER_BYTES = 8192
 
 
-# Built once: json.dumps with any non-default option builds a new encoder on every call.
+# Built once: json.dumps with any non-default option builds a new encoder on every call. Used for
+# the answers written before harness_sidecar.jsonio is loaded (the first initialize).
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
@@ -95,6 +96,7 @@ class Writer:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.framing = JSONL
+        self.jsonio: Any = None  # harness_sidecar.jsonio once the event loop runs (not on the way to initialize)
         self._lock = threading.Lock()
         self.broken = False
         self._loop: Any = None
@@ -110,11 +112,14 @@ class Writer:
             self.write_bytes(data)
 
     def encode(self, message: dict[str, Any]) -> bytes:
-        """The frame of ``message``; ``ValueError`` for what is not standard JSON (NaN, Infinity)."""
-        try:
-            body = _ENCODER.encode(message).encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate from \ud800 in the input: escape everything
-            body = _ASCII_ENCODER.encode(message).encode("ascii")
+        """The frame of ``message``; ``ValueError``/``TypeError`` for what is not JSON data."""
+        if self.jsonio is not None:
+            body = self.jsonio.dumps(message)
+        else:  # the first answer, before the faster codec is loaded
+            try:
+                body = _ENCODER.encode(message).encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate from \ud800 in the input: escape everything
+                body = _ASCII_ENCODER.encode(message).encode("ascii")
         if self.framing == CONTENT_LENGTH:
             return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         return body + b"\n"
