@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, jsonio
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from harness_sidecar.errors import (
     DomainError,
     InternalError,
@@ -38,8 +39,24 @@ _NO_ID = object()
 WARM_DELAY_S = 0.2
 
 
-def _preload() -> None:
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_STRICT = json.JSONDecoder(parse_constant=_not_json)  # NaN and Infinity are not JSON
+
+
+def _stdlib_loads(raw: bytes) -> Any:
+    return _STRICT.decode(raw.decode("utf-8"))
+
+
+def _preload(endpoint: "Endpoint") -> None:
     try:
+        from harness_sidecar import jsonio
+
+        # The faster codec (same answers) from now on; until then the standard library served.
+        endpoint.loads = jsonio.loads
+        endpoint.writer.jsonio = jsonio
         import harness_sidecar.extensions.discovery  # noqa: F401
         import harness_sidecar.threads  # noqa: F401
     except Exception:  # noqa: BLE001 - the request that needs them will report the failure
@@ -54,7 +71,7 @@ class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
         self.writer = writer
-        writer.jsonio = jsonio
+        self.loads: Callable[[bytes], Any] = _stdlib_loads  # jsonio.loads once preloaded
         self.max_in_flight = max_in_flight
         self.max_result_bytes = max_result_bytes
         self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
@@ -121,7 +138,7 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = jsonio.loads(raw)  # NaN and Infinity are not JSON
+            message = self.loads(raw)  # NaN and Infinity are not JSON
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return
@@ -289,7 +306,7 @@ class Endpoint:
 
     def preload(self) -> None:
         """Warm the modules the next requests need while the editor reads the answer."""
-        threading.Thread(target=_preload, name="harness-preload", daemon=True).start()
+        threading.Thread(target=_preload, args=(self,), name="harness-preload", daemon=True).start()
 
     async def _shutdown(self, params: dict) -> None:
         others = [t for t in self._served.values() if t is not asyncio.current_task()]
