@@ -1,0 +1,76 @@
+"""jsonio gives the standard library's answers: orjson only where the two agree."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from harness_sidecar import jsonio
+
+
+@pytest.mark.parametrize("text", [
+    b'{"id":12345678901234567890123,"x":[1,2]}',  # beyond 64 bits: every digit kept
+    b'{"id":-9223372036854775809}',
+    b'["\\ud800 lone surrogate"]',
+    b'{"a":1,"a":2}',
+    b'[1.5e300, -0.0, 0, "\\u2028"]',
+    '{"é":"ü😀"}'.encode(),
+])
+def test_reading_is_exactly_the_standard_librarys(text):
+    assert jsonio.loads(text) == json.loads(text)
+    assert type(jsonio.loads(text)) is type(json.loads(text))
+
+
+@pytest.mark.parametrize("text", [b"[NaN]", b"[Infinity]", b"[-Infinity]", b"{", b'{"a":}', b"\xff\xfe", b""])
+def test_what_is_not_json_is_refused(text):
+    with pytest.raises(ValueError):
+        jsonio.loads(text)
+
+
+def test_malformed_input_keeps_the_standard_librarys_message():
+    with pytest.raises(ValueError) as ours:
+        jsonio.loads(b'{"id":1,"method":')
+    with pytest.raises(ValueError) as theirs:
+        json.loads(b'{"id":1,"method":')
+    assert str(ours.value) == str(theirs.value)
+
+
+@pytest.mark.parametrize("value", [
+    {"big": 2 ** 80, "small": -(2 ** 70)},
+    ["\ud800", {"k": "\udfff"}],
+    {"text": "plain", "n": [1, 2.5, None, True]},
+])
+def test_writing_reads_back_the_same(value):
+    assert json.loads(jsonio.dumps(value)) == value
+
+
+def test_writing_refuses_what_is_not_json_data():
+    with pytest.raises((TypeError, ValueError)):
+        jsonio.dumps({"x": object()})
+
+
+def test_random_documents_round_trip_identically():
+    rng = random.Random(7)
+
+    def value(depth: int = 0):
+        kind = rng.randrange(7 if depth < 4 else 4)
+        if kind == 0:
+            return rng.choice([rng.randrange(-10 ** 25, 10 ** 25), rng.randrange(-1000, 1000)])
+        if kind == 1:
+            return rng.random() * 10 ** rng.randrange(-5, 5)
+        if kind == 2:
+            return "".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0xA0, 0x2FFF)]))
+                           for _ in range(rng.randrange(12)))
+        if kind == 3:
+            return rng.choice([None, True, False])
+        if kind in (4, 5):
+            return [value(depth + 1) for _ in range(rng.randrange(4))]
+        return {f"k{i}": value(depth + 1) for i in range(rng.randrange(4))}
+
+    for _ in range(2000):
+        document = value()
+        text = json.dumps(document).encode()
+        assert jsonio.loads(text) == json.loads(text)
+        assert json.loads(jsonio.dumps(document)) == document
