@@ -179,7 +179,7 @@ class Pipeline:
         while True:
             outcome = await self.host.run("call", body, plan, start)
             if not isinstance(outcome, Stopped):
-                return self._finish(call, tool, plan, outcome, end)
+                return self._finish(call, tool, plan, outcome, end, result)
             self._report_faults(outcome.faults)
             step = plan[outcome.step]
             if outcome.how == "too_large":
@@ -226,7 +226,8 @@ class Pipeline:
         for fault in faults:
             self.report_fault(HookFault(fault["extensionId"], fault["hook"], fault["kind"], fault["message"]))
 
-    def _finish(self, call: ToolCall, tool: Tool, plan: list[StepPlan], report: Any, end: int) -> Any:
+    def _finish(self, call: ToolCall, tool: Tool, plan: list[StepPlan], report: Any, end: int,
+                result: dict[str, Any] | None = None) -> Any:
         if type(report) is not dict:
             raise HostLied("a report is an object")
         if report.get("tooLarge"):
@@ -235,6 +236,8 @@ class Pipeline:
         rewritten_by = report.get("rewrittenBy", [])
         if type(rewritten_by) is not list or not all(e in self.registry.handlers.get(BEFORE, ()) for e in rewritten_by):
             raise HostLied("'rewrittenBy' names no before hook")
+        if "result" not in report and report.get("carried") is True and result is not None:
+            report["result"] = result  # the result this exchange was given, unchanged
         if "result" in report:
             if not _valid_body(report["result"]):
                 raise HostLied("a malformed result")

@@ -238,6 +238,7 @@ class CallState:
     rewritten_by: list[str] = field(default_factory=list)
     transformed_by: list[str] = field(default_factory=list)
     faults: list[dict[str, Any]] = field(default_factory=list)  # not yet sent to the sidecar
+    known: Any = None  # the result the sidecar already has (it sent it, or a step frame carried it)
 
     def take_faults(self) -> list[dict[str, Any]]:
         faults, self.faults = self.faults, []
@@ -837,6 +838,7 @@ class Host:
     def run_call(self, exchange: Exchange, body: dict[str, Any]) -> None:
         call = body["call"]
         state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", [])))
+        state.known = state.result
         hook_timeout, tool_timeout = body["hookTimeout"], body["toolTimeout"]
         plan = self.call_plan(call["name"])
         end = min(body["to"], len(plan))
@@ -867,7 +869,9 @@ class Host:
 
     def _report(self, state: CallState) -> dict[str, Any]:
         report: dict[str, Any] = {"faults": state.faults}
-        if state.result is not None:
+        if state.result is not None and state.result is state.known:
+            report["carried"] = True  # the sidecar has this result already: not sent twice
+        elif state.result is not None:
             report["result"] = state.result
         if state.rewritten_by:
             report["arguments"] = state.call["arguments"]
@@ -982,8 +986,11 @@ class Host:
             state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
         for index in range(start, end):
             handler = plan[index][1]
+            first = exchange.first
             exchange.begin(index, timeout, carry=state.result if index == start else None,
                            faults=state.take_faults())
+            if index == start and not first:
+                state.known = state.result
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                                "result": state.result}, state.call)
             ext = handler.extension_id

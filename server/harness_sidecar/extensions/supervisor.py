@@ -536,6 +536,8 @@ class ExtensionHost:
             if pending is not None and not pending.future.done():
                 if pending.faults and type(body) is dict and type(body.get("faults")) is list:
                     body["faults"] = pending.faults + body["faults"]
+                if type(body) is dict and body.get("carried") is True and pending.carry is not None:
+                    body["result"] = pending.carry  # sent once, in the frame that started the observers
                 pending.future.set_result(body)
                 self._end_ui(pending)
         elif tag == channel.PONG:
