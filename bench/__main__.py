@@ -15,88 +15,24 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
+from bench import extensions  # noqa: E402
 from bench.codex import find_codex, first_skills_list  # noqa: E402
-from bench.workspace import make_extension_root, make_skills, tree_bytes  # noqa: E402
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def bench_env() -> dict[str, str]:
-    """A user's environment: bytecode compiled and used, no PYTHONUNBUFFERED."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
-    env["PYTHONPATH"] = str(REPO / "server")
-    return env
-
-
-SIDECAR = [sys.executable, "-m", "harness_sidecar"]
-ECHO = [sys.executable, str(REPO / "bench" / "echo_server.py")]
-
-
-class Raw:
-    """A sidecar driven with raw bytes, so the client spends as little CPU as possible."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=bench_env())
-        self.next_id = 1
-
-    def send(self, data: bytes) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write(data)
-        self.proc.stdin.flush()
-
-    def line(self) -> bytes:
-        assert self.proc.stdout
-        return self.proc.stdout.readline()
-
-    def call(self, method: str, params: dict | None = None) -> dict:
-        request_id = self.next_id
-        self.next_id += 1
-        self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
-                              "params": params or {}}).encode() + b"\n")
-        while True:
-            message = json.loads(self.line())
-            if message.get("id") == request_id and "method" not in message:
-                if "error" in message:
-                    raise RuntimeError(message["error"])
-                return message["result"]
-
-    def rchar(self) -> int:
-        with open(f"/proc/{self.proc.pid}/io") as f:
-            return int(next(line for line in f if line.startswith("rchar")).split()[1])
-
-    def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-    def peak_rss_mb(self) -> float:
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            kb = int(next(line for line in f if line.startswith("VmHWM")).split()[1])
-        return kb / 1024
-
-    def close(self) -> None:
-        try:
-            assert self.proc.stdin
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": len(values)}
-
+from bench.common import (  # noqa: E402
+    ECHO,
+    SIDECAR,
+    Raw,
+    fmt,
+    summary,
+)
+from bench.workspace import make_skills, tree_bytes  # noqa: E402
 
 # -- 1. spawn → initialize ---------------------------------------------------------------------
 
@@ -222,54 +158,6 @@ def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path) 
             "ratio": statistics.median(ours) / statistics.median(theirs)}
 
 
-# -- 3. tools/call through hooks -----------------------------------------------------------------
-
-def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined: int, runs: int) -> dict:
-    raw = Raw(command)
-    if root is not None:
-        raw.call("initialize")
-        thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
-        tools = [t["name"] for t in raw.call("tools/list", {"threadId": thread})["tools"]]
-        assert "echo" in tools, f"the hooked extension did not load: {tools}"
-        method = "tools/call"
-
-        def params(i: int) -> dict:
-            return {"threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
-    else:
-        method = "echo"
-
-        def params(i: int) -> dict:
-            return {"threadId": "t", "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
-
-    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params(i)}).encode() + b"\n"
-             for i in range(1, pipelined + 1)]
-    # sequential round trips
-    latencies = []
-    for i in range(sequential):
-        started = time.perf_counter()
-        raw.send(lines[i % len(lines)])
-        raw.line()
-        latencies.append((time.perf_counter() - started) * 1e6)
-    rates, cpu_per_call = [], []
-    payload = b"".join(lines)
-    for run in range(runs + 1):
-        cpu_before = raw.cpu_seconds()
-        started = time.perf_counter()
-        writer = threading.Thread(target=raw.send, args=(payload,))
-        writer.start()
-        for _ in range(pipelined):
-            raw.line()
-        elapsed = time.perf_counter() - started
-        writer.join()
-        cpu = raw.cpu_seconds() - cpu_before
-        if run >= 1:
-            rates.append(pipelined / elapsed)
-            cpu_per_call.append(cpu / pipelined * 1e6)
-    raw.close()
-    return {"sequential_us": summary(latencies[len(latencies) // 10:]), "pipelined_calls_per_s": summary(rates),
-            "server_cpu_us_per_call": summary(cpu_per_call)}
-
-
 # -- 4. context/build ------------------------------------------------------------------------------
 
 def context_build(root: Path, runs: int) -> dict:
@@ -285,10 +173,6 @@ def context_build(root: Path, runs: int) -> dict:
             times.append((time.perf_counter() - started) * 1000)
     raw.close()
     return {"ms": summary(times), "prompt_bytes": len(prompt.encode())}
-
-
-def fmt(s: dict[str, float], unit: str = "", digits: int = 1) -> str:
-    return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
 
 
 def main() -> int:
@@ -348,17 +232,7 @@ def main() -> int:
         big, small = results["thread_start"]["1000x102400B"], results["thread_start"]["1000x200B"]
         results["body_size_ratio"] = big["ms"]["median"] / small["ms"]["median"]
 
-        hooked = make_extension_root(Path(tmp) / "ext")
-        results["tools_call_two_hooks"] = tool_calls(SIDECAR, hooked, 300, 5000, runs)
-        results["echo_floor"] = tool_calls(ECHO, None, 300, 5000, runs)
-        t, e = results["tools_call_two_hooks"], results["echo_floor"]
-        results["cpu_ratio_to_echo"] = t["server_cpu_us_per_call"]["median"] / e["server_cpu_us_per_call"]["median"]
-        print(f"tools/call, 1 before + 1 after hook: {fmt(t['pipelined_calls_per_s'], '/s', 0)} pipelined, "
-              f"{fmt(t['sequential_us'], ' µs', 0)} round trip, {fmt(t['server_cpu_us_per_call'], ' µs', 0)} "
-              f"server CPU/call", flush=True)
-        print(f"echo floor:                          {fmt(e['pipelined_calls_per_s'], '/s', 0)} pipelined, "
-              f"{fmt(e['sequential_us'], ' µs', 0)} round trip, {fmt(e['server_cpu_us_per_call'], ' µs', 0)} "
-              f"server CPU/call", flush=True)
+        results["extensions"] = extensions.run(runs, args.quick)
 
         root = trees[(1000, 200)]
         results["context_build_1000"] = context_build(root, runs * 3)
@@ -382,10 +256,7 @@ def main() -> int:
         ms = results["thread_start"]["10000x200B"]["first_ms"]["median"]
         targets.append(("10,000 skills first thread/start (fresh process, imports included) ≤ 400 ms", ms <= 400,
                         f"{ms:.0f} ms"))
-    rate = results["tools_call_two_hooks"]["pipelined_calls_per_s"]["median"]
-    targets.append(("tools/call with two hooks ≥ 10,000 calls/s pipelined", rate >= 10000, f"{rate:.0f}/s"))
-    targets.append(("… server CPU ≤ 3× the echo floor", results["cpu_ratio_to_echo"] <= 3,
-                    f"{results['cpu_ratio_to_echo']:.2f}×"))
+    targets += extensions.targets(results["extensions"])
     results["targets"] = [{"target": t, "met": met, "figure": fig} for t, met, fig in targets]
     # This machine's speed drifts between runs; the ratios to baselines measured in the same
     # run say more than the absolute figures.
@@ -397,7 +268,9 @@ def main() -> int:
     ] + [(f"thread/start {key} warm process / naive full read",
           case["ms"]["median"] / case["naive_full_read_ms"]["median"])
          for key, case in results["thread_start"].items() if key.startswith(("1000x", "10000x"))] + [
-        ("tools/call server CPU / echo floor", results["cpu_ratio_to_echo"]),
+        ("tools/call CPU (sidecar + host) / echo floor", results["extensions"]["cpu_ratio_to_echo"]),
+        ("tools/call with schema, transform, observer: calls/s / echo floor's",
+         results["extensions"]["policy_ratio_to_echo_rate"]),
     ]
     if "ratio" in results["codex"]:
         ratios.append(("spawn → first thread/start / Codex first skills/list (1000x100KiB)",

@@ -8,6 +8,7 @@ handler, a ``$/cancelRequest``, ``exit``, or stdin reaching EOF while it is in f
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import json
 import logging
@@ -37,6 +38,9 @@ logger = logging.getLogger(__name__)
 
 _NO_ID = object()
 WARM_DELAY_S = 0.2
+# A young-generation pass after 20,000 net allocations instead of 700: a request's objects are
+# freed by reference counting long before that; the few cycles (tasks, futures) wait a little.
+GC_THRESHOLD = 20_000
 
 
 def _not_json(name: str) -> Any:
@@ -59,6 +63,10 @@ def _preload(endpoint: "Endpoint") -> None:
         endpoint.writer.jsonio = jsonio
         import harness_sidecar.extensions.discovery  # noqa: F401
         import harness_sidecar.threads  # noqa: F401
+        # What start-up made (modules, classes, constants) lives as long as the process: out of
+        # the collector's way, so its passes look at requests only (under a stream of calls they
+        # were a quarter of the sidecar's CPU).
+        gc.freeze()
     except Exception:  # noqa: BLE001 - the request that needs them will report the failure
         logger.debug("preloading failed", exc_info=True)
 
@@ -104,6 +112,7 @@ class Endpoint:
 
     async def serve(self, start_reader: Callable[[Callable[[list[Any]], None]], None]) -> int:
         """Serve until ``exit`` or EOF; return the process exit code."""
+        gc.set_threshold(GC_THRESHOLD, 20, 20)
         self._loop = asyncio.get_running_loop()
         self.exit_code = self._loop.create_future()
         loop = self._loop

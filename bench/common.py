@@ -1,0 +1,166 @@
+"""What the benchmarks share: driving a sidecar with raw bytes, process CPU, summaries, tool-call load."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def bench_env() -> dict[str, str]:
+    """A user's environment: bytecode compiled and used, no PYTHONUNBUFFERED."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
+    env["PYTHONPATH"] = str(REPO / "server")
+    return env
+
+
+SIDECAR = [sys.executable, "-m", "harness_sidecar"]
+ECHO = [sys.executable, str(REPO / "bench" / "echo_server.py")]
+
+
+class Raw:
+    """A sidecar driven with raw bytes, so the client spends as little CPU as possible."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=bench_env())
+        self.next_id = 1
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def line(self) -> bytes:
+        assert self.proc.stdout
+        return self.proc.stdout.readline()
+
+    def call(self, method: str, params: dict | None = None) -> dict:
+        request_id = self.next_id
+        self.next_id += 1
+        self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method,
+                              "params": params or {}}).encode() + b"\n")
+        while True:
+            message = json.loads(self.line())
+            if message.get("id") == request_id and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(message["error"])
+                return message["result"]
+
+    def rchar(self) -> int:
+        with open(f"/proc/{self.proc.pid}/io") as f:
+            return int(next(line for line in f if line.startswith("rchar")).split()[1])
+
+    def cpu_seconds(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def peak_rss_mb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            kb = int(next(line for line in f if line.startswith("VmHWM")).split()[1])
+        return kb / 1024
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process under it (a sidecar and its extension hosts)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        try:
+            for task in os.listdir(f"/proc/{current}/task"):
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    todo += [int(x) for x in f.read().split()]
+        except OSError:
+            pass
+    return found
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU of ``pid`` (and of every process under it)."""
+    total = 0
+    for member in process_tree(pid) if children else [pid]:
+        try:
+            with open(f"/proc/{member}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except OSError:
+            pass
+    return total / CLK_TCK
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": len(values)}
+
+
+def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined: int, runs: int,
+               include_children: bool = False) -> dict:
+    """tools/call of the 'hooked' extension's echo (or the echo server's echo): pipelined rate, round trip,
+    CPU per call (with ``include_children``, of the sidecar's extension hosts too)."""
+    raw = Raw(command)
+    if root is not None:
+        raw.call("initialize")
+        thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
+        tools = [t["name"] for t in raw.call("tools/list", {"threadId": thread})["tools"]]
+        assert "echo" in tools, f"the hooked extension did not load: {tools}"
+        method = "tools/call"
+
+        def params(i: int) -> dict:
+            return {"threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
+    else:
+        method = "echo"
+
+        def params(i: int) -> dict:
+            return {"threadId": "t", "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
+
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params(i)}).encode() + b"\n"
+             for i in range(1, pipelined + 1)]
+    # sequential round trips
+    latencies = []
+    for i in range(sequential):
+        started = time.perf_counter()
+        raw.send(lines[i % len(lines)])
+        raw.line()
+        latencies.append((time.perf_counter() - started) * 1e6)
+    rates, cpu_per_call = [], []
+    payload = b"".join(lines)
+    for run in range(runs + 1):
+        cpu_before = cpu_seconds(raw.proc.pid, include_children)
+        started = time.perf_counter()
+        writer = threading.Thread(target=raw.send, args=(payload,))
+        writer.start()
+        for _ in range(pipelined):
+            raw.line()
+        elapsed = time.perf_counter() - started
+        writer.join()
+        cpu = cpu_seconds(raw.proc.pid, include_children) - cpu_before
+        if run >= 1:
+            rates.append(pipelined / elapsed)
+            cpu_per_call.append(cpu / pipelined * 1e6)
+    raw.close()
+    return {"sequential_us": summary(latencies[len(latencies) // 10:]), "pipelined_calls_per_s": summary(rates),
+            "server_cpu_us_per_call": summary(cpu_per_call)}
+
+
+def fmt(s: dict[str, float], unit: str = "", digits: int = 1) -> str:
+    return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
+
+

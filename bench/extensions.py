@@ -1,0 +1,304 @@
+"""The extension host's and the extension API's figures (issues 9 and 10), on the real processes.
+
+- tools/call through one before and one after hook (an extension tool): pipelined calls/s,
+  sequential round trip, and CPU per call of the sidecar *and* its host (every process under
+  the sidecar), against the same run's asyncio JSONL echo floor;
+- the same through a before hook, a transform and an observer, with an inputSchema checked;
+- 100,000 pipelined calls: the sidecar's peak RSS;
+- thread/start with one trusted extension against the same thread/start without (the spare
+  host ready, as in an editor session);
+- a frozen host (a hook holding the GIL): how long after the hook's deadline the blocked
+  answer arrives;
+- a ui/confirm round trip: what it adds to a call beyond the editor's own answering time.
+
+``python -m bench.extensions [--quick]`` runs them alone; ``python -m bench`` includes them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "server"))
+
+from bench.common import ECHO, SIDECAR, Raw, cpu_seconds, fmt, summary, tool_calls  # noqa: E402
+from bench.workspace import make_extension_root  # noqa: E402
+
+POLICY_EXTENSION = '''
+def echo(call_id, arguments):
+    return {"content": arguments["text"], "details": {"n": len(arguments["text"])}}
+
+def before(event):
+    if "SECRET" in event["call"]["arguments"].get("text", ""):
+        return {"block": True, "reason": "secret"}
+
+def redact(event):
+    text = event["result"]["content"][0]["text"]
+    if "sk-live" in text:
+        return {"content": text.replace("sk-live", "[redacted]")}
+
+def after(event):
+    pass
+
+def activate(api):
+    api.register_tool(name="echo", description="Echo text.", input_schema={
+        "type": "object", "properties": {"text": {"type": "string", "maxLength": 1000}},
+        "required": ["text"], "additionalProperties": False}, execute=echo)
+    api.on("tool_call", before)
+    api.on("tool_result_transform", redact)
+    api.on("tool_result", after)
+'''
+
+FROZEN_EXTENSION = '''
+import re
+def gate(event):
+    if event["call"]["arguments"].get("freeze"):
+        re.match(r"(a+)+$", "a" * 40 + "b")  # holds the GIL for hours
+def ping(call_id, arguments):
+    return "pong"
+def activate(api):
+    api.register_tool(name="ping", description="", input_schema={}, execute=ping)
+    api.on("tool_call", gate)
+'''
+
+CONFIRM_EXTENSION = '''
+def gate(event, ctx):
+    if event["call"]["arguments"].get("ask") and not ctx.ui.confirm("Go?", "Run it?"):
+        return {"block": True, "reason": "no"}
+def ping(call_id, arguments):
+    return "pong"
+def activate(api):
+    api.register_tool(name="ping", description="", input_schema={}, execute=ping)
+    api.on("tool_call", gate)
+'''
+
+
+def write_extension(root: Path, ext_id: str, code: str) -> Path:
+    (root / "extensions").mkdir(parents=True, exist_ok=True)
+    (root / "extensions" / f"{ext_id}.py").write_text(code)
+    return root
+
+
+def policy_calls(root: Path, pipelined: int, runs: int) -> dict:
+    """A call with a schema through a before hook, a transform and an observer."""
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["policy"]})["threadId"]
+    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}}).encode()
+        + b"\n" for i in range(1, pipelined + 1)]
+    payload = b"".join(lines)
+    rates, cpu = [], []
+    for run in range(runs + 1):
+        before = cpu_seconds(raw.proc.pid, children=True)
+        started = time.perf_counter()
+        writer = threading.Thread(target=raw.send, args=(payload,))
+        writer.start()
+        for _ in range(pipelined):
+            raw.line()
+        elapsed = time.perf_counter() - started
+        writer.join()
+        if run:
+            rates.append(pipelined / elapsed)
+            cpu.append((cpu_seconds(raw.proc.pid, children=True) - before) / pipelined * 1e6)
+    raw.close()
+    return {"pipelined_calls_per_s": summary(rates), "cpu_us_per_call": summary(cpu)}
+
+
+def pipelined_rss(root: Path, calls: int) -> dict:
+    """The sidecar's peak RSS after ``calls`` tools/call written at once (it reads at most
+    --max-in-flight ahead; the rest waits in the pipe)."""
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
+    template = {"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": {
+        "threadId": thread, "call": {"id": "c", "name": "echo", "arguments": {"text": "hello"}}}}
+
+    def write() -> None:
+        chunk = []
+        for i in range(1, calls + 1):
+            template["id"] = i
+            chunk.append(json.dumps(template).encode() + b"\n")
+            if len(chunk) == 1000:
+                raw.send(b"".join(chunk))
+                chunk.clear()
+        if chunk:
+            raw.send(b"".join(chunk))
+
+    started = time.perf_counter()
+    writer = threading.Thread(target=write)
+    writer.start()
+    for _ in range(calls):
+        raw.line()
+    elapsed = time.perf_counter() - started
+    writer.join()
+    rss = raw.peak_rss_mb()
+    raw.close()
+    return {"calls": calls, "seconds": elapsed, "peak_rss_mb": rss}
+
+
+def thread_start_with_extension(root: Path, runs: int) -> dict:
+    """In one editor session (spare host ready): thread/start trusting one extension vs not."""
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    raw.call("thread/start", {"roots": [str(root)]})  # modules loaded, as after a first chat
+    without, with_ext = [], []
+    for _ in range(runs):
+        time.sleep(0.4)  # the spare host is started once nothing is in flight
+        started = time.perf_counter()
+        raw.call("thread/start", {"roots": [str(root)]})
+        without.append((time.perf_counter() - started) * 1000)
+        time.sleep(0.4)
+        started = time.perf_counter()
+        result = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})
+        with_ext.append((time.perf_counter() - started) * 1000)
+        assert any(t["name"] == "echo" for t in result["tools"]), result["tools"]
+    raw.close()
+    diffs = [b - a for a, b in zip(without, with_ext)]
+    return {"without_ms": summary(without), "with_ms": summary(with_ext), "added_ms": summary(diffs)}
+
+
+def frozen_host(root: Path, runs: int, hook_ms: int = 300) -> dict:
+    """A before hook holding the GIL: the blocked answer's delay past the hook's deadline."""
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    delays = []
+    for _ in range(runs):  # a thread each: each freezes its own host once (the 3-exits rule is per thread)
+        thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["frozen"],
+                                           "limits": {"hookTimeoutMs": hook_ms, "hostGraceMs": 500}})["threadId"]
+        raw.call("tools/call", {"threadId": thread, "call": {"id": "w", "name": "ping"}})  # host warm
+        started = time.perf_counter()
+        result = raw.call("tools/call", {"threadId": thread, "call": {"id": "f", "name": "ping",
+                                                                      "arguments": {"freeze": True}}})["result"]
+        delays.append((time.perf_counter() - started) * 1000 - hook_ms)
+        assert result["details"]["blocked"]["kind"] == "timeout", result
+    raw.close()
+    return {"hook_timeout_ms": hook_ms, "delay_after_deadline_ms": summary(delays)}
+
+
+def confirm_overhead(root: Path, runs: int) -> dict:
+    """What a ui/confirm adds to a call, beyond the time the editor took to answer it."""
+    raw = Raw(SIDECAR)
+    raw.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                         "params": {"capabilities": {"ui": {"confirm": True}}}}).encode() + b"\n")
+    raw.line()
+    thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["asker"]})["threadId"]
+    plain, asked, answering_ms = [], [], []
+    next_id = 100
+
+    def call(arguments: dict) -> tuple[float, float]:
+        nonlocal next_id
+        next_id += 1
+        started = time.perf_counter()
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": "tools/call", "params": {
+            "threadId": thread, "call": {"id": "c", "name": "ping", "arguments": arguments}}}).encode() + b"\n")
+        answering = 0.0
+        while True:
+            message = json.loads(raw.line())
+            if message.get("method") == "ui/confirm":
+                t0 = time.perf_counter()
+                raw.send(json.dumps({"jsonrpc": "2.0", "id": message["id"],
+                                     "result": {"confirmed": True}}).encode() + b"\n")
+                answering += time.perf_counter() - t0
+            elif message.get("id") == next_id:
+                return (time.perf_counter() - started) * 1000, answering * 1000
+
+    for _ in range(20):  # warm-up
+        call({})
+        call({"ask": True})
+    for _ in range(runs):
+        plain.append(call({})[0])
+        total, answering = call({"ask": True})
+        asked.append(total)
+        answering_ms.append(answering)
+    raw.close()
+    added = [a - p - e for a, p, e in zip(asked, plain, answering_ms)]
+    return {"plain_ms": summary(plain), "asked_ms": summary(asked), "added_ms": summary(added)}
+
+
+def run(runs: int, quick: bool) -> dict:
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="harness-bench-ext-") as tmp:
+        hooked = make_extension_root(Path(tmp) / "hooked")
+        policy = write_extension(Path(tmp) / "policy", "policy", POLICY_EXTENSION)
+        frozen = write_extension(Path(tmp) / "frozen", "frozen", FROZEN_EXTENSION)
+        asker = write_extension(Path(tmp) / "asker", "asker", CONFIRM_EXTENSION)
+        pipelined = 5000
+        calls = tool_calls(SIDECAR, hooked, 300, pipelined, runs, include_children=True)
+        echo = tool_calls(ECHO, None, 300, pipelined, runs)
+        results["tools_call"] = calls
+        results["echo_floor"] = echo
+        results["cpu_ratio_to_echo"] = calls["server_cpu_us_per_call"]["median"] / \
+            echo["server_cpu_us_per_call"]["median"]
+        print(f"tools/call, 1 before + 1 after hook (extension tool): {fmt(calls['pipelined_calls_per_s'], '/s', 0)}"
+              f" pipelined, {fmt(calls['sequential_us'], ' µs', 0)} round trip, sidecar + host CPU "
+              f"{fmt(calls['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
+        print(f"echo floor:                                           {fmt(echo['pipelined_calls_per_s'], '/s', 0)}"
+              f" pipelined, {fmt(echo['sequential_us'], ' µs', 0)} round trip, CPU "
+              f"{fmt(echo['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
+        results["policy_calls"] = policy_calls(policy, pipelined, runs)
+        results["policy_ratio_to_echo_rate"] = results["policy_calls"]["pipelined_calls_per_s"]["median"] / \
+            echo["pipelined_calls_per_s"]["median"]
+        print(f"tools/call with a schema, before hook, transform, observer: "
+              f"{fmt(results['policy_calls']['pipelined_calls_per_s'], '/s', 0)} pipelined, sidecar + host CPU "
+              f"{fmt(results['policy_calls']['cpu_us_per_call'], ' µs', 0)}/call", flush=True)
+        results["pipelined_100k"] = pipelined_rss(hooked, 20_000 if quick else 100_000)
+        p = results["pipelined_100k"]
+        print(f"{p['calls']:,} calls written at once: answered in {p['seconds']:.1f} s, sidecar peak RSS "
+              f"{p['peak_rss_mb']:.1f} MB", flush=True)
+        results["thread_start_extension"] = thread_start_with_extension(hooked, runs * 2)
+        t = results["thread_start_extension"]
+        print(f"thread/start in a warm session: without extensions {fmt(t['without_ms'], ' ms')}, trusting one "
+              f"{fmt(t['with_ms'], ' ms')}: {fmt(t['added_ms'], ' ms')} more", flush=True)
+        results["frozen_host"] = frozen_host(frozen, 3 if quick else 5)
+        f = results["frozen_host"]
+        print(f"a hook holding the GIL ({f['hook_timeout_ms']} ms limit): blocked answer "
+              f"{fmt(f['delay_after_deadline_ms'], ' ms')} after the deadline", flush=True)
+        results["confirm"] = confirm_overhead(asker, 30 if quick else 100)
+        c = results["confirm"]
+        print(f"a ui/confirm answered at once by the editor adds {fmt(c['added_ms'], ' ms', 2)} to a call "
+              f"({fmt(c['plain_ms'], ' ms', 2)} without)", flush=True)
+    return results
+
+
+def targets(results: dict) -> list[tuple[str, bool, str]]:
+    calls = results["tools_call"]
+    rate = calls["pipelined_calls_per_s"]["median"]
+    p50 = calls["sequential_us"]["median"]
+    ratio = results["cpu_ratio_to_echo"]
+    policy = results["policy_calls"]["pipelined_calls_per_s"]["median"]
+    added = results["thread_start_extension"]["added_ms"]["median"]
+    frozen = results["frozen_host"]["delay_after_deadline_ms"]["median"]
+    confirm = results["confirm"]["added_ms"]["median"]
+    rss = results["pipelined_100k"]["peak_rss_mb"]
+    return [
+        ("tools/call, 1 before + 1 after hook ≥ 10,000 calls/s pipelined", rate >= 10000, f"{rate:.0f}/s"),
+        ("… CPU (sidecar + host) ≤ 4× the echo floor's", ratio <= 4, f"{ratio:.2f}×"),
+        ("… sequential round trip p50 ≤ 0.5 ms", p50 <= 500, f"{p50:.0f} µs"),
+        (f"{results['pipelined_100k']['calls']:,} pipelined calls: sidecar peak RSS ≤ 100 MB", rss <= 100,
+         f"{rss:.1f} MB"),
+        ("thread/start with one trusted extension ≤ 30 ms more than without", added <= 30, f"{added:.1f} ms"),
+        ("a frozen host: the blocked answer ≤ 100 ms after the deadline", frozen <= 100, f"{frozen:.0f} ms"),
+        ("schema + before + transform + observer ≥ 8,000 calls/s pipelined", policy >= 8000, f"{policy:.0f}/s"),
+        ("a ui/confirm round trip adds ≤ 1 ms beyond the editor's answer", confirm <= 1, f"{confirm:.2f} ms"),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.extensions", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    results = run(3 if args.quick else 7, args.quick)
+    for name, met, figure in targets(results):
+        print(f"  {'met   ' if met else 'MISSED'}  {name}: {figure}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
