@@ -15,6 +15,28 @@ class SidecarError extends Error {
   }
 }
 
+/** A cancellation token as VS Code's: `{isCancellationRequested, onCancellationRequested(listener)}`. */
+class CancellationSource {
+  constructor() {
+    const listeners = new Set();
+    this.listeners = listeners;
+    this.token = {
+      isCancellationRequested: false,
+      onCancellationRequested: (listener) => {
+        listeners.add(listener);
+        return { dispose: () => listeners.delete(listener) };
+      },
+    };
+  }
+
+  cancel() {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    for (const listener of [...this.listeners]) listener();
+    this.listeners.clear();
+  }
+}
+
 /**
  * Events: 'log' (a stderr line), 'notification' (method, params), 'exit' (code, signal, expected),
  * 'restart' (attempt), 'started'.
@@ -27,6 +49,7 @@ class SidecarClient extends EventEmitter {
    * @param {string} [options.cwd]
    * @param {number} [options.timeoutMs]  default request timeout (30 s)
    * @param {number} [options.maxRestarts] restarts after a crash (default 0: report only)
+   * @param {object} [options.capabilities] `initialize.capabilities` (e.g. `{ui: {confirm: true}}`)
    */
   constructor(options) {
     super();
@@ -35,10 +58,12 @@ class SidecarClient extends EventEmitter {
     this.cwd = options.cwd;
     this.timeoutMs = options.timeoutMs || 30000;
     this.maxRestarts = options.maxRestarts || 0;
+    this.capabilities = options.capabilities || {};
     this.restarts = 0;
     this.requestHandlers = new Map();
     this.notificationHandlers = new Map();
     this.pending = new Map();
+    this.answering = new Map(); // the sidecar's requests being answered: id -> CancellationSource
     this.nextId = 1;
     this.proc = null;
     this.stopping = false;
@@ -77,12 +102,18 @@ class SidecarClient extends EventEmitter {
     });
     proc.once('exit', (code, signal) => this._exited(proc, code, signal));
     await spawned;
-    const result = await this.request('initialize', { clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '2' });
+    const result = await this.request('initialize', {
+      clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '2', capabilities: this.capabilities,
+    });
     this.emit('started', result);
     return result;
   }
 
-  /** Answer the sidecar's reverse request `method` (e.g. item/tool/call) with `handler(params)`. */
+  /**
+   * Answer the sidecar's reverse request `method` (e.g. item/tool/call, ui/confirm) with
+   * `handler(params, token)`. `token` is cancelled when the sidecar sends `$/cancelRequest` for it
+   * (it gave up waiting); the request is then answered -32800 whatever the handler returns.
+   */
   onRequest(method, handler) {
     this.requestHandlers.set(method, handler);
   }
@@ -159,6 +190,9 @@ class SidecarClient extends EventEmitter {
     if (message.method !== undefined && message.id !== undefined) {
       this._answer(message);
     } else if (message.method !== undefined) {
+      if (message.method === '$/cancelRequest' && message.params && this.answering.has(message.params.id)) {
+        this.answering.get(message.params.id).cancel();
+      }
       const handler = this.notificationHandlers.get(message.method);
       if (handler) {
         try { handler(message.params); } catch (err) { this.emit('log', `${message.method} handler failed: ${err.message}`); }
@@ -184,11 +218,19 @@ class SidecarClient extends EventEmitter {
       this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: `no handler for ${message.method}` } });
       return;
     }
+    const source = new CancellationSource();
+    this.answering.set(message.id, source);
     try {
-      const result = await handler(message.params);
-      this._send({ jsonrpc: '2.0', id: message.id, result });
+      const result = await handler(message.params, source.token);
+      if (source.token.isCancellationRequested) {
+        this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32800, message: `${message.method} was cancelled` } });
+      } else {
+        this._send({ jsonrpc: '2.0', id: message.id, result });
+      }
     } catch (err) {
       this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: String(err && err.message || err) } });
+    } finally {
+      this.answering.delete(message.id);
     }
   }
 
@@ -196,6 +238,8 @@ class SidecarClient extends EventEmitter {
     if (proc !== this.proc) return;
     const expected = this.stopping;
     const reason = signal ? `signal ${signal}` : `status ${code}`;
+    for (const source of this.answering.values()) source.cancel(); // close what still asks the user
+    this.answering.clear();
     for (const [id, waiting] of this.pending) {
       clearTimeout(waiting.timer);
       waiting.reject(new SidecarError(`the sidecar exited (${reason}) before answering ${waiting.method}`, -1,
@@ -214,4 +258,4 @@ class SidecarClient extends EventEmitter {
   }
 }
 
-module.exports = { SidecarClient, SidecarError };
+module.exports = { SidecarClient, SidecarError, CancellationSource };

@@ -5,6 +5,10 @@
 // documents for what the sidecar returns, and the editor's side of the protocol (requests the
 // sidecar sends, dispatched by method in REVERSE_REQUESTS; notifications in NOTIFICATIONS).
 //
+// Asking the user for trusted extensions (ui/confirm, ui/select, ui/input, ui/notify, ui/status):
+// ui.js. *Harness: Run Extension Command* runs the commands extensions register (commands/list,
+// commands/run).
+//
 // Two modes (`harnessSidecar.mode`): "jsonl" (client.js, the default) and "lsp"
 // (lsp-extension.js: vscode-languageclient, with live diagnostics and hovers while writing).
 // Trust rules: settings.js.
@@ -12,6 +16,7 @@
 const vscode = require('vscode');
 const settingsModule = require('./settings');
 const { SidecarClient } = require('./client');
+const { EditorUi, UI_CAPABILITIES } = require('./ui');
 
 const SCHEME = 'harness-sidecar';
 const SEVERITY_OF_KIND = {
@@ -28,8 +33,14 @@ const EDITOR_TOOLS = [{
   inputSchema: { type: 'object', properties: {} },
 }];
 
-/** Requests the sidecar sends the editor, by method (later: ui/confirm, ui/select, ui/input). */
+/**
+ * Requests the sidecar sends the editor, by method: `handler(harness, params, token)`; `token` is
+ * cancelled when the sidecar stops waiting (`$/cancelRequest`).
+ */
 const REVERSE_REQUESTS = {
+  'ui/confirm': (harness, params, token) => harness.ui.confirm(params, token),
+  'ui/select': (harness, params, token) => harness.ui.select(params, token),
+  'ui/input': (harness, params, token) => harness.ui.input(params, token),
   'item/tool/call': async (harness, params) => {
     if (params.tool !== 'editor_selection') {
       return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };
@@ -40,8 +51,10 @@ const REVERSE_REQUESTS = {
   },
 };
 
-/** Notifications from the sidecar, by method (later: ui/notify, ui/status, catalog/changed). */
+/** Notifications from the sidecar, by method. */
 const NOTIFICATIONS = {
+  'ui/notify': (harness, params) => harness.ui.notify(params),
+  'ui/status': (harness, params) => harness.ui.status(params),
   'thread/diagnostic': (harness, params) => {
     harness.output.warn(`[${params.extensionId || params.threadId}] ${params.hook || ''} ${params.kind}: ${params.message}`);
   },
@@ -150,6 +163,7 @@ class Harness {
     this.problems = vscode.languages.createDiagnosticCollection('harness-sidecar');
     this.documents = new Documents();
     this.tree = new CatalogTree();
+    this.ui = new EditorUi(vscode, this.output);
     this.connection = null;
     this.threadPromise = null;
     this.started = null;
@@ -180,7 +194,8 @@ class Harness {
       this.output.warn(`${key} is set by this workspace and ignored: only your user settings choose the command and the trusted extensions`);
     }
     if (!settings.trusted) {
-      this.output.info('this workspace is not trusted: no extension is trusted (skills and templates still work)');
+      this.output.info('this workspace is not trusted: no extension is trusted and no MCP server is started '
+        + '(skills and templates still work)');
     }
     this.setStatus('Harness: starting', `starting ${settings.command.join(' ')}`);
     let connection;
@@ -188,13 +203,13 @@ class Harness {
       const { LspConnection } = require('./lsp-extension');
       connection = new LspConnection({ ...settings, output: this.output });
     } else {
-      connection = new SidecarClient({ command: settings.command, maxRestarts: 3 });
+      connection = new SidecarClient({ command: settings.command, maxRestarts: 3, capabilities: { ui: UI_CAPABILITIES } });
       connection.on('log', (line) => this.output.info(line));
       connection.on('restart', (attempt) => this.output.warn(`restarting harness-sidecar (attempt ${attempt})`));
     }
     connection.on('exit', (code, signal, expected) => this.exited(connection, code, signal, expected));
     for (const [method, handler] of Object.entries(REVERSE_REQUESTS)) {
-      connection.onRequest(method, (params) => handler(this, params));
+      connection.onRequest(method, (params, token) => handler(this, params, token));
     }
     for (const [method, handler] of Object.entries(NOTIFICATIONS)) {
       connection.onNotification(method, (params) => handler(this, params));
@@ -219,6 +234,7 @@ class Harness {
   exited(connection, code, signal, expected) {
     if (connection !== this.connection) return;
     this.threadPromise = null;
+    this.ui.clear();
     if (expected) return;
     const why = signal ? `signal ${signal}` : `status ${code}`;
     this.setStatus('Harness: stopped', `harness-sidecar exited (${why})`);
@@ -229,6 +245,7 @@ class Harness {
     const connection = this.connection;
     this.connection = null;
     this.threadPromise = null;
+    this.ui.clear();
     if (connection) await connection.stop();
   }
 
@@ -246,8 +263,10 @@ class Harness {
   /** The thread of this window, started on first use (and again after a restart or refresh). */
   thread(token) {
     if (!this.threadPromise) {
-      const { roots, trustedExtensions } = this.settings;
-      this.threadPromise = this.live().request('thread/start', { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS }, token)
+      const { roots, trustedExtensions, mcpServers } = this.settings;
+      const params = { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS };
+      if (mcpServers.length) params.mcpServers = mcpServers;
+      this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })
         .catch((err) => { this.threadPromise = null; throw err; });
     }
@@ -301,6 +320,54 @@ class Harness {
   }
 }
 
+/** A QuickPick of the extensions' commands, with their descriptions and who registered them. */
+async function pickCommand(commands) {
+  const picked = await vscode.window.showQuickPick(commands.map((c) => ({
+    label: c.name, description: c.description, detail: `from ${c.origin.id}`, command: c })),
+  { placeHolder: 'Extension command to run', matchOnDescription: true });
+  return picked && picked.command;
+}
+
+/**
+ * The command's arguments, one InputBox per property of its inputSchema (none without properties).
+ * A value is taken as JSON when the property's type is not "string" (`3`, `true`, `["a"]`); an
+ * optional one left empty is left out. `undefined` when the user pressed Escape.
+ */
+async function askArguments(command) {
+  const schema = command.inputSchema || {};
+  const properties = schema.properties && typeof schema.properties === 'object' ? schema.properties : {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const values = {};
+  for (const [key, spec] of Object.entries(properties)) {
+    const type = spec && spec.type;
+    const asText = type === 'string' || (Array.isArray(type) && type.includes('string'));
+    const value = await vscode.window.showInputBox({
+      title: `${command.name}: ${key}${required.has(key) ? '' : ' (optional: leave empty to omit)'}`,
+      prompt: [spec && spec.description, type ? `type: ${[].concat(type).join(' | ')}` : ''].filter(Boolean).join(' — '),
+      placeHolder: spec && spec.enum ? spec.enum.map((v) => JSON.stringify(v)).join(' | ') : undefined,
+      validateInput: (text) => {
+        if (text === '' || asText) return undefined;
+        try { JSON.parse(text); return undefined; } catch (err) { return `not JSON: ${err.message}`; }
+      },
+    });
+    if (value === undefined) return undefined;
+    if (value === '' && !required.has(key)) continue;
+    values[key] = asText ? value : JSON.parse(value === '' ? 'null' : value);
+  }
+  return values;
+}
+
+function commandResultText(command, values, result) {
+  const text = result.content.map((item) => item.text).join('\n');
+  const lines = [`# ${command.name}${result.isError ? ' (failed)' : ''}`, ''];
+  if (Object.keys(values).length) lines.push(`Arguments: \`${JSON.stringify(values)}\``, '');
+  lines.push(text);
+  if (result.details && Object.keys(result.details).length) {
+    lines.push('', '```json', JSON.stringify(result.details, null, 2), '```');
+  }
+  return lines.join('\n') + '\n';
+}
+
 let harness = null;
 
 function activate(context) {
@@ -346,6 +413,20 @@ function activate(context) {
       const { threadId } = await h.thread(token);
       return h.documents.show('system-prompt.md', (await h.live().request('context/build', { threadId }, token)).systemPrompt);
     }),
+    'harnessSidecar.runCommand': (name, args) => h.run('Harness: running an extension command', async (token) => {
+      const { threadId } = await h.thread(token);
+      const { commands } = await h.live().request('commands/list', { threadId }, token);
+      if (!commands.length) {
+        vscode.window.showInformationMessage('Harness: no trusted extension registers a command');
+        return undefined;
+      }
+      const command = name ? commands.find((c) => c.name === name) : await pickCommand(commands);
+      if (!command) return undefined;
+      const values = args || await askArguments(command);
+      if (!values) return undefined;
+      const result = await h.live().request('commands/run', { threadId, name: command.name, arguments: values }, token);
+      return h.documents.show(`command/${command.name}.md`, commandResultText(command, values, result));
+    }),
     'harnessSidecar.restart': () => h.restart(),
     'harnessSidecar.showOutput': () => h.output.show(true),
   };
@@ -370,4 +451,4 @@ function deactivate() {
   return harness ? harness.stop() : undefined;
 }
 
-module.exports = { activate, deactivate, catalogText, REVERSE_REQUESTS, NOTIFICATIONS };
+module.exports = { activate, deactivate, catalogText, commandResultText, REVERSE_REQUESTS, NOTIFICATIONS };
