@@ -143,19 +143,30 @@ def test_shell_here_doc_session():
     assert "\n  " in proc.stdout  # pretty-printed
 
 
-def test_shell_coproc_answers_a_reverse_request():
+def test_shell_coproc_answers_a_reverse_request_and_ui_confirm_from_its_policy():
+    """coproc.sh runs an editor tool for the sidecar, and answers the permission-gate's ui/confirm
+    from the policy in its header: allowed inside the workspace, denied outside it."""
     if shutil.which("jq") is None:
         unavailable("jq")
     proc = subprocess.run(["bash", str(CLIENTS / "shell/coproc.sh")], capture_output=True, text=True,
                           env=client_env(), timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert json.loads(lines[1]) == ["load_skill", "editor_date"]
+    assert json.loads(lines[1]) == ["load_skill", "editor_date", "bash"]
     result = json.loads(lines[2])
     assert result["toolCallId"] == "call_1" and result["isError"] is False
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", result["content"][0]["text"])
+    workspace = (CLIENTS / "workspace").resolve()
+    inside, outside, harmless = (json.loads(line) for line in lines[3:6])
+    assert inside == {"isError": False, "blocked": None, "text": f"would run: rm -rf {workspace}/project/build"}
+    assert outside["blocked"] == {"extensionId": "permission-gate", "kind": "deny",
+                                  "reason": "the user did not allow it (recursive delete)"}
+    assert harmless == {"isError": False, "blocked": None, "text": "would run: ls /etc"}
     assert lines[-1] == "sidecar exited with status 0"
     assert "sidecar asks the editor to run: editor_date" in proc.stderr
+    asked = [line for line in proc.stderr.splitlines() if line.startswith("sidecar asks the user to confirm")]
+    assert len(asked) == 2, proc.stderr  # `ls /etc` is not dangerous: nobody was asked
+    assert asked[0].endswith(": allow") and asked[1].endswith(": deny /etc/harness"), asked
 
 
 def test_neovim_lsp_configuration_receives_diagnostics():
