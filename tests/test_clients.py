@@ -90,6 +90,35 @@ def test_vscode_client_and_extension_with_node():
     assert not re.search(r"^# (skipped|cancelled) [1-9]", proc.stdout, re.M), report
 
 
+def test_vscode_client_type_checks_against_the_protocol(tmp_path):
+    """`tsc --noEmit --checkJs` (client-examples/vscode/tsconfig.json) passes on the extension, whose
+    JSDoc types come from types/protocol.d.ts; and it does fail on a type error — a ui/confirm
+    answer that is not the protocol's (checked on a copy, so a config that checks nothing fails here)."""
+    if shutil.which("node") is None:
+        unavailable("node")
+    vscode = CLIENTS / "vscode"
+    if not (vscode / "node_modules/typescript").exists():
+        unavailable("client-examples/vscode/node_modules (npm ci)")
+    tsc = ["node", str(vscode / "node_modules/typescript/bin/tsc")]
+    proc = subprocess.run([*tsc, "-p", str(vscode / "tsconfig.json")], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    (tmp_path / "types").mkdir()
+    shutil.copy(vscode / "types/protocol.d.ts", tmp_path / "types/protocol.d.ts")
+    source = (vscode / "ui.js").read_text(encoding="utf-8")
+    wrong = "return { confirmed: answer === ALLOW ? 'yes' : 'no' };"
+    assert "return { confirmed: answer === ALLOW };" in source
+    (tmp_path / "ui.js").write_text(source.replace("return { confirmed: answer === ALLOW };", wrong), encoding="utf-8")
+    config = json.loads(re.sub(r"^\s*//.*$", "", (vscode / "tsconfig.json").read_text(encoding="utf-8"), flags=re.M))
+    config["compilerOptions"]["typeRoots"] = [str(vscode / "node_modules/@types")]
+    config["files"] = ["ui.js", "types/protocol.d.ts"]
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+    proc = subprocess.run([*tsc, "-p", str(tmp_path / "tsconfig.json")], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0 and "ui.js(" in proc.stdout and "TS2322" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_vscode_extension_packages_into_a_vsix_that_runs(tmp_path):
     """`vsce package` (the marketplace's packager, which builds the esbuild bundle first) accepts the
     manifest without a warning; the .vsix holds the bundle and nothing else, and the bundle, unpacked,

@@ -5,7 +5,40 @@
 const { spawn } = require('child_process');
 const { EventEmitter } = require('events');
 
+// Types (checked by `npm run typecheck`): every request, answer and notification is the
+// protocol's, from types/protocol.d.ts (generated from protocol.schema.json).
+/** @typedef {import('./types/protocol').ClientRequests} ClientRequests */
+/** @typedef {import('./types/protocol').ServerRequests} ServerRequests */
+/** @typedef {import('./types/protocol').ServerNotifications} ServerNotifications */
+/** @typedef {import('./types/protocol').ClientCapabilities} ClientCapabilities */
+/**
+ * @typedef {{isCancellationRequested: boolean,
+ *   onCancellationRequested: (listener: () => void) => {dispose(): void}}} Token
+ */
+/**
+ * @template {keyof ServerRequests} M
+ * @typedef {(params: ServerRequests[M]['params'], token: Token) =>
+ *   ServerRequests[M]['result'] | Promise<ServerRequests[M]['result']>} RequestHandler
+ */
+/**
+ * What extension.js uses of a connection: SidecarClient (JSONL) and LspConnection (LSP) both.
+ * @typedef {object} Connection
+ * @property {() => Promise<any>} start
+ * @property {() => Promise<any>} stop
+ * @property {<M extends keyof ClientRequests>(method: M, params?: ClientRequests[M]['params'],
+ *   options?: any) => Promise<ClientRequests[M]['result']>} request
+ * @property {<M extends keyof ServerRequests>(method: M, handler: RequestHandler<M>) => void} onRequest
+ * @property {<M extends keyof ServerNotifications>(method: M,
+ *   handler: (params: ServerNotifications[M]) => void) => void} onNotification
+ * @property {(event: string, listener: (...args: any[]) => void) => any} on
+ */
+
 class SidecarError extends Error {
+  /**
+   * @param {string} message
+   * @param {number} code
+   * @param {{kind?: string, [key: string]: any}} [data]
+   */
   constructor(message, code, data) {
     super(message);
     this.name = 'SidecarError';
@@ -20,6 +53,7 @@ class CancellationSource {
   constructor() {
     const listeners = new Set();
     this.listeners = listeners;
+    /** @type {Token} */
     this.token = {
       isCancellationRequested: false,
       onCancellationRequested: (listener) => {
@@ -45,11 +79,11 @@ class SidecarClient extends EventEmitter {
   /**
    * @param {object} options
    * @param {string[]} options.command  argv of the sidecar, e.g. ['harness-sidecar']
-   * @param {object} [options.env]      environment of the child (default: this process's)
+   * @param {NodeJS.ProcessEnv} [options.env]  environment of the child (default: this process's)
    * @param {string} [options.cwd]
    * @param {number} [options.timeoutMs]  default request timeout (30 s)
    * @param {number} [options.maxRestarts] restarts after a crash (default 0: report only)
-   * @param {object} [options.capabilities] `initialize.capabilities` (e.g. `{ui: {confirm: true}}`)
+   * @param {ClientCapabilities} [options.capabilities] `initialize.capabilities` (e.g. `{ui: {confirm: true}}`)
    */
   constructor(options) {
     super();
@@ -60,16 +94,24 @@ class SidecarClient extends EventEmitter {
     this.maxRestarts = options.maxRestarts || 0;
     this.capabilities = options.capabilities || {};
     this.restarts = 0;
+    /** @type {Map<string, (params: any, token: Token) => any>} */
     this.requestHandlers = new Map();
+    /** @type {Map<string, (params: any) => void>} */
     this.notificationHandlers = new Map();
+    /** @type {Map<number, {method: string, resolve: (value: any) => void, reject: (err: any) => void, timer: NodeJS.Timeout}>} */
     this.pending = new Map();
-    this.answering = new Map(); // the sidecar's requests being answered: id -> CancellationSource
+    /** @type {Map<number | string, CancellationSource>} the sidecar's requests being answered */
+    this.answering = new Map();
     this.nextId = 1;
+    /** @type {import('child_process').ChildProcessWithoutNullStreams | null} */
     this.proc = null;
     this.stopping = false;
   }
 
-  /** Spawn the sidecar and send `initialize`; resolves with its result. */
+  /**
+   * Spawn the sidecar and send `initialize`; resolves with its result.
+   * @returns {Promise<ClientRequests['initialize']['result']>}
+   */
   async start() {
     this.stopping = false;
     const [file, ...args] = this.command;
@@ -92,7 +134,7 @@ class SidecarClient extends EventEmitter {
     proc.stderr.on('data', (text) => {
       errBuffered += text;
       const lines = errBuffered.split('\n');
-      errBuffered = lines.pop();
+      errBuffered = lines.pop() || '';
       for (const line of lines) this.emit('log', line);
     });
     proc.stdin.on('error', () => {}); // EPIPE after a crash: reported through 'exit'
@@ -114,11 +156,21 @@ class SidecarClient extends EventEmitter {
    * `handler(params, token)`. `token` is cancelled when the sidecar sends `$/cancelRequest` for it
    * (it gave up waiting); the request is then answered -32800 whatever the handler returns.
    */
+  /**
+   * @template {keyof ServerRequests} M
+   * @param {M} method
+   * @param {RequestHandler<M>} handler
+   */
   onRequest(method, handler) {
     this.requestHandlers.set(method, handler);
   }
 
-  /** Handle the sidecar's notification `method` (also emitted as 'notification'). */
+  /**
+   * Handle the sidecar's notification `method` (also emitted as 'notification').
+   * @template {keyof ServerNotifications} M
+   * @param {M} method
+   * @param {(params: ServerNotifications[M]) => void} handler
+   */
   onNotification(method, handler) {
     this.notificationHandlers.set(method, handler);
   }
@@ -127,9 +179,15 @@ class SidecarClient extends EventEmitter {
    * Send a request. `token` (a CancellationToken: {isCancellationRequested, onCancellationRequested})
    * sends `$/cancelRequest`; the sidecar then answers -32800, which rejects with kind 'cancelled'.
    * The third argument is `{timeoutMs, token}`, or the token itself (as vscode-languageclient takes it).
+   * @template {keyof ClientRequests} M
+   * @param {M} method
+   * @param {ClientRequests[M]['params']} [params]
+   * @param {{timeoutMs?: number, token?: Token} | Token} [options]
+   * @returns {Promise<ClientRequests[M]['result']>}
    */
   request(method, params, options = {}) {
-    const { timeoutMs, token } = options && options.onCancellationRequested ? { token: options } : (options || {});
+    /** @type {{timeoutMs?: number, token?: Token}} */
+    const { timeoutMs, token } = options && 'onCancellationRequested' in options ? { token: options } : (options || {});
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) {
       return Promise.reject(new SidecarError('the sidecar is not running', -1, { kind: 'not_running' }));
     }
@@ -141,8 +199,12 @@ class SidecarClient extends EventEmitter {
         this.notify('$/cancelRequest', { id });
         reject(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
       }, timeout);
+      /** @type {{dispose(): void} | null} */
       let cancellation = null;
-      const settle = (fn) => (value) => { if (cancellation) cancellation.dispose(); fn(value); };
+      const settle = (/** @type {(value: any) => void} */ fn) => (/** @type {any} */ value) => {
+        if (cancellation) cancellation.dispose();
+        fn(value);
+      };
       this.pending.set(id, { method, resolve: settle(resolve), reject: settle(reject), timer });
       this._send({ jsonrpc: '2.0', id, method, params: params === undefined ? {} : params });
       if (token) {
@@ -153,6 +215,11 @@ class SidecarClient extends EventEmitter {
     });
   }
 
+  /**
+   * @template {keyof import('./types/protocol').ClientNotifications} M
+   * @param {M} method
+   * @param {import('./types/protocol').ClientNotifications[M]} [params]
+   */
   notify(method, params) {
     this._send({ jsonrpc: '2.0', method, params });
   }
@@ -162,6 +229,7 @@ class SidecarClient extends EventEmitter {
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc ? this.proc.exitCode : 0;
     this.stopping = true;
     const proc = this.proc;
+    /** @type {Promise<number | null>} */
     const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
     try {
       await this.request('shutdown', undefined, { timeoutMs: 5000 });
@@ -190,9 +258,8 @@ class SidecarClient extends EventEmitter {
     if (message.method !== undefined && message.id !== undefined) {
       this._answer(message);
     } else if (message.method !== undefined) {
-      if (message.method === '$/cancelRequest' && message.params && this.answering.has(message.params.id)) {
-        this.answering.get(message.params.id).cancel();
-      }
+      const answering = message.method === '$/cancelRequest' && message.params && this.answering.get(message.params.id);
+      if (answering) answering.cancel();
       const handler = this.notificationHandlers.get(message.method);
       if (handler) {
         try { handler(message.params); } catch (err) { this.emit('log', `${message.method} handler failed: ${err.message}`); }

@@ -18,7 +18,22 @@ const settingsModule = require('./settings');
 const { SidecarClient } = require('./client');
 const { EditorUi, UI_CAPABILITIES } = require('./ui');
 
+/** @typedef {import('./client').ServerRequests} ServerRequests */
+/** @typedef {import('./client').ServerNotifications} ServerNotifications */
+/** @typedef {import('./types/protocol').ThreadStartParams} ThreadStartParams */
+/** @typedef {import('./types/protocol').ThreadStartResult} ThreadStartResult */
+/** @typedef {import('./types/protocol').CommandSpec} CommandSpec */
+/** @typedef {import('./types/protocol').CommandResult} CommandResult */
+/**
+ * @typedef {{[M in keyof ServerRequests]?: (harness: Harness, params: ServerRequests[M]['params'],
+ *   token: import('./client').Token) => ServerRequests[M]['result'] | Promise<ServerRequests[M]['result']>}} ReverseRequests
+ */
+/**
+ * @typedef {{[M in keyof ServerNotifications]?: (harness: Harness, params: ServerNotifications[M]) => void}} Notifications
+ */
+
 const SCHEME = 'harness-sidecar';
+/** @type {Record<string, 'Information' | 'Warning'>} */
 const SEVERITY_OF_KIND = {
   shadowed: 'Information', duplicate_root: 'Warning', root_not_found: 'Warning', root_not_directory: 'Warning',
   extension_not_found: 'Warning', description_too_long: 'Warning',
@@ -27,6 +42,7 @@ const SEVERITY_OF_KIND = {
 const ROOT_LEVEL_KINDS = new Set(['root_not_found', 'root_not_directory', 'duplicate_root', 'extension_not_found',
   'hash_mismatch', 'extension_failed', 'too_many_skills', 'missing_skill_file', 'not_a_skill', 'unreadable']);
 
+/** @type {ThreadStartParams['dynamicTools']} */
 const EDITOR_TOOLS = [{
   name: 'editor_selection',
   description: 'The text selected in the active editor.',
@@ -36,6 +52,7 @@ const EDITOR_TOOLS = [{
 /**
  * Requests the sidecar sends the editor, by method: `handler(harness, params, token)`; `token` is
  * cancelled when the sidecar stops waiting (`$/cancelRequest`).
+ * @type {ReverseRequests}
  */
 const REVERSE_REQUESTS = {
   'ui/confirm': (harness, params, token) => harness.ui.confirm(params, token),
@@ -51,12 +68,14 @@ const REVERSE_REQUESTS = {
   },
 };
 
-/** Notifications from the sidecar, by method. */
+/** Notifications from the sidecar, by method. @type {Notifications} */
 const NOTIFICATIONS = {
   'ui/notify': (harness, params) => harness.ui.notify(params),
   'ui/status': (harness, params) => harness.ui.status(params),
   'thread/diagnostic': (harness, params) => {
-    harness.output.warn(`[${params.extensionId || params.threadId}] ${params.hook || ''} ${params.kind}: ${params.message}`);
+    const who = 'extensionId' in params && params.extensionId ? params.extensionId : params.threadId;
+    const hook = 'hook' in params && params.hook ? `${params.hook} ` : '';
+    harness.output.warn(`[${who}] ${hook}${params.kind}: ${params.message}`);
   },
 };
 
@@ -208,12 +227,18 @@ class Harness {
       connection.on('restart', (attempt) => this.output.warn(`restarting harness-sidecar (attempt ${attempt})`));
     }
     connection.on('exit', (code, signal, expected) => this.exited(connection, code, signal, expected));
-    for (const [method, handler] of Object.entries(REVERSE_REQUESTS)) {
+    /** @type {<M extends keyof ServerRequests>(method: M) => void} */
+    const answer = (method) => {
+      const handler = /** @type {NonNullable<ReverseRequests[typeof method]>} */ (REVERSE_REQUESTS[method]);
       connection.onRequest(method, (params, token) => handler(this, params, token));
-    }
-    for (const [method, handler] of Object.entries(NOTIFICATIONS)) {
+    };
+    /** @type {<M extends keyof ServerNotifications>(method: M) => void} */
+    const listen = (method) => {
+      const handler = /** @type {NonNullable<Notifications[typeof method]>} */ (NOTIFICATIONS[method]);
       connection.onNotification(method, (params) => handler(this, params));
-    }
+    };
+    for (const method of /** @type {(keyof ServerRequests)[]} */ (Object.keys(REVERSE_REQUESTS))) answer(method);
+    for (const method of /** @type {(keyof ServerNotifications)[]} */ (Object.keys(NOTIFICATIONS))) listen(method);
     this.connection = connection;
     this.threadPromise = null;
     this.startError = null;
@@ -314,13 +339,21 @@ class Harness {
       });
   }
 
+  /**
+   * @param {import('vscode').QuickPickItem[]} items
+   * @param {string} placeHolder
+   */
   async pick(items, placeHolder) {
     const picked = await vscode.window.showQuickPick(items, { placeHolder, matchOnDescription: true, matchOnDetail: true });
     return picked && picked.label;
   }
 }
 
-/** A QuickPick of the extensions' commands, with their descriptions and who registered them. */
+/**
+ * A QuickPick of the extensions' commands, with their descriptions and who registered them.
+ * @param {CommandSpec[]} commands
+ * @returns {Promise<CommandSpec | undefined>}
+ */
 async function pickCommand(commands) {
   const picked = await vscode.window.showQuickPick(commands.map((c) => ({
     label: c.name, description: c.description, detail: `from ${c.origin.id}`, command: c })),
@@ -332,6 +365,10 @@ async function pickCommand(commands) {
  * The command's arguments, one InputBox per property of its inputSchema (none without properties).
  * A value is taken as JSON when the property's type is not "string" (`3`, `true`, `["a"]`); an
  * optional one left empty is left out. `undefined` when the user pressed Escape.
+ */
+/**
+ * @param {CommandSpec} command
+ * @returns {Promise<Record<string, any> | undefined>}
  */
 async function askArguments(command) {
   const schema = command.inputSchema || {};
@@ -357,6 +394,11 @@ async function askArguments(command) {
   return values;
 }
 
+/**
+ * @param {CommandSpec} command
+ * @param {Record<string, any>} values
+ * @param {CommandResult} result
+ */
 function commandResultText(command, values, result) {
   const text = result.content.map((item) => item.text).join('\n');
   const lines = [`# ${command.name}${result.isError ? ' (failed)' : ''}`, ''];

@@ -9,6 +9,7 @@
 // vscode-languageclient is loaded only in this mode.
 
 const { EventEmitter } = require('events');
+const { SidecarError } = require('./client');
 
 const DOCUMENT_SELECTOR = [
   { scheme: 'file', pattern: '**/skills/*/SKILL.md' },
@@ -60,21 +61,33 @@ class LspConnection extends EventEmitter {
     return this.client.initializeResult;
   }
 
+  /**
+   * @template {keyof import('./client').ClientRequests} M
+   * @param {M} method
+   * @param {import('./client').ClientRequests[M]['params']} [params]
+   * @param {import('vscode').CancellationToken} [token]
+   * @returns {Promise<import('./client').ClientRequests[M]['result']>}
+   */
   request(method, params, token) {
     return this.client.sendRequest(method, params, token).catch((err) => {
-      const data = err && err.data;
-      const wrapped = new Error(`${method}: ${err && err.message}`);
-      wrapped.code = err && err.code;
-      wrapped.data = data;
-      wrapped.kind = data && data.kind;
-      throw wrapped;
+      throw new SidecarError(`${method}: ${err && err.message}`, err && err.code, err && err.data);
     });
   }
 
+  /**
+   * @template {keyof import('./client').ServerRequests} M
+   * @param {M} method
+   * @param {import('./client').RequestHandler<M>} handler
+   */
   onRequest(method, handler) {
     this.client.onRequest(method, handler);
   }
 
+  /**
+   * @template {keyof import('./client').ServerNotifications} M
+   * @param {M} method
+   * @param {(params: import('./client').ServerNotifications[M]) => void} handler
+   */
   onNotification(method, handler) {
     this.client.onNotification(method, handler);
   }
