@@ -10,6 +10,7 @@
 
 const { EventEmitter } = require('events');
 const { SidecarError } = require('./client');
+const { UI_CAPABILITIES } = require('./ui');
 
 const DOCUMENT_SELECTOR = [
   { scheme: 'file', pattern: '**/skills/*/SKILL.md' },
@@ -28,7 +29,8 @@ function serverOptions(command) {
 function clientOptions({ roots, trustedExtensions, output }) {
   return {
     documentSelector: DOCUMENT_SELECTOR,
-    initializationOptions: { roots, trustedExtensions },
+    // capabilities.ui: what the extension answers when a trusted extension asks the user (ui/*)
+    initializationOptions: { roots, trustedExtensions, capabilities: { ui: UI_CAPABILITIES } },
     outputChannel: output,
   };
 }
@@ -69,7 +71,9 @@ class LspConnection extends EventEmitter {
    * @returns {Promise<import('./client').ClientRequests[M]['result']>}
    */
   request(method, params, token) {
-    return this.client.sendRequest(method, params, token).catch((err) => {
+    // Without a token, none is passed: vscode-jsonrpc would send [params, undefined] as the params.
+    const sent = token ? this.client.sendRequest(method, params, token) : this.client.sendRequest(method, params);
+    return sent.catch((err) => {
       throw new SidecarError(`${method}: ${err && err.message}`, err && err.code, err && err.data);
     });
   }

@@ -100,6 +100,20 @@ test('ui/confirm is a modal naming the extension, the tool and its arguments: Al
   await extension.deactivate();
 });
 
+test('LSP mode: the same modal, through vscode-languageclient (initializationOptions.capabilities.ui)', async () => {
+  const { state, extension, api } = await activated({ user: { command: sidecarCommand(), roots: [], mode: 'lsp' } });
+  const call = await gated(api);
+  state.answers.modal = () => 'Deny';
+  const denied = await call('l1', 'sudo reboot');
+  assert.equal(denied.details.blocked.kind, 'deny');
+  assert.equal(state.modals.length, 1);
+  assert.match(state.modals[0].options.detail, /Extension: permission-gate\nTool: bash \(call l1\)/);
+  state.answers.modal = () => 'Allow';
+  const allowed = await call('l2', 'sudo reboot');
+  assert.equal(allowed.details.blocked, undefined);
+  await extension.deactivate();
+});
+
 test('when the sidecar stops waiting ($/cancelRequest) the QuickPick closes and the modal answer is dropped', async () => {
   const root = askerRoot();
   const { state, extension, api } = await activated({ user: { command: sidecarCommand(), roots: [root],
