@@ -225,7 +225,7 @@ end)
 
 check('mcp_servers: the MCP servers of setup() are the thread\'s', function()
   setup({ mcp_servers = { { name = 'sdk', command = { python, repo .. '/tests/mcp_servers/sdk_server.py' },
-    tools = { deny = { 'exit' } } } } })
+    env = {}, tools = { deny = { 'exit' } } } } }) -- env = {} is sent as {}, not []
   local ready
   hs.ensure(function(e, r) ready = r or e end)
   wait_for(function() return ready end, 'the thread')

@@ -125,6 +125,22 @@ local function on_request(client, method, params, id)
   return handler(params, id, client)
 end
 
+--- setup()'s mcp_servers as thread/start.mcpServers: an empty `env` or `tools` table is an object
+--- (vim.json.encode would write `[]`, which the sidecar refuses).
+function M.mcp_servers()
+  local servers = {}
+  for _, server in ipairs(M.config.mcp_servers or {}) do
+    server = vim.deepcopy(server)
+    for _, key in ipairs({ 'env', 'tools' }) do
+      if type(server[key]) == 'table' and next(server[key]) == nil then
+        server[key] = vim.empty_dict()
+      end
+    end
+    table.insert(servers, server)
+  end
+  return servers
+end
+
 --- The status items that trusted extensions set (ui/status), for your 'statusline':
 ---   set statusline=%f\ %{v:lua.require'harness_sidecar'.statusline()}
 function M.statusline()
@@ -219,7 +235,7 @@ function M.ensure(callback)
     end
     local start = { roots = M.roots(), trustedExtensions = M.config.trusted_extensions, dynamicTools = dynamic }
     if type(M.config.mcp_servers) == 'table' and #M.config.mcp_servers > 0 then
-      start.mcpServers = M.config.mcp_servers
+      start.mcpServers = M.mcp_servers()
     end
     client:request('thread/start', start, function(start_err, started)
       if start_err then
