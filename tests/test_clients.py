@@ -36,6 +36,7 @@ def client_env() -> dict[str, str]:
     command = traffic.client_command([sys.executable, "-m", "harness_sidecar"])  # recorded: see traffic.py
     env["HARNESS_SIDECAR_CMD"] = json.dumps(command)
     env["HARNESS_SIDECAR"] = " ".join(command)
+    env["HARNESS_TEST_PYTHON"] = sys.executable  # runs tests/mcp_servers/sdk_server.py (the mcp SDK is a test extra)
     return env
 
 
@@ -57,16 +58,19 @@ def nvim_binaries() -> dict[str, str | None]:
     return found
 
 
+@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 20), ("ui.lua", 9)])
 @pytest.mark.parametrize("version", ["0.7", "0.11"])
-def test_neovim_plugin_headless(version):
+def test_neovim_plugin_headless(version, scenario, checks):
+    """scenario.lua: the catalog, skills, templates, tools, trust; ui.lua: asking the user (ui/*),
+    :HarnessCommand and mcp_servers."""
     nvim = nvim_binaries()[version]
     if nvim is None:
         unavailable(f"Neovim {version}")
-    proc = subprocess.run(["bash", str(CLIENTS / "neovim/tests/run.sh"), nvim], capture_output=True, text=True,
-                          env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(["bash", str(CLIENTS / "neovim/tests/run.sh"), nvim, scenario], capture_output=True,
+                          text=True, env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
     report = proc.stdout + proc.stderr
     assert f"# Neovim {version}." in report
-    assert re.search(r"^(\d+) passed, 0 failed$", proc.stdout, re.M), report
+    assert re.search(rf"^{checks} passed, 0 failed$", proc.stdout, re.M), report
     assert "not ok" not in report, report
     assert proc.returncode == 0, report
 
@@ -82,8 +86,37 @@ def test_vscode_client_and_extension_with_node():
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, report
     passed = int(re.search(r"^# pass (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
-    assert passed >= 12 and re.search(r"^# fail 0$", proc.stdout, re.M), report
+    assert passed >= 17 and re.search(r"^# fail 0$", proc.stdout, re.M), report
     assert not re.search(r"^# (skipped|cancelled) [1-9]", proc.stdout, re.M), report
+
+
+def test_vscode_client_type_checks_against_the_protocol(tmp_path):
+    """`tsc --noEmit --checkJs` (client-examples/vscode/tsconfig.json) passes on the extension, whose
+    JSDoc types come from types/protocol.d.ts; and it does fail on a type error — a ui/confirm
+    answer that is not the protocol's (checked on a copy, so a config that checks nothing fails here)."""
+    if shutil.which("node") is None:
+        unavailable("node")
+    vscode = CLIENTS / "vscode"
+    if not (vscode / "node_modules/typescript").exists():
+        unavailable("client-examples/vscode/node_modules (npm ci)")
+    tsc = ["node", str(vscode / "node_modules/typescript/bin/tsc")]
+    proc = subprocess.run([*tsc, "-p", str(vscode / "tsconfig.json")], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    (tmp_path / "types").mkdir()
+    shutil.copy(vscode / "types/protocol.d.ts", tmp_path / "types/protocol.d.ts")
+    source = (vscode / "ui.js").read_text(encoding="utf-8")
+    wrong = "return { confirmed: answer === ALLOW ? 'yes' : 'no' };"
+    assert "return { confirmed: answer === ALLOW };" in source
+    (tmp_path / "ui.js").write_text(source.replace("return { confirmed: answer === ALLOW };", wrong), encoding="utf-8")
+    config = json.loads(re.sub(r"^\s*//.*$", "", (vscode / "tsconfig.json").read_text(encoding="utf-8"), flags=re.M))
+    config["compilerOptions"]["typeRoots"] = [str(vscode / "node_modules/@types")]
+    config["files"] = ["ui.js", "types/protocol.d.ts"]
+    (tmp_path / "tsconfig.json").write_text(json.dumps(config), encoding="utf-8")
+    proc = subprocess.run([*tsc, "-p", str(tmp_path / "tsconfig.json")], capture_output=True, text=True, timeout=300,
+                          stdin=subprocess.DEVNULL)
+    assert proc.returncode != 0 and "ui.js(" in proc.stdout and "TS2322" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_vscode_extension_packages_into_a_vsix_that_runs(tmp_path):
@@ -139,19 +172,30 @@ def test_shell_here_doc_session():
     assert "\n  " in proc.stdout  # pretty-printed
 
 
-def test_shell_coproc_answers_a_reverse_request():
+def test_shell_coproc_answers_a_reverse_request_and_ui_confirm_from_its_policy():
+    """coproc.sh runs an editor tool for the sidecar, and answers the permission-gate's ui/confirm
+    from the policy in its header: allowed inside the workspace, denied outside it."""
     if shutil.which("jq") is None:
         unavailable("jq")
     proc = subprocess.run(["bash", str(CLIENTS / "shell/coproc.sh")], capture_output=True, text=True,
                           env=client_env(), timeout=120, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
-    assert json.loads(lines[1]) == ["load_skill", "editor_date"]
+    assert json.loads(lines[1]) == ["load_skill", "editor_date", "bash"]
     result = json.loads(lines[2])
     assert result["toolCallId"] == "call_1" and result["isError"] is False
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", result["content"][0]["text"])
+    workspace = (CLIENTS / "workspace").resolve()
+    inside, outside, harmless = (json.loads(line) for line in lines[3:6])
+    assert inside == {"isError": False, "blocked": None, "text": f"would run: rm -rf {workspace}/project/build"}
+    assert outside["blocked"] == {"extensionId": "permission-gate", "kind": "deny",
+                                  "reason": "the user did not allow it (recursive delete)"}
+    assert harmless == {"isError": False, "blocked": None, "text": "would run: ls /etc"}
     assert lines[-1] == "sidecar exited with status 0"
     assert "sidecar asks the editor to run: editor_date" in proc.stderr
+    asked = [line for line in proc.stderr.splitlines() if line.startswith("sidecar asks the user to confirm")]
+    assert len(asked) == 2, proc.stderr  # `ls /etc` is not dangerous: nobody was asked
+    assert asked[0].endswith(": allow") and asked[1].endswith(": deny /etc/harness"), asked
 
 
 def test_neovim_lsp_configuration_receives_diagnostics():

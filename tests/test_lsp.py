@@ -83,7 +83,8 @@ async def lsp(client_name):
 
     async def start(roots: list[Path] | None = None, trusted: list[str] | None = None, *,
                     workspace: Path | None = None, env: dict[str, str] | None = None,
-                    capabilities: types.ClientCapabilities | None = None):
+                    capabilities: types.ClientCapabilities | None = None,
+                    initialization: dict[str, Any] | None = None):
         config = pytest_lsp.ClientServerConfig(server_command=LSP, server_env=env or child_env(),
                                                client_factory=make_client)
         client = await config.start()
@@ -92,6 +93,7 @@ async def lsp(client_name):
         options: dict[str, Any] = {"trustedExtensions": trusted or []}
         if roots is not None:
             options["roots"] = [str(r) for r in roots]
+        options.update(initialization or {})
         client.init_result = await client.initialize_session(types.InitializeParams(
             capabilities=capabilities or pytest_lsp.client_capabilities(client_name),
             initialization_options=options,
@@ -342,7 +344,8 @@ def test_tool_arguments_reach_the_sidecar_as_json(spawn):
         {"name": "editor_selection", "description": "", "inputSchema": {}}]})["threadId"]
     server.call("tools/call", {"threadId": thread, "call": {"id": "c", "name": "editor_selection",
                                                             "arguments": {"key-with-dash": 1}}})
-    assert asked[0]["method"] == "item/tool/call" and isinstance(asked[0]["id"], int)
+    # a string id: never one of the client's own numbered request ids (see LspPeer.request)
+    assert asked[0]["method"] == "item/tool/call" and asked[0]["id"] == "harness-sidecar-1"
     assert asked[0]["params"]["arguments"] == {"key-with-dash": 1}
 
 
@@ -561,3 +564,158 @@ def test_jsonl_mode_never_imports_pygls(spawn, tree):
     thread = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["probe"]})["threadId"]
     result = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "c", "name": "modules", "arguments": {}}})
     assert result["result"]["content"][0]["text"] == "none"
+
+
+# -- watching: the client's didChangeWatchedFiles, or the sidecar's own watcher --------------------
+
+async def test_watching_follows_the_client_capability_and_diagnostics_follow_the_new_catalog(lsp, tree, client_name):
+    """VS Code's capability set registers file watchers dynamically: the server registers globs for
+    its roots and each thread's, the threads start no watcher of their own, and the client's
+    didChangeWatchedFiles feeds the rescan. Neovim 0.11's set (no dynamic registration on Linux)
+    registers nothing: the sidecar watches itself. Either way a skill that becomes shadowed gets
+    its information diagnostic without being reopened, and the thread gets catalog/changed."""
+    project, user, other = tree("project"), tree("user"), tree("other")
+    loser = add_skill(user, "review")
+    client = await lsp([project, user])
+    registrations: list[Any] = []
+    changes: list[dict[str, Any]] = []
+
+    @client.feature("client/registerCapability")
+    def register(params):
+        registrations.extend(params.registrations)
+
+    @client.feature("catalog/changed")
+    def catalog_changed(params):
+        changes.append(params)
+
+    assert await opened(client, loser) == []
+    started = await custom(client, "thread/start", {"roots": [str(project), str(user)]})
+    other_thread = await custom(client, "thread/start", {"roots": [str(other)]})
+    unwatched = await custom(client, "thread/start", {"roots": [str(other), str(user)], "watch": False})
+    client_watches = client_name == "visual_studio_code"
+    if client_watches:
+        for _ in range(200):
+            if len(registrations) >= 2:
+                break
+            await asyncio.sleep(0.02)
+        assert [r.method for r in registrations] == ["workspace/didChangeWatchedFiles"] * 2
+        globs = [w["globPattern"] for r in registrations for w in r.register_options["watchers"]]
+        # the server's roots at `initialized`, then the roots a thread named that were not watched yet
+        assert globs == [str(project), *(f"{project}/{g}" for g in
+                                         ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")),
+                         str(user), *(f"{user}/{g}" for g in
+                                      ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")),
+                         str(other), *(f"{other}/{g}" for g in
+                                       ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**"))]
+
+    winner = add_skill(project, "review", description="Use when reviewing, the project's way.")
+    if client_watches:
+        # The threads watch nothing themselves: without the client's word nothing changes.
+        await asyncio.sleep(1.5)
+        assert changes == []
+        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+            types.FileEvent(uri=uri(winner.parent), type=types.FileChangeType.Created),
+            types.FileEvent(uri=uri(winner), type=types.FileChangeType.Created)]))
+    else:
+        assert registrations == []
+    (info,) = await published(client, loser)  # republished without reopening the file
+    assert info.code == "shadowed" and str(winner) in info.message
+    for _ in range(250):
+        if changes:
+            break
+        await asyncio.sleep(0.02)
+    await asyncio.sleep(0.3)  # nothing else is coming: not the other thread, not the unwatched one
+    assert [c["threadId"] for c in changes] == [started["threadId"]], changes
+    assert changes[0]["revision"] == 2 and changes[0]["changed"] == [{"kind": "skill", "name": "review"}]
+    assert other_thread["threadId"] != unwatched["threadId"]
+    listed = await custom(client, "thread/refresh", {"threadId": started["threadId"]})
+    assert [s["description"] for s in listed["catalog"]["skills"]] == ["Use when reviewing, the project's way."]
+
+
+async def test_client_watching_with_relative_patterns(lsp, tree):
+    """A client that supports relative patterns gets them (a root with glob characters included)."""
+    root = tree("odd [root] {x}")
+    capabilities = pytest_lsp.client_capabilities("neovim")
+    capabilities.workspace.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
+        dynamic_registration=True, relative_pattern_support=True)
+    client = await lsp([root], capabilities=capabilities)
+    registrations: list[Any] = []
+
+    @client.feature("client/registerCapability")
+    def register(params):
+        registrations.extend(params.registrations)
+
+    for _ in range(200):
+        if registrations:
+            break
+        await asyncio.sleep(0.02)
+    (registration,) = registrations
+    watchers = registration.register_options["watchers"]
+    assert watchers[0]["globPattern"] == {"baseUri": uri(root.parent), "pattern": root.name}
+    assert [w["globPattern"] for w in watchers[1:]] == [
+        {"baseUri": uri(root), "pattern": g} for g in
+        ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")]
+    changes: list[dict[str, Any]] = []
+
+    @client.feature("catalog/changed")
+    def catalog_changed(params):
+        changes.append(params)
+
+    started = await custom(client, "thread/start", {"roots": [str(root)]})
+    assert started["catalog"]["skills"] == []
+    skill = add_skill(root, "late")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=uri(skill), type=types.FileChangeType.Created)]))
+    for _ in range(250):
+        if changes:
+            break
+        await asyncio.sleep(0.02)
+    assert changes and changes[0]["added"] == [{"kind": "skill", "name": "late"}], changes
+    assert len(registrations) == 1  # the thread's root was registered already
+
+
+async def test_ui_confirm_over_lsp_when_initialization_options_declare_it(lsp):
+    """initializationOptions.capabilities.ui is the LSP mode's initialize.capabilities.ui: the
+    permission-gate example asks the client, and a question the client leaves open is cancelled
+    ($/cancelRequest) when uiTimeoutMs runs out."""
+    client = await lsp([], initialization={"capabilities": {"ui": {"confirm": True}}})
+    answers = [True, False, None]
+    asked, cancelled = [], []
+
+    @client.feature("ui/confirm")
+    async def confirm(params):
+        asked.append(params)
+        answer = answers.pop(0)
+        if answer is None:
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                cancelled.append(params["callId"])
+                raise
+        return {"confirmed": answer}
+
+    @client.feature("item/tool/call")
+    def editor(params):
+        return {"contentItems": [{"type": "inputText", "text": "ran " + params["arguments"]["command"]}],
+                "success": True}
+
+    gate = Path(__file__).resolve().parents[1] / "client-examples/extensions/permission-gate.py"
+    thread = (await custom(client, "thread/start", {
+        "roots": [], "trustedExtensions": ["permission-gate"], "limits": {"uiTimeoutMs": 500},
+        "extensions": [{"id": "permission-gate", "path": str(gate)}],
+        "dynamicTools": [{"name": "bash", "description": "", "inputSchema": {"type": "object"}}]}))["threadId"]
+
+    async def call(call_id):
+        return (await custom(client, "tools/call", {"threadId": thread, "call": {
+            "id": call_id, "name": "bash", "arguments": {"command": "sudo rm -rf /"}}}))["result"]
+
+    assert (await call("c1"))["content"] == [{"type": "text", "text": "ran sudo rm -rf /"}]
+    assert (await call("c2"))["details"]["blocked"]["kind"] == "deny"
+    assert (await call("c3"))["details"]["blocked"]["kind"] == "deny"
+    assert [a["callId"] for a in asked] == ["c1", "c2", "c3"]
+    assert asked[0]["extensionId"] == "permission-gate" and asked[0]["tool"] == "bash"
+    for _ in range(100):
+        if cancelled:
+            break
+        await asyncio.sleep(0.02)
+    assert cancelled == ["c3"]

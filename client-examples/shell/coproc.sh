@@ -1,30 +1,73 @@
 #!/usr/bin/env bash
-# The sidecar as a bash coprocess: the script plays the editor and answers the sidecar's
-# reverse request item/tool/call for an editor-owned tool (here: the current date).
+# The sidecar as a bash coprocess: the script plays the editor. It answers the sidecar's reverse
+# requests: item/tool/call for two editor-owned tools (`editor_date`: today's date; `bash`: says
+# what it would run, and runs nothing), and ui/confirm — the question a trusted extension asks the
+# user (here the example permission-gate, which asks before `rm -r`, `sudo`, `chmod 777`).
+#
+# The policy that answers ui/confirm in place of a user:
+#   allow, unless the tool call's arguments mention a path outside the workspace
+#   (client-examples/workspace): a word of any string argument that starts with `/` or `~`
+#   and is not the workspace or under it, or any word with a `..` segment, is outside.
+#   Anything the policy cannot read is denied.
+# It declares exactly that in initialize: capabilities.ui = {confirm: true} (so the sidecar never
+# sends it ui/select or ui/input, and writes ui/notify and ui/status to its stderr instead).
+#
 # Usage: client-examples/shell/coproc.sh   (HARNESS_SIDECAR overrides the command)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ws=$(cd "$here/../workspace" && pwd)
+gate=$(cd "$here/../extensions" && pwd)/permission-gate.py
 read -r -a sidecar <<< "${HARNESS_SIDECAR:-harness-sidecar}"
 
 coproc SIDECAR { exec "${sidecar[@]}"; }
 send() { printf '%s\n' "$1" >&"${SIDECAR[1]}"; }
 
-# Read messages until the response with id $1 arrives (kept in $RESPONSE); answer reverse
+# The policy: prints "allow", or "deny <the paths outside the workspace>".
+policy() {
+  jq -r --arg ws "$ws" '
+    def inside: (. == $ws or startswith($ws + "/")) and (test("(^|/)\\.\\.(/|$)") | not);
+    [.params.arguments // {} | .. | strings | splits("[[:space:]]+")
+     | select(test("^[/~]|(^|/)\\.\\.(/|$)")) | select(inside | not)]
+    | if length == 0 then "allow" else "deny " + join(" ") end' <<<"$1" 2>/dev/null || echo "deny (unreadable)"
+}
+
+# Answer one request of the sidecar ($1: the line).
+answer() {
+  local line=$1 id method
+  id=$(jq '.id' <<<"$line")
+  method=$(jq -r '.method' <<<"$line")
+  case "$method" in
+    item/tool/call)
+      local tool text
+      tool=$(jq -r '.params.tool' <<<"$line")
+      echo "sidecar asks the editor to run: $tool $(jq -c '.params.arguments' <<<"$line")" >&2
+      case "$tool" in
+        editor_date) text=$(date -u +%Y-%m-%d) ;;
+        bash) text="would run: $(jq -r '.params.arguments.command' <<<"$line")" ;;
+        *) send "{\"jsonrpc\":\"2.0\",\"id\":$id,\"error\":{\"code\":-32601,\"message\":\"no such editor tool\"}}"; return ;;
+      esac
+      send "$(jq -nc --argjson id "$id" --arg text "$text" \
+        '{jsonrpc: "2.0", id: $id, result: {contentItems: [{type: "inputText", text: $text}], success: true}}')"
+      ;;
+    ui/confirm)
+      local decision
+      decision=$(policy "$line")
+      echo "sidecar asks the user to confirm ($(jq -r '.params.extensionId + ": " + .params.title + " — " + (.params.tool // "") + " " + (.params.arguments // {} | tostring)' <<<"$line")): $decision" >&2
+      send "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"confirmed\":$([ "$decision" = allow ] && echo true || echo false)}}"
+      ;;
+    *)
+      send "{\"jsonrpc\":\"2.0\",\"id\":$id,\"error\":{\"code\":-32601,\"message\":\"this editor does not answer $method\"}}"
+      ;;
+  esac
+}
+
+# Read messages until the response with id $1 arrives (kept in $RESPONSE); answer the sidecar's
 # requests on the way. No pipes or $(...) around it: a subshell cannot use the coprocess.
 await() {
   local line
   while IFS= read -r -t 30 line <&"${SIDECAR[0]}"; do
     if jq -e 'has("method") and has("id")' <<<"$line" >/dev/null; then
-      local id tool
-      id=$(jq '.id' <<<"$line")
-      tool=$(jq -r '.params.tool' <<<"$line")
-      echo "sidecar asks the editor to run: $tool $(jq -c '.params.arguments' <<<"$line")" >&2
-      if [ "$tool" = "editor_date" ]; then
-        send "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"contentItems\":[{\"type\":\"inputText\",\"text\":\"$(date -u +%Y-%m-%d)\"}],\"success\":true}}"
-      else
-        send "{\"jsonrpc\":\"2.0\",\"id\":$id,\"error\":{\"code\":-32601,\"message\":\"no such editor tool\"}}"
-      fi
+      answer "$line"
     elif jq -e --argjson want "$1" '.id == $want' <<<"$line" >/dev/null; then
       RESPONSE=$line
       return 0
@@ -41,12 +84,25 @@ request() {
   jq -c "$3" <<<"$RESPONSE"
 }
 
-request 1 '{"id":1,"method":"initialize"}' '.result.serverInfo'
-request 2 "{\"id\":2,\"method\":\"thread/start\",\"params\":{\"roots\":[\"$ws/project\"],\"dynamicTools\":[{\"name\":\"editor_date\",\"description\":\"Today's date in the editor.\",\"inputSchema\":{\"type\":\"object\"}}]}}" \
+# tools/call of `bash` with COMMAND as request ID: prints whether it ran or who blocked it.
+shell() {
+  request "$1" "$(jq -nc --argjson id "$1" --arg command "$2" \
+    '{id: $id, method: "tools/call", params: {threadId: "thread-1", call: {id: "call_\($id)", name: "bash", arguments: {command: $command}}}}')" \
+    '.result.result | {isError, blocked: .details.blocked, text: .content[0].text}'
+}
+
+request 1 '{"id":1,"method":"initialize","params":{"protocolVersion":"2","capabilities":{"ui":{"confirm":true}}}}' '.result.serverInfo'
+request 2 "$(jq -nc --arg ws "$ws" --arg gate "$gate" '{id: 2, method: "thread/start", params: {
+  roots: ["\($ws)/project"], trustedExtensions: ["permission-gate"], extensions: [{id: "permission-gate", path: $gate}],
+  dynamicTools: [{name: "editor_date", description: "Today'"'"'s date in the editor.", inputSchema: {type: "object"}},
+                 {name: "bash", description: "Run a shell command.", inputSchema: {type: "object"}}]}}')" \
   '[.result.tools[].name]'
 request 3 '{"id":3,"method":"tools/call","params":{"threadId":"thread-1","call":{"id":"call_1","name":"editor_date","arguments":{}}}}' \
   '.result.result'
-request 4 '{"id":4,"method":"shutdown"}' '.result'
+shell 4 "rm -rf $ws/project/build"   # dangerous, so the gate asks: inside the workspace, so allowed
+shell 5 "sudo rm -rf /etc/harness"   # dangerous, and outside the workspace: denied
+shell 6 "ls /etc"                    # not dangerous: the gate does not ask
+request 7 '{"id":7,"method":"shutdown"}' '.result'
 send '{"method":"exit"}'
 pid=$SIDECAR_PID
 status=0

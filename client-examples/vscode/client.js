@@ -5,13 +5,69 @@
 const { spawn } = require('child_process');
 const { EventEmitter } = require('events');
 
+// Types (checked by `npm run typecheck`): every request, answer and notification is the
+// protocol's, from types/protocol.d.ts (generated from protocol.schema.json).
+/** @typedef {import('./types/protocol').ClientRequests} ClientRequests */
+/** @typedef {import('./types/protocol').ServerRequests} ServerRequests */
+/** @typedef {import('./types/protocol').ServerNotifications} ServerNotifications */
+/** @typedef {import('./types/protocol').ClientCapabilities} ClientCapabilities */
+/**
+ * @typedef {{isCancellationRequested: boolean,
+ *   onCancellationRequested: (listener: () => void) => {dispose(): void}}} Token
+ */
+/**
+ * @template {keyof ServerRequests} M
+ * @typedef {(params: ServerRequests[M]['params'], token: Token) =>
+ *   ServerRequests[M]['result'] | Promise<ServerRequests[M]['result']>} RequestHandler
+ */
+/**
+ * What extension.js uses of a connection: SidecarClient (JSONL) and LspConnection (LSP) both.
+ * @typedef {object} Connection
+ * @property {() => Promise<any>} start
+ * @property {() => Promise<any>} stop
+ * @property {<M extends keyof ClientRequests>(method: M, params?: ClientRequests[M]['params'],
+ *   options?: any) => Promise<ClientRequests[M]['result']>} request
+ * @property {<M extends keyof ServerRequests>(method: M, handler: RequestHandler<M>) => void} onRequest
+ * @property {<M extends keyof ServerNotifications>(method: M,
+ *   handler: (params: ServerNotifications[M]) => void) => void} onNotification
+ * @property {(event: string, listener: (...args: any[]) => void) => any} on
+ */
+
 class SidecarError extends Error {
+  /**
+   * @param {string} message
+   * @param {number} code
+   * @param {{kind?: string, [key: string]: any}} [data]
+   */
   constructor(message, code, data) {
     super(message);
     this.name = 'SidecarError';
     this.code = code;
     this.data = data;
     this.kind = data && data.kind;
+  }
+}
+
+/** A cancellation token as VS Code's: `{isCancellationRequested, onCancellationRequested(listener)}`. */
+class CancellationSource {
+  constructor() {
+    const listeners = new Set();
+    this.listeners = listeners;
+    /** @type {Token} */
+    this.token = {
+      isCancellationRequested: false,
+      onCancellationRequested: (listener) => {
+        listeners.add(listener);
+        return { dispose: () => listeners.delete(listener) };
+      },
+    };
+  }
+
+  cancel() {
+    if (this.token.isCancellationRequested) return;
+    this.token.isCancellationRequested = true;
+    for (const listener of [...this.listeners]) listener();
+    this.listeners.clear();
   }
 }
 
@@ -23,10 +79,11 @@ class SidecarClient extends EventEmitter {
   /**
    * @param {object} options
    * @param {string[]} options.command  argv of the sidecar, e.g. ['harness-sidecar']
-   * @param {object} [options.env]      environment of the child (default: this process's)
+   * @param {NodeJS.ProcessEnv} [options.env]  environment of the child (default: this process's)
    * @param {string} [options.cwd]
    * @param {number} [options.timeoutMs]  default request timeout (30 s)
    * @param {number} [options.maxRestarts] restarts after a crash (default 0: report only)
+   * @param {ClientCapabilities} [options.capabilities] `initialize.capabilities` (e.g. `{ui: {confirm: true}}`)
    */
   constructor(options) {
     super();
@@ -35,16 +92,26 @@ class SidecarClient extends EventEmitter {
     this.cwd = options.cwd;
     this.timeoutMs = options.timeoutMs || 30000;
     this.maxRestarts = options.maxRestarts || 0;
+    this.capabilities = options.capabilities || {};
     this.restarts = 0;
+    /** @type {Map<string, (params: any, token: Token) => any>} */
     this.requestHandlers = new Map();
+    /** @type {Map<string, (params: any) => void>} */
     this.notificationHandlers = new Map();
+    /** @type {Map<number, {method: string, resolve: (value: any) => void, reject: (err: any) => void, timer: NodeJS.Timeout}>} */
     this.pending = new Map();
+    /** @type {Map<number | string, CancellationSource>} the sidecar's requests being answered */
+    this.answering = new Map();
     this.nextId = 1;
+    /** @type {import('child_process').ChildProcessWithoutNullStreams | null} */
     this.proc = null;
     this.stopping = false;
   }
 
-  /** Spawn the sidecar and send `initialize`; resolves with its result. */
+  /**
+   * Spawn the sidecar and send `initialize`; resolves with its result.
+   * @returns {Promise<ClientRequests['initialize']['result']>}
+   */
   async start() {
     this.stopping = false;
     const [file, ...args] = this.command;
@@ -67,7 +134,7 @@ class SidecarClient extends EventEmitter {
     proc.stderr.on('data', (text) => {
       errBuffered += text;
       const lines = errBuffered.split('\n');
-      errBuffered = lines.pop();
+      errBuffered = lines.pop() || '';
       for (const line of lines) this.emit('log', line);
     });
     proc.stdin.on('error', () => {}); // EPIPE after a crash: reported through 'exit'
@@ -77,17 +144,33 @@ class SidecarClient extends EventEmitter {
     });
     proc.once('exit', (code, signal) => this._exited(proc, code, signal));
     await spawned;
-    const result = await this.request('initialize', { clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '2' });
+    const result = await this.request('initialize', {
+      clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '2', capabilities: this.capabilities,
+    });
     this.emit('started', result);
     return result;
   }
 
-  /** Answer the sidecar's reverse request `method` (e.g. item/tool/call) with `handler(params)`. */
+  /**
+   * Answer the sidecar's reverse request `method` (e.g. item/tool/call, ui/confirm) with
+   * `handler(params, token)`. `token` is cancelled when the sidecar sends `$/cancelRequest` for it
+   * (it gave up waiting); the request is then answered -32800 whatever the handler returns.
+   */
+  /**
+   * @template {keyof ServerRequests} M
+   * @param {M} method
+   * @param {RequestHandler<M>} handler
+   */
   onRequest(method, handler) {
     this.requestHandlers.set(method, handler);
   }
 
-  /** Handle the sidecar's notification `method` (also emitted as 'notification'). */
+  /**
+   * Handle the sidecar's notification `method` (also emitted as 'notification').
+   * @template {keyof ServerNotifications} M
+   * @param {M} method
+   * @param {(params: ServerNotifications[M]) => void} handler
+   */
   onNotification(method, handler) {
     this.notificationHandlers.set(method, handler);
   }
@@ -96,9 +179,15 @@ class SidecarClient extends EventEmitter {
    * Send a request. `token` (a CancellationToken: {isCancellationRequested, onCancellationRequested})
    * sends `$/cancelRequest`; the sidecar then answers -32800, which rejects with kind 'cancelled'.
    * The third argument is `{timeoutMs, token}`, or the token itself (as vscode-languageclient takes it).
+   * @template {keyof ClientRequests} M
+   * @param {M} method
+   * @param {ClientRequests[M]['params']} [params]
+   * @param {{timeoutMs?: number, token?: Token} | Token} [options]
+   * @returns {Promise<ClientRequests[M]['result']>}
    */
   request(method, params, options = {}) {
-    const { timeoutMs, token } = options && options.onCancellationRequested ? { token: options } : (options || {});
+    /** @type {{timeoutMs?: number, token?: Token}} */
+    const { timeoutMs, token } = options && 'onCancellationRequested' in options ? { token: options } : (options || {});
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) {
       return Promise.reject(new SidecarError('the sidecar is not running', -1, { kind: 'not_running' }));
     }
@@ -110,8 +199,12 @@ class SidecarClient extends EventEmitter {
         this.notify('$/cancelRequest', { id });
         reject(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
       }, timeout);
+      /** @type {{dispose(): void} | null} */
       let cancellation = null;
-      const settle = (fn) => (value) => { if (cancellation) cancellation.dispose(); fn(value); };
+      const settle = (/** @type {(value: any) => void} */ fn) => (/** @type {any} */ value) => {
+        if (cancellation) cancellation.dispose();
+        fn(value);
+      };
       this.pending.set(id, { method, resolve: settle(resolve), reject: settle(reject), timer });
       this._send({ jsonrpc: '2.0', id, method, params: params === undefined ? {} : params });
       if (token) {
@@ -122,6 +215,11 @@ class SidecarClient extends EventEmitter {
     });
   }
 
+  /**
+   * @template {keyof import('./types/protocol').ClientNotifications} M
+   * @param {M} method
+   * @param {import('./types/protocol').ClientNotifications[M]} [params]
+   */
   notify(method, params) {
     this._send({ jsonrpc: '2.0', method, params });
   }
@@ -131,6 +229,7 @@ class SidecarClient extends EventEmitter {
     if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc ? this.proc.exitCode : 0;
     this.stopping = true;
     const proc = this.proc;
+    /** @type {Promise<number | null>} */
     const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
     try {
       await this.request('shutdown', undefined, { timeoutMs: 5000 });
@@ -159,6 +258,8 @@ class SidecarClient extends EventEmitter {
     if (message.method !== undefined && message.id !== undefined) {
       this._answer(message);
     } else if (message.method !== undefined) {
+      const answering = message.method === '$/cancelRequest' && message.params && this.answering.get(message.params.id);
+      if (answering) answering.cancel();
       const handler = this.notificationHandlers.get(message.method);
       if (handler) {
         try { handler(message.params); } catch (err) { this.emit('log', `${message.method} handler failed: ${err.message}`); }
@@ -184,11 +285,19 @@ class SidecarClient extends EventEmitter {
       this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32601, message: `no handler for ${message.method}` } });
       return;
     }
+    const source = new CancellationSource();
+    this.answering.set(message.id, source);
     try {
-      const result = await handler(message.params);
-      this._send({ jsonrpc: '2.0', id: message.id, result });
+      const result = await handler(message.params, source.token);
+      if (source.token.isCancellationRequested) {
+        this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32800, message: `${message.method} was cancelled` } });
+      } else {
+        this._send({ jsonrpc: '2.0', id: message.id, result });
+      }
     } catch (err) {
       this._send({ jsonrpc: '2.0', id: message.id, error: { code: -32000, message: String(err && err.message || err) } });
+    } finally {
+      this.answering.delete(message.id);
     }
   }
 
@@ -196,6 +305,8 @@ class SidecarClient extends EventEmitter {
     if (proc !== this.proc) return;
     const expected = this.stopping;
     const reason = signal ? `signal ${signal}` : `status ${code}`;
+    for (const source of this.answering.values()) source.cancel(); // close what still asks the user
+    this.answering.clear();
     for (const [id, waiting] of this.pending) {
       clearTimeout(waiting.timer);
       waiting.reject(new SidecarError(`the sidecar exited (${reason}) before answering ${waiting.method}`, -1,
@@ -214,4 +325,4 @@ class SidecarClient extends EventEmitter {
   }
 }
 
-module.exports = { SidecarClient, SidecarError };
+module.exports = { SidecarClient, SidecarError, CancellationSource };

@@ -5,6 +5,10 @@
 // documents for what the sidecar returns, and the editor's side of the protocol (requests the
 // sidecar sends, dispatched by method in REVERSE_REQUESTS; notifications in NOTIFICATIONS).
 //
+// Asking the user for trusted extensions (ui/confirm, ui/select, ui/input, ui/notify, ui/status):
+// ui.js. *Harness: Run Extension Command* runs the commands extensions register (commands/list,
+// commands/run).
+//
 // Two modes (`harnessSidecar.mode`): "jsonl" (client.js, the default) and "lsp"
 // (lsp-extension.js: vscode-languageclient, with live diagnostics and hovers while writing).
 // Trust rules: settings.js.
@@ -12,8 +16,24 @@
 const vscode = require('vscode');
 const settingsModule = require('./settings');
 const { SidecarClient } = require('./client');
+const { EditorUi, UI_CAPABILITIES } = require('./ui');
+
+/** @typedef {import('./client').ServerRequests} ServerRequests */
+/** @typedef {import('./client').ServerNotifications} ServerNotifications */
+/** @typedef {import('./types/protocol').ThreadStartParams} ThreadStartParams */
+/** @typedef {import('./types/protocol').ThreadStartResult} ThreadStartResult */
+/** @typedef {import('./types/protocol').CommandSpec} CommandSpec */
+/** @typedef {import('./types/protocol').CommandResult} CommandResult */
+/**
+ * @typedef {{[M in keyof ServerRequests]?: (harness: Harness, params: ServerRequests[M]['params'],
+ *   token: import('./client').Token) => ServerRequests[M]['result'] | Promise<ServerRequests[M]['result']>}} ReverseRequests
+ */
+/**
+ * @typedef {{[M in keyof ServerNotifications]?: (harness: Harness, params: ServerNotifications[M]) => void}} Notifications
+ */
 
 const SCHEME = 'harness-sidecar';
+/** @type {Record<string, 'Information' | 'Warning'>} */
 const SEVERITY_OF_KIND = {
   shadowed: 'Information', duplicate_root: 'Warning', root_not_found: 'Warning', root_not_directory: 'Warning',
   extension_not_found: 'Warning', description_too_long: 'Warning',
@@ -22,14 +42,22 @@ const SEVERITY_OF_KIND = {
 const ROOT_LEVEL_KINDS = new Set(['root_not_found', 'root_not_directory', 'duplicate_root', 'extension_not_found',
   'hash_mismatch', 'extension_failed', 'too_many_skills', 'missing_skill_file', 'not_a_skill', 'unreadable']);
 
+/** @type {ThreadStartParams['dynamicTools']} */
 const EDITOR_TOOLS = [{
   name: 'editor_selection',
   description: 'The text selected in the active editor.',
   inputSchema: { type: 'object', properties: {} },
 }];
 
-/** Requests the sidecar sends the editor, by method (later: ui/confirm, ui/select, ui/input). */
+/**
+ * Requests the sidecar sends the editor, by method: `handler(harness, params, token)`; `token` is
+ * cancelled when the sidecar stops waiting (`$/cancelRequest`).
+ * @type {ReverseRequests}
+ */
 const REVERSE_REQUESTS = {
+  'ui/confirm': (harness, params, token) => harness.ui.confirm(params, token),
+  'ui/select': (harness, params, token) => harness.ui.select(params, token),
+  'ui/input': (harness, params, token) => harness.ui.input(params, token),
   'item/tool/call': async (harness, params) => {
     if (params.tool !== 'editor_selection') {
       return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };
@@ -40,10 +68,14 @@ const REVERSE_REQUESTS = {
   },
 };
 
-/** Notifications from the sidecar, by method (later: ui/notify, ui/status, catalog/changed). */
+/** Notifications from the sidecar, by method. @type {Notifications} */
 const NOTIFICATIONS = {
+  'ui/notify': (harness, params) => harness.ui.notify(params),
+  'ui/status': (harness, params) => harness.ui.status(params),
   'thread/diagnostic': (harness, params) => {
-    harness.output.warn(`[${params.extensionId || params.threadId}] ${params.hook || ''} ${params.kind}: ${params.message}`);
+    const who = 'extensionId' in params && params.extensionId ? params.extensionId : params.threadId;
+    const hook = 'hook' in params && params.hook ? `${params.hook} ` : '';
+    harness.output.warn(`[${who}] ${hook}${params.kind}: ${params.message}`);
   },
 };
 
@@ -150,6 +182,7 @@ class Harness {
     this.problems = vscode.languages.createDiagnosticCollection('harness-sidecar');
     this.documents = new Documents();
     this.tree = new CatalogTree();
+    this.ui = new EditorUi(vscode, this.output);
     this.connection = null;
     this.threadPromise = null;
     this.started = null;
@@ -180,7 +213,8 @@ class Harness {
       this.output.warn(`${key} is set by this workspace and ignored: only your user settings choose the command and the trusted extensions`);
     }
     if (!settings.trusted) {
-      this.output.info('this workspace is not trusted: no extension is trusted (skills and templates still work)');
+      this.output.info('this workspace is not trusted: no extension is trusted and no MCP server is started '
+        + '(skills and templates still work)');
     }
     this.setStatus('Harness: starting', `starting ${settings.command.join(' ')}`);
     let connection;
@@ -188,17 +222,23 @@ class Harness {
       const { LspConnection } = require('./lsp-extension');
       connection = new LspConnection({ ...settings, output: this.output });
     } else {
-      connection = new SidecarClient({ command: settings.command, maxRestarts: 3 });
+      connection = new SidecarClient({ command: settings.command, maxRestarts: 3, capabilities: { ui: UI_CAPABILITIES } });
       connection.on('log', (line) => this.output.info(line));
       connection.on('restart', (attempt) => this.output.warn(`restarting harness-sidecar (attempt ${attempt})`));
     }
     connection.on('exit', (code, signal, expected) => this.exited(connection, code, signal, expected));
-    for (const [method, handler] of Object.entries(REVERSE_REQUESTS)) {
-      connection.onRequest(method, (params) => handler(this, params));
-    }
-    for (const [method, handler] of Object.entries(NOTIFICATIONS)) {
+    /** @type {<M extends keyof ServerRequests>(method: M) => void} */
+    const answer = (method) => {
+      const handler = /** @type {NonNullable<ReverseRequests[typeof method]>} */ (REVERSE_REQUESTS[method]);
+      connection.onRequest(method, (params, token) => handler(this, params, token));
+    };
+    /** @type {<M extends keyof ServerNotifications>(method: M) => void} */
+    const listen = (method) => {
+      const handler = /** @type {NonNullable<Notifications[typeof method]>} */ (NOTIFICATIONS[method]);
       connection.onNotification(method, (params) => handler(this, params));
-    }
+    };
+    for (const method of /** @type {(keyof ServerRequests)[]} */ (Object.keys(REVERSE_REQUESTS))) answer(method);
+    for (const method of /** @type {(keyof ServerNotifications)[]} */ (Object.keys(NOTIFICATIONS))) listen(method);
     this.connection = connection;
     this.threadPromise = null;
     this.startError = null;
@@ -219,6 +259,7 @@ class Harness {
   exited(connection, code, signal, expected) {
     if (connection !== this.connection) return;
     this.threadPromise = null;
+    this.ui.clear();
     if (expected) return;
     const why = signal ? `signal ${signal}` : `status ${code}`;
     this.setStatus('Harness: stopped', `harness-sidecar exited (${why})`);
@@ -229,6 +270,7 @@ class Harness {
     const connection = this.connection;
     this.connection = null;
     this.threadPromise = null;
+    this.ui.clear();
     if (connection) await connection.stop();
   }
 
@@ -246,8 +288,10 @@ class Harness {
   /** The thread of this window, started on first use (and again after a restart or refresh). */
   thread(token) {
     if (!this.threadPromise) {
-      const { roots, trustedExtensions } = this.settings;
-      this.threadPromise = this.live().request('thread/start', { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS }, token)
+      const { roots, trustedExtensions, mcpServers } = this.settings;
+      const params = { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS };
+      if (mcpServers.length) params.mcpServers = mcpServers;
+      this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })
         .catch((err) => { this.threadPromise = null; throw err; });
     }
@@ -295,10 +339,75 @@ class Harness {
       });
   }
 
+  /**
+   * @param {import('vscode').QuickPickItem[]} items
+   * @param {string} placeHolder
+   */
   async pick(items, placeHolder) {
     const picked = await vscode.window.showQuickPick(items, { placeHolder, matchOnDescription: true, matchOnDetail: true });
     return picked && picked.label;
   }
+}
+
+/**
+ * A QuickPick of the extensions' commands, with their descriptions and who registered them.
+ * @param {CommandSpec[]} commands
+ * @returns {Promise<CommandSpec | undefined>}
+ */
+async function pickCommand(commands) {
+  const picked = await vscode.window.showQuickPick(commands.map((c) => ({
+    label: c.name, description: c.description, detail: `from ${c.origin.id}`, command: c })),
+  { placeHolder: 'Extension command to run', matchOnDescription: true });
+  return picked && picked.command;
+}
+
+/**
+ * The command's arguments, one InputBox per property of its inputSchema (none without properties).
+ * A value is taken as JSON when the property's type is not "string" (`3`, `true`, `["a"]`); an
+ * optional one left empty is left out. `undefined` when the user pressed Escape.
+ */
+/**
+ * @param {CommandSpec} command
+ * @returns {Promise<Record<string, any> | undefined>}
+ */
+async function askArguments(command) {
+  const schema = command.inputSchema || {};
+  const properties = schema.properties && typeof schema.properties === 'object' ? schema.properties : {};
+  const required = new Set(Array.isArray(schema.required) ? schema.required : []);
+  const values = {};
+  for (const [key, spec] of Object.entries(properties)) {
+    const type = spec && spec.type;
+    const asText = type === 'string' || (Array.isArray(type) && type.includes('string'));
+    const value = await vscode.window.showInputBox({
+      title: `${command.name}: ${key}${required.has(key) ? '' : ' (optional: leave empty to omit)'}`,
+      prompt: [spec && spec.description, type ? `type: ${[].concat(type).join(' | ')}` : ''].filter(Boolean).join(' — '),
+      placeHolder: spec && spec.enum ? spec.enum.map((v) => JSON.stringify(v)).join(' | ') : undefined,
+      validateInput: (text) => {
+        if (text === '' || asText) return undefined;
+        try { JSON.parse(text); return undefined; } catch (err) { return `not JSON: ${err.message}`; }
+      },
+    });
+    if (value === undefined) return undefined;
+    if (value === '' && !required.has(key)) continue;
+    values[key] = asText ? value : JSON.parse(value === '' ? 'null' : value);
+  }
+  return values;
+}
+
+/**
+ * @param {CommandSpec} command
+ * @param {Record<string, any>} values
+ * @param {CommandResult} result
+ */
+function commandResultText(command, values, result) {
+  const text = result.content.map((item) => item.text).join('\n');
+  const lines = [`# ${command.name}${result.isError ? ' (failed)' : ''}`, ''];
+  if (Object.keys(values).length) lines.push(`Arguments: \`${JSON.stringify(values)}\``, '');
+  lines.push(text);
+  if (result.details && Object.keys(result.details).length) {
+    lines.push('', '```json', JSON.stringify(result.details, null, 2), '```');
+  }
+  return lines.join('\n') + '\n';
 }
 
 let harness = null;
@@ -346,6 +455,20 @@ function activate(context) {
       const { threadId } = await h.thread(token);
       return h.documents.show('system-prompt.md', (await h.live().request('context/build', { threadId }, token)).systemPrompt);
     }),
+    'harnessSidecar.runCommand': (name, args) => h.run('Harness: running an extension command', async (token) => {
+      const { threadId } = await h.thread(token);
+      const { commands } = await h.live().request('commands/list', { threadId }, token);
+      if (!commands.length) {
+        vscode.window.showInformationMessage('Harness: no trusted extension registers a command');
+        return undefined;
+      }
+      const command = name ? commands.find((c) => c.name === name) : await pickCommand(commands);
+      if (!command) return undefined;
+      const values = args || await askArguments(command);
+      if (!values) return undefined;
+      const result = await h.live().request('commands/run', { threadId, name: command.name, arguments: values }, token);
+      return h.documents.show(`command/${command.name}.md`, commandResultText(command, values, result));
+    }),
     'harnessSidecar.restart': () => h.restart(),
     'harnessSidecar.showOutput': () => h.output.show(true),
   };
@@ -370,4 +493,4 @@ function deactivate() {
   return harness ? harness.stop() : undefined;
 }
 
-module.exports = { activate, deactivate, catalogText, REVERSE_REQUESTS, NOTIFICATIONS };
+module.exports = { activate, deactivate, catalogText, commandResultText, REVERSE_REQUESTS, NOTIFICATIONS };

@@ -9,6 +9,8 @@
 // vscode-languageclient is loaded only in this mode.
 
 const { EventEmitter } = require('events');
+const { SidecarError } = require('./client');
+const { UI_CAPABILITIES } = require('./ui');
 
 const DOCUMENT_SELECTOR = [
   { scheme: 'file', pattern: '**/skills/*/SKILL.md' },
@@ -27,7 +29,8 @@ function serverOptions(command) {
 function clientOptions({ roots, trustedExtensions, output }) {
   return {
     documentSelector: DOCUMENT_SELECTOR,
-    initializationOptions: { roots, trustedExtensions },
+    // capabilities.ui: what the extension answers when a trusted extension asks the user (ui/*)
+    initializationOptions: { roots, trustedExtensions, capabilities: { ui: UI_CAPABILITIES } },
     outputChannel: output,
   };
 }
@@ -60,21 +63,35 @@ class LspConnection extends EventEmitter {
     return this.client.initializeResult;
   }
 
+  /**
+   * @template {keyof import('./client').ClientRequests} M
+   * @param {M} method
+   * @param {import('./client').ClientRequests[M]['params']} [params]
+   * @param {import('vscode').CancellationToken} [token]
+   * @returns {Promise<import('./client').ClientRequests[M]['result']>}
+   */
   request(method, params, token) {
-    return this.client.sendRequest(method, params, token).catch((err) => {
-      const data = err && err.data;
-      const wrapped = new Error(`${method}: ${err && err.message}`);
-      wrapped.code = err && err.code;
-      wrapped.data = data;
-      wrapped.kind = data && data.kind;
-      throw wrapped;
+    // Without a token, none is passed: vscode-jsonrpc would send [params, undefined] as the params.
+    const sent = token ? this.client.sendRequest(method, params, token) : this.client.sendRequest(method, params);
+    return sent.catch((err) => {
+      throw new SidecarError(`${method}: ${err && err.message}`, err && err.code, err && err.data);
     });
   }
 
+  /**
+   * @template {keyof import('./client').ServerRequests} M
+   * @param {M} method
+   * @param {import('./client').RequestHandler<M>} handler
+   */
   onRequest(method, handler) {
     this.client.onRequest(method, handler);
   }
 
+  /**
+   * @template {keyof import('./client').ServerNotifications} M
+   * @param {M} method
+   * @param {(params: import('./client').ServerNotifications[M]) => void} handler
+   */
   onNotification(method, handler) {
     this.client.onNotification(method, handler);
   }

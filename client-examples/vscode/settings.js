@@ -2,18 +2,21 @@
 // What the extension may take from the configuration. Trust stays with the user: a repository's
 // own .vscode/settings.json must never choose the executable or trust the code it ships.
 //
-// - `harnessSidecar.command` and `harnessSidecar.trustedExtensions` are machine-scoped in
+// - `harnessSidecar.command`, `harnessSidecar.trustedExtensions` and `harnessSidecar.mcpServers`
+//   (the MCP servers each thread starts: commands the sidecar runs) are machine-scoped in
 //   package.json (VS Code ignores workspace values of such settings) and listed in
 //   `restrictedConfigurations`; on top, they are read here from the user's own values only
 //   (`inspect().globalValue`, else the default): a workspace or folder value is never used, even
 //   if a VS Code version or a remote setup let one through.
-// - In an untrusted workspace no extension is trusted at all, and `roots` too comes from the
-//   user's settings only.
+// - In an untrusted workspace no extension is trusted and no MCP server is started at all, and
+//   `roots` too comes from the user's settings only.
 
 const os = require('os');
 const path = require('path');
 
 const SECTION = 'harnessSidecar';
+/** The settings only the user's own settings may give. */
+const TRUST_KEYS = ['command', 'trustedExtensions', 'mcpServers'];
 
 /** The user's own value of `key` (user or remote-machine settings), else the default. */
 function userValue(config, key, fallback) {
@@ -27,7 +30,7 @@ function userValue(config, key, fallback) {
 /** Keys a workspace set for itself that the extension ignores (to say so in the log). */
 function ignoredWorkspaceValues(config) {
   const ignored = [];
-  for (const key of ['command', 'trustedExtensions']) {
+  for (const key of TRUST_KEYS) {
     const inspected = config.inspect(key) || {};
     if (inspected.workspaceValue !== undefined || inspected.workspaceFolderValue !== undefined) ignored.push(`${SECTION}.${key}`);
   }
@@ -42,9 +45,16 @@ function defaultRoots(vscode) {
   return roots;
 }
 
+/** The user's MCP servers: objects with a `name` and a `command` list (the sidecar checks the rest). */
+function mcpServers(value) {
+  if (!Array.isArray(value)) return [];
+  return value.filter((s) => s && typeof s === 'object' && typeof s.name === 'string' && Array.isArray(s.command));
+}
+
 /**
- * The settings the extension runs with: {command, roots, trustedExtensions, mode, trusted, ignored}.
- * `trusted` is whether the workspace is trusted (else trustedExtensions is always empty).
+ * The settings the extension runs with: {command, roots, trustedExtensions, mcpServers, mode,
+ * trusted, ignored}. `trusted` is whether the workspace is trusted (else trustedExtensions and
+ * mcpServers are always empty).
  */
 function read(vscode) {
   const config = vscode.workspace.getConfiguration(SECTION);
@@ -56,10 +66,11 @@ function read(vscode) {
     command: Array.isArray(command) && command.length && command.every((a) => typeof a === 'string') ? command : ['harness-sidecar'],
     roots: Array.isArray(configuredRoots) && configuredRoots.length ? configuredRoots : defaultRoots(vscode),
     trustedExtensions: trusted ? (userValue(config, 'trustedExtensions', []) || []) : [],
+    mcpServers: trusted ? mcpServers(userValue(config, 'mcpServers', [])) : [],
     mode,
     trusted,
     ignored: ignoredWorkspaceValues(config),
   };
 }
 
-module.exports = { SECTION, read, userValue };
+module.exports = { SECTION, TRUST_KEYS, read, userValue };

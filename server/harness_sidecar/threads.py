@@ -125,6 +125,9 @@ class Sidecar:
         self._spares: Any = None
         self._watch_hub: Any = None
         self.watching = True  # False when the transport feeds file changes itself (LSP didChangeWatchedFiles)
+        # With watching off: told the roots of each thread that wants watching, so that the transport
+        # has them watched (LSP: registers didChangeWatchedFiles globs for them with the client).
+        self.watch_requested: Callable[[list[str]], None] | None = None
         self.max_result_bytes = 16 * 1024 * 1024
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "thread/start": self.thread_start,
@@ -232,6 +235,8 @@ class Sidecar:
             # after the answer is written: watching never adds to thread/start's time
             loop = asyncio.get_running_loop()
             loop.call_soon(loop.call_soon, self._watch_roots, thread)
+        elif start.watch and self.watch_requested is not None:
+            self.watch_requested(list(start.roots))
         return self._snapshot(thread)
 
     def _snapshot(self, thread: Thread) -> dict[str, Any]:
@@ -367,12 +372,26 @@ class Sidecar:
             logger.warning("watching %s: %s", thread.id, problem)
         asyncio.ensure_future(self._rescan(thread))
 
+    def watch(self, roots: list[str], callback: Callable[[Any], Any]) -> Any:
+        """Watch ``roots`` for the transport's own use (LSP: republishing live diagnostics), sharing
+        the threads' watchers; ``callback(change)`` runs on the loop. The handle (``close()``), or
+        ``None`` when the system cannot watch."""
+        from harness_sidecar.resources.watch import WatchHub, WatchUnavailable
+
+        if self._watch_hub is None:
+            self._watch_hub = WatchHub()
+        try:
+            return self._watch_hub.subscribe(roots, callback)
+        except WatchUnavailable as exc:
+            logger.warning("cannot watch %s (%s)", ", ".join(roots), exc)
+            return None
+
     def files_changed(self, paths: list[str]) -> None:
-        """The transport watched files itself (LSP): rescan every thread with a root above one of them."""
+        """The transport watched files itself (LSP): rescan every watching thread with a root above one of them."""
         from harness_sidecar.resources.paths import is_within
 
         for thread in list(self.threads.values()):
-            if any(is_within(os.path.normpath(path), os.path.normpath(root)) for path in paths
+            if thread.start.watch and any(is_within(os.path.normpath(path), os.path.normpath(root)) for path in paths
                    for root in thread.start.roots):
                 asyncio.ensure_future(self._rescan(thread))
 

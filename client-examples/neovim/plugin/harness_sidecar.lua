@@ -22,4 +22,8 @@ vim.api.nvim_create_user_command('HarnessContext', function() hs().cmd_context()
   { desc = 'Show the system prompt' })
 vim.api.nvim_create_user_command('HarnessDiagnostics', function() hs().cmd_diagnostics() end,
   { desc = "The catalog's diagnostics in the quickfix list" })
+vim.api.nvim_create_user_command('HarnessCommand', function(o)
+  hs().cmd_command(o.fargs[1], vim.list_slice(o.fargs, 2))
+end, { nargs = '*', complete = function(lead, line) return hs().complete_command(lead, line) end,
+  desc = "Run a trusted extension's command: :HarnessCommand {name} key=value ... (a picker without arguments)" })
 vim.api.nvim_create_user_command('HarnessStop', function() hs().stop() end, { desc = 'Stop the sidecar' })

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Run the plugin's headless test with the given nvim (default: nvim on PATH).
+# Run one of the plugin's headless tests with the given nvim (default: nvim on PATH):
+#   tests/run.sh [nvim] [scenario.lua | ui.lua]   (default: scenario.lua)
 # HARNESS_SIDECAR_CMD (a JSON array) names the sidecar; default: harness-sidecar on PATH.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 nvim=${1:-nvim}
+scenario=${2:-scenario.lua}
 exec "$nvim" --headless -u NONE -i NONE --cmd "set rtp^=$here" --cmd "runtime plugin/harness_sidecar.lua" \
-  -c "luafile $here/tests/scenario.lua" -c 'cq 2'
+  -c "luafile $here/tests/$scenario" -c 'cq 2'

@@ -36,7 +36,7 @@ test('the catalog as a tree, a status bar, Problems and read-only documents', as
   });
   assert.deepEqual([...state.commands.keys()].sort(), [
     'harnessSidecar.activateSkill', 'harnessSidecar.refreshCatalog', 'harnessSidecar.renderTemplate',
-    'harnessSidecar.restart', 'harnessSidecar.showCatalog', 'harnessSidecar.showOutput', 'harnessSidecar.showSystemPrompt']);
+    'harnessSidecar.restart', 'harnessSidecar.runCommand', 'harnessSidecar.showCatalog', 'harnessSidecar.showOutput', 'harnessSidecar.showSystemPrompt']);
 
   await run(state, 'harnessSidecar.showCatalog');
   const catalog = state.shown.at(-1);
@@ -113,7 +113,7 @@ test('a workspace cannot choose the command or trust an extension (attacker test
   assert.equal(properties['harnessSidecar.trustedExtensions'].scope, 'machine');
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(),
-    ['harnessSidecar.command', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions']);
+    ['harnessSidecar.command', 'harnessSidecar.mcpServers', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions']);
 });
 
 test('an untrusted workspace trusts no extension, says so, and granting trust restarts', async () => {

@@ -121,6 +121,13 @@ function standIn({ user = {}, workspace = {}, trusted = true, folder } = {}) {
     providers: new Map(), collections: [], progress: [], user: { ...user }, workspace: { ...workspace },
     answer: undefined, // what the user clicks on an error toast
     quickPicks: [], inputs: [],
+    // What the user sees asked for (ui/*): modal messages, QuickPick and InputBox widgets, every
+    // information/warning/error message, and every status-bar item.
+    modals: [], widgets: [], messages: [], statusBarItems: [],
+    // How the user answers: modal(entry) → the button clicked (or a promise; undefined: dismissed);
+    // widget(w) is called when a created QuickPick/InputBox is shown (w.pick(label), w.type(text),
+    // w.escape(); leave it open by doing nothing).
+    answers: { modal: undefined, widget: undefined },
   };
   const configChanged = new EventEmitter();
   const trustGranted = new EventEmitter();
@@ -128,6 +135,31 @@ function standIn({ user = {}, workspace = {}, trusted = true, folder } = {}) {
   const closed = new EventEmitter();
   const changed = new EventEmitter();
   const DEFAULTS = { command: ['harness-sidecar'], roots: [], trustedExtensions: [], mode: 'jsonl' };
+
+  // A QuickPick or InputBox as VS Code's: hidden by hide() or dispose() (onDidHide fires once).
+  const widget = (kind) => {
+    const accepted = new EventEmitter();
+    const hidden = new EventEmitter();
+    const w = {
+      kind, items: [], selectedItems: [], activeItems: [], value: '', title: undefined, placeholder: undefined,
+      prompt: undefined, visible: false, disposed: false,
+      onDidAccept: accepted.event, onDidHide: hidden.event, onDidChangeValue: new EventEmitter().event,
+      onDidChangeSelection: new EventEmitter().event, onDidChangeActive: new EventEmitter().event,
+      onDidTriggerButton: new EventEmitter().event,
+      show() {
+        w.visible = true;
+        state.widgets.push(w);
+        if (state.answers.widget) setImmediate(() => state.answers.widget(w));
+      },
+      hide() { if (w.visible) { w.visible = false; hidden.fire(); } },
+      dispose() { w.hide(); w.disposed = true; },
+      // the user:
+      pick(label) { w.selectedItems = w.items.filter((i) => i.label === label); accepted.fire(); },
+      type(text) { w.value = text; accepted.fire(); },
+      escape() { w.hide(); },
+    };
+    return w;
+  };
 
   const logChannel = (name) => {
     const line = (level) => (message) => state.output.push(`[${level}] ${message}`);
@@ -158,15 +190,41 @@ function standIn({ user = {}, workspace = {}, trusted = true, folder } = {}) {
     extensions: { getExtension: () => undefined, all: [] },
     window: {
       createOutputChannel: (name) => logChannel(name),
-      showErrorMessage: async (message, ...actions) => { state.errors.push({ message, actions }); return state.answer; },
-      showWarningMessage: async (message) => { state.errors.push({ message, actions: [] }); return undefined; },
-      showInformationMessage: async (message) => { state.infos.push(message); return undefined; },
+      showErrorMessage: async (message, ...actions) => {
+        state.messages.push({ level: 'error', message });
+        state.errors.push({ message, actions });
+        return state.answer;
+      },
+      showWarningMessage: async (message, ...rest) => {
+        if (rest[0] && typeof rest[0] === 'object' && rest[0].modal) {
+          const entry = { message, options: rest[0], actions: rest.slice(1) };
+          state.modals.push(entry);
+          return typeof state.answers.modal === 'function' ? state.answers.modal(entry) : state.answers.modal;
+        }
+        state.messages.push({ level: 'warning', message });
+        state.errors.push({ message, actions: [] });
+        return undefined;
+      },
+      showInformationMessage: async (message) => {
+        state.messages.push({ level: 'info', message });
+        state.infos.push(message);
+        return undefined;
+      },
+      createQuickPick: () => widget('quickPick'),
+      createInputBox: () => widget('inputBox'),
       showTextDocument: async (doc) => { state.shown.push(doc); return { document: doc }; },
       showQuickPick: async (items, options) => { state.quickPicks.push({ items: await items, options }); return (await items)[0]; },
-      showInputBox: async (options) => { state.inputs.push(options); return `value of ${options.prompt}`; },
-      createStatusBarItem: () => {
-        state.statusBar = { text: '', tooltip: '', visible: false, show() { this.visible = true; }, hide() { this.visible = false; }, dispose() {} };
-        return state.statusBar;
+      showInputBox: async (options) => {
+        state.inputs.push(options);
+        return state.answers.inputBox ? state.answers.inputBox(options) : `value of ${options.prompt}`;
+      },
+      createStatusBarItem: (alignment, priority) => {
+        const item = { text: '', tooltip: '', alignment, priority, visible: false, disposed: false,
+          show() { this.visible = true; }, hide() { this.visible = false; },
+          dispose() { this.visible = false; this.disposed = true; } };
+        state.statusBarItems.push(item);
+        if (!state.statusBar) state.statusBar = item; // the first is the extension's own
+        return item;
       },
       registerTreeDataProvider: (id, provider) => { state.trees.set(id, provider); return new Disposable(); },
       createTreeView: (id, options) => { state.trees.set(id, options.treeDataProvider); return { dispose() {} }; },

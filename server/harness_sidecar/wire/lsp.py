@@ -15,6 +15,14 @@ loaded; it answers what pygls would leave unanswered or answer without ``data.ki
 (a request before ``initialize``: ``-32002``; a second ``initialize``; a request after
 ``shutdown``; malformed JSON), and every error pygls writes gets its ``data.kind``.
 
+Watching: when the client can register file watchers (``workspace.didChangeWatchedFiles.
+dynamicRegistration``), the server registers globs for what makes a catalog under each root
+(its own roots at ``initialized``, each thread's as it starts) and the client's
+``workspace/didChangeWatchedFiles`` feeds the threads' rescans (``Sidecar.files_changed``);
+the threads then start no watcher of their own. Otherwise the threads watch as in JSONL mode and
+the server watches its own roots the same way. Either way a change republishes the diagnostics
+of every open document (a skill becomes shadowed by one added elsewhere without being reopened).
+
 ``wire`` does not import ``resources``: the linter and the methods are handed in by
 ``cli``.
 """
@@ -55,6 +63,11 @@ KIND_OF_CODE = {-32700: "parse_error", -32600: "invalid_request", -32601: "metho
 DOCUMENT_METHODS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didSave",
                     "textDocument/didClose")
 IDLE_BEFORE_IMPORT_S = 0.3  # with no document opened this long after initialize, load pygls anyway
+WATCH_REQUEST_PREFIX = "harness-sidecar-watch-"  # ids of our client/registerCapability requests
+# What makes a catalog under a root (as resources/watch.py watches it): the root itself (created or
+# deleted), its AGENTS.md, skill folders and their SKILL.md, templates, and anything under extensions/.
+WATCH_GLOBS = ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")
+GLOB_SPECIAL = frozenset("*?[]{}")
 
 
 # -- positions --------------------------------------------------------------------------------
@@ -128,6 +141,26 @@ def uri_to_path(uri: str) -> str | None:
     return os.path.normpath(unquote(parts.path))
 
 
+def path_to_uri(path: str) -> str:
+    from pathlib import Path
+
+    return Path(path).as_uri()
+
+
+def watchers(root: str, relative: bool) -> list[dict[str, Any]] | None:
+    """``FileSystemWatcher``s for ``root``: relative patterns when the client supports them, else
+    absolute glob strings; ``None`` when ``root`` cannot be written as a glob (it holds ``*?[]{}``)."""
+    root = os.path.normpath(root)
+    parent, name = os.path.split(root)
+    if relative:
+        base = path_to_uri(root)
+        return [{"globPattern": {"baseUri": path_to_uri(parent), "pattern": name}}] + \
+            [{"globPattern": {"baseUri": base, "pattern": glob}} for glob in WATCH_GLOBS]
+    if GLOB_SPECIAL & set(root):
+        return None
+    return [{"globPattern": root}] + [{"globPattern": f"{root}/{glob}"} for glob in WATCH_GLOBS]
+
+
 def default_roots(workspace_folder: str | None) -> list[str]:
     """Without ``initializationOptions.roots``: ``[<workspace>/.agents, ~/.agents]``."""
     roots = [os.path.join(workspace_folder, ".agents")] if workspace_folder else []
@@ -149,6 +182,8 @@ class Core:
         self.markdown = False
         self.documents: dict[str, list[Any]] = {}
         self.initialize_params: dict[str, Any] = {}
+        self.client_watches = False  # the client registers file watchers for us (dynamic registration)
+        self.relative_patterns = False
 
     @property
     def lint(self) -> Any:
@@ -177,6 +212,10 @@ class Core:
             else None
         formats = hover.get("contentFormat") if isinstance(hover, dict) else None
         self.markdown = isinstance(formats, list) and "markdown" in formats
+        workspace = capabilities.get("workspace") if isinstance(capabilities, dict) else None
+        watched = workspace.get("didChangeWatchedFiles") if isinstance(workspace, dict) else None
+        self.client_watches = isinstance(watched, dict) and watched.get("dynamicRegistration") is True
+        self.relative_patterns = isinstance(watched, dict) and watched.get("relativePatternSupport") is True
         options = params.get("initializationOptions")
         options = options if isinstance(options, dict) else {}
         folder = None
@@ -268,6 +307,11 @@ class Core:
                         "source": SERVER_NAME})
         return out
 
+    def republish(self) -> None:
+        """Files changed on disk: every open document's diagnostics again (shadowing, trust…)."""
+        for uri in list(self.documents):
+            self.publish(uri)
+
     def publish(self, uri: str) -> None:
         version, text = self.documents[uri]
         params: dict[str, Any] = {"uri": uri, "diagnostics": self.diagnostics(uri, text)}
@@ -352,6 +396,42 @@ class Session:
         self._import: threading.Thread | None = None
         self._import_error: BaseException | None = None
         self.first_publish_done = False
+        self.watched_roots: set[str] = set()
+        self._watch_requests = 0
+
+    # file watching by the client
+
+    def watch_roots(self, roots: list[str]) -> None:
+        """Ask the client to watch what makes a catalog under ``roots`` (the ones not asked yet)."""
+        found = []
+        for root in roots:
+            root = os.path.normpath(root)
+            if root in self.watched_roots:
+                continue
+            self.watched_roots.add(root)
+            globs = watchers(root, self.core.relative_patterns)
+            if globs is None:
+                logger.warning("cannot ask the client to watch %s (a glob cannot name it); thread/refresh rescans it",
+                               root)
+                continue
+            found += globs
+        if not found:
+            return
+        self._watch_requests += 1
+        request_id = f"{WATCH_REQUEST_PREFIX}{self._watch_requests}"
+        self.send({"jsonrpc": "2.0", "id": request_id, "method": "client/registerCapability", "params": {
+            "registrations": [{"id": request_id, "method": "workspace/didChangeWatchedFiles",
+                               "registerOptions": {"watchers": found}}]}})
+
+    def files_changed(self, params: Any) -> None:
+        changes = params.get("changes") if isinstance(params, dict) else None
+        paths = [path for change in changes if isinstance(change, dict) and isinstance(change.get("uri"), str)
+                 for path in [uri_to_path(change["uri"])] if path is not None] if isinstance(changes, list) else []
+        if not paths:
+            return
+        self.core.republish()
+        if self.backend is not None:
+            self.backend.files_changed(paths)
 
     # output
 
@@ -425,6 +505,10 @@ class Session:
         method = message.get("method")
         is_request = "id" in message and method is not None
         params = message.get("params")
+        if method is None and str(message.get("id")).startswith(WATCH_REQUEST_PREFIX):
+            if "error" in message:  # the client refused: say so; thread/refresh still rescans
+                logger.warning("the client refused to watch files: %s", message["error"])
+            return True
         if method == "exit":
             if self.backend is not None and in_loop:
                 self.exit_code = self.backend.handle(message)
@@ -476,6 +560,11 @@ class Session:
         if method == "shutdown" and is_request and self.backend is None:
             self.shutting_down = True
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            return True
+        if method == "initialized" and self.core.client_watches and not self.watched_roots:
+            self.watch_roots(self.core.roots)
+        if method == "workspace/didChangeWatchedFiles":
+            self.files_changed(params)
             return True
         if method in ("initialized", "$/setTrace", "$/cancelRequest") and self.backend is None:
             return True  # nothing is in flight before pygls: nothing to cancel

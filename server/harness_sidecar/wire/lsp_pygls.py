@@ -58,23 +58,31 @@ class SidecarLanguageServer(LanguageServer):
 class LspPeer:
     """The ``threads.Peer`` of the LSP mode: notifications and requests to the client."""
 
-    def __init__(self, server: SidecarLanguageServer) -> None:
+    def __init__(self, server: SidecarLanguageServer, capabilities: Any = None) -> None:
         self.server = server
         self._ids = itertools.count(1)
-        self.client_capabilities: dict[str, Any] = {}  # the sidecar's own (ui/*): none in LSP mode
+        # The sidecar's own capabilities (ui/*): initializationOptions.capabilities, as JSONL's
+        # initialize.capabilities.
+        self.client_capabilities: dict[str, Any] = capabilities if isinstance(capabilities, dict) else {}
 
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.server.protocol.notify(method, params)
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
         protocol: SidecarProtocol = self.server.protocol  # type: ignore[assignment]
-        msg_id = next(self._ids)
+        # A string id: pygls keeps the incoming requests by id too, and a client that numbers its own
+        # requests 1, 2, … (vscode-languageclient) must not have an answer to ours taken for one of them.
+        msg_id = f"harness-sidecar-{next(self._ids)}"
         protocol.sent_ids.add(msg_id)
         try:
             future = asyncio.wrap_future(protocol.send_request(method, params, msg_id=msg_id))
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
+            protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))  # the editor may close its dialog
             raise TimeoutError(f"no answer to {method} within {timeout_s:g} s") from None
+        except asyncio.CancelledError:
+            protocol.notify("$/cancelRequest", types.CancelParams(id=msg_id))
+            raise
         except JsonRpcException as exc:
             raise PeerError(exc.message) from None
         finally:
@@ -143,7 +151,14 @@ class Backend:
         self.session = session
         server = SidecarLanguageServer(SERVER_NAME, __version__, protocol_cls=SidecarProtocol,
                                        text_document_sync_kind=types.TextDocumentSyncKind.Full)
-        sidecar = make_sidecar(LspPeer(server))
+        options = session.core.initialize_params.get("initializationOptions")
+        sidecar = make_sidecar(LspPeer(server, options.get("capabilities") if isinstance(options, dict) else None))
+        # The client watches the files (it registered our globs): the threads start no watcher and
+        # their roots are registered with the client as they start.
+        sidecar.watching = not session.core.client_watches
+        sidecar.watch_requested = session.watch_roots if session.core.client_watches else None
+        self.sidecar = sidecar
+        self.own_watch: Any = None
         SidecarProtocol.custom_methods = frozenset(sidecar.methods)
         for method, handler in sidecar.methods.items():
             server.feature(method)(_custom_handler(method, handler))
@@ -177,6 +192,10 @@ class Backend:
             return int(exc.code or 0)
         return None
 
+    def files_changed(self, paths: list[str]) -> None:
+        """The client's didChangeWatchedFiles (on the loop): the threads rescan."""
+        self.sidecar.files_changed(paths)
+
     def run(self, inbox: Any, first: dict[str, Any]) -> int:
         return asyncio.run(self._main(inbox, first))
 
@@ -203,5 +222,12 @@ class Backend:
                     done.set_result(session.exit_code)
                     return
 
+        if not session.core.client_watches:
+            # The client cannot watch for us: watch the server's own roots for the live diagnostics.
+            self.own_watch = self.sidecar.watch(session.core.roots, lambda change: session.core.republish())
         inbox.connect(lambda batch: loop.call_soon_threadsafe(process, batch), [first])
-        return await done
+        try:
+            return await done
+        finally:
+            if self.own_watch is not None:
+                self.own_watch.close()

@@ -7,10 +7,16 @@
 --     roots = { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') },  -- earlier wins
 --     trusted_extensions = { 'review-extension' },       -- ids the sidecar may import
 --     lsp = true,                                        -- also the language server (Neovim 0.8+)
+--     mcp_servers = { { name = 'files', command = { 'mcp-server-files' } } },  -- thread/start.mcpServers
 --   })
+--
+-- Trusted extensions ask the user through vim.ui.select / vim.ui.input / vim.notify and set status
+-- items shown by require('harness_sidecar').statusline() (harness_sidecar.ui); their commands run
+-- with :HarnessCommand.
 --
 -- Trust comes from setup() only: nothing is read from the project (no exrc, no project file).
 local rpc = require('harness_sidecar.rpc')
+local ui = require('harness_sidecar.ui')
 
 local M = {}
 
@@ -23,6 +29,9 @@ local DEFAULTS = {
   -- name -> { description, handler(arguments) -> text, ok }  (return nil to answer later)
   tools = {},
   lsp = false, -- true or a table of LSP options (see harness_sidecar.lsp)
+  -- MCP servers each thread starts (thread/start.mcpServers): a list of
+  -- { name, command = { argv... }, env?, cwd?, required?, startupTimeoutMs?, tools? = { allow?, deny? } }
+  mcp_servers = {},
 }
 
 M.config = vim.deepcopy(DEFAULTS)
@@ -73,8 +82,12 @@ local function tools()
   return vim.tbl_extend('force', default_tools, M.config.tools or {})
 end
 
---- Requests the sidecar sends the editor, by method (later: ui/confirm, ui/select, ui/input).
+--- Requests the sidecar sends the editor, by method: handler(params, id, client) -> result | nil, err
+--- (nil, nil: answered later with client:respond(id, …)).
 M.reverse_requests = {
+  ['ui/confirm'] = function(params, id, client) ui.ask(client, id, 'ui/confirm', params) end,
+  ['ui/select'] = function(params, id, client) ui.ask(client, id, 'ui/select', params) end,
+  ['ui/input'] = function(params, id, client) ui.ask(client, id, 'ui/input', params) end,
   ['item/tool/call'] = function(params)
     local tool = tools()[params.tool]
     if not tool then
@@ -91,20 +104,47 @@ M.reverse_requests = {
   end,
 }
 
---- Notifications from the sidecar, by method (later: ui/notify, ui/status, catalog/changed).
+--- Notifications from the sidecar, by method.
 M.notifications = {
+  ['ui/notify'] = ui.notify,
+  ['ui/status'] = ui.status,
+  ['$/cancelRequest'] = function(params)
+    ui.withdraw(params.id)
+  end,
   ['thread/diagnostic'] = function(params)
     notify(string.format('[%s] %s %s: %s', tostring(params.extensionId or params.threadId), tostring(params.hook or ''),
       params.kind, params.message), vim.log.levels.WARN)
   end,
 }
 
-local function on_request(method, params)
+local function on_request(client, method, params, id)
   local handler = M.reverse_requests[method]
   if not handler then
     return nil, { code = -32601, message = 'Neovim serves no ' .. method }
   end
-  return handler(params)
+  return handler(params, id, client)
+end
+
+--- setup()'s mcp_servers as thread/start.mcpServers: an empty `env` or `tools` table is an object
+--- (vim.json.encode would write `[]`, which the sidecar refuses).
+function M.mcp_servers()
+  local servers = {}
+  for _, server in ipairs(M.config.mcp_servers or {}) do
+    server = vim.deepcopy(server)
+    for _, key in ipairs({ 'env', 'tools' }) do
+      if type(server[key]) == 'table' and next(server[key]) == nil then
+        server[key] = vim.empty_dict()
+      end
+    end
+    table.insert(servers, server)
+  end
+  return servers
+end
+
+--- The status items that trusted extensions set (ui/status), for your 'statusline':
+---   set statusline=%f\ %{v:lua.require'harness_sidecar'.statusline()}
+function M.statusline()
+  return ui.statusline()
 end
 
 --- setup(opts): each call replaces what it names (a second call never repeats roots).
@@ -155,7 +195,9 @@ function M.ensure(callback)
   local client
   client = rpc.new({
     cmd = cmd,
-    on_request = on_request,
+    on_request = function(method, params, id)
+      return on_request(client, method, params, id)
+    end,
     on_notification = function(method, params)
       local handler = M.notifications[method]
       if handler then
@@ -168,6 +210,7 @@ function M.ensure(callback)
     on_exit = function(code, signal, expected)
       if M.client == client then
         M.thread = nil
+        ui.clear()
       end
       if not expected then
         local why = (signal and signal ~= 0) and ('signal ' .. signal) or ('status ' .. tostring(code))
@@ -181,7 +224,8 @@ function M.ensure(callback)
     return flush({ kind = 'spawn_failed', message = err })
   end
   M.client = client
-  client:request('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '2' }, function(init_err)
+  client:request('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '2',
+    capabilities = { ui = ui.capabilities } }, function(init_err)
     if init_err then
       return flush(init_err)
     end
@@ -189,11 +233,11 @@ function M.ensure(callback)
     for name, tool in pairs(tools()) do
       table.insert(dynamic, { name = name, description = tool.description or '', inputSchema = { type = 'object' } })
     end
-    client:request('thread/start', {
-      roots = M.roots(),
-      trustedExtensions = M.config.trusted_extensions,
-      dynamicTools = dynamic,
-    }, function(start_err, started)
+    local start = { roots = M.roots(), trustedExtensions = M.config.trusted_extensions, dynamicTools = dynamic }
+    if type(M.config.mcp_servers) == 'table' and #M.config.mcp_servers > 0 then
+      start.mcpServers = M.mcp_servers()
+    end
+    client:request('thread/start', start, function(start_err, started)
       if start_err then
         return flush(start_err)
       end
@@ -256,6 +300,7 @@ function M.stop(opts)
   if thread then
     M.stopped_thread = thread.threadId
   end
+  ui.clear()
   client:stop(opts.wait and 3000 or nil)
   if not opts.quiet then
     notify(thread and string.format('stopped; %s and its activations are gone (the next command starts a new sidecar)',
@@ -423,6 +468,188 @@ function M.cmd_context()
     end
     M.show(result.systemPrompt)
   end)
+end
+
+-- Extension commands (commands/list, commands/run): :HarnessCommand {name} [key=value ...].
+
+--- callback(err, commands): the commands the thread's trusted extensions registered.
+function M.commands(callback)
+  M.call('commands/list', {}, function(err, result)
+    if err then
+      return callback(err)
+    end
+    M.command_cache = { client = M.client, thread = M.thread and M.thread.threadId, list = result.commands }
+    callback(nil, result.commands)
+  end)
+end
+
+function M.run_command(name, arguments, callback)
+  M.call('commands/run', { name = name, arguments = next(arguments or {}) and arguments or vim.empty_dict() }, callback)
+end
+
+local function properties_of(command)
+  local schema = type(command) == 'table' and command.inputSchema
+  local properties = type(schema) == 'table' and schema.properties
+  return type(properties) == 'table' and properties or {}
+end
+
+--- A typed value for property `key` of `command`: text for a "string" property (or an unknown one),
+--- else the value read as JSON when it is JSON (`3`, `true`, `["a"]`), else the text as typed.
+local function typed(command, key, text)
+  local spec = properties_of(command)[key]
+  local kind = type(spec) == 'table' and spec.type or nil
+  if kind == nil or kind == 'string' or (type(kind) == 'table' and vim.tbl_contains(kind, 'string')) then
+    return text
+  end
+  local ok, value = pcall(vim.json.decode, text)
+  if ok and value ~= nil then
+    return value
+  end
+  return text
+end
+
+--- key=value words as the command's arguments; a word without '=' continues the previous value.
+function M.command_arguments(command, words)
+  local texts, order, last = {}, {}, nil
+  for _, word in ipairs(words or {}) do
+    local key, value = word:match('^([%a_][%w_%-]*)=(.*)$')
+    if key then
+      if texts[key] == nil then
+        table.insert(order, key)
+      end
+      texts[key], last = value, key
+    elseif last then
+      texts[last] = texts[last] .. ' ' .. word
+    else
+      return nil, 'arguments are key=value, not ' .. word
+    end
+  end
+  local arguments = {}
+  for _, key in ipairs(order) do
+    arguments[key] = typed(command, key, texts[key])
+  end
+  return arguments
+end
+
+function M.command_result_text(name, result)
+  local texts = {}
+  for _, item in ipairs(result.content or {}) do
+    table.insert(texts, item.text)
+  end
+  return '# ' .. name .. (result.isError and ' (failed)' or '') .. '\n\n' .. table.concat(texts, '\n')
+end
+
+local function run_and_show(name, arguments)
+  M.run_command(name, arguments, function(err, result)
+    if err then
+      return report(err)
+    end
+    M.show(M.command_result_text(name, result))
+    if result.isError then
+      notify(name .. ' failed (see the output window)', vim.log.levels.WARN)
+    end
+  end)
+end
+
+--- One vim.ui.input per property of the command's inputSchema; an empty optional one is left out.
+local function ask_arguments(command, keys, arguments)
+  local key = table.remove(keys, 1)
+  if not key then
+    return run_and_show(command.name, arguments)
+  end
+  local required = vim.tbl_contains(type(command.inputSchema) == 'table' and type(command.inputSchema.required) == 'table'
+    and command.inputSchema.required or {}, key)
+  vim.ui.input({ prompt = command.name .. ': ' .. key .. (required and '' or ' (optional)') .. ' = ' }, function(value)
+    if value == nil then
+      return -- Escape: nothing runs
+    end
+    if value ~= '' or required then
+      arguments[key] = typed(command, key, value)
+    end
+    ask_arguments(command, keys, arguments)
+  end)
+end
+
+--- :HarnessCommand {name} key=value ...; without a name: a picker, then a prompt per argument.
+function M.cmd_command(name, words)
+  M.commands(function(err, commands)
+    if err then
+      return report(err)
+    end
+    if not name or name == '' then
+      if #commands == 0 then
+        return notify('no trusted extension registers a command', vim.log.levels.WARN)
+      end
+      return vim.ui.select(commands, {
+        prompt = 'Extension command to run',
+        format_item = function(c) return c.name .. ' — ' .. c.description .. ' (' .. c.origin.id .. ')' end,
+      }, function(choice)
+        if choice then
+          local keys = vim.tbl_keys(properties_of(choice))
+          table.sort(keys)
+          ask_arguments(choice, keys, {})
+        end
+      end)
+    end
+    local command
+    for _, c in ipairs(commands) do
+      if c.name == name then
+        command = c
+      end
+    end
+    local arguments, usage = M.command_arguments(command, words)
+    if not arguments then
+      return report({ kind = 'usage', message = usage })
+    end
+    run_and_show(name, arguments) -- an unknown name is the sidecar's command_not_found
+  end)
+end
+
+local function commands_now()
+  local cache = M.command_cache
+  if cache and cache.client == M.client and M.thread and cache.thread == M.thread.threadId then
+    return cache.list
+  end
+  local done = false
+  M.commands(function() done = true end)
+  vim.wait(M.completion_wait_ms, function() return done end, 10)
+  cache = M.command_cache
+  return cache and cache.client == M.client and cache.list or {}
+end
+
+--- :HarnessCommand completion: a command name first, then `key=` for the arguments not given yet.
+function M.complete_command(lead, line)
+  local words = vim.split(line, '%s+', { trimempty = true })
+  local finished = line:match('%s$') and #words or #words - 1
+  local commands = commands_now()
+  if finished <= 1 then
+    local names = {}
+    for _, c in ipairs(commands) do
+      table.insert(names, c.name)
+    end
+    return vim.tbl_filter(function(n) return n:sub(1, #lead) == lead end, names)
+  end
+  local command
+  for _, c in ipairs(commands) do
+    if c.name == words[2] then
+      command = c
+    end
+  end
+  local given = {}
+  for i = 3, #words do
+    local key = words[i]:match('^([%a_][%w_%-]*)=')
+    if key then
+      given[key] = true
+    end
+  end
+  local out = {}
+  for key in pairs(properties_of(command)) do
+    if not given[key] then
+      table.insert(out, key .. '=')
+    end
+  end
+  table.sort(out)
+  return vim.tbl_filter(function(n) return n:sub(1, #lead) == lead end, out)
 end
 
 local QF_TYPE = { shadowed = 'I', duplicate_root = 'W', root_not_found = 'W', root_not_directory = 'W',

@@ -11,7 +11,8 @@ local function is_nil(value)
   return value == nil or value == vim.NIL
 end
 
---- opts: cmd (list), on_request(method, params) -> result | nil, err, on_notification(method, params),
+--- opts: cmd (list), on_request(method, params, id) -> result | nil, err (nil, nil: answered later with
+--- Client:respond(id, …)), on_notification(method, params),
 --- on_exit(code, signal, expected), on_stderr(line)
 function M.new(opts)
   return setmetatable({
@@ -160,7 +161,7 @@ end
 function Client:_answer(message)
   local result, err
   if self.on_request then
-    local ok, r, e = pcall(self.on_request, message.method, message.params)
+    local ok, r, e = pcall(self.on_request, message.method, message.params, message.id)
     if not ok then
       err = { code = -32000, message = tostring(r) }
     elseif r == nil and e == nil then
