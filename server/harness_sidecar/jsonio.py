@@ -15,9 +15,10 @@ the two would differ, the standard library decides, so nothing changes for anyon
   only from outside JSON data (an MCP server's parsed result), and either way no bare ``NaN``
   is ever written.
 
-The extension host calls ``standard_library_only()``: under an address-space limit
-(``limits.hostMemoryMb``) orjson dies of SIGSEGV when its output outgrows what it can map (seen
-from about 128 MB under 2 GB), where the standard library raises ``MemoryError``.
+The extension host calls ``standard_library_only()`` for writing: under an address-space limit
+(``limits.hostMemoryMb``) orjson's ``dumps`` dies of SIGSEGV when its output outgrows what it can
+map (seen from about 128 MB under 2 GB), where the standard library raises ``MemoryError``. Its
+``loads`` fails cleanly there ("Not enough memory…"), so reading stays fast.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ _fast = True
 
 
 def standard_library_only() -> None:
+    """Write with the standard library only (see above); reading is unaffected."""
     global _fast
     _fast = False
 
@@ -68,7 +70,7 @@ def loads(data: bytes) -> object:
 
     ``NaN`` and ``Infinity`` are refused; an integer keeps every digit.
     """
-    if _fast and _NINETEEN_DIGITS not in data.translate(_DIGITS_AS_ZERO):
+    if _NINETEEN_DIGITS not in data.translate(_DIGITS_AS_ZERO):
         try:
             return orjson.loads(data)
         except orjson.JSONDecodeError:

@@ -43,9 +43,8 @@ def _stderr(data: bytes) -> None:
         pass
 
 
-def _loop_time(monotonic_at: float) -> float:
+def _loop_time(loop: asyncio.AbstractEventLoop, monotonic_at: float) -> float:
     """A ``time.monotonic()`` instant on the event loop's clock (the same clock on Linux)."""
-    loop = asyncio.get_running_loop()
     return monotonic_at - time.monotonic() + loop.time()
 
 
@@ -352,6 +351,7 @@ class ExtensionHost:
         self.closed = False
         self._watchdog: asyncio.TimerHandle | None = None
         self._watch_at = 0.0
+        self.loop = asyncio.get_running_loop()  # made in thread/start, on the loop; looked up once
         self._pings: dict[int, asyncio.TimerHandle] = {}
         self._ping_ids = itertools.count(1)
         self._ui_tasks: dict[int, asyncio.Task] = {}
@@ -445,11 +445,10 @@ class ExtensionHost:
         """Send one exchange; its future resolves to the host's report or to a ``Stopped``."""
         process = self.process
         assert process is not None
-        loop = asyncio.get_running_loop()
         ident = next(self._ids)
         deadline = time.monotonic() + plan[first].timeout
         body["deadline"] = deadline
-        pending = Pending(ident, tag, plan, first, loop.create_future(), deadline)
+        pending = Pending(ident, tag, plan, first, self.loop.create_future(), deadline)
         self.pending[ident] = pending
         process.send(tag, ident, body)
         self._arm(pending.limit())
@@ -462,7 +461,7 @@ class ExtensionHost:
                 return
             self._watchdog.cancel()
         self._watch_at = at
-        self._watchdog = asyncio.get_running_loop().call_at(_loop_time(at), self._watch)
+        self._watchdog = self.loop.call_at(_loop_time(self.loop, at), self._watch)
 
     async def run(self, tag: str, body: dict[str, Any], plan: list[StepPlan], first: int) -> Any:
         pending = self.exchange(tag, body, plan, first)
@@ -602,7 +601,7 @@ class ExtensionHost:
                 process.unresponsive = True  # type: ignore[attr-defined]
                 process.kill()
 
-        self._pings[ident] = asyncio.get_running_loop().call_later(self.grace_s, unresponsive)
+        self._pings[ident] = self.loop.call_later(self.grace_s, unresponsive)
 
     # -- asking the user
 
