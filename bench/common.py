@@ -111,7 +111,26 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": len(values)}
 
 
-def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined: int, runs: int,
+def pipelined(raw: "Raw", payload: bytes, count: int, runs: int, children: bool = False) -> tuple[list, list]:
+    """``count`` requests written at once (``runs`` times after a warm-up): calls/s, µs of CPU per call."""
+    rates, cpu_per_call = [], []
+    for run in range(runs + 1):
+        cpu_before = cpu_seconds(raw.proc.pid, children)
+        started = time.perf_counter()
+        writer = threading.Thread(target=raw.send, args=(payload,))
+        writer.start()
+        for _ in range(count):
+            raw.line()
+        elapsed = time.perf_counter() - started
+        writer.join()
+        cpu = cpu_seconds(raw.proc.pid, children) - cpu_before
+        if run >= 1:
+            rates.append(count / elapsed)
+            cpu_per_call.append(cpu / count * 1e6)
+    return rates, cpu_per_call
+
+
+def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined_count: int, runs: int,
                include_children: bool = False) -> dict:
     """tools/call of the 'hooked' extension's echo (or the echo server's echo): pipelined rate, round trip,
     CPU per call (with ``include_children``, of the sidecar's extension hosts too)."""
@@ -132,7 +151,7 @@ def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined
             return {"threadId": "t", "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
 
     lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params(i)}).encode() + b"\n"
-             for i in range(1, pipelined + 1)]
+             for i in range(1, pipelined_count + 1)]
     # sequential round trips
     latencies = []
     for i in range(sequential):
@@ -140,21 +159,7 @@ def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined
         raw.send(lines[i % len(lines)])
         raw.line()
         latencies.append((time.perf_counter() - started) * 1e6)
-    rates, cpu_per_call = [], []
-    payload = b"".join(lines)
-    for run in range(runs + 1):
-        cpu_before = cpu_seconds(raw.proc.pid, include_children)
-        started = time.perf_counter()
-        writer = threading.Thread(target=raw.send, args=(payload,))
-        writer.start()
-        for _ in range(pipelined):
-            raw.line()
-        elapsed = time.perf_counter() - started
-        writer.join()
-        cpu = cpu_seconds(raw.proc.pid, include_children) - cpu_before
-        if run >= 1:
-            rates.append(pipelined / elapsed)
-            cpu_per_call.append(cpu / pipelined * 1e6)
+    rates, cpu_per_call = pipelined(raw, b"".join(lines), pipelined_count, runs, include_children)
     raw.close()
     return {"sequential_us": summary(latencies[len(latencies) // 10:]), "pipelined_calls_per_s": summary(rates),
             "server_cpu_us_per_call": summary(cpu_per_call)}

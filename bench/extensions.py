@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import ECHO, SIDECAR, Raw, cpu_seconds, fmt, summary, tool_calls  # noqa: E402
+from bench.common import ECHO, SIDECAR, Raw, fmt, pipelined, summary, tool_calls  # noqa: E402
 from bench.workspace import make_extension_root  # noqa: E402
 
 POLICY_EXTENSION = '''
@@ -85,28 +85,15 @@ def write_extension(root: Path, ext_id: str, code: str) -> Path:
     return root
 
 
-def policy_calls(root: Path, pipelined: int, runs: int) -> dict:
+def policy_calls(root: Path, count: int, runs: int) -> dict:
     """A call with a schema through a before hook, a transform and an observer."""
     raw = Raw(SIDECAR)
     raw.call("initialize")
     thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["policy"]})["threadId"]
     lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
         "threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}}).encode()
-        + b"\n" for i in range(1, pipelined + 1)]
-    payload = b"".join(lines)
-    rates, cpu = [], []
-    for run in range(runs + 1):
-        before = cpu_seconds(raw.proc.pid, children=True)
-        started = time.perf_counter()
-        writer = threading.Thread(target=raw.send, args=(payload,))
-        writer.start()
-        for _ in range(pipelined):
-            raw.line()
-        elapsed = time.perf_counter() - started
-        writer.join()
-        if run:
-            rates.append(pipelined / elapsed)
-            cpu.append((cpu_seconds(raw.proc.pid, children=True) - before) / pipelined * 1e6)
+        + b"\n" for i in range(1, count + 1)]
+    rates, cpu = pipelined(raw, b"".join(lines), count, runs, children=True)
     raw.close()
     return {"pipelined_calls_per_s": summary(rates), "cpu_us_per_call": summary(cpu)}
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 
 import pytest
-import yaml
 from harness_sidecar.client import child_env
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.frontmatter import (
@@ -24,23 +23,7 @@ from harness_sidecar.resources.frontmatter import (
     plain_mapping,
 )
 
-LOADERS = [yaml.SafeLoader] + ([yaml.CSafeLoader] if hasattr(yaml, "CSafeLoader") else [])
-
-
-def yaml_reading(text: str, loader) -> object:
-    """The mapping YAML reads, or the exception type it raises."""
-    try:
-        return yaml.load(text, Loader=loader)
-    except Exception as exc:  # noqa: BLE001
-        return type(exc)
-
-
-def yaml_key_lines(text: str) -> dict[str, int]:
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    lines: dict[str, int] = {}
-    for key, _ in node.value:
-        lines.setdefault(key.value, key.start_mark.line)
-    return lines
+from bench.corpus import LOADERS, yaml_key_lines, yaml_reading  # noqa: E402 - the same comparison, one place
 
 
 def assert_same_as_yaml(text: str) -> bool:

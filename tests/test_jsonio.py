@@ -6,7 +6,6 @@ import json
 import random
 
 import pytest
-
 from harness_sidecar import jsonio
 
 

@@ -26,8 +26,12 @@ import itertools  # noqa: E402
 
 from lsprotocol import types  # noqa: E402
 from pygls.exceptions import JsonRpcException  # noqa: E402
-from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage  # noqa: E402
-from pygls.protocol import default_converter  # noqa: E402
+from pygls.protocol import (  # noqa: E402
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    default_converter,  # noqa: E402
+)
 from pytest_lsp.client import register_lsp_features  # noqa: E402
 
 LSP = [sys.executable, "-m", "harness_sidecar", "--lsp", "--stdio"]

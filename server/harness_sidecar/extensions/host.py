@@ -234,6 +234,14 @@ class Outcome:
     error: BaseException | None = None
     timed_out: bool = False
 
+    def failure(self, what: str, exchange: "Exchange", verb: str = "answer") -> tuple[str, str] | None:
+        """``(kind, message)`` of a handler that timed out or raised (``what``: "tool_call hook of 'x'")."""
+        if self.timed_out:
+            return "timeout", f"{what} did not {verb} within {_ms(exchange)}"
+        if self.error is not None:
+            return "throw", f"{what} raised {describe_exception(self.error)}"
+        return None
+
 
 @dataclass
 class CallState:
@@ -892,11 +900,9 @@ class Host:
         outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call},
                                 state.call)
         ext = handler.extension_id
-        kind, reason = None, None
-        if outcome.timed_out:
-            kind, reason = "timeout", f"tool_call hook of '{ext}' did not answer within {_ms(exchange)}"
-        elif outcome.error is not None:
-            kind, reason = "throw", f"tool_call hook of '{ext}' raised {describe_exception(outcome.error)}"
+        failure = outcome.failure(f"tool_call hook of '{ext}'", exchange)
+        if failure is not None:
+            kind, reason = failure
         else:
             try:
                 decision = interpret_before(outcome.value)
@@ -967,10 +973,9 @@ class Host:
         outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                            "result": state.result}, state.call)
         ext = handler.extension_id
-        if outcome.timed_out:
-            kind, reason = "timeout", f"tool_result_transform of '{ext}' did not answer within {_ms(exchange)}"
-        elif outcome.error is not None:
-            kind, reason = "throw", f"tool_result_transform of '{ext}' raised {describe_exception(outcome.error)}"
+        failure = outcome.failure(f"tool_result_transform of '{ext}'", exchange)
+        if failure is not None:
+            kind, reason = failure
         else:
             try:
                 patch = interpret_patch(outcome.value)
@@ -998,13 +1003,9 @@ class Host:
                 state.known = state.result
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                                "result": state.result}, state.call)
-            ext = handler.extension_id
-            if outcome.timed_out:
-                self._fault(state, handler, "timeout", f"tool_result hook of '{ext}' did not finish within "
-                                                       f"{_ms(exchange)}")
-            elif outcome.error is not None:
-                self._fault(state, handler, "throw", f"tool_result hook of '{ext}' raised "
-                                                     f"{describe_exception(outcome.error)}")
+            failure = outcome.failure(f"tool_result hook of '{handler.extension_id}'", exchange, "finish")
+            if failure is not None:
+                self._fault(state, handler, *failure)
 
     # -- lifecycle, context and input handlers
 
@@ -1026,18 +1027,14 @@ class Host:
             faults.clear()
             outcome = self._handler(exchange, index, handler, payload)
             ext = handler.extension_id
-            problem = None
-            if outcome.timed_out:
-                kind, problem = "timeout", f"{event} handler of '{ext}' did not finish within {_ms(exchange)}"
-            elif outcome.error is not None:
-                kind, problem = "throw", f"{event} handler of '{ext}' raised {describe_exception(outcome.error)}"
-            elif event == CONTEXT:
+            failure = outcome.failure(f"{event} handler of '{ext}'", exchange, "finish")
+            if failure is None and event == CONTEXT:
                 if type(outcome.value) is str:
                     if outcome.value.strip():
                         sections.append({"extensionId": ext, "text": outcome.value})
                 elif outcome.value is not None:
-                    kind, problem = "throw", f"context handler of '{ext}' must return None or a str"
-            elif event == INPUT:
+                    failure = "throw", f"context handler of '{ext}' must return None or a str"
+            elif failure is None and event == INPUT:
                 value = outcome.value
                 if value is None:
                     pass
@@ -1049,9 +1046,10 @@ class Host:
                                                                 else {})}
                     break
                 else:
-                    kind, problem = "throw", (f"input handler of '{ext}' must return None, {{'text': str}} or "
-                                              f"{{'handled': True, 'reason'?: str}}")
-            if problem is not None:
+                    failure = "throw", (f"input handler of '{ext}' must return None, {{'text': str}} or "
+                                        f"{{'handled': True, 'reason'?: str}}")
+            if failure is not None:
+                kind, problem = failure
                 faults.append({"extensionId": ext, "hook": event, "kind": kind, "message": problem})
                 if event == INPUT:  # input handlers are policy: a fault stops the input
                     report["blocked"] = {"extensionId": ext, "kind": kind, "message": problem}
