@@ -111,7 +111,7 @@ class Thread:
         for source in self.extensions:
             entry = source.to_wire()
             if self.host is not None and self.host.failed and entry["status"] == "loaded":
-                entry.update(status="failed", error="the extension host exited 3 times within 5 minutes")
+                entry.update(status="failed", error=self.host.failure)
             out.append(entry)
         return out
 

@@ -704,6 +704,8 @@ class Host:
         self.tools.clear()
         self.commands.clear()
         for ext_id in ids:
+            if ext_id not in self.loaded:  # the sidecar gives a host like that up; never serve half a policy
+                continue
             staging = self.loaded[ext_id].staging
             for handler in staging.handlers:
                 self.handlers[handler.event].append(handler)

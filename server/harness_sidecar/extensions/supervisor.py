@@ -348,6 +348,7 @@ class ExtensionHost:
         self._ids = itertools.count(1)
         self.exits: collections.deque[float] = collections.deque()
         self.failed = False
+        self.failure = ""  # why the host was given up
         self.closed = False
         self._watchdog: asyncio.TimerHandle | None = None
         self._watch_at = 0.0
@@ -356,6 +357,7 @@ class ExtensionHost:
         self._ping_ids = itertools.count(1)
         self._ui_tasks: dict[int, asyncio.Task] = {}
         self.loads: list[dict[str, Any]] = []  # the committed extensions' load bodies, for a restart
+        self.reports: dict[str, Any] = {}  # what each registered when first loaded (a restart must match)
         self.committed: list[str] = []
         self.schemas: dict[str, Any] = {}
         self._starting: asyncio.Future | None = None
@@ -378,9 +380,16 @@ class ExtensionHost:
         return self.process is not None and not self.process.exited and not self.failed and not self.closed
 
     async def ensure(self) -> None:
-        """A running host with the committed extensions; restart one that died. Raises ``HostUnavailable``."""
+        """A running host with the committed extensions; restart one that died. Raises ``HostUnavailable``.
+
+        A restart imports the same bytes and runs ``activate`` again (state starts empty). If an
+        extension then fails, or registers other tools, hooks or commands than it did at
+        thread/start, the thread's policy can no longer be what the editor trusted: the host is
+        given up (every call blocked), as after 3 exits.
+        """
         if self.failed:
-            raise HostUnavailable("the extension host exited 3 times within 5 minutes")
+            raise HostUnavailable("the extension host exited 3 times within 5 minutes, or its extensions "
+                                  "could not be loaded again")
         if self.closed:
             raise HostUnavailable("the thread is closing")
         if self.process is not None and not self.process.exited:
@@ -388,19 +397,47 @@ class ExtensionHost:
         if self._starting is not None:
             await asyncio.shield(self._starting)
             return await self.ensure()
-        self._starting = asyncio.get_running_loop().create_future()
+        self._starting = self.loop.create_future()
         try:
-            await self._attach()
+            try:
+                await self._attach()
+            except (ConnectionError, OSError) as exc:
+                self._count_exit()
+                raise HostUnavailable(f"the extension host could not be started: {exc}") from None
             for body in self.loads:  # a restart: the same bytes, activate again, state starts empty
                 report = await self.load(body, restart=True)
-                if not (isinstance(report, dict) and report.get("ok")):
-                    logger.warning("extension %s failed to load again after a restart: %s", body["id"], report)
+                if not isinstance(report, dict) or _registered(report) != self.reports.get(body["id"]):
+                    self._give_up(f"extension '{body['id']}' did not register the same tools, hooks and commands "
+                                  f"when its host was started again")
+                    raise HostUnavailable(f"extension '{body['id']}' could not be loaded again")
             self.commit(self.committed)
             self.on_diagnostic({"threadId": self.thread_id, "kind": "host_restarted",
                                 "message": "the extension host was started again; extension state starts empty"})
         finally:
             starting, self._starting = self._starting, None
             starting.set_result(None)
+
+    def _give_up(self, why: str) -> None:
+        self.failed = True
+        self.failure = why
+        process, self.process = self.process, None
+        if process is not None:
+            process.on_exit = None
+            process.kill()
+        self.on_diagnostic({"threadId": self.thread_id, "kind": "host_restarted",
+                            "message": f"{why}: the thread's extensions are failed and every tool call of the "
+                                       f"thread is blocked"})
+
+    def _count_exit(self) -> bool:
+        """Count an exit of the thread's host; True when that makes 3 within 5 minutes (the host is given up)."""
+        now = time.monotonic()
+        self.exits.append(now)
+        while self.exits and now - self.exits[0] > EXIT_WINDOW_S:
+            self.exits.popleft()
+        if len(self.exits) >= MAX_EXITS:
+            self.failed = True
+            self.failure = "the extension host exited 3 times within 5 minutes"
+        return self.failed
 
     async def start(self) -> None:
         await self._attach()
@@ -428,12 +465,7 @@ class ExtensionHost:
         self._pings.clear()
         if self.closed or self.loading:
             return
-        now = time.monotonic()
-        self.exits.append(now)
-        while self.exits and now - self.exits[0] > EXIT_WINDOW_S:
-            self.exits.popleft()
-        if len(self.exits) >= MAX_EXITS:
-            self.failed = True
+        if self._count_exit():
             how += "; it exited 3 times within 5 minutes and is not restarted: every tool call of this thread " \
                    "is blocked"
         diagnostic["message"] = f"the extension host {how}"
@@ -495,6 +527,7 @@ class ExtensionHost:
                     await self.load(again, restart=True)
         elif isinstance(result, dict) and result.get("ok") and not restart:
             self.loads.append(body)
+            self.reports[body["id"]] = _registered(result)
         return result
 
     def commit(self, ids: list[str]) -> None:
@@ -668,6 +701,13 @@ class ExtensionHost:
             process.close()
             if not process.exited:
                 await done
+
+
+def _registered(report: Any) -> Any:
+    """What a load report says an extension registered (None when it failed)."""
+    if type(report) is not dict or report.get("ok") is not True:
+        return None
+    return (report.get("tools"), report.get("hooks"), report.get("commands"))
 
 
 def load_body(ext_id: str, code: bytes, code_path: str, directory: str | None, files: dict[str, bytes] | None,
