@@ -50,6 +50,7 @@ from harness_sidecar.wire.transport import (
     Reader,
     TooLarge,
     Writer,
+    claim_stdin,
 )
 
 logger = logging.getLogger(__name__)
@@ -620,7 +621,7 @@ def serve(protocol_fd: int, load_lint: Callable[[], Any], make_sidecar: Callable
     writer = Writer(protocol_fd)
     writer.framing = CONTENT_LENGTH
     inbox = Inbox()
-    Reader(0, inbox, lambda framing: None).start()
+    Reader(claim_stdin(), inbox, lambda framing: None).start()  # fd 0 → /dev/null for every child
     session = Session(writer, load_lint, make_sidecar)
     code = session.serve(inbox)
     writer.flush()
