@@ -3,7 +3,7 @@
 - a ``tools/call`` of ``mcp__s__ping`` through one before and one after hook (an extension
   trusted in the thread), sequential p50 and pipelined calls/s, against the SDK's own client
   calling ``ping`` on the same server (``bench.mcp_client``'s direct session), same run;
-- ``thread/start`` naming two MCP servers (in a sidecar that already imported the SDK) against
+- ``thread/start`` naming two MCP servers (in a sidecar that already started one thread) against
   the two servers' own start-up (spawn → initialize → every tools/list page, concurrently).
 
 ``python -m bench.mcp_sidecar`` runs it alone; ``python -m bench`` includes it when the ``mcp``

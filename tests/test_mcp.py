@@ -1,7 +1,7 @@
-"""harness_sidecar.mcp against real MCP server processes written with the official SDK.
+"""harness_sidecar.mcp against real MCP server processes: written with the official SDK
+(tests/mcp_servers/sdk_server.py), and written by hand for exact answers (raw_server.py).
 
-The lead wires this module into thread/start and tools/call; until then these tests drive it
-directly (asyncio), with real processes and the real SDK on both sides.
+These tests drive the module directly (asyncio); tests/test_mcp_e2e.py goes through the sidecar.
 """
 
 from __future__ import annotations
