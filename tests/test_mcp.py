@@ -591,6 +591,16 @@ async def test_garbage_after_start_up_is_ignored_and_logged(start, capsys) -> No
     assert "[thread-1 mcp junk] bad bytes \ufffd\ufffd here" in err
 
 
+async def test_a_server_that_sends_without_reading_its_stdin_is_stopped(start, recorder: Recorder) -> None:
+    """Its pings are answered without waiting; answers it never reads are bounded (64 MiB), not a leak."""
+    servers = await start(raw("deaf", "--ping-flood"))
+    result = await asyncio.wait_for(servers.call("deaf", "say", {}, 120), 100)
+    assert result.is_error and result.details == {"kind": "mcp_exit", "signal": 9}
+    assert "does not read its stdin (more than 67108864 bytes wait for it)" in texts(result)[0]
+    assert await wait_for(lambda: recorder.kinds() == ["mcp_exit"])
+    assert servers.status() == {"deaf": "exited"}
+
+
 @pytest.mark.parametrize("method", ["sampling/createMessage", "roots/list", "elicitation/create"])
 async def test_a_server_cannot_make_the_sidecar_sample_list_roots_or_ask_the_user(start, method: str) -> None:
     servers = await start(McpServerConfig("asker", raw_server("--ask-client", method), startup_timeout_ms=STARTUP_MS))

@@ -13,7 +13,8 @@ verbatim as the ``initialize`` / ``tools/list`` / ``tools/call`` result; ``--str
 each call's answer, an answer to an id the client never sent and an error with a null id;
 ``--string-ids`` echoes ids as strings of digits; ``--reverse N`` holds N calls and answers them
 last first; ``--log`` sends two ``notifications/message`` (a string, an object) before each answer.
-``--record FILE`` appends every line the client sends to FILE.
+``--record FILE`` appends every line the client sends to FILE. ``--ping-flood`` answers a call
+with 80 MiB of pings (each with a 64 KiB id) and never reads its stdin again.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ parser.add_argument("--string-ids", action="store_true")
 parser.add_argument("--reverse", type=int, default=0)
 parser.add_argument("--log", action="store_true")
 parser.add_argument("--record")
+parser.add_argument("--ping-flood", action="store_true")
 args = parser.parse_args()
 held: list[dict] = []
 
@@ -82,6 +84,11 @@ for line in sys.stdin:
             {"name": "say", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}})
     elif method == "tools/call":
         text = message["params"].get("arguments", {}).get("text", "")
+        if args.ping_flood:
+            pad = "p" * (64 << 10)
+            for i in range(1280):
+                send({"jsonrpc": "2.0", "id": f"{i}-{pad}", "method": "ping"})
+            time.sleep(60)
         if args.garbage_on_call:
             sys.stdout.write("<html>not json</html>\n")
             sys.stderr.buffer.write(b"bad bytes \xff\xfe here\n")

@@ -111,7 +111,8 @@ class _Connection:
         finally:
             owner._spawning -= 1
         owner._live.add(self)
-        self.session = Session(self.server.label, self.process.stdin, self._on_notification, self._write_failed)
+        self.session = Session(self.server.label, self.process.stdin, self._on_notification, self._broken,
+                               MAX_MESSAGE_BYTES)
         self._pump = asyncio.create_task(self._pump_stdout())
         owner._keep(asyncio.create_task(self._watch_exit()))
 
@@ -247,15 +248,20 @@ class _Connection:
                             return
                         write_stderr(f"[{self.server.label}] ignored a stdout line that is not MCP: "
                                      f"{_preview(line)} ({exc})\n")
+                    except Exception:  # a bug of ours: the next line is still read
+                        logger.exception("MCP server %s: handling %s failed", self.server.label, _preview(line))
         finally:
             self.eof = True  # before the session fails its requests, so that a failed call can tell why
             session.close()
             if not self.stopping:
                 self.finish()
 
-    def _write_failed(self) -> None:
-        """Its stdin broke: it exited, or closed its stdin and can no longer be talked to."""
-        if not self.stopping:
+    def _broken(self, what: str | None) -> None:
+        """Its stdin broke (``None``: it exited, or closed its stdin and can no longer be talked to), or
+        it broke the protocol on that side (``what``)."""
+        if what is not None:
+            self._violation(what)
+        elif not self.stopping:
             self.finish()
 
     def _violation(self, what: str) -> None:

@@ -53,11 +53,14 @@ class Session:
     """Requests out, answers in, over one server's stdin (a ``StreamWriter``) and stdout lines."""
 
     def __init__(self, label: str, stdin: asyncio.StreamWriter, on_notification: OnNotification,
-                 on_write_error: Callable[[], Any]) -> None:
+                 on_broken: Callable[[str | None], Any], max_unsent: int) -> None:
+        """``on_broken(None)``: its stdin is gone; ``on_broken(why)``: it broke the protocol (it is to be
+        killed). More than ``max_unsent`` bytes waiting for it to read its stdin is such a break."""
         self.label = label
         self._stdin = stdin
         self._on_notification = on_notification
-        self._on_write_error = on_write_error
+        self._on_broken = on_broken
+        self._max_unsent = max_unsent
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._last_id = 0
         self.closed = False
@@ -66,6 +69,10 @@ class Session:
 
     def _write(self, message: dict[str, Any]) -> None:
         self._stdin.write(jsonio.dumps(message) + b"\n")
+        # Requests wait for the pipe to drain; answers to its pings and notifications do not, so a
+        # server that sends without reading would otherwise grow this buffer without end.
+        if self._stdin.transport.get_write_buffer_size() > self._max_unsent:
+            self._on_broken(f"does not read its stdin (more than {self._max_unsent} bytes wait for it)")
 
     async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send a request and return its result (an object); ``RpcError`` or ``Closed`` if none comes.
@@ -88,7 +95,7 @@ class Session:
             return await future
         except (ConnectionError, OSError):  # its stdin is gone: it exited, or closed it
             if not self.closed:
-                self._on_write_error()
+                self._on_broken(None)
             raise Closed from None
         except asyncio.CancelledError:
             if self._pending.get(ident) is future and not self.closed and method != "initialize":
