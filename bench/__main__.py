@@ -263,7 +263,7 @@ def main() -> int:
 
         results["extensions"] = extensions.run(runs, args.quick)
         try:
-            import mcp  # noqa: F401  - the 'mcp' extra
+            import mcp  # noqa: F401  - the 'mcp' extra: the benchmark's server and the direct client use it
         except ImportError:
             print("MCP figures left out: the 'mcp' extra is not installed", flush=True)
         else:

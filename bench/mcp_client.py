@@ -6,9 +6,9 @@ Same run, same servers, same machine, so ratios hold where absolute figures drif
   ``McpServers.call`` and through the SDK's ``stdio_client`` + ``ClientSession`` directly, against
   the Python test server (``ping``) and the reference server (``echo``, needs ``npm ci`` in
   tests/mcp_servers/everything);
-- start-up of the two servers: ``McpServers.start`` (the first one in a process, which imports the
-  SDK, and a later one) against the servers' own start-up (spawn → initialize → every tools/list
-  page, through the SDK directly, concurrently).
+- start-up of the two servers: ``McpServers.start`` (the first one in a process, before anything
+  imported the SDK, and later ones) against the servers' own start-up (spawn → initialize → every
+  tools/list page, through the SDK directly, concurrently).
 """
 
 from __future__ import annotations
@@ -121,8 +121,8 @@ async def bench_start(runs: int) -> None:
         ours.append(time.perf_counter() - began)
         await started.close()
     own_ms, ours_ms = statistics.median(own) * 1000, statistics.median(ours) * 1000
-    print(f"start {'+'.join(label for label, *_ in pair)}: first McpServers.start in a process (imports the "
-          f"SDK) {cold * 1000:.0f} ms; then median of {runs}: own start-up {own_ms:.0f} ms, "
+    print(f"start {'+'.join(label for label, *_ in pair)}: first McpServers.start in a process (the SDK not "
+          f"imported) {cold * 1000:.0f} ms; then median of {runs}: own start-up {own_ms:.0f} ms, "
           f"McpServers.start {ours_ms:.0f} ms (+{ours_ms - own_ms:.0f} ms, x{ours_ms / own_ms:.2f})")
 
 
@@ -131,7 +131,7 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=640)
     parser.add_argument("--starts", type=int, default=5)
     args = parser.parse_args()
-    await bench_start(args.starts)  # first: the cold figure needs an SDK not yet imported
+    await bench_start(args.starts)  # first: the cold figure is of a process that has not imported the SDK
     await bench_calls(args.calls)
 
 

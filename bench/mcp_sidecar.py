@@ -1,9 +1,10 @@
 """MCP tools behind the sidecar's gate, against the same server called directly (issue 14).
 
 - a ``tools/call`` of ``mcp__s__ping`` through one before and one after hook (an extension
-  trusted in the thread), sequential p50 and pipelined calls/s, against the SDK's own client
+  trusted in the thread), sequential p50 (and the sidecar process's CPU per call, its extension
+  host's not included) and pipelined calls/s, against the SDK's own client
   calling ``ping`` on the same server (``bench.mcp_client``'s direct session), same run;
-- ``thread/start`` naming two MCP servers (in a sidecar that already imported the SDK) against
+- ``thread/start`` naming two MCP servers (in a sidecar that already started one thread) against
   the two servers' own start-up (spawn → initialize → every tools/list page, concurrently).
 
 ``python -m bench.mcp_sidecar`` runs it alone; ``python -m bench`` includes it when the ``mcp``
@@ -72,12 +73,14 @@ def sidecar_figures(root: Path, calls: int, pipelined: int, starts: int) -> dict
     for _ in range(50):
         raw.call("tools/call", request["params"])
     latencies = []
+    cpu = raw.cpu_seconds()
     for i in range(calls):
         request["id"] = 10_000 + i
         began = time.perf_counter()
         raw.send(json.dumps(request).encode() + b"\n")
         raw.line()
         latencies.append((time.perf_counter() - began) * 1000)
+    cpu_us = (raw.cpu_seconds() - cpu) / calls * 1e6  # the sidecar process's own, not its extension host's
     lines = []
     for i in range(pipelined):
         request["id"] = 100_000 + i
@@ -97,7 +100,8 @@ def sidecar_figures(root: Path, calls: int, pipelined: int, starts: int) -> dict
         start_ms.append((time.perf_counter() - began) * 1000)
         raw.call("thread/close", {"threadId": started})
     raw.close()
-    return {"call_ms": summary(latencies), "pipelined_calls_per_s": rate, "two_servers_start_ms": summary(start_ms)}
+    return {"call_ms": summary(latencies), "sidecar_cpu_us_per_call": cpu_us, "pipelined_calls_per_s": rate,
+            "two_servers_start_ms": summary(start_ms)}
 
 
 def run(calls: int = 300, pipelined: int = 2000, starts: int = 5) -> dict:
@@ -108,7 +112,8 @@ def run(calls: int = 300, pipelined: int = 2000, starts: int = 5) -> dict:
     results = {"direct": direct, "sidecar": via,
                "p50_ratio": via["call_ms"]["median"] / direct["call_ms"]["median"],
                "start_added_ms": via["two_servers_start_ms"]["median"] - direct["two_servers_start_ms"]["median"]}
-    print(f"MCP tools/call through 1 before + 1 after hook: p50 {fmt(via['call_ms'], ' ms', 2)}, pipelined "
+    print(f"MCP tools/call through 1 before + 1 after hook: p50 {fmt(via['call_ms'], ' ms', 2)} (sidecar CPU "
+          f"{via['sidecar_cpu_us_per_call']:.0f} µs per sequential call), pipelined "
           f"{via['pipelined_calls_per_s']:.0f}/s; the SDK's client directly: p50 {fmt(direct['call_ms'], ' ms', 2)}"
           f" → {results['p50_ratio']:.2f}×", flush=True)
     print(f"thread/start with two MCP servers {fmt(via['two_servers_start_ms'], ' ms')}, the servers' own start-up "

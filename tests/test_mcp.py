@@ -1,7 +1,7 @@
-"""harness_sidecar.mcp against real MCP server processes written with the official SDK.
+"""harness_sidecar.mcp against real MCP server processes: written with the official SDK
+(tests/mcp_servers/sdk_server.py), and written by hand for exact answers (raw_server.py).
 
-The lead wires this module into thread/start and tools/call; until then these tests drive it
-directly (asyncio), with real processes and the real SDK on both sides.
+These tests drive the module directly (asyncio); tests/test_mcp_e2e.py goes through the sidecar.
 """
 
 from __future__ import annotations
@@ -118,32 +118,30 @@ def test_plain_use_never_imports_the_sdk() -> None:
     assert out.stdout.strip() == "[]"
 
 
-def test_missing_sdk_is_a_diagnostic_or_the_required_error(tmp_path: Path) -> None:
-    """Without the `mcp` extra a thread's servers fail with a message that says what to install."""
+def test_servers_work_without_the_mcp_package() -> None:
+    """The sidecar's client is its own: a thread's servers start, list and answer with the SDK (and
+    pydantic, anyio) made unimportable, and none of them is loaded along the way."""
     code = ("import asyncio, json, sys\n"
-            "sys.modules['mcp'] = None\n"  # as if the extra were not installed
-            "from harness_sidecar.errors import DomainError\n"
+            "for name in ('mcp', 'mcp_types', 'pydantic', 'anyio'):\n"
+            "    sys.modules[name] = None\n"  # as if the extra were not installed
             "from harness_sidecar.mcp import McpServerConfig, McpServers\n"
             "async def main():\n"
-            "    s = await McpServers.start('thread-1', [McpServerConfig('slow', ['sleep', '314.159'])])\n"
-            "    print(json.dumps(s.diagnostics))\n"
-            "    try:\n"
-            "        await McpServers.start('thread-2', [McpServerConfig('slow', ['sleep', '314.159'], required=True)])\n"
-            "    except DomainError as e:\n"
-            "        print(json.dumps(e.to_error()))\n"
+            f"    s = await McpServers.start('thread-1', [McpServerConfig('raw', {raw_server()!r})])\n"
+            "    result = await s.call('raw', 'say', {'text': 'no SDK here'}, 10)\n"
+            "    print(json.dumps([s.status(), [t.full_name for t in s.tools()], result.content, s.diagnostics]))\n"
+            "    await s.close()\n"
+            "    print(sorted(m for m, v in sys.modules.items() if v is not None\n"
+            "                 and m.split('.')[0] in ('mcp', 'mcp_types', 'pydantic', 'anyio')))\n"
             "asyncio.run(main())\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), check=True,
                          timeout=60)
-    diagnostics, error = (json.loads(line) for line in out.stdout.splitlines())
-    assert [d["kind"] for d in diagnostics] == ["mcp_unavailable"]
-    assert "pip install 'harness-sidecar[mcp]'" in diagnostics[0]["message"]
-    assert error["data"] == {"kind": "mcp_unavailable", "name": "slow"} and error["code"] == -32040
-    assert subprocess.run(["pgrep", "-f", "^sleep 314.159$"], capture_output=True).stdout == b""
+    answer, loaded = out.stdout.splitlines()
+    assert json.loads(answer) == [{"raw": "ready"}, ["mcp__raw__say"], [{"type": "text", "text": "no SDK here"}], []]
+    assert loaded == "[]"
 
 
-
-def test_the_sdk_import_does_not_hold_up_the_event_loop() -> None:
-    """The first start in a process imports the SDK (~1 s of CPU) off the loop: other requests go on.
+def test_the_first_start_does_not_hold_up_the_event_loop() -> None:
+    """The first start in a process (which once imported the SDK, ~1 s of CPU) lets other requests go on.
 
     Measured as a ratio to the same run's start-up, not as a wall-clock bound: a loop blocked by the
     import would stall for most of the start; here the longest stall is a small part of it.
@@ -162,7 +160,7 @@ def test_the_sdk_import_does_not_hold_up_the_event_loop() -> None:
             f"    servers = await McpServers.start('t', [McpServerConfig('raw', {raw_server()!r})])\n"
             "    took = time.perf_counter() - began\n"
             "    done.set(); await ticker\n"
-            "    assert 'mcp' in sys.modules and servers.status() == {'raw': 'ready'}\n"
+            "    assert 'mcp' not in sys.modules and servers.status() == {'raw': 'ready'}\n"
             "    print(max(gaps), took)\n"
             "    await servers.close()\n"
             "asyncio.run(main())\n")
@@ -441,6 +439,139 @@ async def test_protocol_version_negotiation(start) -> None:
     assert by_name["refuses"] == "MCP server 'refuses' answered initialize with an error: not today"
 
 
+# -- the client's side of the protocol -------------------------------------------------------------
+
+
+def raw(name: str, *flags: str) -> McpServerConfig:
+    return McpServerConfig(name, raw_server(*flags), startup_timeout_ms=STARTUP_MS)
+
+
+async def test_the_handshake_and_a_call_as_the_server_sees_them(start, tmp_path: Path) -> None:
+    record = tmp_path / "sent.jsonl"
+    servers = await start(raw("r", "--record", str(record)))
+    await servers.call("r", "say", {"text": "hi"}, 10)
+    sent = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [m.get("method") for m in sent] == ["initialize", "notifications/initialized", "tools/list", "tools/call"]
+    assert all(m["jsonrpc"] == "2.0" for m in sent) and "id" not in sent[1]
+    assert sent[0]["params"] == {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "harness-sidecar", "version": sent[0]["params"]["clientInfo"]
+                                                ["version"]}}
+    assert "params" not in sent[2]  # the first page has no cursor
+    assert sent[3]["params"] == {"name": "say", "arguments": {"text": "hi"}}
+    ids = [m["id"] for m in sent if "id" in m]
+    assert all(type(i) is int for i in ids) and len(set(ids)) == 3
+
+
+async def test_a_ping_from_the_server_during_a_call_is_answered(start) -> None:
+    servers = await start(raw("pinger", "--ask-client", "ping"))
+    answer = json.loads(texts(await servers.call("pinger", "say", {}, 10))[0])
+    assert answer == {"jsonrpc": "2.0", "id": "ask-1", "result": {}}
+
+
+async def test_answers_to_ids_never_sent_are_ignored_and_logged(start, capsys) -> None:
+    servers = await start(raw("stray", "--stray"))
+    assert texts(await servers.call("stray", "say", {"text": "mine"}, 10)) == ["mine"]
+    assert texts(await servers.call("stray", "say", {"text": "again"}, 10)) == ["again"]
+    err = capsys.readouterr().err
+    assert "[thread-1 mcp stray] answered request id 987654, which it was never sent (ignored)" in err
+    assert "[thread-1 mcp stray] reported an error: a parse error of its own (code -32700)" in err
+    assert servers.status() == {"stray": "ready"}
+
+
+async def test_answers_in_another_order_reach_their_own_calls(start) -> None:
+    servers = await start(raw("backwards", "--reverse", "5"))
+    results = await asyncio.gather(*(servers.call("backwards", "say", {"text": f"call {i}"}, 20) for i in range(5)))
+    assert [texts(r) for r in results] == [[f"call {i}"] for i in range(5)]
+
+
+async def test_ids_echoed_as_digit_strings_still_match(start) -> None:
+    servers = await start(raw("strings", "--string-ids"))
+    assert servers.status() == {"strings": "ready"}
+    assert texts(await servers.call("strings", "say", {"text": "matched"}, 10)) == ["matched"]
+
+
+async def test_log_messages_go_to_stderr_with_the_prefix(start, capsys) -> None:
+    servers = await start(raw("logger", "--log"))
+    await servers.call("logger", "say", {"text": "x"}, 10)
+    err = capsys.readouterr().err
+    assert "[thread-1 mcp logger] log info: working\n" in err
+    assert '[thread-1 mcp logger] log warning: {"rows":3}\n' in err
+
+
+SCHEMA = {"type": "object", "properties": {}}
+
+
+@pytest.mark.parametrize("tools, why", [
+    ({"tools": [{"description": "no name", "inputSchema": SCHEMA}]}, "result.tools[0].name is missing"),
+    ({"tools": [{"name": "a", "inputSchema": SCHEMA}, {"name": "b", "inputSchema": "any"}]},
+     "result.tools[1].inputSchema must be an object, not a string"),
+    ({"tools": [{"name": "a", "inputSchema": {"type": "array"}}]}, 'result.tools[0].inputSchema.type must be "object"'),
+    ({"tools": [{"name": "a"}]}, "result.tools[0].inputSchema is missing"),
+    ({"tools": [{"name": "a", "inputSchema": SCHEMA, "description": 7}]},
+     "result.tools[0].description must be a string, not a number"),
+    ({"tools": {"a": SCHEMA}}, "result.tools must be an array, not an object"),
+    ({"tools": [], "nextCursor": 2}, "result.nextCursor must be a string, not a number"),
+])
+async def test_a_listing_that_is_not_valid_fails_the_start(start, tools: dict, why: str) -> None:
+    servers = await start(raw("bad", "--tools", json.dumps(tools)), raw("good"))
+    assert servers.status() == {"bad": "failed", "good": "ready"}
+    [diagnostic] = servers.diagnostics
+    assert diagnostic["message"] == f"MCP server 'bad' answered tools/list with a result that is not valid: {why}"
+
+
+@pytest.mark.parametrize("result, why", [
+    ({"protocolVersion": "2025-11-25", "capabilities": {}}, "result.serverInfo is missing"),
+    ({"protocolVersion": "2025-11-25", "capabilities": [], "serverInfo": {"name": "x", "version": "1"}},
+     "result.capabilities must be an object, not an array"),
+    ({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "x"}},
+     "result.serverInfo.version is missing"),
+])
+async def test_an_initialize_result_that_is_not_valid_fails_the_start(start, result: dict, why: str) -> None:
+    servers = await start(raw("bad", "--init-result", json.dumps(result)))
+    assert servers.status() == {"bad": "failed"}
+    assert servers.diagnostics[0]["message"] == (f"MCP server 'bad' answered initialize with a result that is "
+                                                 f"not valid: {why}")
+
+
+@pytest.mark.parametrize("result, why", [
+    ({"content": "just text"}, "result.content must be an array, not a string"),
+    ({}, "result.content is missing"),
+    ({"content": [{"type": "text"}]}, "result.content[0].text is missing"),
+    ({"content": [{"type": "video", "uri": "x"}]}, "result.content[0].type must be one of"),
+    ({"content": [{"type": "image", "data": "AA=="}]}, "result.content[0].mimeType is missing"),
+    ({"content": [], "isError": "yes"}, "result.isError must be a boolean, not a string"),
+    ({"content": [], "structuredContent": [1, 2]}, "result.structuredContent must be an object, not an array"),
+])
+async def test_a_call_result_that_is_not_valid_is_an_mcp_error(start, result: dict, why: str) -> None:
+    servers = await start(raw("bad", "--result", json.dumps(result)))
+    answer = await servers.call("bad", "say", {}, 10)
+    assert answer.is_error and answer.details == {"kind": "mcp_error"}
+    assert texts(answer)[0].startswith(f"MCP server 'bad' gave a result that is not valid: {why}")
+    assert servers.status() == {"bad": "ready"}
+
+
+async def test_structured_content_is_checked_against_the_tools_output_schema(start) -> None:
+    output = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    tools = json.dumps({"tools": [{"name": "count", "inputSchema": SCHEMA, "outputSchema": output}]})
+
+    def server(name: str, result: dict) -> McpServerConfig:
+        return raw(name, "--tools", tools, "--result", json.dumps(result))
+
+    servers = await start(server("right", {"content": [], "structuredContent": {"n": 3}}),
+                          server("wrong", {"content": [], "structuredContent": {"n": "three"}}),
+                          server("none", {"content": [{"type": "text", "text": "3"}]}),
+                          server("failed", {"content": [{"type": "text", "text": "no count"}], "isError": True}))
+    right = await servers.call("right", "count", {}, 10)
+    assert not right.is_error and right.details == {"structuredContent": {"n": 3}}
+    wrong = await servers.call("wrong", "count", {}, 10)
+    assert wrong.details == {"kind": "mcp_error"}
+    assert "does not match the outputSchema of tool 'count'" in texts(wrong)[0] and "(at $.n)" in texts(wrong)[0]
+    none = await servers.call("none", "count", {}, 10)
+    assert none.details == {"kind": "mcp_error"} and "returned no structuredContent" in texts(none)[0]
+    failed = await servers.call("failed", "count", {}, 10)  # an error result need not match
+    assert (texts(failed), failed.is_error, failed.details) == (["no count"], True, {})
+
+
 # -- hostile servers --------------------------------------------------------------------------------
 
 
@@ -458,6 +589,16 @@ async def test_garbage_after_start_up_is_ignored_and_logged(start, capsys) -> No
     err = capsys.readouterr().err
     assert "[thread-1 mcp junk] ignored a stdout line that is not MCP: '<html>not json</html>'" in err
     assert "[thread-1 mcp junk] bad bytes \ufffd\ufffd here" in err
+
+
+async def test_a_server_that_sends_without_reading_its_stdin_is_stopped(start, recorder: Recorder) -> None:
+    """Its pings are answered without waiting; answers it never reads are bounded (64 MiB), not a leak."""
+    servers = await start(raw("deaf", "--ping-flood"))
+    result = await asyncio.wait_for(servers.call("deaf", "say", {}, 120), 100)
+    assert result.is_error and result.details == {"kind": "mcp_exit", "signal": 9}
+    assert "does not read its stdin (more than 67108864 bytes wait for it)" in texts(result)[0]
+    assert await wait_for(lambda: recorder.kinds() == ["mcp_exit"])
+    assert servers.status() == {"deaf": "exited"}
 
 
 @pytest.mark.parametrize("method", ["sampling/createMessage", "roots/list", "elicitation/create"])

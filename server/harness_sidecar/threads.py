@@ -195,7 +195,7 @@ class Sidecar:
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled)
         servers = None
-        if start.mcp_servers:  # started while the roots are scanned; the SDK is imported only here
+        if start.mcp_servers:  # started while the roots are scanned
             from harness_sidecar.mcp import McpServers
 
             starting = asyncio.ensure_future(McpServers.start(

@@ -7,6 +7,14 @@ Hostile on request: ``--flood`` writes 70 MiB without a newline before anything 
 ``--garbage-on-call`` writes a line that is not JSON-RPC (and invalid UTF-8 on stderr) before each
 answer; ``--ask-client METHOD`` sends the client a request METHOD during each call and returns the
 client's answer as the call's text.
+
+Exact answers on request: ``--init-result JSON`` / ``--tools JSON`` / ``--result JSON`` are sent
+verbatim as the ``initialize`` / ``tools/list`` / ``tools/call`` result; ``--stray`` writes, before
+each call's answer, an answer to an id the client never sent and an error with a null id;
+``--string-ids`` echoes ids as strings of digits; ``--reverse N`` holds N calls and answers them
+last first; ``--log`` sends two ``notifications/message`` (a string, an object) before each answer.
+``--record FILE`` appends every line the client sends to FILE. ``--ping-flood`` answers a call
+with 80 MiB of pings (each with a 64 KiB id) and never reads its stdin again.
 """
 
 from __future__ import annotations
@@ -22,7 +30,17 @@ parser.add_argument("--init-error", action="store_true")
 parser.add_argument("--flood", action="store_true")
 parser.add_argument("--garbage-on-call", action="store_true")
 parser.add_argument("--ask-client")
+parser.add_argument("--init-result")
+parser.add_argument("--tools")
+parser.add_argument("--result")
+parser.add_argument("--stray", action="store_true")
+parser.add_argument("--string-ids", action="store_true")
+parser.add_argument("--reverse", type=int, default=0)
+parser.add_argument("--log", action="store_true")
+parser.add_argument("--record")
+parser.add_argument("--ping-flood", action="store_true")
 args = parser.parse_args()
+held: list[dict] = []
 
 
 def send(message: dict) -> None:
@@ -35,22 +53,42 @@ if args.flood:
     sys.stdout.flush()
     time.sleep(60)
 
+def call_result(message: dict, text: str) -> dict:
+    if args.result:
+        return json.loads(args.result)
+    return {"content": [{"type": "text", "text": text}]}
+
+
 for line in sys.stdin:
+    if args.record:
+        with open(args.record, "a", encoding="utf-8") as f:
+            f.write(line)
     message = json.loads(line)
     method, ident = message.get("method"), message.get("id")
     if ident is None:
         continue  # notifications
-    if method == "initialize" and args.init_error:
+    if args.string_ids:
+        ident = str(ident)
+    if method == "initialize" and args.init_result:
+        send({"jsonrpc": "2.0", "id": ident, "result": json.loads(args.init_result)})
+    elif method == "initialize" and args.init_error:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "not today"}})
     elif method == "initialize":
         send({"jsonrpc": "2.0", "id": ident, "result": {
             "protocolVersion": args.version, "capabilities": {"tools": {}},
             "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "tools/list" and args.tools:
+        send({"jsonrpc": "2.0", "id": ident, "result": json.loads(args.tools)})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": ident, "result": {"tools": [
             {"name": "say", "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}})
     elif method == "tools/call":
         text = message["params"].get("arguments", {}).get("text", "")
+        if args.ping_flood:
+            pad = "p" * (64 << 10)
+            for i in range(1280):
+                send({"jsonrpc": "2.0", "id": f"{i}-{pad}", "method": "ping"})
+            time.sleep(60)
         if args.garbage_on_call:
             sys.stdout.write("<html>not json</html>\n")
             sys.stderr.buffer.write(b"bad bytes \xff\xfe here\n")
@@ -59,6 +97,20 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": "ask-1", "method": args.ask_client, "params": {
                 "messages": [], "maxTokens": 1}})
             text = sys.stdin.readline().strip()  # the client's answer
-        send({"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text", "text": text}]}})
+        if args.stray:
+            send({"jsonrpc": "2.0", "id": 987654, "result": {"content": [{"type": "text", "text": "stray"}]}})
+            send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "a parse error of its own"}})
+        if args.log:
+            send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "working"}})
+            send({"jsonrpc": "2.0", "method": "notifications/message",
+                  "params": {"level": "warning", "logger": "db", "data": {"rows": 3}}})
+        if args.reverse:
+            held.append({"jsonrpc": "2.0", "id": ident, "result": call_result(message, text)})
+            if len(held) == args.reverse:
+                for answer in reversed(held):
+                    send(answer)
+                held.clear()
+            continue
+        send({"jsonrpc": "2.0", "id": ident, "result": call_result(message, text)})
     else:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": f"no {method}"}})

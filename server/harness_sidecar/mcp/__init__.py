@@ -2,8 +2,8 @@
 
 ``McpServers.start(thread_id, configs, notify=..., on_tools_changed=...)`` starts a thread's stdio
 servers; ``tools()``, ``call()``, ``close()`` are what the tool pipeline and the thread lifecycle
-use. Importing this package does not import the ``mcp`` SDK: that happens when a thread names
-servers (the ``mcp`` extra).
+use. The client is the module's own (``session.py``, ``messages.py``): it needs neither the ``mcp``
+SDK nor pydantic or anyio; the ``mcp`` extra is for the bundled demo server and the tests' servers.
 """
 
 from .model import McpCallResult, McpServerConfig, McpTool

@@ -1,6 +1,6 @@
 """The module's data: a server's configuration, a listed tool, a call's result, and how results map.
 
-Plain dataclasses and dicts: importing this never imports the ``mcp`` SDK.
+Plain dataclasses and dicts.
 """
 
 from __future__ import annotations
