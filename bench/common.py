@@ -140,6 +140,9 @@ def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined
         thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
         tools = [t["name"] for t in raw.call("tools/list", {"threadId": thread})["tools"]]
         assert "echo" in tools, f"the hooked extension did not load: {tools}"
+        # thread/start hands the spare host to this thread and starts the next spare at once: let that
+        # process finish importing, so the figures are of calls, not of a neighbour's start-up
+        time.sleep(0.5)
         method = "tools/call"
 
         def params(i: int) -> dict:
