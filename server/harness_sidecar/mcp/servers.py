@@ -24,14 +24,21 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import __version__, jsonio
 from ..errors import DomainError
 from ..inputschema import InvalidSchema
 from ..inputschema import compile as compile_schema
-from .messages import LATEST_VERSION, SUPPORTED_VERSIONS, Invalid, check_call_result, check_initialize, check_tools_page
+from .messages import (
+    LATEST_VERSION,
+    SUPPORTED_VERSIONS,
+    Invalid,
+    check_call_result,
+    check_initialize,
+    check_tools_page,
+)
 from .model import (
     FULL_NAME,
     McpCallResult,
@@ -568,30 +575,25 @@ class McpServers:
         Tools of a server that exited stay listed; a full name that is not 1–64 of A-Za-z0-9_- is left
         out (see ``skipped()``).
         """
-        out = []
-        for server in self._servers.values():
-            if server.state == "failed":
-                continue
-            for tool in server.listing:
-                name = full_name(server.name, tool["name"])
-                if FULL_NAME.fullmatch(name):
-                    out.append(McpTool(name, server.name, tool["name"], tool["description"], tool["inputSchema"]))
-        return out
+        return [McpTool(name, server.name, tool["name"], tool["description"], tool["inputSchema"])
+                for server, tool, name, valid in self._listed() if valid]
 
     def skipped(self) -> list[dict[str, Any]]:
         """``mcp_tool_skipped`` diagnostics for the tools ``tools()`` leaves out by their name."""
-        out = []
+        return [{"kind": "mcp_tool_skipped", "name": name, "server": server.name, "tool": tool["name"],
+                 "message": f"tool {tool['name']!r} of MCP server '{server.name}' is left out: "
+                            f"its name {name!r} is not 1–64 of A-Za-z0-9_-",
+                 "hint": "rename the tool in the server, or deny it in tools.deny"}
+                for server, tool, name, valid in self._listed() if not valid]
+
+    def _listed(self) -> Iterator[tuple[_Server, dict[str, Any], str, bool]]:
+        """Every listed tool of the servers not failed: (server, tool, full name, whether the name is valid)."""
         for server in self._servers.values():
             if server.state == "failed":
                 continue
             for tool in server.listing:
                 name = full_name(server.name, tool["name"])
-                if not FULL_NAME.fullmatch(name):
-                    out.append({"kind": "mcp_tool_skipped", "name": name, "server": server.name, "tool": tool["name"],
-                                "message": f"tool {tool['name']!r} of MCP server '{server.name}' is left out: "
-                                           f"its name {name!r} is not 1–64 of A-Za-z0-9_-",
-                                "hint": "rename the tool in the server, or deny it in tools.deny"})
-        return out
+                yield server, tool, name, FULL_NAME.fullmatch(name) is not None
 
     def status(self) -> dict[str, str]:
         """Each server's state: ``ready``, ``exited``, ``unavailable`` or ``failed``."""
