@@ -79,12 +79,6 @@ def activate(api):
 '''
 
 
-def write_extension(root: Path, ext_id: str, code: str) -> Path:
-    (root / "extensions").mkdir(parents=True, exist_ok=True)
-    (root / "extensions" / f"{ext_id}.py").write_text(code)
-    return root
-
-
 def policy_calls(root: Path, count: int, runs: int) -> dict:
     """A call with a schema through a before hook, a transform and an observer."""
     raw = Raw(SIDECAR)
@@ -213,9 +207,9 @@ def run(runs: int, quick: bool) -> dict:
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="harness-bench-ext-") as tmp:
         hooked = make_extension_root(Path(tmp) / "hooked")
-        policy = write_extension(Path(tmp) / "policy", "policy", POLICY_EXTENSION)
-        frozen = write_extension(Path(tmp) / "frozen", "frozen", FROZEN_EXTENSION)
-        asker = write_extension(Path(tmp) / "asker", "asker", CONFIRM_EXTENSION)
+        policy = make_extension_root(Path(tmp) / "policy", "policy", POLICY_EXTENSION)
+        frozen = make_extension_root(Path(tmp) / "frozen", "frozen", FROZEN_EXTENSION)
+        asker = make_extension_root(Path(tmp) / "asker", "asker", CONFIRM_EXTENSION)
         pipelined = 5000
         calls = tool_calls(SIDECAR, hooked, 300, pipelined, runs, include_children=True)
         echo = tool_calls(ECHO, None, 300, pipelined, runs)

@@ -38,9 +38,10 @@ def make_skills(root: Path, count: int, body_bytes: int) -> Path:
     return root
 
 
-def make_extension_root(root: Path) -> Path:
+def make_extension_root(root: Path, ext_id: str = "hooked", code: str = HOOKED_EXTENSION) -> Path:
+    """A root whose ``extensions/<ext_id>.py`` is ``code`` (by default the 'hooked' extension)."""
     (root / "extensions").mkdir(parents=True, exist_ok=True)
-    (root / "extensions" / "hooked.py").write_text(HOOKED_EXTENSION)
+    (root / "extensions" / f"{ext_id}.py").write_text(code)
     return root
 
 
