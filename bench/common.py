@@ -130,6 +130,14 @@ def pipelined(raw: "Raw", payload: bytes, count: int, runs: int, children: bool 
     return rates, cpu_per_call
 
 
+def echo_lines(method: str, thread: str, count: int) -> list[bytes]:
+    """``count`` JSONL requests (ids 1 to ``count``) calling the tool 'echo' in ``thread``, each with its
+    own text: ``tools/call`` of an extension's echo, or the echo server's ``echo``."""
+    return [json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": {
+        "threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}}).encode()
+        + b"\n" for i in range(1, count + 1)]
+
+
 def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined_count: int, runs: int,
                include_children: bool = False) -> dict:
     """tools/call of the 'hooked' extension's echo (or the echo server's echo): pipelined rate, round trip,
@@ -143,18 +151,9 @@ def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined
         # thread/start hands the spare host to this thread and starts the next spare at once: let that
         # process finish importing, so the figures are of calls, not of a neighbour's start-up
         time.sleep(0.5)
-        method = "tools/call"
-
-        def params(i: int) -> dict:
-            return {"threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
+        lines = echo_lines("tools/call", thread, pipelined_count)
     else:
-        method = "echo"
-
-        def params(i: int) -> dict:
-            return {"threadId": "t", "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}
-
-    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params(i)}).encode() + b"\n"
-             for i in range(1, pipelined_count + 1)]
+        lines = echo_lines("echo", "t", pipelined_count)
     # sequential round trips
     latencies = []
     for i in range(sequential):

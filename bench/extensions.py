@@ -27,7 +27,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import ECHO, SIDECAR, Raw, fmt, pipelined, summary, tool_calls  # noqa: E402
+from bench.common import ECHO, SIDECAR, Raw, echo_lines, fmt, pipelined, summary, tool_calls  # noqa: E402
 from bench.workspace import make_extension_root  # noqa: E402
 
 POLICY_EXTENSION = '''
@@ -84,10 +84,7 @@ def policy_calls(root: Path, count: int, runs: int) -> dict:
     raw = Raw(SIDECAR)
     raw.call("initialize")
     thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["policy"]})["threadId"]
-    lines = [json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
-        "threadId": thread, "call": {"id": f"c{i}", "name": "echo", "arguments": {"text": f"hello {i}"}}}}).encode()
-        + b"\n" for i in range(1, count + 1)]
-    rates, cpu = pipelined(raw, b"".join(lines), count, runs, children=True)
+    rates, cpu = pipelined(raw, b"".join(echo_lines("tools/call", thread, count)), count, runs, children=True)
     raw.close()
     return {"pipelined_calls_per_s": summary(rates), "cpu_us_per_call": summary(cpu)}
 
