@@ -60,11 +60,6 @@ class Raw:
         with open(f"/proc/{self.proc.pid}/io") as f:
             return int(next(line for line in f if line.startswith("rchar")).split()[1])
 
-    def cpu_seconds(self) -> float:
-        with open(f"/proc/{self.proc.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
     def peak_rss_mb(self) -> float:
         with open(f"/proc/{self.proc.pid}/status") as f:
             kb = int(next(line for line in f if line.startswith("VmHWM")).split()[1])

@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import SIDECAR, Raw, fmt, summary  # noqa: E402
+from bench.common import SIDECAR, Raw, cpu_seconds, fmt, summary  # noqa: E402
 from bench.mcp_client import SDK_SERVER, direct_session  # noqa: E402
 from bench.workspace import make_extension_root  # noqa: E402
 
@@ -73,14 +73,14 @@ def sidecar_figures(root: Path, calls: int, pipelined: int, starts: int) -> dict
     for _ in range(50):
         raw.call("tools/call", request["params"])
     latencies = []
-    cpu = raw.cpu_seconds()
+    cpu = cpu_seconds(raw.proc.pid)
     for i in range(calls):
         request["id"] = 10_000 + i
         began = time.perf_counter()
         raw.send(json.dumps(request).encode() + b"\n")
         raw.line()
         latencies.append((time.perf_counter() - began) * 1000)
-    cpu_us = (raw.cpu_seconds() - cpu) / calls * 1e6  # the sidecar process's own, not its extension host's
+    cpu_us = (cpu_seconds(raw.proc.pid) - cpu) / calls * 1e6  # the sidecar process's own, not its extension host's
     lines = []
     for i in range(pipelined):
         request["id"] = 100_000 + i
