@@ -20,6 +20,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from bench.common import close_process
+
 
 def find_codex() -> tuple[str | None, str]:
     """``(path, version)`` of the Codex binary, or ``(None, why not)``."""
@@ -63,13 +65,7 @@ class CodexAppServer:
                 return message["result"]
 
     def close(self) -> None:
-        try:
-            assert self.proc.stdin
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
-            self.proc.wait()
+        close_process(self.proc)
 
 
 def first_skills_list(binary: str, workspace: Path, home: Path) -> tuple[float, int]:

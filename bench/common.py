@@ -66,12 +66,18 @@ class Raw:
         return kb / 1024
 
     def close(self) -> None:
-        try:
-            assert self.proc.stdin
-            self.proc.stdin.close()
-            self.proc.wait(10)
-        except Exception:  # noqa: BLE001
-            self.proc.kill()
+        close_process(self.proc)
+
+
+def close_process(proc: subprocess.Popen) -> None:
+    """Close a server's stdin and let it exit; kill it if it has not within 10 s. Either way it is reaped."""
+    try:
+        assert proc.stdin
+        proc.stdin.close()
+        proc.wait(10)
+    except Exception:  # noqa: BLE001
+        proc.kill()
+        proc.wait()
 
 
 def process_tree(pid: int) -> list[int]:
