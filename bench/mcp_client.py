@@ -74,6 +74,27 @@ async def direct_session(stack: AsyncExitStack, command: list[str]):
             return session
 
 
+async def own_start(commands: list[list[str]]) -> float:
+    """The servers' own start-up: seconds from spawning ``commands`` at once to every one of them
+    initialized with all its tools/list pages read, each through the SDK's client directly."""
+    stop = asyncio.Event()
+    ready = [asyncio.Event() for _ in commands]
+
+    async def hold(command: list[str], listed: asyncio.Event) -> None:
+        async with AsyncExitStack() as stack:  # each session lives in its own task, as anyio wants
+            await direct_session(stack, command)
+            listed.set()
+            await stop.wait()
+
+    began = time.perf_counter()
+    holders = [asyncio.create_task(hold(command, listed)) for command, listed in zip(commands, ready)]
+    await asyncio.gather(*(listed.wait() for listed in ready))
+    elapsed = time.perf_counter() - began
+    stop.set()
+    await asyncio.gather(*holders)
+    return elapsed
+
+
 async def bench_calls(calls: int) -> None:
     for label, command, tool, arguments in servers():
         async with AsyncExitStack() as stack:
@@ -101,21 +122,7 @@ async def bench_start(runs: int) -> None:
     await first.close()
     own, ours = [], []
     for _ in range(runs):
-        stop = asyncio.Event()
-        ready = [asyncio.Event() for _ in configs]
-
-        async def hold(command: list[str], listed: asyncio.Event) -> None:
-            async with AsyncExitStack() as stack:  # each session lives in its own task, as anyio wants
-                await direct_session(stack, command)
-                listed.set()
-                await stop.wait()
-
-        began = time.perf_counter()
-        holders = [asyncio.create_task(hold(config.command, listed)) for config, listed in zip(configs, ready)]
-        await asyncio.gather(*(listed.wait() for listed in ready))
-        own.append(time.perf_counter() - began)
-        stop.set()
-        await asyncio.gather(*holders)
+        own.append(await own_start([config.command for config in configs]))
         began = time.perf_counter()
         started = await McpServers.start("bench", configs)
         ours.append(time.perf_counter() - began)

@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
 from bench.common import SIDECAR, Raw, cpu_seconds, fmt, summary  # noqa: E402
-from bench.mcp_client import SDK_SERVER, direct_session  # noqa: E402
+from bench.mcp_client import SDK_SERVER, direct_session, own_start  # noqa: E402
 from bench.workspace import make_extension_root  # noqa: E402
 
 
@@ -40,23 +40,7 @@ async def direct_figures(calls: int, starts: int) -> dict:
             began = time.perf_counter()
             await session.call_tool("ping", {})
             latencies.append((time.perf_counter() - began) * 1000)
-    own = []
-    for _ in range(starts):
-        stop = asyncio.Event()
-        ready = [asyncio.Event(), asyncio.Event()]
-
-        async def hold(listed: asyncio.Event) -> None:
-            async with AsyncExitStack() as inner:  # each session in its own task, as anyio wants
-                await direct_session(inner, SDK_SERVER)
-                listed.set()
-                await stop.wait()
-
-        began = time.perf_counter()
-        holders = [asyncio.create_task(hold(listed)) for listed in ready]
-        await asyncio.gather(*(listed.wait() for listed in ready))
-        own.append((time.perf_counter() - began) * 1000)
-        stop.set()
-        await asyncio.gather(*holders)
+    own = [await own_start([SDK_SERVER, SDK_SERVER]) * 1000 for _ in range(starts)]
     return {"call_ms": summary(latencies), "two_servers_start_ms": summary(own)}
 
 
