@@ -131,6 +131,18 @@ def pipelined(raw: "Raw", payload: bytes, count: int, runs: int, children: bool 
     return rates, cpu_per_call
 
 
+SPARE_SETTLE_S = 0.5
+
+
+def start_thread(raw: "Raw", params: dict, settle_s: float = SPARE_SETTLE_S) -> dict:
+    """thread/start, then ``settle_s`` of quiet: a thread trusting an extension takes the spare host and
+    the sidecar starts the next spare at once (the first one ``WARM_DELAY_S`` after initialize). Letting
+    that process finish importing keeps a neighbour's start-up out of the figures measured next."""
+    result = raw.call("thread/start", params)
+    time.sleep(settle_s)
+    return result
+
+
 def echo_lines(method: str, thread: str, count: int) -> list[bytes]:
     """``count`` JSONL requests (ids 1 to ``count``) calling the tool 'echo' in ``thread``, each with its
     own text: ``tools/call`` of an extension's echo, or the echo server's ``echo``."""
@@ -146,12 +158,9 @@ def tool_calls(command: list[str], root: Path | None, sequential: int, pipelined
     raw = Raw(command)
     if root is not None:
         raw.call("initialize")
-        thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
+        thread = start_thread(raw, {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
         tools = [t["name"] for t in raw.call("tools/list", {"threadId": thread})["tools"]]
         assert "echo" in tools, f"the hooked extension did not load: {tools}"
-        # thread/start hands the spare host to this thread and starts the next spare at once: let that
-        # process finish importing, so the figures are of calls, not of a neighbour's start-up
-        time.sleep(0.5)
         lines = echo_lines("tools/call", thread, pipelined_count)
     else:
         lines = echo_lines("echo", "t", pipelined_count)

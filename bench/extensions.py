@@ -27,7 +27,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import ECHO, SIDECAR, Raw, echo_lines, fmt, pipelined, summary, tool_calls  # noqa: E402
+from bench.common import (ECHO, SIDECAR, SPARE_SETTLE_S, Raw, echo_lines, fmt, pipelined, start_thread,  # noqa: E402
+                          summary, tool_calls)
 from bench.workspace import make_extension_root  # noqa: E402
 
 POLICY_EXTENSION = '''
@@ -83,7 +84,7 @@ def policy_calls(root: Path, count: int, runs: int) -> dict:
     """A call with a schema through a before hook, a transform and an observer."""
     raw = Raw(SIDECAR)
     raw.call("initialize")
-    thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["policy"]})["threadId"]
+    thread = start_thread(raw, {"roots": [str(root)], "trustedExtensions": ["policy"]})["threadId"]
     rates, cpu = pipelined(raw, b"".join(echo_lines("tools/call", thread, count)), count, runs, children=True)
     raw.close()
     return {"pipelined_calls_per_s": summary(rates), "cpu_us_per_call": summary(cpu)}
@@ -125,18 +126,20 @@ def thread_start_with_extension(root: Path, runs: int) -> dict:
     """In one editor session (spare host ready): thread/start trusting one extension vs not."""
     raw = Raw(SIDECAR)
     raw.call("initialize")
-    raw.call("thread/start", {"roots": [str(root)]})  # modules loaded, as after a first chat
+    start_thread(raw, {"roots": [str(root)]})  # modules loaded, as after a first chat; the spare host ready
     without, with_ext = [], []
     for _ in range(runs):
-        time.sleep(0.4)  # the spare host is started once nothing is in flight
+        # these thread/starts are timed, so not start_thread (its settling would fall in the span):
+        # the same settling after each instead
         started = time.perf_counter()
         raw.call("thread/start", {"roots": [str(root)]})
         without.append((time.perf_counter() - started) * 1000)
-        time.sleep(0.4)
+        time.sleep(SPARE_SETTLE_S)
         started = time.perf_counter()
         result = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"]})
         with_ext.append((time.perf_counter() - started) * 1000)
         assert any(t["name"] == "echo" for t in result["tools"]), result["tools"]
+        time.sleep(SPARE_SETTLE_S)
     raw.close()
     diffs = [b - a for a, b in zip(without, with_ext)]
     return {"without_ms": summary(without), "with_ms": summary(with_ext), "added_ms": summary(diffs)}

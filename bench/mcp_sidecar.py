@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import SIDECAR, Raw, cpu_seconds, fmt, summary  # noqa: E402
+from bench.common import SIDECAR, Raw, cpu_seconds, fmt, start_thread, summary  # noqa: E402
 from bench.mcp_client import SDK_SERVER, direct_session, own_start  # noqa: E402
 from bench.workspace import make_extension_root  # noqa: E402
 
@@ -48,8 +48,8 @@ def sidecar_figures(root: Path, calls: int, pipelined: int, starts: int) -> dict
     raw = Raw(SIDECAR)
     raw.call("initialize")
     server = {"name": "s", "command": SDK_SERVER, "startupTimeoutMs": 60000}
-    thread = raw.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["hooked"],
-                                       "mcpServers": [server]})["threadId"]
+    thread = start_thread(raw, {"roots": [str(root)], "trustedExtensions": ["hooked"],
+                                "mcpServers": [server]})["threadId"]
     names = [t["name"] for t in raw.call("tools/list", {"threadId": thread})["tools"]]
     assert "mcp__s__ping" in names, names
     request = {"jsonrpc": "2.0", "id": 0, "method": "tools/call", "params": {
