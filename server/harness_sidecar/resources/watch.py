@@ -238,13 +238,17 @@ class _RootsWatch:
             planned[root] = (ROOT, real_root, none)
             skills = os.path.join(root, "skills")
             if os.path.isdir(skills) and is_within(os.path.realpath(skills), real_root):
-                planned[skills] = (SKILLS, os.path.realpath(skills), none)
+                skills_real = os.path.realpath(skills)
+                planned[skills] = (SKILLS, skills_real, none)
                 try:
                     with os.scandir(skills) as it:
                         for entry in it:
                             if entry.name in SKIP_DIRS or not _is_dir(entry):
                                 continue
-                            real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                            # a folder's real path is under skills/' real path (the root may be reached
+                            # through a link, e.g. ~/.agents -> ~/dotfiles/agents); a link's is its target's
+                            real = (os.path.realpath(entry.path) if entry.is_symlink()
+                                    else os.path.join(skills_real, entry.name))
                             if is_within(real, real_root):  # a link out of the root is never followed
                                 kind = HIDDEN if entry.name.startswith(".") else SKILL
                                 planned[entry.path] = (kind, real, none)
