@@ -237,8 +237,8 @@ class _RootsWatch:
                 continue
             planned[root] = (ROOT, real_root, none)
             skills = os.path.join(root, "skills")
-            if os.path.isdir(skills) and is_within(os.path.realpath(skills), real_root):
-                skills_real = os.path.realpath(skills)
+            skills_real = _inside(skills, real_root)
+            if skills_real is not None:
                 planned[skills] = (SKILLS, skills_real, none)
                 try:
                     with os.scandir(skills) as it:
@@ -255,12 +255,14 @@ class _RootsWatch:
                 except OSError:
                     pass
             templates = os.path.join(root, "templates")
-            if os.path.isdir(templates) and is_within(os.path.realpath(templates), real_root):
-                planned[templates] = (TEMPLATES, os.path.realpath(templates), none)
+            templates_real = _inside(templates, real_root)
+            if templates_real is not None:
+                planned[templates] = (TEMPLATES, templates_real, none)
             extensions = os.path.join(root, "extensions")
-            if os.path.isdir(extensions) and is_within(os.path.realpath(extensions), real_root):
-                for directory in _extension_dirs(extensions, real_root):
-                    planned[directory] = (EXTENSIONS, os.path.realpath(directory), none)
+            extensions_real = _inside(extensions, real_root)
+            if extensions_real is not None:
+                for directory, real in _extension_dirs(extensions, extensions_real, real_root):
+                    planned[directory] = (EXTENSIONS, real, none)
         for parent, want in waiting:  # a folder may also be another root's, or another missing root's way
             kind, real, wanted = planned.get(parent, (WAITING, os.path.realpath(parent), none))
             planned[parent] = (kind, real, wanted | {want})
@@ -396,9 +398,18 @@ def _nearest_directory(path: str) -> tuple[str, str] | None:
     return None
 
 
-def _extension_dirs(extensions: str, real_root: str) -> list[str]:
-    """``extensions/`` and the folders of its packages (their files are hashed), within bounds."""
-    found = [extensions]
+def _inside(path: str, real_root: str) -> str | None:
+    """The real path of the folder ``path`` when it is one and resolves inside ``real_root``, else ``None``."""
+    if not os.path.isdir(path):
+        return None
+    real = os.path.realpath(path)
+    return real if is_within(real, real_root) else None
+
+
+def _extension_dirs(extensions: str, extensions_real: str, real_root: str) -> list[tuple[str, str]]:
+    """``(path, real path)`` of ``extensions/`` and the folders of its packages (their files are hashed), within
+    bounds."""
+    found = [(extensions, extensions_real)]
     stack = [extensions]
     while stack and len(found) < MAX_EXTENSION_DIRS:
         try:
@@ -406,9 +417,11 @@ def _extension_dirs(extensions: str, real_root: str) -> list[str]:
                 for entry in it:
                     if entry.name.startswith(".") or entry.name in SKIP_DIRS:
                         continue
-                    if entry.is_dir(follow_symlinks=False) and is_within(os.path.realpath(entry.path), real_root):
-                        found.append(entry.path)
-                        stack.append(entry.path)
+                    if entry.is_dir(follow_symlinks=False):
+                        real = os.path.realpath(entry.path)
+                        if is_within(real, real_root):
+                            found.append((entry.path, real))
+                            stack.append(entry.path)
         except OSError:
             continue
     return found
