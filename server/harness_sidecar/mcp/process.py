@@ -78,10 +78,6 @@ class ServerProcess:
         self._reaped: asyncio.Future[None] | None = None
 
     @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    @property
     def returncode(self) -> int | None:
         return self.proc.returncode if self.proc else None
 

@@ -61,7 +61,6 @@ ROOT, SKILLS, SKILL, HIDDEN, TEMPLATES, EXTENSIONS, WAITING = (
 
 @dataclass
 class _Entry:
-    path: str
     kind: str
     real: str
     wd: int
@@ -74,14 +73,6 @@ class WatchHandle:
     def __init__(self, watch: "_RootsWatch", callback: Callback) -> None:
         self._watch: _RootsWatch | None = watch
         self.callback = callback
-
-    @property
-    def roots(self) -> tuple[str, ...]:
-        return self._watch.roots if self._watch else ()
-
-    @property
-    def closed(self) -> bool:
-        return self._watch is None
 
     def close(self) -> None:
         if self._watch is not None:
@@ -290,7 +281,7 @@ class _RootsWatch:
                         self._problem("the kernel's limit of file watches (fs.inotify.max_user_watches) is reached: "
                                       "some folders are not watched; raise it, or use thread/refresh")
                     continue  # gone meanwhile: the next plan will see it
-                self.entries[path] = _Entry(path, kind, real, wd, want)
+                self.entries[path] = _Entry(kind, real, wd, want)
                 self.by_wd.setdefault(wd, []).append(path)
                 added = True
             moved = moved or added or bool(stale)
