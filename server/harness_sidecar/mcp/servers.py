@@ -74,21 +74,6 @@ def _preview(line: bytes) -> str:
     return repr(text) + ("…" if len(line) > 120 else "")
 
 
-def _call_soon(fn: Callable[..., Any] | None, *args: Any, tasks: set[asyncio.Task[Any]]) -> None:
-    """Call a callback that may be sync or async; an async one runs as a task we keep a reference to."""
-    if fn is None:
-        return
-    try:
-        result = fn(*args)
-    except Exception:
-        logger.exception("MCP callback %r raised", fn)
-        return
-    if inspect.isawaitable(result):
-        task = asyncio.ensure_future(result)
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-
 class _Connection:
     """One process of a server and the MCP session over its pipes."""
 
@@ -642,9 +627,21 @@ class McpServers:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _call_soon(self, fn: Callable[..., Any] | None, *args: Any) -> None:
+        """Call a callback that may be sync or async; an async one runs as a task we keep (``_keep``)."""
+        if fn is None:
+            return
+        try:
+            result = fn(*args)
+        except Exception:
+            logger.exception("MCP callback %r raised", fn)
+            return
+        if inspect.isawaitable(result):
+            self._keep(asyncio.ensure_future(result))
+
     def _notify(self, params: dict[str, Any]) -> None:
-        _call_soon(self._notify_fn, params, tasks=self._tasks)
+        self._call_soon(self._notify_fn, params)
 
     def _tools_changed(self) -> None:
         if self._started and not self.closing:
-            _call_soon(self._changed_fn, tasks=self._tasks)
+            self._call_soon(self._changed_fn)
