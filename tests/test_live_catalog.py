@@ -127,6 +127,19 @@ def test_a_link_that_leaves_the_root_after_start_is_reported_not_followed(spawn,
     assert response["error"]["data"]["kind"] == "skill_not_found"
 
 
+def test_a_root_given_through_a_link_is_watched_down_to_its_skill_files(spawn, root, tmp_path):
+    link = tmp_path / "linked"  # as ~/.agents -> ~/dotfiles/agents
+    os.symlink(root, link)
+    sidecar = spawn()
+    thread = start(sidecar, link)
+    write(link / "skills/alpha/SKILL.md", skill_text("alpha", "Use for alpha, edited through the link."))
+    (change,) = wait_changes(sidecar, 1)
+    assert change["threadId"] == thread and change["changed"] == [{"kind": "skill", "name": "alpha"}]
+    write(root / "skills/beta/SKILL.md", skill_text("beta", "Use for beta, edited at its real path."))
+    second = wait_changes(sidecar, 2)[1]
+    assert second["changed"] == [{"kind": "skill", "name": "beta"}]
+
+
 def test_the_watch_survives_a_root_deleted_and_recreated(spawn, root):
     sidecar = spawn()
     thread = start(sidecar, root)

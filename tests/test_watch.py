@@ -183,6 +183,20 @@ async def test_a_link_inside_the_root_is_followed(hub, root):
     await seen.next()
 
 
+async def test_a_root_given_through_a_link_is_watched_like_its_real_folder(hub, root, tmp_path):
+    link = tmp_path / "linked"
+    os.symlink(root, link)
+    hub.subscribe([str(root)], Recorder())
+    direct = hub.watched_folders
+    hub.close()
+    seen = Recorder()
+    hub.subscribe([str(link)], seen)
+    assert hub.watched_folders == direct  # every skill folder too, not only the root and skills/
+    write(link / "skills/alpha/SKILL.md", "---\nname: alpha\ndescription: Edited.\n---\n")
+    change = await seen.next()
+    assert str(link / "skills/alpha/SKILL.md") in change.paths
+
+
 async def test_subscribers_with_the_same_roots_share_one_watch_and_the_last_one_releases_it(hub, root, tmp_path):
     first, second, other = Recorder(), Recorder(), Recorder()
     a = hub.subscribe([str(root)], first)

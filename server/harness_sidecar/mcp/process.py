@@ -75,10 +75,7 @@ class ServerProcess:
         self.exited = asyncio.Event()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self._stderr_task: asyncio.Task[None] | None = None
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
+        self._reaped: asyncio.Future[None] | None = None
 
     @property
     def returncode(self) -> int | None:
@@ -163,7 +160,15 @@ class ServerProcess:
         await self.reap()
 
     async def reap(self) -> None:
-        """After the leader exited: kill what it left in its group, release the pipes and the stderr pump."""
+        """After the leader exited: kill what it left in its group, release the pipes and the stderr pump.
+
+        Done once: ``stop()`` ends with it and the connection's finish calls it again; a later (or
+        concurrent) call waits for the first instead of signalling and scanning ``/proc`` again."""
+        if self._reaped is None:
+            self._reaped = asyncio.ensure_future(self._reap())
+        await asyncio.shield(self._reaped)
+
+    async def _reap(self) -> None:
         self.kill_group(signal.SIGKILL)
         if self.proc is not None:
             deadline = asyncio.get_running_loop().time() + 2.0

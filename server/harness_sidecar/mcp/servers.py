@@ -74,21 +74,6 @@ def _preview(line: bytes) -> str:
     return repr(text) + ("…" if len(line) > 120 else "")
 
 
-def _call_soon(fn: Callable[..., Any] | None, *args: Any, tasks: set[asyncio.Task[Any]]) -> None:
-    """Call a callback that may be sync or async; an async one runs as a task we keep a reference to."""
-    if fn is None:
-        return
-    try:
-        result = fn(*args)
-    except Exception:
-        logger.exception("MCP callback %r raised", fn)
-        return
-    if inspect.isawaitable(result):
-        task = asyncio.ensure_future(result)
-        tasks.add(task)
-        task.add_done_callback(tasks.discard)
-
-
 class _Connection:
     """One process of a server and the MCP session over its pipes."""
 
@@ -363,21 +348,28 @@ class _Server:
     # -- first start ----------------------------------------------------------------------------
 
     async def start(self) -> None:
+        try:
+            self.conn, self.listing = await self._launch()
+        except _StartFailed as exc:
+            self._fail(str(exc))
+            return
+        self.state = "ready"
+
+    async def _launch(self) -> tuple[_Connection, list[dict[str, Any]]]:
+        """A new process, initialized and listed: the connection and its tools that pass allow/deny.
+
+        ``_StartFailed`` says why not (a process that did start is killed first). The first start and
+        every restart come through here."""
         conn = _Connection(self)
         try:
             await conn.spawn()
         except (OSError, ValueError) as exc:
-            self._fail(f"cannot be started ({self.config.command[0]!r}): {exc}")
-            return
-        self.conn = conn
+            raise _StartFailed(f"cannot be started ({self.config.command[0]!r}): {exc}") from None
         try:
-            self.listing = self._filter(await conn.connect(self.timeout_s))
-        except _StartFailed as exc:
+            return conn, self._filter(await conn.connect(self.timeout_s))
+        except _StartFailed:
             await conn.kill()
-            self.conn = None
-            self._fail(str(exc))
-            return
-        self.state = "ready"
+            raise
 
     # -- exits and restarts -----------------------------------------------------------------------
 
@@ -416,30 +408,23 @@ class _Server:
                 return None
             if self.state != "exited" or self.owner.closing:
                 return "it is not running"
-            conn = _Connection(self)
             try:
-                await conn.spawn()
-                listing = self._filter(await conn.connect(self.timeout_s))
-            except (OSError, ValueError) as exc:
-                reason = f"cannot be started ({self.config.command[0]!r}): {exc}"
+                conn, listing = await self._launch()
             except _StartFailed as exc:
-                await conn.kill()
-                reason = str(exc)
-            else:
-                if self.owner.closing:
-                    await conn.stop()
-                    return "the thread is closing"
-                self.conn = conn
-                self.state = "ready"
-                self.owner._notify({"threadId": self.owner.thread_id, "kind": "mcp_restarted", "name": self.name,
-                                    "message": f"MCP server '{self.name}' was restarted"})
-                if listing != self.listing:
-                    self.listing = listing
-                    self.owner._tools_changed()
-                return None
-            self._record_exit()
-            self.failure = reason
-            return reason
+                self._record_exit()
+                self.failure = str(exc)
+                return self.failure
+            if self.owner.closing:
+                await conn.stop()
+                return "the thread is closing"
+            self.conn = conn
+            self.state = "ready"
+            self.owner._notify({"threadId": self.owner.thread_id, "kind": "mcp_restarted", "name": self.name,
+                                "message": f"MCP server '{self.name}' was restarted"})
+            if listing != self.listing:
+                self.listing = listing
+                self.owner._tools_changed()
+            return None
 
     # -- list_changed -----------------------------------------------------------------------------
 
@@ -642,9 +627,21 @@ class McpServers:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _call_soon(self, fn: Callable[..., Any] | None, *args: Any) -> None:
+        """Call a callback that may be sync or async; an async one runs as a task we keep (``_keep``)."""
+        if fn is None:
+            return
+        try:
+            result = fn(*args)
+        except Exception:
+            logger.exception("MCP callback %r raised", fn)
+            return
+        if inspect.isawaitable(result):
+            self._keep(asyncio.ensure_future(result))
+
     def _notify(self, params: dict[str, Any]) -> None:
-        _call_soon(self._notify_fn, params, tasks=self._tasks)
+        self._call_soon(self._notify_fn, params)
 
     def _tools_changed(self) -> None:
         if self._started and not self.closing:
-            _call_soon(self._changed_fn, tasks=self._tasks)
+            self._call_soon(self._changed_fn)

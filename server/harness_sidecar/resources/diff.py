@@ -68,10 +68,11 @@ def diff(old: Catalog, new: Catalog, old_extensions: Iterable[Any] = (),
     """The difference from ``old`` to ``new``, each with its extensions (objects with ``id`` and
     ``to_wire()``, as the extension loader gives them)."""
     before, after = _entries(old, old_extensions), _entries(new, new_extensions)
-    old_keys = {_key(d) for d in old.diagnostics}
-    new_keys = {_key(d) for d in new.diagnostics}
+    old_keys = [_key(d) for d in old.diagnostics]  # each serialised once: for the sets and for the lists
+    new_keys = [_key(d) for d in new.diagnostics]
+    old_set, new_set = set(old_keys), set(new_keys)
     return CatalogChange(
         _listed(after.keys() - before.keys()), _listed(before.keys() - after.keys()),
         _listed(k for k in before.keys() & after.keys() if before[k] != after[k]),
-        list(new.diagnostics), [d for d in new.diagnostics if _key(d) not in old_keys],
-        [d for d in old.diagnostics if _key(d) not in new_keys])
+        list(new.diagnostics), [d for d, k in zip(new.diagnostics, new_keys) if k not in old_set],
+        [d for d, k in zip(old.diagnostics, old_keys) if k not in new_set])

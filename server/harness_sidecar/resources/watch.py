@@ -61,7 +61,6 @@ ROOT, SKILLS, SKILL, HIDDEN, TEMPLATES, EXTENSIONS, WAITING = (
 
 @dataclass
 class _Entry:
-    path: str
     kind: str
     real: str
     wd: int
@@ -74,14 +73,6 @@ class WatchHandle:
     def __init__(self, watch: "_RootsWatch", callback: Callback) -> None:
         self._watch: _RootsWatch | None = watch
         self.callback = callback
-
-    @property
-    def roots(self) -> tuple[str, ...]:
-        return self._watch.roots if self._watch else ()
-
-    @property
-    def closed(self) -> bool:
-        return self._watch is None
 
     def close(self) -> None:
         if self._watch is not None:
@@ -237,26 +228,32 @@ class _RootsWatch:
                 continue
             planned[root] = (ROOT, real_root, none)
             skills = os.path.join(root, "skills")
-            if os.path.isdir(skills) and is_within(os.path.realpath(skills), real_root):
-                planned[skills] = (SKILLS, os.path.realpath(skills), none)
+            skills_real = _inside(skills, real_root)
+            if skills_real is not None:
+                planned[skills] = (SKILLS, skills_real, none)
                 try:
                     with os.scandir(skills) as it:
                         for entry in it:
                             if entry.name in SKIP_DIRS or not _is_dir(entry):
                                 continue
-                            real = os.path.realpath(entry.path) if entry.is_symlink() else entry.path
+                            # a folder's real path is under skills/' real path (the root may be reached
+                            # through a link, e.g. ~/.agents -> ~/dotfiles/agents); a link's is its target's
+                            real = (os.path.realpath(entry.path) if entry.is_symlink()
+                                    else os.path.join(skills_real, entry.name))
                             if is_within(real, real_root):  # a link out of the root is never followed
                                 kind = HIDDEN if entry.name.startswith(".") else SKILL
                                 planned[entry.path] = (kind, real, none)
                 except OSError:
                     pass
             templates = os.path.join(root, "templates")
-            if os.path.isdir(templates) and is_within(os.path.realpath(templates), real_root):
-                planned[templates] = (TEMPLATES, os.path.realpath(templates), none)
+            templates_real = _inside(templates, real_root)
+            if templates_real is not None:
+                planned[templates] = (TEMPLATES, templates_real, none)
             extensions = os.path.join(root, "extensions")
-            if os.path.isdir(extensions) and is_within(os.path.realpath(extensions), real_root):
-                for directory in _extension_dirs(extensions, real_root):
-                    planned[directory] = (EXTENSIONS, os.path.realpath(directory), none)
+            extensions_real = _inside(extensions, real_root)
+            if extensions_real is not None:
+                for directory, real in _extension_dirs(extensions, extensions_real, real_root):
+                    planned[directory] = (EXTENSIONS, real, none)
         for parent, want in waiting:  # a folder may also be another root's, or another missing root's way
             kind, real, wanted = planned.get(parent, (WAITING, os.path.realpath(parent), none))
             planned[parent] = (kind, real, wanted | {want})
@@ -284,7 +281,7 @@ class _RootsWatch:
                         self._problem("the kernel's limit of file watches (fs.inotify.max_user_watches) is reached: "
                                       "some folders are not watched; raise it, or use thread/refresh")
                     continue  # gone meanwhile: the next plan will see it
-                self.entries[path] = _Entry(path, kind, real, wd, want)
+                self.entries[path] = _Entry(kind, real, wd, want)
                 self.by_wd.setdefault(wd, []).append(path)
                 added = True
             moved = moved or added or bool(stale)
@@ -392,9 +389,18 @@ def _nearest_directory(path: str) -> tuple[str, str] | None:
     return None
 
 
-def _extension_dirs(extensions: str, real_root: str) -> list[str]:
-    """``extensions/`` and the folders of its packages (their files are hashed), within bounds."""
-    found = [extensions]
+def _inside(path: str, real_root: str) -> str | None:
+    """The real path of the folder ``path`` when it is one and resolves inside ``real_root``, else ``None``."""
+    if not os.path.isdir(path):
+        return None
+    real = os.path.realpath(path)
+    return real if is_within(real, real_root) else None
+
+
+def _extension_dirs(extensions: str, extensions_real: str, real_root: str) -> list[tuple[str, str]]:
+    """``(path, real path)`` of ``extensions/`` and the folders of its packages (their files are hashed), within
+    bounds."""
+    found = [(extensions, extensions_real)]
     stack = [extensions]
     while stack and len(found) < MAX_EXTENSION_DIRS:
         try:
@@ -402,9 +408,11 @@ def _extension_dirs(extensions: str, real_root: str) -> list[str]:
                 for entry in it:
                     if entry.name.startswith(".") or entry.name in SKIP_DIRS:
                         continue
-                    if entry.is_dir(follow_symlinks=False) and is_within(os.path.realpath(entry.path), real_root):
-                        found.append(entry.path)
-                        stack.append(entry.path)
+                    if entry.is_dir(follow_symlinks=False):
+                        real = os.path.realpath(entry.path)
+                        if is_within(real, real_root):
+                            found.append((entry.path, real))
+                            stack.append(entry.path)
         except OSError:
             continue
     return found
