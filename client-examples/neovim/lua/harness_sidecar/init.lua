@@ -397,6 +397,49 @@ local function pick(kind, prompt, callback)
   end)
 end
 
+-- The words of :HarnessRender and :HarnessCommand: a template's variables and a command's argument keys.
+local TEMPLATE_KEY = '[%a_][%w_]*'
+local COMMAND_KEY = '[%a_][%w_%-]*'
+
+local function starting_with(list, lead)
+  return vim.tbl_filter(function(item) return item:sub(1, #lead) == lead end, list)
+end
+
+--- The entry of list whose name is `name` (the last one, should two share it), or nil.
+local function named(list, name)
+  local found
+  for _, entry in ipairs(list) do
+    if entry.name == name then
+      found = entry
+    end
+  end
+  return found
+end
+
+--- A command line being completed: its words, and how many are complete (the command included).
+local function completed_words(line)
+  local words = vim.split(line, '%s+', { trimempty = true })
+  return words, line:match('%s$') and #words or #words - 1
+end
+
+--- `key=` for each of keys that the words after the name (words[3], ...) do not give yet as key=...
+local function not_given(keys, words, key_pattern)
+  local given = {}
+  for i = 3, #words do
+    local key = words[i]:match('^(' .. key_pattern .. ')=')
+    if key then
+      given[key] = true
+    end
+  end
+  local out = {}
+  for _, key in ipairs(keys) do
+    if not given[key] then
+      table.insert(out, key .. '=')
+    end
+  end
+  return out
+end
+
 function M.cmd_activate(name)
   if not name or name == '' then
     return pick('skills', 'Skill to activate', M.cmd_activate)
@@ -420,12 +463,7 @@ end
 
 --- Ask for the variables not given yet, one vim.ui.input each, then render.
 local function ask_variables(name, arguments)
-  local entry
-  for _, t in ipairs(M.thread and M.thread.catalog.templates or {}) do
-    if t.name == name then
-      entry = t
-    end
-  end
+  local entry = named(M.thread and M.thread.catalog.templates or {}, name)
   for _, variable in ipairs(entry and entry.variables or {}) do
     if arguments[variable] == nil then
       return vim.ui.input({ prompt = name .. ': ' .. variable .. ' = ' }, function(value)
@@ -591,12 +629,7 @@ function M.cmd_command(name, words)
         end
       end)
     end
-    local command
-    for _, c in ipairs(commands) do
-      if c.name == name then
-        command = c
-      end
-    end
+    local command = named(commands, name)
     local arguments, usage = M.command_arguments(command, words)
     if not arguments then
       return report({ kind = 'usage', message = usage })
@@ -619,37 +652,14 @@ end
 
 --- :HarnessCommand completion: a command name first, then `key=` for the arguments not given yet.
 function M.complete_command(lead, line)
-  local words = vim.split(line, '%s+', { trimempty = true })
-  local finished = line:match('%s$') and #words or #words - 1
+  local words, finished = completed_words(line)
   local commands = commands_now()
   if finished <= 1 then
-    local names = {}
-    for _, c in ipairs(commands) do
-      table.insert(names, c.name)
-    end
-    return vim.tbl_filter(function(n) return n:sub(1, #lead) == lead end, names)
+    return starting_with(vim.tbl_map(function(c) return c.name end, commands), lead)
   end
-  local command
-  for _, c in ipairs(commands) do
-    if c.name == words[2] then
-      command = c
-    end
-  end
-  local given = {}
-  for i = 3, #words do
-    local key = words[i]:match('^([%a_][%w_%-]*)=')
-    if key then
-      given[key] = true
-    end
-  end
-  local out = {}
-  for key in pairs(properties_of(command)) do
-    if not given[key] then
-      table.insert(out, key .. '=')
-    end
-  end
+  local out = not_given(vim.tbl_keys(properties_of(named(commands, words[2]))), words, COMMAND_KEY)
   table.sort(out)
-  return vim.tbl_filter(function(n) return n:sub(1, #lead) == lead end, out)
+  return starting_with(out, lead)
 end
 
 local QF_TYPE = { shadowed = 'I', duplicate_root = 'W', root_not_found = 'W', root_not_directory = 'W',
@@ -712,42 +722,19 @@ function M.template_names()
   return names_of('templates')
 end
 
-local function starting_with(list, lead)
-  return vim.tbl_filter(function(item) return item:sub(1, #lead) == lead end, list)
-end
-
 function M.complete_activate(lead)
   return starting_with(M.skill_names(), lead)
 end
 
 --- :HarnessRender completion: a template name first, then `variable=` for the ones not given yet.
 function M.complete_render(lead, line)
-  local words = vim.split(line, '%s+', { trimempty = true })
-  local finished = line:match('%s$') and #words or #words - 1 -- words already complete (the command included)
+  local words, finished = completed_words(line)
   if finished <= 1 then
     return starting_with(M.template_names(), lead)
   end
   local catalog = catalog_now()
-  local entry
-  for _, t in ipairs(catalog and catalog.templates or {}) do
-    if t.name == words[2] then
-      entry = t
-    end
-  end
-  local given = {}
-  for i = 3, #words do
-    local key = words[i]:match('^([%a_][%w_]*)=')
-    if key then
-      given[key] = true
-    end
-  end
-  local out = {}
-  for _, variable in ipairs(entry and entry.variables or {}) do
-    if not given[variable] then
-      table.insert(out, variable .. '=')
-    end
-  end
-  return starting_with(out, lead)
+  local entry = named(catalog and catalog.templates or {}, words[2])
+  return starting_with(not_given(entry and entry.variables or {}, words, TEMPLATE_KEY), lead)
 end
 
 return M
