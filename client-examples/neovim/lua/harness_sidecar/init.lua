@@ -440,6 +440,26 @@ local function not_given(keys, words, key_pattern)
   return out
 end
 
+--- key=value words as { key = text } and the keys in the order first given; a word without '=' continues
+--- the previous value, so `focus=error handling` is one argument. nil and the usage message otherwise.
+local function key_values(words, key_pattern)
+  local texts, order, last = {}, {}, nil
+  for _, word in ipairs(words or {}) do
+    local key, value = word:match('^(' .. key_pattern .. ')=(.*)$')
+    if key then
+      if texts[key] == nil then
+        table.insert(order, key)
+      end
+      texts[key], last = value, key
+    elseif last then
+      texts[last] = texts[last] .. ' ' .. word
+    else
+      return nil, 'arguments are key=value, not ' .. word
+    end
+  end
+  return texts, order
+end
+
 function M.cmd_activate(name)
   if not name or name == '' then
     return pick('skills', 'Skill to activate', M.cmd_activate)
@@ -485,16 +505,9 @@ function M.cmd_render(name, words)
       ask_variables(choice, {})
     end)
   end
-  local arguments, last = {}, nil
-  for _, word in ipairs(words or {}) do
-    local key, value = word:match('^([%a_][%w_]*)=(.*)$')
-    if key then
-      arguments[key], last = value, key
-    elseif last then
-      arguments[last] = arguments[last] .. ' ' .. word
-    else
-      return report({ kind = 'usage', message = 'arguments are key=value, not ' .. word })
-    end
+  local arguments, usage = key_values(words, TEMPLATE_KEY)
+  if not arguments then
+    return report({ kind = 'usage', message = usage })
   end
   render_and_show(name, arguments)
 end
@@ -548,19 +561,9 @@ end
 
 --- key=value words as the command's arguments; a word without '=' continues the previous value.
 function M.command_arguments(command, words)
-  local texts, order, last = {}, {}, nil
-  for _, word in ipairs(words or {}) do
-    local key, value = word:match('^([%a_][%w_%-]*)=(.*)$')
-    if key then
-      if texts[key] == nil then
-        table.insert(order, key)
-      end
-      texts[key], last = value, key
-    elseif last then
-      texts[last] = texts[last] .. ' ' .. word
-    else
-      return nil, 'arguments are key=value, not ' .. word
-    end
+  local texts, order = key_values(words, COMMAND_KEY)
+  if not texts then
+    return nil, order -- the usage message
   end
   local arguments = {}
   for _, key in ipairs(order) do
