@@ -194,18 +194,20 @@ class SidecarClient extends EventEmitter {
     const id = this.nextId++;
     const timeout = timeoutMs || this.timeoutMs;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        this.notify('$/cancelRequest', { id });
-        reject(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
-      }, timeout);
       /** @type {{dispose(): void} | null} */
       let cancellation = null;
+      // Every way a request ends (answer, timeout, exit) lets go of the token's listener.
       const settle = (/** @type {(value: any) => void} */ fn) => (/** @type {any} */ value) => {
         if (cancellation) cancellation.dispose();
         fn(value);
       };
-      this.pending.set(id, { method, resolve: settle(resolve), reject: settle(reject), timer });
+      const fail = settle(reject);
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        this.notify('$/cancelRequest', { id });
+        fail(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
+      }, timeout);
+      this.pending.set(id, { method, resolve: settle(resolve), reject: fail, timer });
       this._send({ jsonrpc: '2.0', id, method, params: params === undefined ? {} : params });
       if (token) {
         const cancel = () => { if (this.pending.has(id)) this.notify('$/cancelRequest', { id }); };
