@@ -188,7 +188,7 @@ class SidecarClient extends EventEmitter {
   request(method, params, options = {}) {
     /** @type {{timeoutMs?: number, token?: Token}} */
     const { timeoutMs, token } = options && 'onCancellationRequested' in options ? { token: options } : (options || {});
-    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) {
+    if (!this._runningProcess()) {
       return Promise.reject(new SidecarError('the sidecar is not running', -1, { kind: 'not_running' }));
     }
     const id = this.nextId++;
@@ -228,9 +228,9 @@ class SidecarClient extends EventEmitter {
 
   /** `shutdown`, then `exit`; resolves with the exit code. */
   async stop() {
-    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc ? this.proc.exitCode : 0;
+    const proc = this._runningProcess();
+    if (!proc) return this.proc ? this.proc.exitCode : 0;
     this.stopping = true;
-    const proc = this.proc;
     /** @type {Promise<number | null>} */
     const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
     try {
@@ -247,6 +247,12 @@ class SidecarClient extends EventEmitter {
 
   _send(message) {
     if (this.proc && this.proc.stdin.writable) this.proc.stdin.write(JSON.stringify(message) + '\n');
+  }
+
+  /** The sidecar's process, unless there is none or it has ended (with a status or a signal): then null. */
+  _runningProcess() {
+    const proc = this.proc;
+    return proc && proc.exitCode === null && proc.signalCode === null ? proc : null;
   }
 
   _receive(line) {
