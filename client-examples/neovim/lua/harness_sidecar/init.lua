@@ -46,7 +46,6 @@ local starting = false
 local function notify(message, level)
   vim.notify('harness-sidecar: ' .. message, level or vim.log.levels.INFO)
 end
-M.notify = notify
 
 --- The text of the last visual selection in the current buffer.
 function M.selection_text()
@@ -255,7 +254,6 @@ end
 local function report(err)
   notify((err.kind and (err.kind .. ': ') or '') .. tostring(err.message), vim.log.levels.ERROR)
 end
-M.report = report
 
 --- call(method, params, callback(err, result)) on the session's thread.
 function M.call(method, params, callback)
