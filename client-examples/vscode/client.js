@@ -188,24 +188,26 @@ class SidecarClient extends EventEmitter {
   request(method, params, options = {}) {
     /** @type {{timeoutMs?: number, token?: Token}} */
     const { timeoutMs, token } = options && 'onCancellationRequested' in options ? { token: options } : (options || {});
-    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) {
+    if (!this._runningProcess()) {
       return Promise.reject(new SidecarError('the sidecar is not running', -1, { kind: 'not_running' }));
     }
     const id = this.nextId++;
     const timeout = timeoutMs || this.timeoutMs;
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        this.notify('$/cancelRequest', { id });
-        reject(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
-      }, timeout);
       /** @type {{dispose(): void} | null} */
       let cancellation = null;
+      // Every way a request ends (answer, timeout, exit) lets go of the token's listener.
       const settle = (/** @type {(value: any) => void} */ fn) => (/** @type {any} */ value) => {
         if (cancellation) cancellation.dispose();
         fn(value);
       };
-      this.pending.set(id, { method, resolve: settle(resolve), reject: settle(reject), timer });
+      const fail = settle(reject);
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        this.notify('$/cancelRequest', { id });
+        fail(new SidecarError(`${method} timed out after ${timeout} ms`, -1, { kind: 'timeout' }));
+      }, timeout);
+      this.pending.set(id, { method, resolve: settle(resolve), reject: fail, timer });
       this._send({ jsonrpc: '2.0', id, method, params: params === undefined ? {} : params });
       if (token) {
         const cancel = () => { if (this.pending.has(id)) this.notify('$/cancelRequest', { id }); };
@@ -226,9 +228,9 @@ class SidecarClient extends EventEmitter {
 
   /** `shutdown`, then `exit`; resolves with the exit code. */
   async stop() {
-    if (!this.proc || this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc ? this.proc.exitCode : 0;
+    const proc = this._runningProcess();
+    if (!proc) return this.proc ? this.proc.exitCode : 0;
     this.stopping = true;
-    const proc = this.proc;
     /** @type {Promise<number | null>} */
     const exited = new Promise((resolve) => proc.once('exit', (code) => resolve(code)));
     try {
@@ -245,6 +247,12 @@ class SidecarClient extends EventEmitter {
 
   _send(message) {
     if (this.proc && this.proc.stdin.writable) this.proc.stdin.write(JSON.stringify(message) + '\n');
+  }
+
+  /** The sidecar's process, unless there is none or it has ended (with a status or a signal): then null. */
+  _runningProcess() {
+    const proc = this.proc;
+    return proc && proc.exitCode === null && proc.signalCode === null ? proc : null;
   }
 
   _receive(line) {

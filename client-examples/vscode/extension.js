@@ -175,7 +175,6 @@ function catalogText(started, settings) {
 
 class Harness {
   constructor(context) {
-    this.context = context;
     this.output = vscode.window.createOutputChannel('Harness Sidecar', { log: true });
     this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
     this.status.command = 'harnessSidecar.showCatalog';
@@ -187,7 +186,8 @@ class Harness {
     this.threadPromise = null;
     this.started = null;
     this.startError = null;
-    this.settings = settingsModule.read(vscode);
+    /** @type {ReturnType<typeof settingsModule.read>} set by start(), which activate() calls at once */
+    this.settings;
     context.subscriptions.push(this.output, this.status, this.problems,
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, this.documents),
       vscode.window.registerTreeDataProvider('harnessSidecar.catalog', this.tree));

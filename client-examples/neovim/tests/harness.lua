@@ -1,5 +1,9 @@
--- The little TAP-like harness the headless tests share: check(name, fn), finish().
+-- The little TAP-like harness the headless tests share: check(name, fn), finish(), and the helpers
+-- every test file needs (the sidecar's command, waiting, buffer text, captured notifications).
 local M = { passed = 0, failed = 0 }
+
+--- The sidecar's command line: HARNESS_SIDECAR_CMD (a JSON array), else harness-sidecar on PATH.
+M.cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
 
 function M.out(text)
   io.stdout:write(text .. '\n')
@@ -28,6 +32,36 @@ function M.finish()
   else
     vim.cmd('qa!')
   end
+end
+
+function M.contains(haystack, needle)
+  assert(haystack:find(needle, 1, true), string.format('%q not found in:\n%s', needle, haystack))
+end
+
+--- Wait (running the event loop) until predicate() is true; fail with `what` after ms.
+function M.wait_for(predicate, what, ms)
+  assert(vim.wait(ms or 20000, predicate, 10), 'timed out waiting for ' .. what)
+end
+
+function M.buffer_text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false), '\n')
+end
+
+--- Replace vim.notify with one that records each { message, level }; return that list.
+function M.capture_notifications()
+  local notifications = {}
+  vim.notify = function(message, level)
+    table.insert(notifications, { message = message, level = level })
+  end
+  return notifications
+end
+
+--- Run an Ex command and return the text the plugin `hs` shows in its output window (once it is shown).
+function M.shows(hs, command)
+  local count = hs.shown_count
+  vim.cmd(command)
+  M.wait_for(function() return hs.shown_count > count end, 'the output of ' .. command)
+  return M.buffer_text(hs.output_buf)
 end
 
 function M.version_line(how)

@@ -6,7 +6,7 @@ local t = dofile(vim.fn.fnamemodify(here, ':p:h') .. '/harness.lua')
 local out, check = t.out, t.check
 
 local workspace = vim.fn.fnamemodify(here, ':p:h:h:h') .. '/workspace'
-local cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
+local cmd = t.cmd
 out(t.version_line('vim.lsp.start'))
 local roots = { workspace .. '/broken', workspace .. '/project', workspace .. '/user' }
 

@@ -8,30 +8,15 @@
 local here = debug.getinfo(1, 'S').source:sub(2)
 local t = dofile(vim.fn.fnamemodify(here, ':p:h') .. '/harness.lua')
 local out, check = t.out, t.check
+local contains, wait_for, buffer_text = t.contains, t.wait_for, t.buffer_text
 local uv = vim.uv or vim.loop
-
-local function buffer_text(buf)
-  return table.concat(vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false), '\n')
-end
-
-local function contains(haystack, needle)
-  assert(haystack:find(needle, 1, true), string.format('%q not found in:\n%s', needle, haystack))
-end
-
---- Wait (running the event loop) until predicate() is true; fail with `what` after ms.
-local function wait_for(predicate, what, ms)
-  assert(vim.wait(ms or 20000, predicate, 10), 'timed out waiting for ' .. what)
-end
 
 local plugin = vim.fn.fnamemodify(here, ':p:h:h')
 local workspace = vim.fn.fnamemodify(here, ':p:h:h:h') .. '/workspace'
-local cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
+local cmd = t.cmd
 out(t.version_line(vim.system and 'vim.system' or 'jobstart'))
 
-local notifications = {}
-vim.notify = function(message, level)
-  table.insert(notifications, { message = message, level = level })
-end
+local notifications = t.capture_notifications()
 local function last_notification()
   return (notifications[#notifications] or {}).message or ''
 end
@@ -42,10 +27,7 @@ hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' }
 
 --- Run an Ex command and return the text it shows in the output window (once it is shown).
 local function shows(command)
-  local count = hs.shown_count
-  vim.cmd(command)
-  wait_for(function() return hs.shown_count > count end, 'the output of ' .. command)
-  return buffer_text(hs.output_buf)
+  return t.shows(hs, command)
 end
 
 local function output_text()

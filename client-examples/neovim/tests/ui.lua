@@ -5,25 +5,15 @@
 local here = debug.getinfo(1, 'S').source:sub(2)
 local t = dofile(vim.fn.fnamemodify(here, ':p:h') .. '/harness.lua')
 local out, check = t.out, t.check
-
-local function contains(haystack, needle)
-  assert(haystack:find(needle, 1, true), string.format('%q not found in:\n%s', needle, haystack))
-end
-
-local function wait_for(predicate, what, ms)
-  assert(vim.wait(ms or 20000, predicate, 10), 'timed out waiting for ' .. what)
-end
+local contains, wait_for = t.contains, t.wait_for
 
 local plugin = vim.fn.fnamemodify(here, ':p:h:h')
 local repo = vim.fn.fnamemodify(plugin, ':h:h')
-local cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
+local cmd = t.cmd
 local python = os.getenv('HARNESS_TEST_PYTHON') or 'python3'
 out(t.version_line('ui'))
 
-local notifications = {}
-vim.notify = function(message, level)
-  table.insert(notifications, { message = message, level = level })
-end
+local notifications = t.capture_notifications()
 local function notified(needle)
   for _, n in ipairs(notifications) do
     if n.message:find(needle, 1, true) then
@@ -135,10 +125,8 @@ end)
 check(':HarnessCommand ask times=3: select, input, notify and status answered; the result shown', function()
   answer.select = choose('Blue')
   answer.input = function(_, on_confirm) on_confirm('Ada') end
-  local count, first = hs.shown_count, #asked
-  vim.cmd('HarnessCommand ask times=3')
-  wait_for(function() return hs.shown_count > count end, 'the result')
-  local text = table.concat(vim.api.nvim_buf_get_lines(hs.output_buf, 0, -1, false), '\n')
+  local first = #asked
+  local text = t.shows(hs, 'HarnessCommand ask times=3')
   assert(text == '# ask\n\nb Ada x3', vim.inspect(text)) -- times=3 was sent as the integer 3
   local select, input = asked[first + 1], asked[first + 2]
   assert(select.opts.prompt == 'asker: Colour', vim.inspect(select.opts))
@@ -150,9 +138,7 @@ check(':HarnessCommand ask times=3: select, input, notify and status answered; t
   vim.o.statusline = "%{v:lua.require'harness_sidecar'.statusline()}"
   vim.cmd('redrawstatus')
 
-  count = hs.shown_count
-  vim.cmd('HarnessCommand clear')
-  wait_for(function() return hs.shown_count > count end, 'the clear result')
+  t.shows(hs, 'HarnessCommand clear')
   assert(hs.statusline() == '', hs.statusline())
 end)
 
@@ -178,14 +164,11 @@ check(':HarnessCommand without a name: a picker, then a prompt per argument', fu
     end
     choose('red')(items, opts, on_choice)
   end
-  local count = hs.shown_count
-  vim.cmd('HarnessCommand')
-  wait_for(function() return hs.shown_count > count end, 'the result')
+  local text = t.shows(hs, 'HarnessCommand')
   assert(vim.deep_equal(offered, { 'ask — Ask for a colour and a name (asker)', 'clear — Clear the mood (asker)' }),
     vim.inspect(offered))
   assert(vim.deep_equal(prompts, { 'ask: times = ', 'ask: why (optional) = ', 'asker: Name (your name): ' }),
     vim.inspect(prompts))
-  local text = table.concat(vim.api.nvim_buf_get_lines(hs.output_buf, 0, -1, false), '\n')
   assert(text == '# ask\n\nred Bo x2', vim.inspect(text))
 end)
 
@@ -241,9 +224,7 @@ check('the status items go with the sidecar', function()
   setup()
   answer.select = choose('Blue')
   answer.input = function(_, on_confirm) on_confirm('Cy') end
-  local count = hs.shown_count
-  vim.cmd('HarnessCommand ask times=1')
-  wait_for(function() return hs.shown_count > count end, 'the result')
+  t.shows(hs, 'HarnessCommand ask times=1')
   assert(hs.statusline() == 'feeling b')
   hs.stop({ quiet = true })
   assert(hs.statusline() == '', hs.statusline())

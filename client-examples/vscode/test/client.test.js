@@ -88,6 +88,16 @@ test('requests time out and a failing start is reported', async () => {
   await assert.rejects(
     client.request('tools/call', { threadId, call: { id: 'c', name: 'editor_selection', arguments: {} } }, { timeoutMs: 300 }),
     (err) => err.kind === 'timeout');
+  // A request that times out lets go of its cancellation token's listener, as an answered one does.
+  const listeners = new Set();
+  const token = { isCancellationRequested: false, onCancellationRequested: (listener) => {
+    listeners.add(listener);
+    return { dispose: () => listeners.delete(listener) };
+  } };
+  await assert.rejects(
+    client.request('tools/call', { threadId, call: { id: 'd', name: 'editor_selection', arguments: {} } }, { timeoutMs: 300, token }),
+    (err) => err.kind === 'timeout');
+  assert.equal(listeners.size, 0, 'the timed-out request still listens to its token');
   assert.equal(await client.stop(), 0);
 
   const broken = new SidecarClient({ command: ['/nonexistent/harness-sidecar'] });

@@ -7,27 +7,16 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { ROOTS, WORKSPACE, sidecarCommand } = require('./helpers');
-const { standIn, loadWith, until } = require('./vscode-stand-in');
+const { ROOTS, WORKSPACE, sidecarCommand, extensionRoot } = require('./helpers');
+const { activate, deactivateAll, run, until } = require('./vscode-stand-in');
 
 const EXTENSION = path.resolve(__dirname, '..', 'extension.js');
 
-// Every activated extension is deactivated after the file, also when an assertion failed
-// (a sidecar left running would keep node waiting instead of reporting the failure).
+// Every activated extension is deactivated after the file, also when an assertion failed.
 const activations = [];
-test.after(async () => { for (const extension of activations) await extension.deactivate(); });
+test.after(() => deactivateAll(activations));
+const activated = (options) => activate(options, EXTENSION, activations);
 
-async function activated(options) {
-  const { vscode, state } = standIn(options);
-  const extension = loadWith(vscode, EXTENSION);
-  activations.push(extension);
-  const context = { subscriptions: [] };
-  const api = extension.activate(context);
-  await api.started;
-  return { vscode, state, extension, api, context };
-}
-
-const run = (state, id, ...args) => state.commands.get(id)(...args);
 const text = (doc) => doc.getText();
 
 test('the catalog as a tree, a status bar, Problems and read-only documents', async () => {
@@ -146,9 +135,7 @@ test('a sidecar that cannot start gives actionable errors, also on later command
 });
 
 test('cancelling the progress cancels the request in the sidecar', async () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-'));
-  fs.mkdirSync(path.join(root, 'extensions'));
-  fs.writeFileSync(path.join(root, 'extensions', 'slow.py'),
+  const root = extensionRoot('slow',
     'import sys, time\ndef activate(api):\n    print("slow: activating", file=sys.stderr, flush=True)\n    time.sleep(6)\n');
   const { state, extension, api } = await activated({
     user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['slow'] },

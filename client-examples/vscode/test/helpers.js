@@ -1,4 +1,6 @@
 'use strict';
+const fs = require('fs');
+const os = require('os');
 const path = require('path');
 
 const WORKSPACE = path.resolve(__dirname, '..', '..', 'workspace');
@@ -13,4 +15,12 @@ function sidecarCommand() {
   return process.env.HARNESS_SIDECAR_CMD ? JSON.parse(process.env.HARNESS_SIDECAR_CMD) : ['harness-sidecar'];
 }
 
-module.exports = { WORKSPACE, ROOTS, EXAMPLE_EXTENSIONS, MCP_SERVER, sidecarCommand };
+/** A new root in the temporary directory whose extensions/ holds one extension: `<id>.py`, the given code. */
+function extensionRoot(id, code) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-'));
+  fs.mkdirSync(path.join(root, 'extensions'));
+  fs.writeFileSync(path.join(root, 'extensions', `${id}.py`), code);
+  return root;
+}
+
+module.exports = { WORKSPACE, ROOTS, EXAMPLE_EXTENSIONS, MCP_SERVER, sidecarCommand, extensionRoot };

@@ -9,7 +9,10 @@ const path = require('path');
 const { spawn } = require('child_process');
 const rpc = require('vscode-jsonrpc/node');
 const { ROOTS, WORKSPACE, sidecarCommand } = require('./helpers');
-const { standIn, loadWith, until } = require('./vscode-stand-in');
+const { activate, deactivateAll, until } = require('./vscode-stand-in');
+
+const activations = [];
+test.after(() => deactivateAll(activations));
 
 test('publishDiagnostics for a broken skill, cleared by an unsaved fix', async () => {
   const [file, ...args] = sidecarCommand();
@@ -51,11 +54,8 @@ test('publishDiagnostics for a broken skill, cleared by an unsaved fix', async (
 
 test('the real vscode-languageclient starts `--lsp --stdio`: live diagnostics, hovers and the commands', async () => {
   // Only the `vscode` module is a stand-in; vscode-languageclient 9 is the real one, spawning the real sidecar.
-  const { vscode, state } = standIn({ user: {
-    command: sidecarCommand(), mode: 'lsp', roots: [path.join(WORKSPACE, 'broken'), ...ROOTS] } });
-  const extension = loadWith(vscode, path.resolve(__dirname, '..', 'extension.js'));
-  const api = extension.activate({ subscriptions: [] });
-  await api.started;
+  const { vscode, state, extension, api } = await activate({ user: { command: sidecarCommand(), mode: 'lsp',
+    roots: [path.join(WORKSPACE, 'broken'), ...ROOTS] } }, path.resolve(__dirname, '..', 'extension.js'), activations);
   assert.deepEqual(state.errors, []);
   const languageClient = api.client.client;
   assert.equal(languageClient.initializeResult.serverInfo.name, 'harness-sidecar');

@@ -4,7 +4,7 @@
 // `vscode` module and drives it against the real sidecar in both modes. Prints `N passed, M failed`.
 const fs = require('fs');
 const path = require('path');
-const { standIn, loadWith, until } = require('./vscode-stand-in');
+const { activate, run, until } = require('./vscode-stand-in');
 const { ROOTS, WORKSPACE, sidecarCommand } = require('./helpers');
 
 const root = path.resolve(process.argv[2]);
@@ -29,19 +29,14 @@ async function check(name, fn) {
     if (fs.existsSync(path.join(root, 'node_modules'))) throw new Error('node_modules shipped');
   });
   await check('JSONL mode: the catalog', async () => {
-    const { vscode, state } = standIn({ user: { command: sidecarCommand(), roots: ROOTS } });
-    const extension = loadWith(vscode, main);
-    const api = extension.activate({ subscriptions: [] });
-    await api.started;
-    await state.commands.get('harnessSidecar.showCatalog')();
+    const { state, extension } = await activate({ user: { command: sidecarCommand(), roots: ROOTS } }, main);
+    await run(state, 'harnessSidecar.showCatalog');
     if (!/\*\*review\*\*/.test(state.shown.at(-1).getText())) throw new Error(state.shown.at(-1).getText());
     await extension.deactivate();
   });
   await check('LSP mode: the bundled vscode-languageclient gets a live diagnostic', async () => {
-    const { vscode, state } = standIn({ user: { command: sidecarCommand(), mode: 'lsp', roots: [path.join(WORKSPACE, 'broken')] } });
-    const extension = loadWith(vscode, main);
-    const api = extension.activate({ subscriptions: [] });
-    await api.started;
+    const { vscode, state, extension } = await activate({ user: { command: sidecarCommand(), mode: 'lsp',
+      roots: [path.join(WORKSPACE, 'broken')] } }, main);
     const skill = path.join(WORKSPACE, 'broken', 'skills', 'wrong-name', 'SKILL.md');
     state.openDocument(skill, fs.readFileSync(skill, 'utf8'));
     const found = () => state.collections.map((c) => c.get(vscode.Uri.file(skill)) || []).flat();

@@ -8,24 +8,14 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { EXAMPLE_EXTENSIONS, MCP_SERVER, sidecarCommand } = require('./helpers');
-const { standIn, loadWith, until } = require('./vscode-stand-in');
+const { EXAMPLE_EXTENSIONS, MCP_SERVER, sidecarCommand, extensionRoot } = require('./helpers');
+const { activate, deactivateAll, run, until } = require('./vscode-stand-in');
 
 const EXTENSION = path.resolve(__dirname, '..', 'extension.js');
 
 const activations = [];
-test.after(async () => { for (const extension of activations) await extension.deactivate(); });
-
-async function activated(options) {
-  const { vscode, state } = standIn(options);
-  const extension = loadWith(vscode, EXTENSION);
-  activations.push(extension);
-  const api = extension.activate({ subscriptions: [] });
-  await api.started;
-  return { vscode, state, extension, api };
-}
-
-const run = (state, id, ...args) => state.commands.get(id)(...args);
+test.after(() => deactivateAll(activations));
+const activated = (options) => activate(options, EXTENSION, activations);
 
 // A root with an extension that asks the user through every ctx.ui call, from two commands.
 const ASKER = `
@@ -51,12 +41,7 @@ def activate(api):
     api.register_command("clear", "Clear the mood", clear)
 `;
 
-function askerRoot() {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-ui-'));
-  fs.mkdirSync(path.join(root, 'extensions'));
-  fs.writeFileSync(path.join(root, 'extensions', 'asker.py'), ASKER);
-  return root;
-}
+const askerRoot = () => extensionRoot('asker', ASKER);
 
 /** A thread on the extension's own connection with the example permission-gate guarding `bash`. */
 async function gated(api, limits) {

@@ -350,6 +350,31 @@ function loadWith(vscode, file) {
   return require(file);
 }
 
+/**
+ * Activate the extension whose main module is `main` against a fresh stand-in (`options`: see standIn)
+ * and wait for its start. `registry` (an array), when given, gets the extension before it activates, for
+ * deactivateAll() after the tests: also after a failed assertion, since a sidecar left running would
+ * keep node waiting instead of reporting the failure.
+ */
+async function activate(options, main, registry) {
+  const { vscode, state } = standIn(options);
+  const extension = loadWith(vscode, main);
+  if (registry) registry.push(extension);
+  const api = extension.activate({ subscriptions: [] });
+  await api.started;
+  return { vscode, state, extension, api };
+}
+
+/** Deactivate every extension in `registry` (one a test already deactivated has nothing left to stop). */
+async function deactivateAll(registry) {
+  for (const extension of registry) await extension.deactivate();
+}
+
+/** Run the registered command `id`, as the user would from the command palette. */
+function run(state, id, ...args) {
+  return state.commands.get(id)(...args);
+}
+
 /** Wait until `predicate()` is true (or fail after `ms`). */
 async function until(predicate, ms = 15000, what = 'condition') {
   const deadline = Date.now() + ms;
@@ -359,4 +384,4 @@ async function until(predicate, ms = 15000, what = 'condition') {
   }
 }
 
-module.exports = { standIn, loadWith, until };
+module.exports = { standIn, loadWith, until, activate, deactivateAll, run };

@@ -46,7 +46,6 @@ local starting = false
 local function notify(message, level)
   vim.notify('harness-sidecar: ' .. message, level or vim.log.levels.INFO)
 end
-M.notify = notify
 
 --- The text of the last visual selection in the current buffer.
 function M.selection_text()
@@ -255,7 +254,6 @@ end
 local function report(err)
   notify((err.kind and (err.kind .. ': ') or '') .. tostring(err.message), vim.log.levels.ERROR)
 end
-M.report = report
 
 --- call(method, params, callback(err, result)) on the session's thread.
 function M.call(method, params, callback)
@@ -397,6 +395,69 @@ local function pick(kind, prompt, callback)
   end)
 end
 
+-- The words of :HarnessRender and :HarnessCommand: a template's variables and a command's argument keys.
+local TEMPLATE_KEY = '[%a_][%w_]*'
+local COMMAND_KEY = '[%a_][%w_%-]*'
+
+local function starting_with(list, lead)
+  return vim.tbl_filter(function(item) return item:sub(1, #lead) == lead end, list)
+end
+
+--- The entry of list whose name is `name` (the last one, should two share it), or nil.
+local function named(list, name)
+  local found
+  for _, entry in ipairs(list) do
+    if entry.name == name then
+      found = entry
+    end
+  end
+  return found
+end
+
+--- A command line being completed: its words, and how many are complete (the command included).
+local function completed_words(line)
+  local words = vim.split(line, '%s+', { trimempty = true })
+  return words, line:match('%s$') and #words or #words - 1
+end
+
+--- `key=` for each of keys that the words after the name (words[3], ...) do not give yet as key=...
+local function not_given(keys, words, key_pattern)
+  local given = {}
+  for i = 3, #words do
+    local key = words[i]:match('^(' .. key_pattern .. ')=')
+    if key then
+      given[key] = true
+    end
+  end
+  local out = {}
+  for _, key in ipairs(keys) do
+    if not given[key] then
+      table.insert(out, key .. '=')
+    end
+  end
+  return out
+end
+
+--- key=value words as { key = text } and the keys in the order first given; a word without '=' continues
+--- the previous value, so `focus=error handling` is one argument. nil and the usage message otherwise.
+local function key_values(words, key_pattern)
+  local texts, order, last = {}, {}, nil
+  for _, word in ipairs(words or {}) do
+    local key, value = word:match('^(' .. key_pattern .. ')=(.*)$')
+    if key then
+      if texts[key] == nil then
+        table.insert(order, key)
+      end
+      texts[key], last = value, key
+    elseif last then
+      texts[last] = texts[last] .. ' ' .. word
+    else
+      return nil, 'arguments are key=value, not ' .. word
+    end
+  end
+  return texts, order
+end
+
 function M.cmd_activate(name)
   if not name or name == '' then
     return pick('skills', 'Skill to activate', M.cmd_activate)
@@ -420,12 +481,7 @@ end
 
 --- Ask for the variables not given yet, one vim.ui.input each, then render.
 local function ask_variables(name, arguments)
-  local entry
-  for _, t in ipairs(M.thread and M.thread.catalog.templates or {}) do
-    if t.name == name then
-      entry = t
-    end
-  end
+  local entry = named(M.thread and M.thread.catalog.templates or {}, name)
   for _, variable in ipairs(entry and entry.variables or {}) do
     if arguments[variable] == nil then
       return vim.ui.input({ prompt = name .. ': ' .. variable .. ' = ' }, function(value)
@@ -447,16 +503,9 @@ function M.cmd_render(name, words)
       ask_variables(choice, {})
     end)
   end
-  local arguments, last = {}, nil
-  for _, word in ipairs(words or {}) do
-    local key, value = word:match('^([%a_][%w_]*)=(.*)$')
-    if key then
-      arguments[key], last = value, key
-    elseif last then
-      arguments[last] = arguments[last] .. ' ' .. word
-    else
-      return report({ kind = 'usage', message = 'arguments are key=value, not ' .. word })
-    end
+  local arguments, usage = key_values(words, TEMPLATE_KEY)
+  if not arguments then
+    return report({ kind = 'usage', message = usage })
   end
   render_and_show(name, arguments)
 end
@@ -510,19 +559,9 @@ end
 
 --- key=value words as the command's arguments; a word without '=' continues the previous value.
 function M.command_arguments(command, words)
-  local texts, order, last = {}, {}, nil
-  for _, word in ipairs(words or {}) do
-    local key, value = word:match('^([%a_][%w_%-]*)=(.*)$')
-    if key then
-      if texts[key] == nil then
-        table.insert(order, key)
-      end
-      texts[key], last = value, key
-    elseif last then
-      texts[last] = texts[last] .. ' ' .. word
-    else
-      return nil, 'arguments are key=value, not ' .. word
-    end
+  local texts, order = key_values(words, COMMAND_KEY)
+  if not texts then
+    return nil, order -- the usage message
   end
   local arguments = {}
   for _, key in ipairs(order) do
@@ -591,12 +630,7 @@ function M.cmd_command(name, words)
         end
       end)
     end
-    local command
-    for _, c in ipairs(commands) do
-      if c.name == name then
-        command = c
-      end
-    end
+    local command = named(commands, name)
     local arguments, usage = M.command_arguments(command, words)
     if not arguments then
       return report({ kind = 'usage', message = usage })
@@ -619,37 +653,14 @@ end
 
 --- :HarnessCommand completion: a command name first, then `key=` for the arguments not given yet.
 function M.complete_command(lead, line)
-  local words = vim.split(line, '%s+', { trimempty = true })
-  local finished = line:match('%s$') and #words or #words - 1
+  local words, finished = completed_words(line)
   local commands = commands_now()
   if finished <= 1 then
-    local names = {}
-    for _, c in ipairs(commands) do
-      table.insert(names, c.name)
-    end
-    return vim.tbl_filter(function(n) return n:sub(1, #lead) == lead end, names)
+    return starting_with(vim.tbl_map(function(c) return c.name end, commands), lead)
   end
-  local command
-  for _, c in ipairs(commands) do
-    if c.name == words[2] then
-      command = c
-    end
-  end
-  local given = {}
-  for i = 3, #words do
-    local key = words[i]:match('^([%a_][%w_%-]*)=')
-    if key then
-      given[key] = true
-    end
-  end
-  local out = {}
-  for key in pairs(properties_of(command)) do
-    if not given[key] then
-      table.insert(out, key .. '=')
-    end
-  end
+  local out = not_given(vim.tbl_keys(properties_of(named(commands, words[2]))), words, COMMAND_KEY)
   table.sort(out)
-  return vim.tbl_filter(function(n) return n:sub(1, #lead) == lead end, out)
+  return starting_with(out, lead)
 end
 
 local QF_TYPE = { shadowed = 'I', duplicate_root = 'W', root_not_found = 'W', root_not_directory = 'W',
@@ -712,42 +723,19 @@ function M.template_names()
   return names_of('templates')
 end
 
-local function starting_with(list, lead)
-  return vim.tbl_filter(function(item) return item:sub(1, #lead) == lead end, list)
-end
-
 function M.complete_activate(lead)
   return starting_with(M.skill_names(), lead)
 end
 
 --- :HarnessRender completion: a template name first, then `variable=` for the ones not given yet.
 function M.complete_render(lead, line)
-  local words = vim.split(line, '%s+', { trimempty = true })
-  local finished = line:match('%s$') and #words or #words - 1 -- words already complete (the command included)
+  local words, finished = completed_words(line)
   if finished <= 1 then
     return starting_with(M.template_names(), lead)
   end
   local catalog = catalog_now()
-  local entry
-  for _, t in ipairs(catalog and catalog.templates or {}) do
-    if t.name == words[2] then
-      entry = t
-    end
-  end
-  local given = {}
-  for i = 3, #words do
-    local key = words[i]:match('^([%a_][%w_]*)=')
-    if key then
-      given[key] = true
-    end
-  end
-  local out = {}
-  for _, variable in ipairs(entry and entry.variables or {}) do
-    if not given[variable] then
-      table.insert(out, variable .. '=')
-    end
-  end
-  return starting_with(out, lead)
+  local entry = named(catalog and catalog.templates or {}, words[2])
+  return starting_with(not_given(entry and entry.variables or {}, words, TEMPLATE_KEY), lead)
 end
 
 return M
