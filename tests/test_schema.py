@@ -217,6 +217,23 @@ def test_tool_call_params_name_the_field(params, field, message):
         assert (caught.value.data["field"], caught.value.message) == (field, message)
 
 
+@pytest.mark.parametrize("parse, params, field, message", [
+    (P.parse_skills_activate, {"threadId": "t"}, "name", "'name' is required"),
+    (P.parse_skills_activate, {"threadId": "t", "name": None}, "name", "'name' must be a string, not null"),
+    (P.parse_skills_activate, {"threadId": "t", "name": "r", "resources": "a.md"}, "resources",
+     "'resources' must be an array, not string"),
+    (P.parse_skills_activate, {"threadId": "t", "name": "r", "resources": ["a.md", 5]}, "resources[1]",
+     "'resources[1]' must be a string"),
+    (P.parse_templates_render, {"threadId": "t", "name": 5}, "name", "'name' must be a string, not integer"),
+    (P.parse_templates_render, {"threadId": "t", "name": "r", "arguments": []}, "arguments",
+     "'arguments' must be an object, not array"),
+])
+def test_skills_activate_and_templates_render_params_name_the_field(parse, params, field, message):
+    with pytest.raises(InvalidParams) as caught:
+        parse(params)
+    assert caught.value.data == {"field": field} and caught.value.message == message
+
+
 def test_thread_start_parses_every_v2_field():
     pinned = "AB" * 32
     start = P.parse_thread_start({

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
 from harness_sidecar import commands as C
-from harness_sidecar.errors import DomainError, InvalidParams, PeerError
+from harness_sidecar.errors import DomainError, PeerError
 from harness_sidecar.extensions.hooks import (
     CONTEXT,
     INPUT,
@@ -607,20 +607,15 @@ class Sidecar:
 
     async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
-        name = P.require(params, "name", str)
-        resources = P.require(params, "resources", list, optional=True, default=[])
-        for i, request in enumerate(resources):
-            if not isinstance(request, str):
-                raise InvalidParams(f"'resources[{i}]' must be a string", f"resources[{i}]")
-        skill = activate(thread.catalog, name, resources, thread.limits)
+        request = P.parse_skills_activate(params)
+        skill = activate(thread.catalog, request.name, request.resources, thread.limits)
         thread.activated[skill.name] = skill
         return {"skill": skill.to_wire()}
 
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
-        name = P.require(params, "name", str)
-        arguments = P.require(params, "arguments", dict, optional=True, default={})
-        return {"message": render(thread.catalog, name, arguments, thread.limits)}
+        request = P.parse_templates_render(params)
+        return {"message": render(thread.catalog, request.name, request.arguments, thread.limits)}
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)

@@ -41,7 +41,6 @@ from harness_sidecar.wire.shapes import (
     Obj,
     Str,
     opt,
-    type_name,
 )
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -49,25 +48,6 @@ BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before a
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 DEFAULT_INPUT_SCHEMA = {"type": "object", "properties": {}}
-_TYPE_NAMES = {str: "a string", dict: "an object", list: "an array", int: "an integer", bool: "a boolean"}
-
-
-def require(obj: dict[str, Any], key: str, kind: type, where: str = "", optional: bool = False,
-            default: Any = None) -> Any:
-    """Fetch ``obj[key]`` and check its JSON type; ``where`` prefixes the field name in errors.
-
-    Kept for callers that read one field by hand; new params get a shape below.
-    """
-    name = f"{where}{key}"
-    if key not in obj or (optional and obj[key] is None):
-        if optional:
-            return default
-        raise InvalidParams(f"'{name}' is required", name)
-    value = obj[key]
-    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if not ok:
-        raise InvalidParams(f"'{name}' must be {_TYPE_NAMES.get(kind, kind.__name__)}, not {type_name(value)}", name)
-    return value
 
 
 # -- the values params are made of ----------------------------------------------------------
@@ -338,7 +318,7 @@ class InputSubmitParams(NamedTuple):
 
 SKILLS_ACTIVATE = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
-     opt("resources", Arr(Str()), default_factory=list,
+     opt("resources", Arr(Str(error="'{where}' must be a string")), default_factory=list,
          description="Paths relative to the skill's directory; each answered once, in request order.")],
     cls=SkillsActivateParams, incoming=True, name="SkillsActivateParams")
 TEMPLATES_RENDER = Obj(
