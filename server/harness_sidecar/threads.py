@@ -520,9 +520,8 @@ class Sidecar:
 
         start, limits, registry = thread.start, thread.limits, thread.registry
         trusted = {t.id for t in start.trusted_extensions}
-        ui = self.peer.client_capabilities.get("ui")
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
-                "ui": {k: True for k in P.UI_KEYS if isinstance(ui, dict) and ui.get(k) is True},
+                "ui": {k: True for k in P.UI_KEYS if self._ui(k)},
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes}
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
@@ -561,17 +560,20 @@ class Sidecar:
         host.set_schemas(self._foreign_schemas(registry))
         thread.host = host
 
+    def _ui(self, key: str) -> bool:
+        """Whether the editor declared ``capabilities.ui.<key>`` at initialize: only ``true`` declares it."""
+        ui = self.peer.client_capabilities.get("ui")
+        return isinstance(ui, dict) and ui.get(key) is True
+
     async def _ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
         """A ``ui/*`` request to the editor; raises when it cannot be asked or does not answer."""
-        ui = self.peer.client_capabilities.get("ui")
-        if not isinstance(ui, dict) or ui.get(method.split("/", 1)[1]) is not True:
-            raise PeerError(f"the editor did not declare capabilities.ui.{method.split('/', 1)[1]}")
+        key = method.split("/", 1)[1]
+        if not self._ui(key):
+            raise PeerError(f"the editor did not declare capabilities.ui.{key}")
         return await self.peer.request(method, params, timeout_s)
 
     def _ui_notify(self, method: str, params: dict[str, Any]) -> None:
-        ui = self.peer.client_capabilities.get("ui")
-        key = "notify" if method == "ui/notify" else "status"
-        if isinstance(ui, dict) and ui.get(key) is True:
+        if self._ui("notify" if method == "ui/notify" else "status"):
             self.peer.notify(method, params)
         else:
             text = params.get("message") if method == "ui/notify" else f"{params.get('key')}: {params.get('text')}"

@@ -355,35 +355,7 @@ def parse_input_submit(params: dict[str, Any]) -> InputSubmitParams:
 
 # -- initialize ----------------------------------------------------------------------------------
 
-UI_KEYS = ("confirm", "select", "input", "notify", "status")
-
-
-class UiCapabilities(NamedTuple):
-    confirm: bool = False
-    select: bool = False
-    input: bool = False
-    notify: bool = False
-    status: bool = False
-
-    def to_wire(self) -> dict[str, bool]:
-        return {key: True for key in UI_KEYS if getattr(self, key)}
-
-
-class ClientCapabilities(NamedTuple):
-    ui: UiCapabilities = UiCapabilities()
-
-
-class ClientInfo(NamedTuple):
-    name: str | None = None
-    version: str | None = None
-
-
-class InitializeParams(NamedTuple):
-    client_info: ClientInfo = ClientInfo()
-    protocol_version: str | None = None
-    capabilities: ClientCapabilities = ClientCapabilities()
-
-
+UI_KEYS = ("confirm", "select", "input", "notify", "status")  # threads.Sidecar._ui reads capabilities.ui.<key>
 UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS],
                       incoming=True, name="UiCapabilities",
                       description="What the editor can show; undeclared means unsupported.")
@@ -396,23 +368,3 @@ INITIALIZE = Obj(
     description="initialize never fails on its params: a capability that is not true is unsupported, a "
                 "malformed clientInfo is ignored.")
 
-
-def parse_initialize(params: Any) -> InitializeParams:
-    """Lenient by design (the answer does not depend on it): never raises.
-
-    Editors send many capabilities; only ``capabilities.ui.<key> == true`` declares one.
-    Because it cannot fail, ``initialize`` may be answered first and parsed after.
-    """
-    if not isinstance(params, dict):
-        return InitializeParams()
-    info = params.get("clientInfo")
-    client = ClientInfo()
-    if isinstance(info, dict):
-        name, version = info.get("name"), info.get("version")
-        client = ClientInfo(name if isinstance(name, str) else None, version if isinstance(version, str) else None)
-    version = params.get("protocolVersion")
-    capabilities = params.get("capabilities")
-    ui = capabilities.get("ui") if isinstance(capabilities, dict) else None
-    declared = UiCapabilities(**{key: ui.get(key) is True for key in UI_KEYS}) if isinstance(ui, dict) \
-        else UiCapabilities()
-    return InitializeParams(client, version if isinstance(version, str) else None, ClientCapabilities(declared))
