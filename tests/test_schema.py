@@ -211,10 +211,9 @@ def test_thread_start_params_name_the_field(params, field, message):
      "'call.arguments' must be an object, not array"),
 ])
 def test_tool_call_params_name_the_field(params, field, message):
-    for parse in (P.parse_tool_call, lambda p: P.parse_tools_call({"threadId": "t", **p})):
-        with pytest.raises(InvalidParams) as caught:
-            parse(params)
-        assert (caught.value.data["field"], caught.value.message) == (field, message)
+    with pytest.raises(InvalidParams) as caught:
+        P.parse_tools_call({"threadId": "t", **params})
+    assert (caught.value.data["field"], caught.value.message) == (field, message)
 
 
 @pytest.mark.parametrize("parse, params, field, message", [

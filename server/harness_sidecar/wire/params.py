@@ -240,10 +240,6 @@ def parse_thread_start(params: dict[str, Any]) -> ThreadStartParams:
     return THREAD_START.parse(params, "")
 
 
-def parse_limits(raw: dict[str, Any]) -> Limits:
-    return LIMITS.parse(raw, "limits")
-
-
 # -- requests naming a thread ---------------------------------------------------------------------
 
 THREAD_PARAMS = Obj([Field("threadId", THREAD_ID)], incoming=True, name="ThreadParams")
@@ -283,14 +279,6 @@ TOOLS_CALL = Obj(
 
 def parse_tools_call(params: dict[str, Any]) -> ToolsCallParams:
     return TOOLS_CALL.parse(params, "")
-
-
-def parse_tool_call(params: dict[str, Any]) -> ToolCall:
-    """Only ``params.call`` (the thread is looked up separately)."""
-    call = params.get("call", MISSING)
-    if call is MISSING:
-        raise InvalidParams("'call' is required", "call")
-    return TOOL_CALL.parse(call, "call")
 
 
 class SkillsActivateParams(NamedTuple):
