@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from harness_sidecar.errors import InvalidParams
 from harness_sidecar.inputschema import InvalidSchema
@@ -128,38 +128,28 @@ class ThreadStartParams:
     mcp_servers: list[McpServerConfig] = field(default_factory=list)
 
 
-def _unique_trusted(items: list[TrustedExtension], where: str) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        if item.id in seen:
-            raise InvalidParams(f"'{where}[{i}]': extension '{item.id}' is trusted twice", f"{where}[{i}]")
-        seen.add(item.id)
+def _no_repeats(attr: str, message: str, suffix: str = "",
+                seed: tuple[str, ...] = ()) -> Callable[[list[Any], str], None]:
+    """An ``Arr(unique=...)`` check: an item whose ``attr`` an earlier item (or ``seed``) has is invalid params.
+
+    ``message`` is a fixed template the editor's text only fills: ``{where}`` is the item's path
+    (``mcpServers[1]``), ``{value}`` the repeated value; ``data.field`` is that path + ``suffix``.
+    """
+    def check(items: list[Any], where: str) -> None:
+        seen = set(seed)
+        for i, item in enumerate(items):
+            value = getattr(item, attr)
+            if value in seen:
+                path = f"{where}[{i}]"
+                raise InvalidParams(message.format(where=path, value=value), path + suffix)
+            seen.add(value)
+    return check
 
 
-def _unique_explicit(items: list[ExplicitExtension], where: str) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        if item.id in seen:
-            raise InvalidParams(f"'{where}[{i}]': extension id '{item.id}' is listed twice", f"{where}[{i}].id")
-        seen.add(item.id)
-
-
-def _unique_dynamic(items: list[DynamicTool], where: str) -> None:
-    seen: set[str] = set(BUILTIN_TOOLS)
-    for i, item in enumerate(items):
-        if item.name in seen:
-            name = f"{where}[{i}].name"
-            raise InvalidParams(f"'{name}': tool '{item.name}' is already declared", name)
-        seen.add(item.name)
-
-
-def _unique_servers(items: list[McpServerConfig], where: str) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        if item.name in seen:
-            name = f"{where}[{i}].name"
-            raise InvalidParams(f"'{name}': MCP server '{item.name}' is listed twice", name)
-        seen.add(item.name)
+_unique_trusted = _no_repeats("id", "'{where}': extension '{value}' is trusted twice")
+_unique_explicit = _no_repeats("id", "'{where}': extension id '{value}' is listed twice", ".id")
+_unique_dynamic = _no_repeats("name", "'{where}.name': tool '{value}' is already declared", ".name", BUILTIN_TOOLS)
+_unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is listed twice", ".name")
 
 
 def _compile_dynamic(tool: DynamicTool, where: str) -> None:
