@@ -27,6 +27,8 @@ from harness_sidecar.errors import (
     RequestCancelled,
     RpcError,
     ServerNotInitialized,
+    as_rpc_error,
+    object_params,
 )
 from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
@@ -212,10 +214,10 @@ class Endpoint:
             if handler is None:
                 self.send_error(request_id, MethodNotFound(f"unknown method '{method}'"))
                 return
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
+        try:
+            params = object_params(params)
+        except InvalidParams as exc:
+            self.send_error(request_id, exc)
             return
         assert self._loop is not None
         task = self._loop.create_task(self._answer(request_id, method, handler, params))
@@ -241,7 +243,7 @@ class Endpoint:
             self.send_error(request_id, exc)
         except Exception as exc:  # noqa: BLE001
             logger.exception("%s failed", method)
-            self.send_error(request_id, InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}"))
+            self.send_error(request_id, as_rpc_error(method, exc))
         else:
             self._send_result(request_id, method, result)
         finally:
@@ -276,13 +278,14 @@ class Endpoint:
         self.writer.write_encoded(data)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
-        if params is not None and not isinstance(params, dict):
-            self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
+        try:
+            params = object_params(params)
+        except InvalidParams as exc:
+            self.send_error(request_id, exc)
             return
         if self.initialized:
             self.send_error(request_id, InvalidRequest("'initialize' was already called", "already_initialized"))
             return
-        params = params or {}
         self.set_capabilities(params)
         version = params.get("protocolVersion")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:
