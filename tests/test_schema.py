@@ -16,6 +16,7 @@ import traffic
 from harness_sidecar.client import child_env, sidecar_command
 from harness_sidecar.errors import DOMAIN_CODES, InvalidParams
 from harness_sidecar.limits import Limits
+from harness_sidecar.mcp.model import McpServerConfig
 from harness_sidecar.wire import params as P
 from harness_sidecar.wire import protocol
 from helpers import REPO, WORKSPACE
@@ -255,8 +256,8 @@ def test_thread_start_parses_every_v2_field():
     assert start.limits == Limits(hook_timeout_ms=100, ui_timeout_ms=5)
     assert (start.cwd, start.extension_settings, start.watch) == ("/work", {"a": {"x": 1}}, False)
     assert start.mcp_servers == [
-        P.McpServerConfig("fs", ["npx", "srv"], {"K": "v"}, "/srv", True, 500, ["read"], ["write"]),
-        P.McpServerConfig("git", ["git-mcp"], {}, None, False, 10000, None, [])]
+        McpServerConfig("fs", ["npx", "srv"], {"K": "v"}, "/srv", True, 500, ["read"], ["write"]),
+        McpServerConfig("git", ["git-mcp"], {}, None, False, 10000, None, [])]
     defaults = P.parse_thread_start({"roots": [], "cwd": None, "watch": None, "limits": None})
     assert (defaults.cwd, defaults.watch, defaults.mcp_servers, defaults.extension_settings) == (None, True, [], {})
     assert defaults.limits == Limits()
@@ -399,7 +400,8 @@ def test_params_parsing_stays_fast():
 
 
 def test_the_first_thread_start_imports_neither_the_validator_nor_the_document(tmp_path):
-    """The trusted review-extension's tool schema is simple: nothing heavy on the way."""
+    """The trusted review-extension's tool schema is simple: nothing heavy on the way (and no MCP client
+    for a thread that names no MCP server)."""
     env = child_env({"PYTHONPROFILEIMPORTTIME": "1"})
     lines = [{"id": 1, "method": "initialize"},
              {"id": 2, "method": "thread/start", "params": {"roots": [str(WORKSPACE / "project")],
@@ -413,7 +415,7 @@ def test_the_first_thread_start_imports_neither_the_validator_nor_the_document(t
     assert [a["id"] for a in answers] == [1, 2, 3] and "result" in answers[2], answers
     imported = out.stderr.decode(errors="replace")
     assert "harness_sidecar.wire.params" in imported  # the profile is there
-    for heavy in ("jsonschema_rs", "harness_sidecar.wire.protocol"):
+    for heavy in ("jsonschema_rs", "harness_sidecar.wire.protocol", "harness_sidecar.mcp.servers"):
         assert not re.search(rf"^import time:.*\| +{re.escape(heavy)}$", imported, re.M), heavy
 
 

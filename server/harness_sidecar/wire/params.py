@@ -12,15 +12,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from harness_sidecar.errors import InvalidParams
 from harness_sidecar.inputschema import InvalidSchema
 from harness_sidecar.inputschema import compile as compile_schema
 from harness_sidecar.limits import Limits
-from harness_sidecar.mcp.model import (
-    McpServerConfig,  # plain data: importing it never imports the SDK
-)
 from harness_sidecar.resources.names import (
     MAX_NAME_LENGTH,
     NAME_PATTERN,
@@ -42,6 +39,9 @@ from harness_sidecar.wire.shapes import (
     Str,
     opt,
 )
+
+if TYPE_CHECKING:
+    from harness_sidecar.mcp.model import McpServerConfig
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before any dynamic or extension tool
@@ -152,6 +152,16 @@ _unique_dynamic = _no_repeats("name", "'{where}.name': tool '{value}' is already
 _unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is listed twice", ".name")
 
 
+def _mcp_server_config(name: str, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                       required: bool = False, startup_timeout_ms: int = 10000,
+                       tools: dict[str, Any] | None = None) -> McpServerConfig:
+    # Imported here, by the first thread/start naming a server: not on every thread/start's way.
+    from harness_sidecar.mcp.model import McpServerConfig
+
+    return McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
+                           (tools or {}).get("allow"), (tools or {}).get("deny") or [])
+
+
 def _compile_dynamic(tool: DynamicTool, where: str) -> None:
     try:
         tool.compiled = compile_schema(tool.input_schema)
@@ -204,10 +214,8 @@ MCP_SERVER = Obj(
      opt("startupTimeoutMs", Int(minimum=0, default=10000), attr="startup_timeout_ms"),
      opt("tools", Obj([opt("allow", Arr(Str())), opt("deny", Arr(Str()))], incoming=True),
          description="Filters on the server's own tool names; deny wins.")],
-    cls=lambda name, command, env=None, cwd=None, required=False, startup_timeout_ms=10000, tools=None:
-        McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
-                        (tools or {}).get("allow"), (tools or {}).get("deny") or []),
-    incoming=True, name="McpServerConfig", description="A stdio MCP server the editor chose for this thread.")
+    cls=_mcp_server_config, incoming=True, name="McpServerConfig",
+    description="A stdio MCP server the editor chose for this thread.")
 THREAD_START = Obj(
     [Field("roots", Arr(ABSOLUTE_PATH), description="Ordered: the earlier root wins a resource of the same kind "
                                                     "and name."),
