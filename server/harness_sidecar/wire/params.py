@@ -20,7 +20,9 @@ from harness_sidecar.inputschema import compile as compile_schema
 from harness_sidecar.limits import Limits
 from harness_sidecar.resources.names import (
     MAX_NAME_LENGTH,
+    MCP_SERVER_NAME,
     NAME_PATTERN,
+    TOOL_NAME,
     WINDOWS_DEVICE_NAMES,
     name_problem,
 )
@@ -43,10 +45,8 @@ from harness_sidecar.wire.shapes import (
 if TYPE_CHECKING:
     from harness_sidecar.mcp.model import McpServerConfig
 
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before any dynamic or extension tool
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
-MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 DEFAULT_INPUT_SCHEMA = {"type": "object", "properties": {}}
 
 
