@@ -217,8 +217,7 @@ class Sidecar:
             if start.trusted_extensions:
                 await self._load_extensions(thread, found)
             if servers is not None:
-                catalog.diagnostics.extend(Diagnostic(d["kind"], d["message"], extra={
-                    k: v for k, v in d.items() if k not in ("kind", "message")}) for d in servers.diagnostics)
+                catalog.diagnostics.extend(Diagnostic.from_wire(d) for d in servers.diagnostics)
                 registry.tools.update(self._mcp_tools(thread, registry.tools, catalog.diagnostics))
                 if thread.host is not None:
                     thread.host.set_schemas(self._foreign_schemas(registry))
@@ -326,9 +325,7 @@ class Sidecar:
         async with thread.rescanning:
             others = {k: v for k, v in thread.registry.tools.items() if v.origin_kind != "mcp"}
             diagnostics = [d for d in thread.catalog.diagnostics if d.kind != "mcp_tool_skipped"]
-            diagnostics += [Diagnostic(d["kind"], d["message"], extra={k: v for k, v in d.items()
-                                                                       if k not in ("kind", "message")})
-                            for d in thread.mcp.skipped()]
+            diagnostics += [Diagnostic.from_wire(d) for d in thread.mcp.skipped()]
             fresh = self._mcp_tools(thread, others, diagnostics)
             before = {k: v.spec() for k, v in thread.registry.tools.items() if v.origin_kind == "mcp"}
             after = {k: v.spec() for k, v in fresh.items()}
