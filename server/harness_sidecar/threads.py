@@ -224,8 +224,7 @@ class Sidecar:
         except BaseException:
             await self._end(thread, "close")
             raise
-        thread.pipeline = Pipeline(thread_id, registry, thread.host, self._reporter(thread_id), self._validate,
-                                   catalog)
+        thread.pipeline = self._new_pipeline(thread)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
@@ -237,6 +236,11 @@ class Sidecar:
         elif start.watch and self.watch_requested is not None:
             self.watch_requested(list(start.roots))
         return self._snapshot(thread)
+
+    def _new_pipeline(self, thread: Thread) -> Pipeline:
+        """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
+        return Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
+                        thread.catalog)
 
     def _snapshot(self, thread: Thread) -> dict[str, Any]:
         """What thread/start and thread/refresh answer: the current revision of the thread."""
@@ -289,8 +293,7 @@ class Sidecar:
             owner = claimed.get(spec.full_name) or tools.get(spec.full_name)
             problem = None
             if owner is not None:
-                problem = f"its name is already claimed by {owner.origin_kind}" + \
-                    (f" '{owner.origin_id}'" if owner.origin_id else "")
+                problem = f"its name is already claimed by {_claimant(owner)}"
             else:
                 try:
                     validator = inputschema.compile(spec.input_schema)
@@ -340,8 +343,7 @@ class Sidecar:
             thread.catalog.diagnostics[:] = diagnostics
             thread.registry = ToolRegistry({**others, **fresh}, thread.registry.handlers,
                                            thread.registry.hook_timeout_s)
-            thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
-                                       self._validate, thread.catalog)
+            thread.pipeline = self._new_pipeline(thread)
             if thread.host is not None:
                 thread.host.set_schemas(self._foreign_schemas(thread.registry))
             entries = lambda names: [{"kind": "tool", "name": n} for n in names]  # noqa: E731
@@ -355,12 +357,10 @@ class Sidecar:
     def _watch_roots(self, thread: Thread) -> None:
         if thread.closed or thread.watch is not None:
             return
-        from harness_sidecar.resources.watch import WatchHub, WatchUnavailable
+        from harness_sidecar.resources.watch import WatchUnavailable
 
-        if self._watch_hub is None:
-            self._watch_hub = WatchHub()
         try:
-            thread.watch = self._watch_hub.subscribe(thread.start.roots, lambda change: self._changed(thread, change))
+            thread.watch = self._hub().subscribe(thread.start.roots, lambda change: self._changed(thread, change))
         except WatchUnavailable as exc:
             logger.warning("cannot watch the roots of %s (%s); thread/refresh rescans on demand", thread.id, exc)
 
@@ -373,15 +373,21 @@ class Sidecar:
         """Watch ``roots`` for the transport's own use (LSP: republishing live diagnostics), sharing
         the threads' watchers; ``callback(change)`` runs on the loop. The handle (``close()``), or
         ``None`` when the system cannot watch."""
-        from harness_sidecar.resources.watch import WatchHub, WatchUnavailable
+        from harness_sidecar.resources.watch import WatchUnavailable
 
-        if self._watch_hub is None:
-            self._watch_hub = WatchHub()
         try:
-            return self._watch_hub.subscribe(roots, callback)
+            return self._hub().subscribe(roots, callback)
         except WatchUnavailable as exc:
             logger.warning("cannot watch %s (%s)", ", ".join(roots), exc)
             return None
+
+    def _hub(self) -> Any:
+        """The one resources.watch.WatchHub of the threads and the transport, made when first needed."""
+        if self._watch_hub is None:
+            from harness_sidecar.resources.watch import WatchHub
+
+            self._watch_hub = WatchHub()
+        return self._watch_hub
 
     def files_changed(self, paths: list[str]) -> None:
         """The transport watched files itself (LSP): rescan every watching thread with a root above one of them."""
@@ -441,8 +447,7 @@ class Sidecar:
         if tool_change:
             thread.registry = ToolRegistry(tools, thread.registry.handlers, thread.registry.hook_timeout_s)
         thread.catalog, thread.extensions = catalog, extensions
-        thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
-                                   self._validate, catalog)
+        thread.pipeline = self._new_pipeline(thread)
         wire = change.to_wire()
         for what, name in tool_change:
             wire[what].append({"kind": "tool", "name": name})
@@ -527,9 +532,7 @@ class Sidecar:
 
         def claimed(name: str) -> str | None:
             tool = registry.tools.get(name)
-            if tool is None:
-                return None
-            return tool.origin_kind + (f" '{tool.origin_id}'" if tool.origin_id else "")
+            return None if tool is None else _claimant(tool)
 
         compiled: dict[int, Any] = {}
 
@@ -786,6 +789,11 @@ class Sidecar:
                 return ToolResult.error(call, f"the editor failed the tool call: {exc}", kind="editor_error")
             return dynamic_result(call, answer)
         return run
+
+
+def _claimant(tool: Tool) -> str:
+    """Who holds a tool's name, as a message says it: ``builtin``, ``extension 'review'``, ``mcp 'fs'``."""
+    return tool.origin_kind + (f" '{tool.origin_id}'" if tool.origin_id else "")
 
 
 def dynamic_result(call: ToolCall, answer: Any) -> ToolResult:
