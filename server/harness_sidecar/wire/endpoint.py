@@ -230,9 +230,7 @@ class Endpoint:
         # A task cancelled before its first step never runs _answer: answer for it here.
         if task.cancelled():
             self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
-            self._served.pop(_id_key(request_id), None)
-            self._resume_reading()
-            self._maybe_finish()
+            self._answered(request_id)
 
     async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
         try:
@@ -247,9 +245,13 @@ class Endpoint:
         else:
             self._send_result(request_id, method, result)
         finally:
-            self._served.pop(_id_key(request_id), None)
-            self._resume_reading()
-            self._maybe_finish()
+            self._answered(request_id)
+
+    def _answered(self, request_id: Any) -> None:
+        """A served request is answered: it leaves the table, reading may resume, EOF may end the session."""
+        self._served.pop(_id_key(request_id), None)
+        self._resume_reading()
+        self._maybe_finish()
 
     def _resume_reading(self) -> None:
         # Reading resumes once half of the limit is answered: not a wake-up per answer.
