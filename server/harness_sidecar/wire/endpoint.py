@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
-import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, stdjson
 from harness_sidecar.errors import (
     DomainError,
     InternalError,
@@ -45,17 +44,6 @@ WARM_DELAY_S = 0.2
 GC_THRESHOLD = 20_000
 
 
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_STRICT = json.JSONDecoder(parse_constant=_not_json)  # NaN and Infinity are not JSON
-
-
-def _stdlib_loads(raw: bytes) -> Any:
-    return _STRICT.decode(raw.decode("utf-8"))
-
-
 def _preload(endpoint: "Endpoint") -> None:
     try:
         from harness_sidecar import jsonio
@@ -81,7 +69,7 @@ class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
         self.writer = writer
-        self.loads: Callable[[bytes], Any] = _stdlib_loads  # jsonio.loads once preloaded
+        self.loads: Callable[[bytes], Any] = stdjson.loads  # jsonio.loads once preloaded
         self.max_in_flight = max_in_flight
         self.max_result_bytes = max_result_bytes
         self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
