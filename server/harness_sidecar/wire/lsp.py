@@ -111,12 +111,18 @@ def from_units(line: str, units: int, encoding: str) -> int:
     return len(line)
 
 
-def _offset(text: str, position: Any, encoding: str) -> int:
+def _position(position: Any) -> tuple[int, int]:
+    """``(line, character)`` of an LSP position (the character in the client's units)."""
     if not isinstance(position, dict):
         raise InvalidParams("a position must be {line, character}", "position")
     line, character = position.get("line"), position.get("character")
     if not isinstance(line, int) or not isinstance(character, int) or line < 0 or character < 0:
         raise InvalidParams("a position needs non-negative integers 'line' and 'character'", "position")
+    return line, character
+
+
+def _offset(text: str, position: Any, encoding: str) -> int:
+    line, character = _position(position)
     lines = text.split("\n")
     if line >= len(lines):
         return len(text)
@@ -342,11 +348,10 @@ class Core:
             except (OSError, UnicodeDecodeError):
                 return None
         lines = text.split("\n")
-        offset = _offset(text, params.get("position"), self.encoding)
-        line = params["position"]["line"]
+        line, units = _position(params.get("position"))
         if line >= len(lines):
             return None
-        character = offset - sum(len(x) + 1 for x in lines[:line])
+        character = from_units(lines[line], units, self.encoding)
         found = self.lint.hover(path, text, line, character, self.roots, markdown=self.markdown)
         if found is None:
             return None
