@@ -16,6 +16,7 @@ import traffic
 from harness_sidecar.client import child_env, sidecar_command
 from harness_sidecar.errors import DOMAIN_CODES, InvalidParams
 from harness_sidecar.limits import Limits
+from harness_sidecar.mcp.model import McpServerConfig
 from harness_sidecar.wire import params as P
 from harness_sidecar.wire import protocol
 from helpers import REPO, WORKSPACE
@@ -211,10 +212,26 @@ def test_thread_start_params_name_the_field(params, field, message):
      "'call.arguments' must be an object, not array"),
 ])
 def test_tool_call_params_name_the_field(params, field, message):
-    for parse in (P.parse_tool_call, lambda p: P.parse_tools_call({"threadId": "t", **p})):
-        with pytest.raises(InvalidParams) as caught:
-            parse(params)
-        assert (caught.value.data["field"], caught.value.message) == (field, message)
+    with pytest.raises(InvalidParams) as caught:
+        P.parse_tools_call({"threadId": "t", **params})
+    assert (caught.value.data["field"], caught.value.message) == (field, message)
+
+
+@pytest.mark.parametrize("parse, params, field, message", [
+    (P.parse_skills_activate, {"threadId": "t"}, "name", "'name' is required"),
+    (P.parse_skills_activate, {"threadId": "t", "name": None}, "name", "'name' must be a string, not null"),
+    (P.parse_skills_activate, {"threadId": "t", "name": "r", "resources": "a.md"}, "resources",
+     "'resources' must be an array, not string"),
+    (P.parse_skills_activate, {"threadId": "t", "name": "r", "resources": ["a.md", 5]}, "resources[1]",
+     "'resources[1]' must be a string"),
+    (P.parse_templates_render, {"threadId": "t", "name": 5}, "name", "'name' must be a string, not integer"),
+    (P.parse_templates_render, {"threadId": "t", "name": "r", "arguments": []}, "arguments",
+     "'arguments' must be an object, not array"),
+])
+def test_skills_activate_and_templates_render_params_name_the_field(parse, params, field, message):
+    with pytest.raises(InvalidParams) as caught:
+        parse(params)
+    assert caught.value.data == {"field": field} and caught.value.message == message
 
 
 def test_thread_start_parses_every_v2_field():
@@ -239,8 +256,8 @@ def test_thread_start_parses_every_v2_field():
     assert start.limits == Limits(hook_timeout_ms=100, ui_timeout_ms=5)
     assert (start.cwd, start.extension_settings, start.watch) == ("/work", {"a": {"x": 1}}, False)
     assert start.mcp_servers == [
-        P.McpServerConfig("fs", ["npx", "srv"], {"K": "v"}, "/srv", True, 500, ["read"], ["write"]),
-        P.McpServerConfig("git", ["git-mcp"], {}, None, False, 10000, None, [])]
+        McpServerConfig("fs", ["npx", "srv"], {"K": "v"}, "/srv", True, 500, ["read"], ["write"]),
+        McpServerConfig("git", ["git-mcp"], {}, None, False, 10000, None, [])]
     defaults = P.parse_thread_start({"roots": [], "cwd": None, "watch": None, "limits": None})
     assert (defaults.cwd, defaults.watch, defaults.mcp_servers, defaults.extension_settings) == (None, True, [], {})
     assert defaults.limits == Limits()
@@ -273,20 +290,20 @@ def test_tools_call_and_the_other_method_params():
 
 
 @pytest.mark.parametrize("params, ui", [
-    (None, {}), ([], {}), ({}, {}), ({"capabilities": 5}, {}), ({"capabilities": {"ui": "yes"}}, {}),
+    ({}, {}), ({"capabilities": 5}, {}), ({"capabilities": {"ui": "yes"}}, {}),
     ({"capabilities": {"ui": {"confirm": True, "select": 1, "input": "true", "status": True, "colours": True},
                       "workspace": {"anything": 1}}}, {"confirm": True, "status": True}),
     ({"clientInfo": "vim", "protocolVersion": 2, "capabilities": {"ui": {"notify": True}}}, {"notify": True}),
 ])
 def test_initialize_is_lenient_with_what_editors_send(params, ui):
-    parsed = P.parse_initialize(params)
-    assert parsed.capabilities.ui.to_wire() == ui
-    assert parsed.capabilities.ui == P.UiCapabilities(**ui)
+    """Only ``capabilities.ui.<key> == true`` declares a capability, as the endpoint stores and the methods read it."""
+    from harness_sidecar.threads import Sidecar
+    from harness_sidecar.wire.endpoint import Endpoint
 
-
-def test_initialize_reads_client_info_and_version():
-    parsed = P.parse_initialize({"clientInfo": {"name": "nvim", "version": "0.11"}, "protocolVersion": "2"})
-    assert parsed == P.InitializeParams(P.ClientInfo("nvim", "0.11"), "2", P.ClientCapabilities())
+    endpoint = Endpoint(writer=None)  # type: ignore[arg-type]
+    endpoint.set_capabilities(params)
+    sidecar = Sidecar(endpoint)
+    assert {key: True for key in P.UI_KEYS if sidecar._ui(key)} == ui
 
 
 # -- params: the parser and the schema say the same -----------------------------------------------------
@@ -383,7 +400,8 @@ def test_params_parsing_stays_fast():
 
 
 def test_the_first_thread_start_imports_neither_the_validator_nor_the_document(tmp_path):
-    """The trusted review-extension's tool schema is simple: nothing heavy on the way."""
+    """The trusted review-extension's tool schema is simple: nothing heavy on the way (and no MCP client
+    for a thread that names no MCP server)."""
     env = child_env({"PYTHONPROFILEIMPORTTIME": "1"})
     lines = [{"id": 1, "method": "initialize"},
              {"id": 2, "method": "thread/start", "params": {"roots": [str(WORKSPACE / "project")],
@@ -397,7 +415,7 @@ def test_the_first_thread_start_imports_neither_the_validator_nor_the_document(t
     assert [a["id"] for a in answers] == [1, 2, 3] and "result" in answers[2], answers
     imported = out.stderr.decode(errors="replace")
     assert "harness_sidecar.wire.params" in imported  # the profile is there
-    for heavy in ("jsonschema_rs", "harness_sidecar.wire.protocol"):
+    for heavy in ("jsonschema_rs", "harness_sidecar.wire.protocol", "harness_sidecar.mcp.servers"):
         assert not re.search(rf"^import time:.*\| +{re.escape(heavy)}$", imported, re.M), heavy
 
 

@@ -96,10 +96,10 @@ class SimulatedEditor:
         return editor_selection(request)
 
 
-def find_example_extension(root: str, ext_id: str) -> str | None:
-    """``client-examples/extensions/<id>.py`` next to the workspace or to the package."""
+def _find_example(root: str, *parts: str) -> str | None:
+    """``client-examples/<parts…>`` next to the workspace or to the package."""
     for base in (os.path.dirname(root), os.path.join(os.path.dirname(__file__), "..", "..", "client-examples")):
-        path = os.path.join(base, "extensions", f"{ext_id}.py")
+        path = os.path.join(base, *parts)
         if os.path.isfile(path):
             return os.path.realpath(path)
     return None
@@ -115,7 +115,7 @@ ASK_EXPLAIN = {
 def ask_the_user_scene(sidecar: SidecarProcess, root: str, editor: SimulatedEditor, explain: dict[str, Any],
                        out: Any) -> list[str]:
     """The scene where a hook asks the editor: one command allowed, one refused. Returns summary lines."""
-    gate = find_example_extension(root, "permission-gate")
+    gate = _find_example(root, "extensions", "permission-gate.py")
     if gate is None:
         return ["permission-gate scene skipped: client-examples/extensions/permission-gate.py not found"]
     explain.clear()
@@ -147,18 +147,9 @@ MCP_EXPLAIN = {
 }
 
 
-def find_mcp_server(root: str) -> str | None:
-    """``client-examples/mcp/issue_tracker.py`` next to the workspace or to the package."""
-    for base in (os.path.dirname(root), os.path.join(os.path.dirname(__file__), "..", "..", "client-examples")):
-        path = os.path.join(base, "mcp", "issue_tracker.py")
-        if os.path.isfile(path):
-            return os.path.realpath(path)
-    return None
-
-
 def mcp_scene(sidecar: SidecarProcess, root: str, explain: dict[str, Any]) -> list[str]:
     """The scene with an MCP server: one comment blocked by the review extension's policy, one call that passes."""
-    tracker = find_mcp_server(root)
+    tracker = _find_example(root, "mcp", "issue_tracker.py")
     if tracker is None:
         return ["MCP scene skipped: client-examples/mcp/issue_tracker.py not found"]
     explain.clear()

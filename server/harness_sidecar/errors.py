@@ -93,5 +93,23 @@ class DomainError(RpcError):
         self.code = DOMAIN_CODES.get(kind, -32000)
 
 
+def object_params(params: Any) -> dict[str, Any]:
+    """A request's ``params`` as a method takes them: absent or ``null`` is ``{}``, anything but an
+    object is invalid params."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise InvalidParams("'params' must be an object", "params")
+    return params
+
+
+def as_rpc_error(method: str, exc: Exception) -> RpcError:
+    """What a request whose method raised ``exc`` is answered with: its own ``RpcError``, else an
+    internal error naming the exception (a bug: the caller logs its traceback)."""
+    if isinstance(exc, RpcError):
+        return exc
+    return InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}")
+
+
 class PeerError(Exception):
     """The editor answered a reverse request with an error, or cannot answer any more."""

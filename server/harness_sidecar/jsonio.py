@@ -27,18 +27,11 @@ import json
 
 import orjson
 
+from harness_sidecar import stdjson
+
 # A run of 19 digits: every digit mapped to "0", then a plain substring search (4x faster than a regex).
 _DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else i for i in range(256))
 _NINETEEN_DIGITS = b"0" * 19
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 JSONDecodeError = json.JSONDecodeError
 
@@ -59,10 +52,7 @@ def dumps(value: object) -> bytes:
             raise TypeError
         return orjson.dumps(value)
     except TypeError:  # a big integer, a lone surrogate, or not JSON at all: the standard library says
-        try:
-            return _ENCODER.encode(value).encode("utf-8")
-        except UnicodeEncodeError:
-            return _ASCII_ENCODER.encode(value).encode("ascii")
+        return stdjson.dumps(value)
 
 
 def loads(data: bytes) -> object:
@@ -75,4 +65,4 @@ def loads(data: bytes) -> object:
             return orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # the standard library gives the verdict and the message
-    return _DECODER.decode(data.decode("utf-8"))
+    return stdjson.loads(data)

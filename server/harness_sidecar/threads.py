@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
 from harness_sidecar import commands as C
-from harness_sidecar.errors import DomainError, InvalidParams, PeerError
+from harness_sidecar.errors import DomainError, PeerError
 from harness_sidecar.extensions.hooks import (
     CONTEXT,
     INPUT,
@@ -217,16 +217,14 @@ class Sidecar:
             if start.trusted_extensions:
                 await self._load_extensions(thread, found)
             if servers is not None:
-                catalog.diagnostics.extend(Diagnostic(d["kind"], d["message"], extra={
-                    k: v for k, v in d.items() if k not in ("kind", "message")}) for d in servers.diagnostics)
+                catalog.diagnostics.extend(Diagnostic.from_wire(d) for d in servers.diagnostics)
                 registry.tools.update(self._mcp_tools(thread, registry.tools, catalog.diagnostics))
                 if thread.host is not None:
                     thread.host.set_schemas(self._foreign_schemas(registry))
         except BaseException:
             await self._end(thread, "close")
             raise
-        thread.pipeline = Pipeline(thread_id, registry, thread.host, self._reporter(thread_id), self._validate,
-                                   catalog)
+        thread.pipeline = self._new_pipeline(thread)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
@@ -238,6 +236,11 @@ class Sidecar:
         elif start.watch and self.watch_requested is not None:
             self.watch_requested(list(start.roots))
         return self._snapshot(thread)
+
+    def _new_pipeline(self, thread: Thread) -> Pipeline:
+        """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
+        return Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
+                        thread.catalog)
 
     def _snapshot(self, thread: Thread) -> dict[str, Any]:
         """What thread/start and thread/refresh answer: the current revision of the thread."""
@@ -290,8 +293,7 @@ class Sidecar:
             owner = claimed.get(spec.full_name) or tools.get(spec.full_name)
             problem = None
             if owner is not None:
-                problem = f"its name is already claimed by {owner.origin_kind}" + \
-                    (f" '{owner.origin_id}'" if owner.origin_id else "")
+                problem = f"its name is already claimed by {_claimant(owner)}"
             else:
                 try:
                     validator = inputschema.compile(spec.input_schema)
@@ -326,9 +328,7 @@ class Sidecar:
         async with thread.rescanning:
             others = {k: v for k, v in thread.registry.tools.items() if v.origin_kind != "mcp"}
             diagnostics = [d for d in thread.catalog.diagnostics if d.kind != "mcp_tool_skipped"]
-            diagnostics += [Diagnostic(d["kind"], d["message"], extra={k: v for k, v in d.items()
-                                                                       if k not in ("kind", "message")})
-                            for d in thread.mcp.skipped()]
+            diagnostics += [Diagnostic.from_wire(d) for d in thread.mcp.skipped()]
             fresh = self._mcp_tools(thread, others, diagnostics)
             before = {k: v.spec() for k, v in thread.registry.tools.items() if v.origin_kind == "mcp"}
             after = {k: v.spec() for k, v in fresh.items()}
@@ -343,8 +343,7 @@ class Sidecar:
             thread.catalog.diagnostics[:] = diagnostics
             thread.registry = ToolRegistry({**others, **fresh}, thread.registry.handlers,
                                            thread.registry.hook_timeout_s)
-            thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
-                                       self._validate, thread.catalog)
+            thread.pipeline = self._new_pipeline(thread)
             if thread.host is not None:
                 thread.host.set_schemas(self._foreign_schemas(thread.registry))
             entries = lambda names: [{"kind": "tool", "name": n} for n in names]  # noqa: E731
@@ -358,12 +357,10 @@ class Sidecar:
     def _watch_roots(self, thread: Thread) -> None:
         if thread.closed or thread.watch is not None:
             return
-        from harness_sidecar.resources.watch import WatchHub, WatchUnavailable
+        from harness_sidecar.resources.watch import WatchUnavailable
 
-        if self._watch_hub is None:
-            self._watch_hub = WatchHub()
         try:
-            thread.watch = self._watch_hub.subscribe(thread.start.roots, lambda change: self._changed(thread, change))
+            thread.watch = self._hub().subscribe(thread.start.roots, lambda change: self._changed(thread, change))
         except WatchUnavailable as exc:
             logger.warning("cannot watch the roots of %s (%s); thread/refresh rescans on demand", thread.id, exc)
 
@@ -376,15 +373,21 @@ class Sidecar:
         """Watch ``roots`` for the transport's own use (LSP: republishing live diagnostics), sharing
         the threads' watchers; ``callback(change)`` runs on the loop. The handle (``close()``), or
         ``None`` when the system cannot watch."""
-        from harness_sidecar.resources.watch import WatchHub, WatchUnavailable
+        from harness_sidecar.resources.watch import WatchUnavailable
 
-        if self._watch_hub is None:
-            self._watch_hub = WatchHub()
         try:
-            return self._watch_hub.subscribe(roots, callback)
+            return self._hub().subscribe(roots, callback)
         except WatchUnavailable as exc:
             logger.warning("cannot watch %s (%s)", ", ".join(roots), exc)
             return None
+
+    def _hub(self) -> Any:
+        """The one resources.watch.WatchHub of the threads and the transport, made when first needed."""
+        if self._watch_hub is None:
+            from harness_sidecar.resources.watch import WatchHub
+
+            self._watch_hub = WatchHub()
+        return self._watch_hub
 
     def files_changed(self, paths: list[str]) -> None:
         """The transport watched files itself (LSP): rescan every watching thread with a root above one of them."""
@@ -444,8 +447,7 @@ class Sidecar:
         if tool_change:
             thread.registry = ToolRegistry(tools, thread.registry.handlers, thread.registry.hook_timeout_s)
         thread.catalog, thread.extensions = catalog, extensions
-        thread.pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id),
-                                   self._validate, catalog)
+        thread.pipeline = self._new_pipeline(thread)
         wire = change.to_wire()
         for what, name in tool_change:
             wire[what].append({"kind": "tool", "name": name})
@@ -520,9 +522,8 @@ class Sidecar:
 
         start, limits, registry = thread.start, thread.limits, thread.registry
         trusted = {t.id for t in start.trusted_extensions}
-        ui = self.peer.client_capabilities.get("ui")
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
-                "ui": {k: True for k in P.UI_KEYS if isinstance(ui, dict) and ui.get(k) is True},
+                "ui": {k: True for k in P.UI_KEYS if self._ui(k)},
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes}
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
@@ -531,9 +532,7 @@ class Sidecar:
 
         def claimed(name: str) -> str | None:
             tool = registry.tools.get(name)
-            if tool is None:
-                return None
-            return tool.origin_kind + (f" '{tool.origin_id}'" if tool.origin_id else "")
+            return None if tool is None else _claimant(tool)
 
         compiled: dict[int, Any] = {}
 
@@ -561,17 +560,20 @@ class Sidecar:
         host.set_schemas(self._foreign_schemas(registry))
         thread.host = host
 
+    def _ui(self, key: str) -> bool:
+        """Whether the editor declared ``capabilities.ui.<key>`` at initialize: only ``true`` declares it."""
+        ui = self.peer.client_capabilities.get("ui")
+        return isinstance(ui, dict) and ui.get(key) is True
+
     async def _ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
         """A ``ui/*`` request to the editor; raises when it cannot be asked or does not answer."""
-        ui = self.peer.client_capabilities.get("ui")
-        if not isinstance(ui, dict) or ui.get(method.split("/", 1)[1]) is not True:
-            raise PeerError(f"the editor did not declare capabilities.ui.{method.split('/', 1)[1]}")
+        key = method.split("/", 1)[1]
+        if not self._ui(key):
+            raise PeerError(f"the editor did not declare capabilities.ui.{key}")
         return await self.peer.request(method, params, timeout_s)
 
     def _ui_notify(self, method: str, params: dict[str, Any]) -> None:
-        ui = self.peer.client_capabilities.get("ui")
-        key = "notify" if method == "ui/notify" else "status"
-        if isinstance(ui, dict) and ui.get(key) is True:
+        if self._ui("notify" if method == "ui/notify" else "status"):
             self.peer.notify(method, params)
         else:
             text = params.get("message") if method == "ui/notify" else f"{params.get('key')}: {params.get('text')}"
@@ -607,20 +609,15 @@ class Sidecar:
 
     async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
-        name = P.require(params, "name", str)
-        resources = P.require(params, "resources", list, optional=True, default=[])
-        for i, request in enumerate(resources):
-            if not isinstance(request, str):
-                raise InvalidParams(f"'resources[{i}]' must be a string", f"resources[{i}]")
-        skill = activate(thread.catalog, name, resources, thread.limits)
+        request = P.parse_skills_activate(params)
+        skill = activate(thread.catalog, request.name, request.resources, thread.limits)
         thread.activated[skill.name] = skill
         return {"skill": skill.to_wire()}
 
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
-        name = P.require(params, "name", str)
-        arguments = P.require(params, "arguments", dict, optional=True, default={})
-        return {"message": render(thread.catalog, name, arguments, thread.limits)}
+        request = P.parse_templates_render(params)
+        return {"message": render(thread.catalog, request.name, request.arguments, thread.limits)}
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
@@ -792,6 +789,11 @@ class Sidecar:
                 return ToolResult.error(call, f"the editor failed the tool call: {exc}", kind="editor_error")
             return dynamic_result(call, answer)
         return run
+
+
+def _claimant(tool: Tool) -> str:
+    """Who holds a tool's name, as a message says it: ``builtin``, ``extension 'review'``, ``mcp 'fs'``."""
+    return tool.origin_kind + (f" '{tool.origin_id}'" if tool.origin_id else "")
 
 
 def dynamic_result(call: ToolCall, answer: Any) -> ToolResult:

@@ -6,7 +6,19 @@ use. The client is the module's own (``session.py``, ``messages.py``): it needs 
 SDK nor pydantic or anyio; the ``mcp`` extra is for the bundled demo server and the tests' servers.
 """
 
+from typing import Any
+
 from .model import McpCallResult, McpServerConfig, McpTool
-from .servers import McpServers
 
 __all__ = ["McpCallResult", "McpServerConfig", "McpServers", "McpTool"]
+
+
+def __getattr__(name: str) -> Any:
+    # The client (servers, session, process, messages) is imported when McpServers is first asked
+    # for — by a thread that names MCP servers — not by whatever imports the plain data in ``model``.
+    if name == "McpServers":
+        from .servers import McpServers
+
+        globals()["McpServers"] = McpServers
+        return McpServers
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,12 +5,12 @@ Plain dataclasses and dicts.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
-FULL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+# The same patterns thread/start's params are checked with; a full name mcp__<server>__<tool> is a tool name.
+from harness_sidecar.resources.names import MCP_SERVER_NAME as SERVER_NAME
+from harness_sidecar.resources.names import TOOL_NAME as FULL_NAME
 
 
 @dataclass(frozen=True)

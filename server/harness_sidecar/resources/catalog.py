@@ -68,6 +68,12 @@ class Diagnostic(Record):
         return cls(error.kind, error.message, path, extra=extra)
 
     @classmethod
+    def from_wire(cls, wire: dict[str, Any]) -> "Diagnostic":
+        """A diagnostic another module made as wire data (the MCP servers'): every key but ``kind`` and
+        ``message`` is kept as it is, in its order, so ``to_wire()`` gives the same object back."""
+        return cls(wire["kind"], wire["message"], extra={k: v for k, v in wire.items() if k not in ("kind", "message")})
+
+    @classmethod
     def unreadable(cls, error: OSError, path: str) -> "Diagnostic":
         """A file the system would not let us read (permissions, I/O error): left out, not fatal."""
         return cls("unreadable", f"{path} cannot be read: {error.strerror or error}", path)

@@ -1,8 +1,17 @@
-"""The one naming rule shared by skills, templates and extension ids."""
+"""The naming rules: the one shared by skills, templates and extension ids; tool and MCP server names.
+
+Plain data and ``re`` only: the wire params, the extension loader and the MCP module read the
+same patterns from here.
+"""
 
 from __future__ import annotations
 
 import re
+
+# A tool's name, whatever provides it (dynamic, extension, MCP: mcp__<server>__<tool> whole).
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# An MCP server's name in thread/start.mcpServers; '__' is refused besides (it separates the parts of a full name).
+MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 MAX_NAME_LENGTH = 64

@@ -10,12 +10,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import itertools
-import json
 import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, stdjson
 from harness_sidecar.errors import (
     DomainError,
     InternalError,
@@ -27,6 +26,8 @@ from harness_sidecar.errors import (
     RequestCancelled,
     RpcError,
     ServerNotInitialized,
+    as_rpc_error,
+    object_params,
 )
 from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
@@ -41,17 +42,6 @@ WARM_DELAY_S = 0.2
 # A young-generation pass after 20,000 net allocations instead of 700: a request's objects are
 # freed by reference counting long before that; the few cycles (tasks, futures) wait a little.
 GC_THRESHOLD = 20_000
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_STRICT = json.JSONDecoder(parse_constant=_not_json)  # NaN and Infinity are not JSON
-
-
-def _stdlib_loads(raw: bytes) -> Any:
-    return _STRICT.decode(raw.decode("utf-8"))
 
 
 def _preload(endpoint: "Endpoint") -> None:
@@ -79,7 +69,7 @@ class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
         self.writer = writer
-        self.loads: Callable[[bytes], Any] = _stdlib_loads  # jsonio.loads once preloaded
+        self.loads: Callable[[bytes], Any] = stdjson.loads  # jsonio.loads once preloaded
         self.max_in_flight = max_in_flight
         self.max_result_bytes = max_result_bytes
         self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
@@ -212,10 +202,10 @@ class Endpoint:
             if handler is None:
                 self.send_error(request_id, MethodNotFound(f"unknown method '{method}'"))
                 return
-        if params is None:
-            params = {}
-        if not isinstance(params, dict):
-            self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
+        try:
+            params = object_params(params)
+        except InvalidParams as exc:
+            self.send_error(request_id, exc)
             return
         assert self._loop is not None
         task = self._loop.create_task(self._answer(request_id, method, handler, params))
@@ -228,9 +218,7 @@ class Endpoint:
         # A task cancelled before its first step never runs _answer: answer for it here.
         if task.cancelled():
             self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
-            self._served.pop(_id_key(request_id), None)
-            self._resume_reading()
-            self._maybe_finish()
+            self._answered(request_id)
 
     async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
         try:
@@ -241,13 +229,17 @@ class Endpoint:
             self.send_error(request_id, exc)
         except Exception as exc:  # noqa: BLE001
             logger.exception("%s failed", method)
-            self.send_error(request_id, InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}"))
+            self.send_error(request_id, as_rpc_error(method, exc))
         else:
             self._send_result(request_id, method, result)
         finally:
-            self._served.pop(_id_key(request_id), None)
-            self._resume_reading()
-            self._maybe_finish()
+            self._answered(request_id)
+
+    def _answered(self, request_id: Any) -> None:
+        """A served request is answered: it leaves the table, reading may resume, EOF may end the session."""
+        self._served.pop(_id_key(request_id), None)
+        self._resume_reading()
+        self._maybe_finish()
 
     def _resume_reading(self) -> None:
         # Reading resumes once half of the limit is answered: not a wake-up per answer.
@@ -276,13 +268,14 @@ class Endpoint:
         self.writer.write_encoded(data)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
-        if params is not None and not isinstance(params, dict):
-            self.send_error(request_id, InvalidParams("'params' must be an object", "params"))
+        try:
+            params = object_params(params)
+        except InvalidParams as exc:
+            self.send_error(request_id, exc)
             return
         if self.initialized:
             self.send_error(request_id, InvalidRequest("'initialize' was already called", "already_initialized"))
             return
-        params = params or {}
         self.set_capabilities(params)
         version = params.get("protocolVersion")
         if version is not None and version not in SUPPORTED_PROTOCOL_VERSIONS:

@@ -38,9 +38,12 @@ from typing import Any, Callable
 
 from harness_sidecar import SERVER_NAME, __version__
 from harness_sidecar.errors import (
+    InternalError,
     InvalidParams,
     InvalidRequest,
+    MethodNotFound,
     ParseError,
+    RequestCancelled,
     RpcError,
     ServerNotInitialized,
 )
@@ -57,10 +60,11 @@ logger = logging.getLogger(__name__)
 
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 SEVERITY = {"error": 1, "warning": 2, "information": 3, "hint": 4}
-# error.data.kind for the codes pygls answers with on its own.
-KIND_OF_CODE = {-32700: "parse_error", -32600: "invalid_request", -32601: "method_not_found",
-                -32602: "invalid_params", -32603: "internal_error", -32002: "not_initialized",
-                -32800: "cancelled", -32801: "content_modified"}
+# error.data.kind for the codes pygls answers with on its own: the kind of the sidecar's error class
+# with that code, and LSP's ContentModified (which the sidecar never raises itself).
+KIND_OF_CODE = {cls.code: cls.default_kind for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams,
+                                                       InternalError, ServerNotInitialized, RequestCancelled)}
+KIND_OF_CODE[-32801] = "content_modified"
 DOCUMENT_METHODS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didSave",
                     "textDocument/didClose")
 IDLE_BEFORE_IMPORT_S = 0.3  # with no document opened this long after initialize, load pygls anyway
@@ -107,12 +111,18 @@ def from_units(line: str, units: int, encoding: str) -> int:
     return len(line)
 
 
-def _offset(text: str, position: Any, encoding: str) -> int:
+def _position(position: Any) -> tuple[int, int]:
+    """``(line, character)`` of an LSP position (the character in the client's units)."""
     if not isinstance(position, dict):
         raise InvalidParams("a position must be {line, character}", "position")
     line, character = position.get("line"), position.get("character")
     if not isinstance(line, int) or not isinstance(character, int) or line < 0 or character < 0:
         raise InvalidParams("a position needs non-negative integers 'line' and 'character'", "position")
+    return line, character
+
+
+def _offset(text: str, position: Any, encoding: str) -> int:
+    line, character = _position(position)
     lines = text.split("\n")
     if line >= len(lines):
         return len(text)
@@ -338,11 +348,10 @@ class Core:
             except (OSError, UnicodeDecodeError):
                 return None
         lines = text.split("\n")
-        offset = _offset(text, params.get("position"), self.encoding)
-        line = params["position"]["line"]
+        line, units = _position(params.get("position"))
         if line >= len(lines):
             return None
-        character = offset - sum(len(x) + 1 for x in lines[:line])
+        character = from_units(lines[line], units, self.encoding)
         found = self.lint.hover(path, text, line, character, self.roots, markdown=self.markdown)
         if found is None:
             return None

@@ -19,7 +19,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCRequestMessage, JsonRPCResponseMessage
 
 from harness_sidecar import SERVER_NAME, __version__
-from harness_sidecar.errors import InvalidParams, PeerError, RpcError
+from harness_sidecar.errors import InvalidParams, PeerError, RpcError, as_rpc_error, object_params
 
 logger = logging.getLogger(__name__)
 
@@ -91,21 +91,15 @@ class LspPeer:
 
 def _custom_handler(method: str, handler: Any) -> Any:
     async def serve(params: Any) -> Any:
-        if params is None:
-            params = {}
         try:
-            if not isinstance(params, dict):
-                raise InvalidParams("'params' must be an object", "params")
-            return await handler(params)
-        except RpcError as exc:
-            error = exc.to_error()
-            raise JsonRpcException(error["message"], error["code"], error["data"]) from None
+            return await handler(object_params(params))
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - a bug: logged, answered with its kind, no traceback
-            logger.exception("%s failed", method)
-            raise JsonRpcException(f"'{method}' failed: {type(exc).__name__}: {exc}", -32603,
-                                   {"kind": "internal_error"}) from None
+        except Exception as exc:  # noqa: BLE001 - a bug is logged and answered with its kind, no traceback
+            if not isinstance(exc, RpcError):
+                logger.exception("%s failed", method)
+            error = as_rpc_error(method, exc).to_error()
+            raise JsonRpcException(error["message"], error["code"], error["data"]) from None
 
     serve.__name__ = f"serve_{method.replace('/', '_')}"
     return serve

@@ -12,18 +12,17 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from harness_sidecar.errors import InvalidParams
 from harness_sidecar.inputschema import InvalidSchema
 from harness_sidecar.inputschema import compile as compile_schema
 from harness_sidecar.limits import Limits
-from harness_sidecar.mcp.model import (
-    McpServerConfig,  # plain data: importing it never imports the SDK
-)
 from harness_sidecar.resources.names import (
     MAX_NAME_LENGTH,
+    MCP_SERVER_NAME,
     NAME_PATTERN,
+    TOOL_NAME,
     WINDOWS_DEVICE_NAMES,
     name_problem,
 )
@@ -41,33 +40,14 @@ from harness_sidecar.wire.shapes import (
     Obj,
     Str,
     opt,
-    type_name,
 )
 
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+if TYPE_CHECKING:
+    from harness_sidecar.mcp.model import McpServerConfig
+
 BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before any dynamic or extension tool
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
-MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 DEFAULT_INPUT_SCHEMA = {"type": "object", "properties": {}}
-_TYPE_NAMES = {str: "a string", dict: "an object", list: "an array", int: "an integer", bool: "a boolean"}
-
-
-def require(obj: dict[str, Any], key: str, kind: type, where: str = "", optional: bool = False,
-            default: Any = None) -> Any:
-    """Fetch ``obj[key]`` and check its JSON type; ``where`` prefixes the field name in errors.
-
-    Kept for callers that read one field by hand; new params get a shape below.
-    """
-    name = f"{where}{key}"
-    if key not in obj or (optional and obj[key] is None):
-        if optional:
-            return default
-        raise InvalidParams(f"'{name}' is required", name)
-    value = obj[key]
-    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if not ok:
-        raise InvalidParams(f"'{name}' must be {_TYPE_NAMES.get(kind, kind.__name__)}, not {type_name(value)}", name)
-    return value
 
 
 # -- the values params are made of ----------------------------------------------------------
@@ -148,38 +128,38 @@ class ThreadStartParams:
     mcp_servers: list[McpServerConfig] = field(default_factory=list)
 
 
-def _unique_trusted(items: list[TrustedExtension], where: str) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        if item.id in seen:
-            raise InvalidParams(f"'{where}[{i}]': extension '{item.id}' is trusted twice", f"{where}[{i}]")
-        seen.add(item.id)
+def _no_repeats(attr: str, message: str, suffix: str = "",
+                seed: tuple[str, ...] = ()) -> Callable[[list[Any], str], None]:
+    """An ``Arr(unique=...)`` check: an item whose ``attr`` an earlier item (or ``seed``) has is invalid params.
+
+    ``message`` is a fixed template the editor's text only fills: ``{where}`` is the item's path
+    (``mcpServers[1]``), ``{value}`` the repeated value; ``data.field`` is that path + ``suffix``.
+    """
+    def check(items: list[Any], where: str) -> None:
+        seen = set(seed)
+        for i, item in enumerate(items):
+            value = getattr(item, attr)
+            if value in seen:
+                path = f"{where}[{i}]"
+                raise InvalidParams(message.format(where=path, value=value), path + suffix)
+            seen.add(value)
+    return check
 
 
-def _unique_explicit(items: list[ExplicitExtension], where: str) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        if item.id in seen:
-            raise InvalidParams(f"'{where}[{i}]': extension id '{item.id}' is listed twice", f"{where}[{i}].id")
-        seen.add(item.id)
+_unique_trusted = _no_repeats("id", "'{where}': extension '{value}' is trusted twice")
+_unique_explicit = _no_repeats("id", "'{where}': extension id '{value}' is listed twice", ".id")
+_unique_dynamic = _no_repeats("name", "'{where}.name': tool '{value}' is already declared", ".name", BUILTIN_TOOLS)
+_unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is listed twice", ".name")
 
 
-def _unique_dynamic(items: list[DynamicTool], where: str) -> None:
-    seen: set[str] = set(BUILTIN_TOOLS)
-    for i, item in enumerate(items):
-        if item.name in seen:
-            name = f"{where}[{i}].name"
-            raise InvalidParams(f"'{name}': tool '{item.name}' is already declared", name)
-        seen.add(item.name)
+def _mcp_server_config(name: str, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
+                       required: bool = False, startup_timeout_ms: int = 10000,
+                       tools: dict[str, Any] | None = None) -> McpServerConfig:
+    # Imported here, by the first thread/start naming a server: not on every thread/start's way.
+    from harness_sidecar.mcp.model import McpServerConfig
 
-
-def _unique_servers(items: list[McpServerConfig], where: str) -> None:
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        if item.name in seen:
-            name = f"{where}[{i}].name"
-            raise InvalidParams(f"'{name}': MCP server '{item.name}' is listed twice", name)
-        seen.add(item.name)
+    return McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
+                           (tools or {}).get("allow"), (tools or {}).get("deny") or [])
 
 
 def _compile_dynamic(tool: DynamicTool, where: str) -> None:
@@ -234,10 +214,8 @@ MCP_SERVER = Obj(
      opt("startupTimeoutMs", Int(minimum=0, default=10000), attr="startup_timeout_ms"),
      opt("tools", Obj([opt("allow", Arr(Str())), opt("deny", Arr(Str()))], incoming=True),
          description="Filters on the server's own tool names; deny wins.")],
-    cls=lambda name, command, env=None, cwd=None, required=False, startup_timeout_ms=10000, tools=None:
-        McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
-                        (tools or {}).get("allow"), (tools or {}).get("deny") or []),
-    incoming=True, name="McpServerConfig", description="A stdio MCP server the editor chose for this thread.")
+    cls=_mcp_server_config, incoming=True, name="McpServerConfig",
+    description="A stdio MCP server the editor chose for this thread.")
 THREAD_START = Obj(
     [Field("roots", Arr(ABSOLUTE_PATH), description="Ordered: the earlier root wins a resource of the same kind "
                                                     "and name."),
@@ -258,10 +236,6 @@ THREAD_START = Obj(
 
 def parse_thread_start(params: dict[str, Any]) -> ThreadStartParams:
     return THREAD_START.parse(params, "")
-
-
-def parse_limits(raw: dict[str, Any]) -> Limits:
-    return LIMITS.parse(raw, "limits")
 
 
 # -- requests naming a thread ---------------------------------------------------------------------
@@ -305,14 +279,6 @@ def parse_tools_call(params: dict[str, Any]) -> ToolsCallParams:
     return TOOLS_CALL.parse(params, "")
 
 
-def parse_tool_call(params: dict[str, Any]) -> ToolCall:
-    """Only ``params.call`` (the thread is looked up separately)."""
-    call = params.get("call", MISSING)
-    if call is MISSING:
-        raise InvalidParams("'call' is required", "call")
-    return TOOL_CALL.parse(call, "call")
-
-
 class SkillsActivateParams(NamedTuple):
     thread_id: str
     name: str
@@ -338,7 +304,7 @@ class InputSubmitParams(NamedTuple):
 
 SKILLS_ACTIVATE = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
-     opt("resources", Arr(Str()), default_factory=list,
+     opt("resources", Arr(Str(error="'{where}' must be a string")), default_factory=list,
          description="Paths relative to the skill's directory; each answered once, in request order.")],
     cls=SkillsActivateParams, incoming=True, name="SkillsActivateParams")
 TEMPLATES_RENDER = Obj(
@@ -375,35 +341,7 @@ def parse_input_submit(params: dict[str, Any]) -> InputSubmitParams:
 
 # -- initialize ----------------------------------------------------------------------------------
 
-UI_KEYS = ("confirm", "select", "input", "notify", "status")
-
-
-class UiCapabilities(NamedTuple):
-    confirm: bool = False
-    select: bool = False
-    input: bool = False
-    notify: bool = False
-    status: bool = False
-
-    def to_wire(self) -> dict[str, bool]:
-        return {key: True for key in UI_KEYS if getattr(self, key)}
-
-
-class ClientCapabilities(NamedTuple):
-    ui: UiCapabilities = UiCapabilities()
-
-
-class ClientInfo(NamedTuple):
-    name: str | None = None
-    version: str | None = None
-
-
-class InitializeParams(NamedTuple):
-    client_info: ClientInfo = ClientInfo()
-    protocol_version: str | None = None
-    capabilities: ClientCapabilities = ClientCapabilities()
-
-
+UI_KEYS = ("confirm", "select", "input", "notify", "status")  # threads.Sidecar._ui reads capabilities.ui.<key>
 UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS],
                       incoming=True, name="UiCapabilities",
                       description="What the editor can show; undeclared means unsupported.")
@@ -416,23 +354,3 @@ INITIALIZE = Obj(
     description="initialize never fails on its params: a capability that is not true is unsupported, a "
                 "malformed clientInfo is ignored.")
 
-
-def parse_initialize(params: Any) -> InitializeParams:
-    """Lenient by design (the answer does not depend on it): never raises.
-
-    Editors send many capabilities; only ``capabilities.ui.<key> == true`` declares one.
-    Because it cannot fail, ``initialize`` may be answered first and parsed after.
-    """
-    if not isinstance(params, dict):
-        return InitializeParams()
-    info = params.get("clientInfo")
-    client = ClientInfo()
-    if isinstance(info, dict):
-        name, version = info.get("name"), info.get("version")
-        client = ClientInfo(name if isinstance(name, str) else None, version if isinstance(version, str) else None)
-    version = params.get("protocolVersion")
-    capabilities = params.get("capabilities")
-    ui = capabilities.get("ui") if isinstance(capabilities, dict) else None
-    declared = UiCapabilities(**{key: ui.get(key) is True for key in UI_KEYS}) if isinstance(ui, dict) \
-        else UiCapabilities()
-    return InitializeParams(client, version if isinstance(version, str) else None, ClientCapabilities(declared))

@@ -106,38 +106,32 @@ class AnyValue(Shape):
 
 
 class Str(Shape):
-    """A string; ``pattern`` (a Python regex also valid in ECMA-262, matched whole), ``min_length``,
-    ``max_length``, ``enum``; ``check(value, where)`` adds what a schema cannot say, or says it
-    with a better message (it must then refuse exactly what the schema keywords refuse)."""
+    """A string; ``pattern`` (a Python regex also valid in ECMA-262, matched whole), ``enum``;
+    ``check(value, where)`` adds what a schema cannot say, or says it with a better message (it
+    must then refuse exactly what the schema keywords refuse)."""
 
     json_types = (str,)
     expected = "a string"
 
-    def __init__(self, *, pattern: str | None = None, pattern_error: str | None = None, min_length: int | None = None,
-                 max_length: int | None = None, enum: tuple[str, ...] | None = None,
-                 check: Callable[[str, str], Any] | None = None, schema_extra: dict[str, Any] | None = None,
-                 **kw: Any) -> None:
+    def __init__(self, *, pattern: str | None = None, pattern_error: str | None = None,
+                 enum: tuple[str, ...] | None = None, check: Callable[[str, str], Any] | None = None,
+                 schema_extra: dict[str, Any] | None = None, **kw: Any) -> None:
         super().__init__(**kw)
         self.pattern = pattern
         self._regex = re.compile(pattern) if pattern else None
         self.pattern_error = pattern_error
-        self.min_length, self.max_length, self.enum = min_length, max_length, enum
+        self.enum = enum
         self.check = check
         self.schema_extra = schema_extra or {}
 
     def plain_types(self) -> frozenset[type] | None:
-        plain = self.check is None and self._regex is None and self.enum is None and self.min_length is None \
-            and self.max_length is None
+        plain = self.check is None and self._regex is None and self.enum is None
         return frozenset({str}) if plain else None
 
     def body(self, defs: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "string"}
         if self.enum is not None:
             out = {"enum": list(self.enum)} if len(self.enum) > 1 else {"const": self.enum[0]}
-        if self.min_length is not None:
-            out["minLength"] = self.min_length
-        if self.max_length is not None:
-            out["maxLength"] = self.max_length
         if self.pattern is not None:
             out["pattern"] = f"^(?:{self.pattern})$"
         out.update(self.schema_extra)
@@ -155,33 +149,26 @@ class Str(Shape):
                 where=where, value=value, pattern=self.pattern), where)
         if self.enum is not None and value not in self.enum:
             raise InvalidParams(f"'{where}' must be one of {', '.join(self.enum)}, not {value!r}", where)
-        if (self.min_length is not None and len(value) < self.min_length) or (
-                self.max_length is not None and len(value) > self.max_length):
-            raise InvalidParams(f"'{where}' must be {self.min_length or 0} to {self.max_length or 'any number of'} "
-                                f"characters long", where)
         return value
 
 
 class Int(Shape):
-    """An integer (never a boolean); ``minimum``/``maximum`` inclusive."""
+    """An integer (never a boolean); ``minimum`` inclusive."""
 
     json_types = (int,)
     expected = "an integer"
 
-    def __init__(self, *, minimum: int | None = None, maximum: int | None = None, default: int | None = None,
-                 **kw: Any) -> None:
+    def __init__(self, *, minimum: int | None = None, default: int | None = None, **kw: Any) -> None:
         super().__init__(**kw)
-        self.minimum, self.maximum, self.default = minimum, maximum, default
+        self.minimum, self.default = minimum, default
 
     def plain_types(self) -> frozenset[type] | None:
-        return frozenset({int}) if self.minimum is None and self.maximum is None else None
+        return frozenset({int}) if self.minimum is None else None
 
     def body(self, defs: dict[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "integer"}
         if self.minimum is not None:
             out["minimum"] = self.minimum
-        if self.maximum is not None:
-            out["maximum"] = self.maximum
         if self.default is not None:
             out["default"] = self.default
         return out
@@ -189,25 +176,11 @@ class Int(Shape):
     def parse(self, value: Any, where: str) -> Any:
         if type(value) is not int:
             raise self.wrong_type(value, where)
-        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+        if self.minimum is not None and value < self.minimum:
             if self.error:
                 raise self.wrong_type(value, where)
-            if self.maximum is None:
-                bound = f"at least {self.minimum}"
-            elif self.minimum is None:
-                bound = f"at most {self.maximum}"
-            else:
-                bound = f"from {self.minimum} to {self.maximum}"
-            raise InvalidParams(f"'{where}' must be an integer {bound}", where)
+            raise InvalidParams(f"'{where}' must be an integer at least {self.minimum}", where)
         return value
-
-
-class Num(Shape):
-    json_types = (int, float)
-    expected = "a number"
-
-    def body(self, defs: dict[str, Any]) -> dict[str, Any]:
-        return {"type": "number"}
 
 
 class Bool(Shape):
@@ -297,43 +270,33 @@ class Arr(Shape):
 
 
 class Map(Shape):
-    """An object used as a map: any keys (``keys``: a Str shape for them), every value a ``values``."""
+    """An object used as a map: any keys, every value a ``values``."""
 
     json_types = (dict,)
     expected = "an object"
 
-    def __init__(self, values: Shape, *, keys: Str | None = None, values_checked_later: bool = False,
-                 **kw: Any) -> None:
+    def __init__(self, values: Shape, *, values_checked_later: bool = False, **kw: Any) -> None:
         super().__init__(**kw)
-        self.values, self.keys = values, keys
+        self.values = values
         # The method refuses a wrong value itself, with a domain error (e.g. templates/render's
         # invalid_arguments): the schema states the rule, parsing leaves the values alone.
         self.values_checked_later = values_checked_later
 
     def plain_types(self) -> frozenset[type] | None:
-        plain = self.keys is None and (self.values_checked_later or isinstance(self.values, AnyValue))
+        plain = self.values_checked_later or isinstance(self.values, AnyValue)
         return frozenset({dict}) if plain else None
 
     def body(self, defs: dict[str, Any]) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": "object"}
-        if self.keys is not None:
-            out["propertyNames"] = self.keys.body(defs)
-        out["additionalProperties"] = True if isinstance(self.values, AnyValue) else self.values.schema(defs)
-        return out
+        additional = True if isinstance(self.values, AnyValue) else self.values.schema(defs)
+        return {"type": "object", "additionalProperties": additional}
 
     def parse(self, value: Any, where: str) -> Any:
         if type(value) is not dict:
             raise self.wrong_type(value, where)
-        values, keys = self.values, self.keys
-        if keys is None and (self.values_checked_later or isinstance(values, AnyValue)):
+        values = self.values
+        if self.values_checked_later or isinstance(values, AnyValue):
             return value
-        out = {}
-        for key, item in value.items():
-            path = f"{where}.{key}"
-            if keys is not None:
-                keys.parse(key, path)
-            out[key] = values.parse(item, path)
-        return out
+        return {key: values.parse(item, f"{where}.{key}") for key, item in value.items()}
 
 
 class Field:
@@ -341,20 +304,17 @@ class Field:
 
     ``required`` fields must be present; an optional field that is absent — or ``null`` when
     the object is one the sidecar receives — takes ``default`` (or ``default_factory()``).
-    ``pending`` marks a field the contract requires but the sidecar does not send yet: the
-    schema says it is optional until the field is served (then drop ``pending``).
     """
 
-    __slots__ = ("key", "shape", "required", "default", "default_factory", "attr", "description", "pending",
-                 "nullable")
+    __slots__ = ("key", "shape", "required", "default", "default_factory", "attr", "description")
 
     def __init__(self, key: str, shape: Shape, *, required: bool = True, default: Any = MISSING,
                  default_factory: Callable[[], Any] | None = None, attr: str | None = None,
-                 description: str | None = None, pending: bool = False, nullable: bool = False) -> None:
+                 description: str | None = None) -> None:
         self.key, self.shape, self.required = key, shape, required
         self.default, self.default_factory = default, default_factory
         self.attr = attr or re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-        self.description, self.pending, self.nullable = description, pending, nullable
+        self.description = description
 
 
 def opt(key: str, shape: Shape, **kw: Any) -> Field:
@@ -390,26 +350,17 @@ class Obj(Shape):
         self._plan = tuple((f.key, f.attr, _ALL_TYPES if isinstance(f.shape, AnyValue) else f.shape.plain_types(),
                             f.shape.parse, f.required, f.default, f.default_factory) for f in fields)
 
-    def field(self, key: str) -> Field:
-        return next(f for f in self.fields if f.key == key)
-
     def body(self, defs: dict[str, Any]) -> dict[str, Any]:
         properties: dict[str, Any] = {}
         required = []
         for f in self.fields:
             schema = f.shape.schema(defs)
-            description = f.description
-            if f.pending:
-                note = "Required by the contract; not sent by this sidecar yet."
-                description = f"{description} {note}" if description else note
-            if f.required and not f.pending:
+            if f.required:
                 required.append(f.key)
             elif self.incoming:
                 schema = with_null(schema)
-            if f.nullable:
-                schema = with_null(schema)
-            if description:
-                schema = {"description": description, **schema}
+            if f.description:
+                schema = {"description": f.description, **schema}
             if not f.required and isinstance(f.default, (str, int, bool)) and "default" not in schema:
                 schema = {**schema, "default": f.default}
             properties[f.key] = schema
@@ -524,16 +475,3 @@ class Convert(Shape):
     def parse(self, value: Any, where: str) -> Any:
         return self.fn(self.inner.parse(value, where))
 
-
-class Ref(Shape):
-    """A shape defined later (or recursively): resolved by name through ``registry``."""
-
-    def __init__(self, registry: dict[str, Shape], target: str) -> None:
-        super().__init__()
-        self.registry, self.target = registry, target
-
-    def schema(self, defs: dict[str, Any]) -> dict[str, Any]:
-        return self.registry[self.target].schema(defs)
-
-    def parse(self, value: Any, where: str) -> Any:
-        return self.registry[self.target].parse(value, where)

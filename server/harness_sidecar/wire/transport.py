@@ -9,10 +9,11 @@ JSONL. Lines are split on ``\\n`` bytes only (never on U+2028 inside a string).
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
+
+from harness_sidecar import stdjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and logging are not imported on the way to the first answer
@@ -30,12 +31,6 @@ JSONL = "jsonl"
 CONTENT_LENGTH = "content-length"
 _HEADER = b"content-length:"
 MAX_HEADER_BYTES = 8192
-
-
-# Built once: json.dumps with any non-default option builds a new encoder on every call. Used for
-# the answers written before harness_sidecar.jsonio is loaded (the first initialize).
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_ASCII_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 
 
 class TooLarge:
@@ -116,10 +111,7 @@ class Writer:
         if self.jsonio is not None:
             body = self.jsonio.dumps(message)
         else:  # the first answer, before the faster codec is loaded
-            try:
-                body = _ENCODER.encode(message).encode("utf-8")
-            except UnicodeEncodeError:  # a lone surrogate from \ud800 in the input: escape everything
-                body = _ASCII_ENCODER.encode(message).encode("ascii")
+            body = stdjson.dumps(message)
         if self.framing == CONTENT_LENGTH:
             return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         return body + b"\n"
