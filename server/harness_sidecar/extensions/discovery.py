@@ -14,7 +14,7 @@ from typing import Any
 from harness_sidecar.errors import DomainError
 from harness_sidecar.limits import Limits
 from harness_sidecar.resources.catalog import Diagnostic, Root
-from harness_sidecar.resources.names import name_problem
+from harness_sidecar.names import name_problem
 from harness_sidecar.resources.paths import is_within, read_contained
 from harness_sidecar.wire.params import ExplicitExtension
 

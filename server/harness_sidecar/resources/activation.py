@@ -16,7 +16,7 @@ from harness_sidecar.limits import Limits
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.catalog import Catalog
 from harness_sidecar.resources.frontmatter import FrontmatterError
-from harness_sidecar.resources.names import name_problem
+from harness_sidecar.names import name_problem
 from harness_sidecar.resources.paths import (
     decode_utf8,
     is_within,

@@ -22,7 +22,7 @@ from harness_sidecar.resources.catalog import (
     template_in_root,
 )
 from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
-from harness_sidecar.resources.names import name_problem
+from harness_sidecar.names import name_problem
 from harness_sidecar.resources.paths import is_within
 
 BRACES = re.compile(r"\{\{[^{}\n]*\}\}")

@@ -18,7 +18,7 @@ from harness_sidecar.errors import InvalidParams
 from harness_sidecar.inputschema import InvalidSchema
 from harness_sidecar.inputschema import compile as compile_schema
 from harness_sidecar.limits import Limits
-from harness_sidecar.resources.names import (
+from harness_sidecar.names import (
     MAX_NAME_LENGTH,
     MCP_SERVER_NAME,
     NAME_PATTERN,
