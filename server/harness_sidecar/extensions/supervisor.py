@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness_sidecar.containment import launcher
 from harness_sidecar.extensions import channel
 
 logger = logging.getLogger(__name__)
@@ -57,10 +58,9 @@ class HostProcess:
         env = dict(os.environ)
         env["MALLOC_ARENA_MAX"] = "2"  # per-thread malloc arenas would eat an address-space limit
         env.pop("PYTHONSTARTUP", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "harness_sidecar.extensions.host", str(theirs.fileno()), str(os.getpid())],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=[theirs.fileno()],
-            start_new_session=True, env=env)
+        argv = [sys.executable, "-m", "harness_sidecar.extensions.host", str(theirs.fileno()), str(os.getpid())]
+        self.proc = launcher.popen(launcher.Launch(argv, launcher.HOST, env=env, pass_fds=(theirs.fileno(),)),
+                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         theirs.close()
         self.pid = self.proc.pid
         self.sock = ours

@@ -7,11 +7,9 @@ Nothing here knows MCP; ``session.py`` speaks the protocol over the pipes this m
   (``[thread-1 mcp <name>] ...``).
 - The server is a session and process-group leader (``start_new_session``), so that stopping it
   reaches the processes it started (``npx`` → ``node``) and the editor's Ctrl-C does not.
-- On Linux the server gets ``PR_SET_PDEATHSIG = SIGKILL``: when the sidecar dies, even by SIGKILL,
-  the kernel kills the server. The signal fires when the *thread that forked* exits, so servers are
-  spawned from the event-loop thread (``loop.subprocess_exec``), which lives as long as the sidecar
-  serves. A server's own children do not get that signal; they see EOF on stdin instead (the
-  sidecar held the only write end).
+- It is started by ``containment.launcher`` (as every foreign process is): killed by the kernel
+  when the sidecar dies, even by SIGKILL. A server's own children see EOF on stdin (the sidecar
+  held the only write end).
 - ``stop()``: close stdin, after ``grace`` seconds SIGTERM the group, after ``grace`` more SIGKILL.
 """
 
@@ -25,33 +23,11 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from harness_sidecar.containment import launcher
+
 STDERR_CHUNK = 65536
 MAX_STDERR_LINE = 16384  # a longer stderr line is written in pieces of this size
 TAIL_LINES = 5  # stderr lines kept to explain a failed start
-
-
-def _parent_death_hook() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that asks the kernel to SIGKILL the child when the sidecar dies (Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    parent = os.getpid()
-    pr_set_pdeathsig = 1
-
-    def hook() -> None:
-        # Runs in the child between fork and exec: no allocation-heavy Python, no locks.
-        prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the sidecar died before the request took effect
-            os._exit(1)
-
-    return hook
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -69,8 +45,9 @@ class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
 class ServerProcess:
     """A spawned server: ``stdin``/``stdout`` stream objects, exit status, the stop sequence."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, owner: str = "") -> None:
         self.label = label
+        self.owner = owner  # the thread whose server this is
         self.proc: asyncio.subprocess.Process | None = None
         self.exited = asyncio.Event()
         self.stderr_tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
@@ -84,10 +61,10 @@ class ServerProcess:
     async def spawn(self, argv: list[str], env: dict[str, str], cwd: str | None) -> None:
         """Start the process; ``OSError`` (not found, not executable, bad cwd) propagates."""
         loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(self.exited.set, 1 << 20, loop), *argv,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            env=env, cwd=cwd, start_new_session=True, preexec_fn=_parent_death_hook())
+        transport, protocol = await launcher.spawn(
+            launcher.Launch(argv, launcher.MCP, owner=self.owner, env=env, cwd=cwd),
+            lambda: _Protocol(self.exited.set, 1 << 20, loop),
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self.proc = asyncio.subprocess.Process(transport, protocol, loop)
         if self.proc.returncode is not None:
             self.exited.set()

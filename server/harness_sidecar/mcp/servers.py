@@ -79,7 +79,7 @@ class _Connection:
 
     def __init__(self, server: _Server) -> None:
         self.server = server
-        self.process = ServerProcess(server.label)
+        self.process = ServerProcess(server.label, server.owner.thread_id)
         self.session: Session | None = None
         self.ready = False  # initialized and listed
         self.eof = False  # the server's stdout is over: no answer will come

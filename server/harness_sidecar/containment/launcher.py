@@ -1,0 +1,89 @@
+"""The one way the sidecar starts a foreign process: extension hosts, MCP servers, command hooks.
+
+A ``Launch`` says what to run and for whom (``owner``: the thread whose code it is; ``""`` for a
+spare host no thread has yet). ``popen`` starts it synchronously (hosts, from the event-loop
+thread), ``spawn`` through the event loop (MCP servers, command hooks). Either way the child:
+
+- is a session and process-group leader, so a stop reaches what it started and the editor's
+  Ctrl-C does not;
+- is killed by the kernel when the sidecar dies, even by SIGKILL (``PR_SET_PDEATHSIG``). The signal
+  fires when the *thread that forked* exits, so processes are started from the event-loop thread,
+  which lives as long as the sidecar serves.
+
+Everything that fences a started process is added here, in ``_child_setup``, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+HOST = "host"
+MCP = "mcp"
+HOOK = "hook"
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A process to start: its command line, environment and working directory, and whose code it is."""
+
+    argv: list[str]
+    kind: str  # HOST | MCP | HOOK
+    owner: str = ""  # the thread id whose code runs in it ("" for a spare host)
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    pass_fds: tuple[int, ...] = field(default=())
+
+
+def _prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _child_setup(launch: Launch) -> Callable[[], None] | None:
+    """The ``preexec_fn``: runs in the child between fork and exec (no locks, little allocation)."""
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def setup() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the sidecar died before the request took effect
+            os._exit(1)
+
+    return setup
+
+
+def popen(launch: Launch, *, stdin: Any, stdout: Any, stderr: Any) -> subprocess.Popen:
+    """Start ``launch`` now; ``OSError`` (not found, no fds, no memory) propagates."""
+    return subprocess.Popen(launch.argv, stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=launch.pass_fds,
+                            start_new_session=True, env=launch.env, cwd=launch.cwd,
+                            preexec_fn=_child_setup(launch))
+
+
+async def spawn(launch: Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *, stdin: Any = None,
+                stdout: Any = None, stderr: Any = None) -> tuple[asyncio.SubprocessTransport, Any]:
+    """Start ``launch`` through the running event loop; ``OSError`` propagates."""
+    loop = asyncio.get_running_loop()
+    return await loop.subprocess_exec(protocol_factory, *launch.argv, stdin=stdin, stdout=stdout, stderr=stderr,
+                                      env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds,
+                                      start_new_session=True, preexec_fn=_child_setup(launch))
