@@ -577,3 +577,26 @@ def test_input_submit_errors(spawn, ws, typed, kind):
     assert response["error"]["data"]["kind"] == kind
     if kind == "input_blocked":
         assert response["error"]["data"]["extensionId"] == "shaper"
+
+
+# -- v3: registration of raw commands and handler deadlines -----------------------------------------------
+
+
+@pytest.mark.parametrize("registration, error", [
+    ('api.register_command(name="c", description="", handler=lambda a: None, raw_arguments=True,\n'
+     '                         input_schema={"type": "object"})', "give it no input_schema"),
+    ('api.on("turn_end", lambda e: None, timeout_ms=0)', "timeout_ms must be a positive int"),
+    ('api.register_command(name="c", description="", handler=lambda a: None, timeout_ms=1.5)',
+     "timeout_ms must be a positive int"),
+    ('api.on("turn_ended", lambda e: None)', "unknown event 'turn_ended'"),
+])
+def test_a_wrong_raw_command_or_deadline_fails_the_extension_with_the_reason(spawn, ws, registration, error):
+    ws.extension("wrong", f"def activate(api):\n    {registration}\n")
+    ws.extension("fine", "def activate(api):\n    api.on('turn_end', lambda e: {'context': 'fine ran'})\n")
+    sidecar, _ = start_editor(spawn)
+    started = start(sidecar, ws, ["wrong", "fine"])
+    status = {e["id"]: e for e in started["catalog"]["extensions"]}
+    assert status["wrong"]["status"] == "failed" and error in status["wrong"]["error"]
+    assert status["fine"]["status"] == "loaded"
+    assert sidecar.call("loop/event", {"threadId": started["threadId"], "event": "turn_end"})[
+        "additionalContext"] == ["fine ran"]
