@@ -600,3 +600,15 @@ def test_a_wrong_raw_command_or_deadline_fails_the_extension_with_the_reason(spa
     assert status["fine"]["status"] == "loaded"
     assert sidecar.call("loop/event", {"threadId": started["threadId"], "event": "turn_end"})[
         "additionalContext"] == ["fine ran"]
+
+
+def test_an_input_handler_that_changes_the_text_in_place_is_told_the_right_form(spawn, ws):
+    ws.extension("shouty", "def shout(event):\n    event['text'] = event['text'].upper()\n"
+                           "def activate(api):\n    api.on('input', shout)\n")
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["shouty"])["threadId"]
+    answer = sidecar.call("input/submit", {"threadId": thread, "text": "hello"})
+    assert answer == {"action": "send", "message": {"role": "user", "content": "hello"}}  # ignored, as before …
+    (notice,) = diagnostics(sidecar, "handler_return_ignored")  # … but said
+    assert notice["extensionId"] == "shouty" and notice["hook"] == "input"
+    assert "return {'text': ...}" in notice["message"]

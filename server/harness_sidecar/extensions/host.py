@@ -1100,8 +1100,9 @@ class Host:
     # -- lifecycle, context and input handlers
 
     def run_event(self, exchange: Exchange, body: dict[str, Any]) -> None:
-        """Lifecycle, context and input handlers, in load order; each step's frame carries the
-        result so far (sections, or the text), so the sidecar keeps it if a later handler hangs."""
+        """Lifecycle, context, input and loop-event handlers, in load order, each under its own
+        deadline (``body["timeouts"]``); each step's frame carries the result so far (sections, the
+        text, or the loop verdicts), so the sidecar keeps it if a later handler hangs."""
         event = body["event"]
         payload = body["payload"]
         handlers = self.handlers[event]
