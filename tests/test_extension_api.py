@@ -248,11 +248,12 @@ def pick(call_id, arguments, ctx):
     ctx.ui.notify("picked " + str(choice), level="warning")
     ctx.ui.set_status("mode", "picking")
     ctx.ui.set_status("mode", None)
-    return json.dumps([choice, name])
+    return json.dumps([choice.value, name.value])  # v3: answers carry .outcome; .value is the plain value
 async def apick(call_id, arguments, ctx):
     await ctx.ui.notify("async note")
     await ctx.ui.set_status("mode", "async")
-    return json.dumps([await ctx.ui.select("Pick", ["a", "b"]), await ctx.ui.confirm("Sure?", "Really?")])
+    return json.dumps([(await ctx.ui.select("Pick", ["a", "b"])).value,
+                       (await ctx.ui.confirm("Sure?", "Really?")).value])
 def activate(api):
     api.register_tool(name="pick", description="", input_schema={}, execute=pick)
     api.register_tool(name="apick", description="", input_schema={}, execute=apick)
@@ -576,3 +577,38 @@ def test_input_submit_errors(spawn, ws, typed, kind):
     assert response["error"]["data"]["kind"] == kind
     if kind == "input_blocked":
         assert response["error"]["data"]["extensionId"] == "shaper"
+
+
+# -- v3: registration of raw commands and handler deadlines -----------------------------------------------
+
+
+@pytest.mark.parametrize("registration, error", [
+    ('api.register_command(name="c", description="", handler=lambda a: None, raw_arguments=True,\n'
+     '                         input_schema={"type": "object"})', "give it no input_schema"),
+    ('api.on("turn_end", lambda e: None, timeout_ms=0)', "timeout_ms must be a positive int"),
+    ('api.register_command(name="c", description="", handler=lambda a: None, timeout_ms=1.5)',
+     "timeout_ms must be a positive int"),
+    ('api.on("turn_ended", lambda e: None)', "unknown event 'turn_ended'"),
+])
+def test_a_wrong_raw_command_or_deadline_fails_the_extension_with_the_reason(spawn, ws, registration, error):
+    ws.extension("wrong", f"def activate(api):\n    {registration}\n")
+    ws.extension("fine", "def activate(api):\n    api.on('turn_end', lambda e: {'context': 'fine ran'})\n")
+    sidecar, _ = start_editor(spawn)
+    started = start(sidecar, ws, ["wrong", "fine"])
+    status = {e["id"]: e for e in started["catalog"]["extensions"]}
+    assert status["wrong"]["status"] == "failed" and error in status["wrong"]["error"]
+    assert status["fine"]["status"] == "loaded"
+    assert sidecar.call("loop/event", {"threadId": started["threadId"], "event": "turn_end"})[
+        "additionalContext"] == ["fine ran"]
+
+
+def test_an_input_handler_that_changes_the_text_in_place_is_told_the_right_form(spawn, ws):
+    ws.extension("shouty", "def shout(event):\n    event['text'] = event['text'].upper()\n"
+                           "def activate(api):\n    api.on('input', shout)\n")
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["shouty"])["threadId"]
+    answer = sidecar.call("input/submit", {"threadId": thread, "text": "hello"})
+    assert answer == {"action": "send", "message": {"role": "user", "content": "hello"}}  # ignored, as before …
+    (notice,) = diagnostics(sidecar, "handler_return_ignored")  # … but said
+    assert notice["extensionId"] == "shouty" and notice["hook"] == "input"
+    assert "return {'text': ...}" in notice["message"]

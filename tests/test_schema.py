@@ -38,6 +38,7 @@ CONTRACT_METHODS = {
     "ui/notify": ("server→client", "notification"), "ui/status": ("server→client", "notification"),
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
+    "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
 }
 
 
@@ -321,6 +322,8 @@ VALID = {
     "TemplatesRenderParams": {"threadId": "t", "name": "n", "arguments": {"a": "b"}},
     "CommandsRunParams": {"threadId": "t", "name": "n", "arguments": {}},
     "InputSubmitParams": {"threadId": "t", "text": "hi"},
+    "LoopEventParams": {"threadId": "t", "event": "stop", "payload": {"stopHookActive": True,
+                                                                      "lastAssistantMessage": "done"}},
     "CancelParams": {"id": 3},
     "ThreadParams": {"threadId": "t"},
 }
@@ -328,6 +331,7 @@ PARSERS = {
     "ThreadStartParams": P.parse_thread_start, "ToolsCallParams": P.parse_tools_call,
     "SkillsActivateParams": P.parse_skills_activate, "TemplatesRenderParams": P.parse_templates_render,
     "CommandsRunParams": P.parse_commands_run, "InputSubmitParams": P.parse_input_submit,
+    "LoopEventParams": P.parse_loop_event,
     "CancelParams": lambda p: P.CANCEL.parse(p, ""),
     "ThreadParams": lambda p: P.THREAD_PARAMS.parse(p, ""),
 }
@@ -424,7 +428,7 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    assert len(messages) == 24 and len(requests) == 17 and len(notifications) == 7
+    assert len(messages) == 26 and len(requests) == 18 and len(notifications) == 8  # v3 §4: loop/event, chat/send
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 24
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -23,6 +23,8 @@ class Limits:
     extension_context_bytes: int = 4000
     max_listed_files: int = 200
     mcp_tool_timeout_ms: int = 60000
+    # v3
+    max_handler_timeout_ms: int = 60000  # caps a handler's own timeout_ms (api.on, register_command)
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -40,4 +42,5 @@ class Limits:
         "extensionContextBytes": "extension_context_bytes",
         "maxListedFiles": "max_listed_files",
         "mcpToolTimeoutMs": "mcp_tool_timeout_ms",
+        "maxHandlerTimeoutMs": "max_handler_timeout_ms",
     }

@@ -73,12 +73,16 @@ class Command:
     extension_id: str
     input_schema: dict[str, Any] | None
     validator: Any = None  # the compiled input_schema
+    raw_arguments: bool = False  # takes the rest of the slash line as {"text": ...}
+    timeout_ms: int | None = None  # its own deadline (register_command(..., timeout_ms=))
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "description": self.description}
         if self.input_schema is not None:
             out["inputSchema"] = self.input_schema
         out["origin"] = {"kind": "extension", "id": self.extension_id}
+        if self.raw_arguments:
+            out["rawArguments"] = True
         return out
 
 
@@ -102,9 +106,18 @@ class Thread:
     reported_changes: dict[str, str] = field(default_factory=dict)  # extension id → sha256 reported as changed
     closed: bool = False
     mcp: Any = None  # mcp.McpServers, when the thread names MCP servers
+    handler_timeouts: dict[str, list[int | None]] = field(default_factory=dict)  # event → each handler's own ms
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
+
+    def timeouts(self, event: str) -> list[float]:
+        """Each ``event`` handler's deadline in seconds: its own ``timeout_ms`` capped by
+        ``limits.maxHandlerTimeoutMs``, else ``limits.hookTimeoutMs``."""
+        own = self.handler_timeouts.get(event, [])
+        default, cap = self.limits.hook_timeout_ms, self.limits.max_handler_timeout_ms
+        return [(min(ms, cap) if ms else default) / 1000 for ms in own] if len(own) == len(self.handlers(event)) \
+            else [default / 1000] * len(self.handlers(event))
 
     def extensions_to_wire(self) -> list[dict[str, Any]]:
         out = []
@@ -141,6 +154,7 @@ class Sidecar:
             "commands/list": self.commands_list,
             "commands/run": self.commands_run,
             "input/submit": self.input_submit,
+            "loop/event": self.loop_event,
         }
 
     def oversize(self, method: str, result: Any, size: int) -> Any:
@@ -492,7 +506,7 @@ class Sidecar:
         try:
             await thread.host.ensure()
             await run_event(thread.host, thread.handlers(event), event, payload, thread.registry.hook_timeout_s,
-                            self._reporter(thread.id))
+                            self._reporter(thread.id), thread.timeouts(event))
         except HostUnavailable:
             pass
         except HostLied as exc:
@@ -523,7 +537,7 @@ class Sidecar:
         start, limits, registry = thread.start, thread.limits, thread.registry
         trusted = {t.id for t in start.trusted_extensions}
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
-                "ui": {k: True for k in P.UI_KEYS if self._ui(k)},
+                "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self._ui(k)},
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes}
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
@@ -555,8 +569,10 @@ class Sidecar:
                                              validator=compiled.get(id(spec.input_schema)))
         for spec in registrations.commands:
             thread.commands[spec.name] = Command(spec.name, spec.description, spec.extension_id, spec.input_schema,
-                                                 compiled.get(id(spec.input_schema)))
+                                                 compiled.get(id(spec.input_schema)), spec.raw_arguments,
+                                                 spec.timeout_ms)
         registry.handlers = registrations.handlers
+        thread.handler_timeouts = registrations.handler_timeouts
         host.set_schemas(self._foreign_schemas(registry))
         thread.host = host
 
@@ -573,6 +589,14 @@ class Sidecar:
         return await self.peer.request(method, params, timeout_s)
 
     def _ui_notify(self, method: str, params: dict[str, Any]) -> None:
+        if method == "chat/send":  # the host sends it only when the editor declared ui.sendMessage
+            if self._ui("sendMessage") and type(params.get("text")) is str:
+                self.peer.notify(method, params)
+            return
+        if method == "thread/diagnostic":  # an extension author's diagnostic the host noticed
+            if params.get("kind") in ("handler_return_ignored", "ui_after_handler"):
+                self.peer.notify(method, params)
+            return
         if self._ui("notify" if method == "ui/notify" else "status"):
             self.peer.notify(method, params)
         else:
@@ -630,7 +654,8 @@ class Sidecar:
             try:
                 await thread.host.ensure()
                 outcome = await run_event(thread.host, thread.handlers(CONTEXT), CONTEXT, payload,
-                                          thread.registry.hook_timeout_s, self._reporter(thread.id))
+                                          thread.registry.hook_timeout_s, self._reporter(thread.id),
+                                          thread.timeouts(CONTEXT))
             except HostUnavailable:
                 outcome = None
             except HostLied as exc:
@@ -676,7 +701,21 @@ class Sidecar:
     async def commands_run(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_commands_run(params)
-        return await self._run_command(thread, request.name, request.arguments)
+        if request.text is None:
+            return await self._run_command(thread, request.name, request.arguments)
+        command = thread.commands.get(request.name)
+        arguments = {"text": request.text.strip()} if command is not None and command.raw_arguments else \
+            C.parse_arguments(request.text) if command is not None else {}
+        return await self._run_command(thread, request.name, arguments)
+
+    async def loop_event(self, params: dict[str, Any]) -> dict[str, Any]:
+        """``loop/event``: the thread's extensions' verdicts on a boundary of the editor's loop, merged."""
+        from harness_sidecar import loop
+
+        thread = await self.thread(params)
+        request = P.parse_loop_event(params)
+        verdicts = await loop.extension_verdicts(self, thread, request.event, request.payload)
+        return loop.merge(request.event, verdicts).to_wire()
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         from harness_sidecar.extensions.handlers import run_command
@@ -691,10 +730,11 @@ class Sidecar:
                                                    f"inputSchema: {problem[0]} (at {problem[1]})",
                               name=name, path=problem[1])
         error = None
+        timeout_ms = min(command.timeout_ms, thread.limits.max_handler_timeout_ms) if command.timeout_ms else \
+            thread.limits.command_timeout_ms
         try:
             await thread.host.ensure()
-            return await run_command(thread.host, command.extension_id, name, arguments,
-                                     thread.limits.command_timeout_ms / 1000)
+            return await run_command(thread.host, command.extension_id, name, arguments, timeout_ms / 1000)
         except HostUnavailable as exc:
             error = f"the thread's extensions cannot run: {exc}"
         except HostLied as exc:
@@ -715,7 +755,7 @@ class Sidecar:
                 await thread.host.ensure()
                 outcome = await run_event(thread.host, thread.handlers(INPUT), INPUT,
                                           {"threadId": thread.id, "text": text}, thread.registry.hook_timeout_s,
-                                          self._reporter(thread.id))
+                                          self._reporter(thread.id), thread.timeouts(INPUT))
             except HostUnavailable as exc:
                 raise DomainError("input_blocked", f"the thread's input handlers cannot run: {exc}",
                                   extensionId="host") from None
@@ -741,7 +781,8 @@ class Sidecar:
                 return {"action": "send", "message": message}
             command = thread.commands.get(name)
             if command is not None:
-                result = await self._run_command(thread, name, C.parse_arguments(rest))
+                arguments = {"text": rest.strip()} if command.raw_arguments else C.parse_arguments(rest)
+                result = await self._run_command(thread, name, arguments)
                 return {"action": "handled", "by": {"kind": "command", "id": name,
                                                     "extensionId": command.extension_id}, "result": result}
         return {"action": "send", "message": {"role": "user", "content": text}}

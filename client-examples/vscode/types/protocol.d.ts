@@ -85,6 +85,58 @@ export type ExtensionId = string;
  */
 export type InputSubmitResult = InputSend | InputHandledByExtension | InputHandledByCommand;
 /**
+ * The editor's agent loop reports a boundary; payload fields by event (protocol.md § Loop events). An unknown payload field is invalid params.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventParams".
+ */
+export type LoopEventParams =
+  | {
+      threadId: ThreadId;
+      event: "turn_start";
+      payload: LoopEventPayloadTurnStart;
+    }
+  | {
+      threadId: ThreadId;
+      event: "turn_end";
+      payload?: LoopEventPayloadTurnEnd | null;
+    }
+  | {
+      threadId: ThreadId;
+      event: "stop";
+      payload: LoopEventPayloadStop;
+    }
+  | {
+      threadId: ThreadId;
+      event: "compact_before";
+      payload: LoopEventPayloadCompactBefore;
+    }
+  | {
+      threadId: ThreadId;
+      event: "compact_after";
+      payload: LoopEventPayloadCompactAfter;
+    }
+  | {
+      threadId: ThreadId;
+      event: "subagent_start";
+      payload: LoopEventPayloadSubagentStart;
+    }
+  | {
+      threadId: ThreadId;
+      event: "subagent_stop";
+      payload: LoopEventPayloadSubagentStop;
+    }
+  | {
+      threadId: ThreadId;
+      event: "notification";
+      payload: LoopEventPayloadNotification;
+    }
+  | {
+      threadId: ThreadId;
+      event: "permission_request";
+      payload: LoopEventPayloadPermissionRequest;
+    };
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "Message".
  */
@@ -98,7 +150,8 @@ export type NullResult = null;
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
-export type ThreadDiagnosticParams = HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted;
+export type ThreadDiagnosticParams =
+  HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted | ExtensionAuthorNotice;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -296,6 +349,17 @@ export interface Diagnostic {
   [k: string]: unknown;
 }
 /**
+ * An extension asks the editor to send a message (ctx.ui.send_message); the editor decides. Sent only to an editor that declared capabilities.ui.sendMessage.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatSendParams".
+ */
+export interface ChatSendParams {
+  threadId: ThreadId;
+  extensionId: string;
+  text: string;
+}
+/**
  * Other keys are ignored.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -331,6 +395,10 @@ export interface UiCapabilities {
    * The editor can answer ui/status.
    */
   status?: boolean | null;
+  /**
+   * The editor takes chat/send (ctx.ui.send_message).
+   */
+  sendMessage?: boolean | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -383,6 +451,10 @@ export interface CommandSpec {
   description: string;
   inputSchema?: InputSchema;
   origin: CommandOrigin;
+  /**
+   * The command takes the rest of the slash line as {text}: send commands/run {name, text}.
+   */
+  rawArguments?: true;
 }
 /**
  * A JSON Schema (draft 2020-12 unless its $schema names another draft) that the arguments of a tool or command must satisfy.
@@ -401,6 +473,8 @@ export interface CommandsListResult {
   commands: CommandSpec[];
 }
 /**
+ * arguments and text exclude each other (invalid params on 'text' when both are given).
+ *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CommandsRunParams".
  */
@@ -411,6 +485,10 @@ export interface CommandsRunParams {
    * Checked against the command's inputSchema (else error kind invalid_arguments).
    */
   arguments?: JsonObject | null;
+  /**
+   * Instead of arguments: the rest of a slash line. A command registered with raw_arguments receives {text}; another command's text is read as key=value words.
+   */
+  text?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -836,6 +914,25 @@ export interface ExplicitExtension {
   path: AbsolutePath;
 }
 /**
+ * Nothing ignored silently: an observer returned a value, a handler changed event in place instead of returning it, or ctx.ui was used after its handler ended (refused).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ExtensionAuthorNotice".
+ */
+export interface ExtensionAuthorNotice {
+  threadId: ThreadId;
+  kind: "handler_return_ignored" | "ui_after_handler";
+  extensionId: string;
+  /**
+   * The event (or command) of the handler.
+   */
+  hook?: string;
+  /**
+   * What was ignored or refused, and the right form.
+   */
+  message: string;
+}
+/**
  * A trusted extension's bytes changed on disk; start a new thread to load it.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -876,7 +973,23 @@ export interface HandledByExtension {
 export interface HookFault {
   threadId: ThreadId;
   extensionId: string;
-  hook: "tool_call" | "tool_result" | "tool_result_transform" | "thread_start" | "thread_close" | "context" | "input";
+  hook:
+    | "tool_call"
+    | "tool_result"
+    | "tool_result_transform"
+    | "thread_start"
+    | "thread_close"
+    | "context"
+    | "input"
+    | "turn_start"
+    | "turn_end"
+    | "stop"
+    | "compact_before"
+    | "compact_after"
+    | "subagent_start"
+    | "subagent_stop"
+    | "notification"
+    | "permission_request";
   kind: "throw" | "timeout";
   message: string;
 }
@@ -1055,6 +1168,107 @@ export interface Limits {
   extensionContextBytes?: number;
   maxListedFiles?: number;
   mcpToolTimeoutMs?: number;
+  maxHandlerTimeoutMs?: number;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopBlocked".
+ */
+export interface LoopBlocked {
+  /**
+   * Every blocking source's reason, joined with '; ' in declaration order.
+   */
+  reason: string;
+  /**
+   * The blocking sources: extension:<id>, root:<path>, plugin:<name>.
+   */
+  by: string[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_turn_start".
+ */
+export interface LoopEventPayloadTurnStart {
+  prompt: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_turn_end".
+ */
+export interface LoopEventPayloadTurnEnd {
+  lastAssistantMessage?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_stop".
+ */
+export interface LoopEventPayloadStop {
+  lastAssistantMessage?: string | null;
+  stopHookActive: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_compact_before".
+ */
+export interface LoopEventPayloadCompactBefore {
+  trigger: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_compact_after".
+ */
+export interface LoopEventPayloadCompactAfter {
+  trigger: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_subagent_start".
+ */
+export interface LoopEventPayloadSubagentStart {
+  agentType: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_subagent_stop".
+ */
+export interface LoopEventPayloadSubagentStop {
+  agentType: string;
+  lastAssistantMessage?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_notification".
+ */
+export interface LoopEventPayloadNotification {
+  message: string;
+  type?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_permission_request".
+ */
+export interface LoopEventPayloadPermissionRequest {
+  toolName: string;
+  toolInput: JsonObject;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventResult".
+ */
+export interface LoopEventResult {
+  blocked: LoopBlocked | null;
+  /**
+   * permission_request only: deny (any deny or block), allow (an allow and no ask), or null (ask the user as usual).
+   */
+  decision?: ("allow" | "deny") | null;
+  /**
+   * Every source's context, in declaration order.
+   */
+  additionalContext: string[];
+  /**
+   * Messages for the user, in declaration order.
+   */
+  systemMessages: string[];
 }
 /**
  * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
@@ -1489,6 +1703,8 @@ export interface ClientRequests {
   "commands/list": { params: ThreadParams; result: CommandsListResult };
   "commands/run": { params: CommandsRunParams; result: CommandResult };
   "input/submit": { params: InputSubmitParams; result: InputSubmitResult };
+  /** The editor's agent loop reports a boundary; the extensions' (and command hooks') verdicts, merged. */
+  "loop/event": { params: LoopEventParams; result: LoopEventResult };
 }
 
 /** Notifications the editor sends: method → params. */
@@ -1514,6 +1730,7 @@ export interface ServerRequests {
 export interface ServerNotifications {
   /** The request is answered -32800 (kind cancelled); the sidecar sends it for a ui/* request whose tools/call was cancelled. */
   "$/cancelRequest": CancelParams;
+  "chat/send": ChatSendParams;
   "thread/diagnostic": ThreadDiagnosticParams;
   "catalog/changed": CatalogChangedParams;
   "ui/notify": UiNotifyParams;
@@ -1536,4 +1753,5 @@ export interface DomainErrorKinds {
   "commands/list": "thread_not_found";
   "commands/run": "thread_not_found" | "command_not_found" | "invalid_arguments";
   "input/submit": "thread_not_found" | "invalid_arguments" | "missing_argument" | "template_not_found" | "input_blocked" | "command_not_found" | "path_escape" | "not_utf8" | "too_large" | "invalid_frontmatter";
+  "loop/event": "thread_not_found";
 }

@@ -40,6 +40,7 @@ class Handler:
     event: str
     fn: Callable[..., Any]
     ctx: bool  # called with ctx as its last argument
+    timeout_ms: int | None = None  # its own deadline (api.on(..., timeout_ms=)); None: limits.hookTimeoutMs
 
     @property
     def is_async(self) -> bool:
@@ -67,11 +68,17 @@ class CommandSpec:
     input_schema: dict[str, Any] | None
     handler: Callable[..., Any]
     ctx: bool
+    raw_arguments: bool = False  # receives the rest of the slash line as {"text": ...}
+    timeout_ms: int | None = None  # its own deadline; None: limits.commandTimeoutMs
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "description": self.description}
         if self.input_schema is not None:
             out["inputSchema"] = self.input_schema
+        if self.raw_arguments:
+            out["rawArguments"] = True
+        if self.timeout_ms is not None:
+            out["timeoutMs"] = self.timeout_ms
         return out
 
 
@@ -89,6 +96,7 @@ class Staging:
 
     def report(self) -> dict[str, Any]:
         return {"tools": [t.to_wire() for t in self.tools], "hooks": [h.event for h in self.handlers],
+                "hookTimeouts": [h.timeout_ms for h in self.handlers],
                 "commands": [c.to_wire() for c in self.commands]}
 
 
@@ -96,6 +104,19 @@ def _schema(value: Any, what: str) -> dict[str, Any]:
     if type(value) is not dict:
         raise TypeError(f"{what} must be a dict (a JSON Schema object)")
     return to_json(value, what)  # type: ignore[return-value]  # NaN, non-JSON values: ValueError
+
+
+def _timeout_ms(value: Any) -> int | None:
+    if value is None:
+        return None
+    if type(value) is not int or value <= 0:
+        raise ValueError(f"timeout_ms must be a positive int (milliseconds), not {value!r}")
+    return value
+
+
+# The text command's schema: what a command registered with raw_arguments=True receives.
+RAW_ARGUMENTS_SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+                        "additionalProperties": False}
 
 
 def make_api(extension_id: str) -> tuple[Any, Staging]:
@@ -116,7 +137,8 @@ def make_api(extension_id: str) -> tuple[Any, Staging]:
         staging.tools.append(ToolSpec(extension_id, name, description, schema, execute, wants_ctx(execute, 2)))
 
     def register_command(name: str, description: str, handler: Callable[..., Any],
-                         input_schema: dict[str, Any] | None = None) -> None:
+                         input_schema: dict[str, Any] | None = None, raw_arguments: bool = False,
+                         timeout_ms: int | None = None) -> None:
         staging.check_open()
         if type(name) is not str or not TOOL_NAME.fullmatch(name):
             raise ValueError(f"command name {name!r} must be 1-64 letters, digits, '_' or '-'")
@@ -124,16 +146,22 @@ def make_api(extension_id: str) -> tuple[Any, Staging]:
             raise TypeError("description must be a str")
         if not callable(handler):
             raise TypeError("handler must be callable")
-        schema = None if input_schema is None else _schema(input_schema, "input_schema")
-        staging.commands.append(CommandSpec(extension_id, name, description, schema, handler, wants_ctx(handler, 1)))
+        if type(raw_arguments) is not bool:
+            raise TypeError("raw_arguments must be True or False")
+        if raw_arguments and input_schema is not None:
+            raise ValueError("a command with raw_arguments=True receives {'text': str}: give it no input_schema")
+        schema = dict(RAW_ARGUMENTS_SCHEMA) if raw_arguments else \
+            None if input_schema is None else _schema(input_schema, "input_schema")
+        staging.commands.append(CommandSpec(extension_id, name, description, schema, handler, wants_ctx(handler, 1),
+                                            raw_arguments, _timeout_ms(timeout_ms)))
 
-    def on(event: str, fn: Callable[..., Any]) -> None:
+    def on(event: str, fn: Callable[..., Any], timeout_ms: int | None = None) -> None:
         staging.check_open()
         if event not in EVENTS:
             raise ValueError(f"unknown event {event!r}; use one of {', '.join(EVENTS)}")
         if not callable(fn):
             raise TypeError("a handler must be callable")
-        staging.handlers.append(Handler(extension_id, event, fn, wants_ctx(fn, 1)))
+        staging.handlers.append(Handler(extension_id, event, fn, wants_ctx(fn, 1), _timeout_ms(timeout_ms)))
 
     api = types.SimpleNamespace(id=extension_id, logger=ext_logger, register_tool=register_tool,
                                 register_command=register_command, on=on)

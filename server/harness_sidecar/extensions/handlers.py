@@ -29,6 +29,7 @@ class EventOutcome:
     text: str | None = None  # input: the text after the transforms
     handled: dict[str, Any] | None = None  # input: {extensionId, reason?}
     blocked: dict[str, Any] | None = None  # input: {extensionId, kind, message}
+    verdicts: list[Any] = field(default_factory=list)  # loop events: loop.Verdict, in load order
 
 
 def _faults(value: Any, handlers: list[str], event: str) -> list[HookFault]:
@@ -50,16 +51,42 @@ def _sections(value: Any, handlers: list[str]) -> list[dict[str, str]]:
     return [{"extensionId": s["extensionId"], "text": s["text"]} for s in value]
 
 
+def _verdicts(value: Any, handlers: list[str]) -> list[Any]:
+    from harness_sidecar.loop import Verdict
+
+    if type(value) is not list:
+        raise HostLied("malformed 'verdicts'")
+    sources = {f"extension:{ext}" for ext in handlers}
+    try:
+        verdicts = [Verdict.from_wire(v) for v in value]
+    except ValueError:
+        raise HostLied("malformed verdict") from None
+    if any(v.source not in sources for v in verdicts):
+        raise HostLied("a verdict of an extension without a handler")
+    return verdicts
+
+
 async def run_event(host: ExtensionHost, handlers: list[str], event: str, payload: dict[str, Any],
-                    hook_timeout_s: float, report: Report) -> EventOutcome:
-    """Run the ``event`` handlers (extension ids in load order) with ``payload``."""
+                    hook_timeout_s: float, report: Report, timeouts: list[float] | None = None) -> EventOutcome:
+    """Run the ``event`` handlers (extension ids in load order) with ``payload``.
+
+    ``timeouts``: each handler's own deadline in seconds (``api.on(..., timeout_ms=)``), in
+    handler order; default ``hook_timeout_s`` for all.
+    """
+    from harness_sidecar.loop import EVENTS as LOOP_EVENTS
+    from harness_sidecar.loop import FAIL_CLOSED, Verdict
+
     outcome = EventOutcome(text=payload.get("text") if event == INPUT else None)
     if not handlers:
         return outcome
-    plan = [StepPlan(event, ext, hook_timeout_s) for ext in handlers]
+    if timeouts is None or len(timeouts) != len(handlers):
+        timeouts = [hook_timeout_s] * len(handlers)
+    plan = [StepPlan(event, ext, timeouts[i]) for i, ext in enumerate(handlers)]
+    is_loop = event in LOOP_EVENTS
     start = 0
     while start < len(plan):
-        body = {"event": event, "payload": payload, "from": start, "to": len(plan), "hookTimeout": hook_timeout_s}
+        body = {"event": event, "payload": payload, "from": start, "to": len(plan), "hookTimeout": hook_timeout_s,
+                "timeouts": timeouts}
         answer = await host.run("event", body, plan, start)
         if isinstance(answer, Stopped):
             for fault in _faults(answer.faults, handlers, event):
@@ -69,12 +96,16 @@ async def run_event(host: ExtensionHost, handlers: list[str], event: str, payloa
                 outcome.sections += _sections(carry["sections"], handlers)
             if event == INPUT and type(carry.get("text")) is str:
                 outcome.text = carry["text"]
+            if is_loop and "verdicts" in carry:
+                outcome.verdicts += _verdicts(carry["verdicts"], handlers)  # those before the stopped step
             ext = plan[answer.step].extension_id or "host"
             if answer.how == "timeout":
-                message = f"{event} handler of '{ext}' did not finish within {hook_timeout_s * 1000:.0f} ms"
+                message = f"{event} handler of '{ext}' did not finish within {plan[answer.step].timeout * 1000:.0f} ms"
                 report(HookFault(ext, event, "timeout", message))
             else:
                 message = f"{event} handler of '{ext}' was running when the extension host exited"
+            if is_loop and event in FAIL_CLOSED:  # a handler that cannot answer blocks (§5: fail closed)
+                outcome.verdicts.append(Verdict(f"extension:{ext}", True, message))
             if event == INPUT:  # input handlers are policy: one that cannot answer stops the input
                 outcome.blocked = {"extensionId": ext, "kind": answer.how, "message": message}
                 return outcome
@@ -91,6 +122,8 @@ async def run_event(host: ExtensionHost, handlers: list[str], event: str, payloa
             report(fault)
         if event == CONTEXT:
             outcome.sections += _sections(answer.get("sections"), handlers)
+        elif is_loop:
+            outcome.verdicts += _verdicts(answer.get("verdicts"), handlers)
         elif event == INPUT:
             if type(answer.get("text")) is not str:
                 raise HostLied("an input report needs 'text'")

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from harness_sidecar.loop import EVENTS as LOOP_EVENTS
+
 BEFORE = "tool_call"
 TRANSFORM = "tool_result_transform"
 AFTER = "tool_result"
@@ -17,7 +19,8 @@ THREAD_START = "thread_start"
 THREAD_CLOSE = "thread_close"
 CONTEXT = "context"
 INPUT = "input"
-EVENTS = (BEFORE, TRANSFORM, AFTER, THREAD_START, THREAD_CLOSE, CONTEXT, INPUT)
+EVENTS = (BEFORE, TRANSFORM, AFTER, THREAD_START, THREAD_CLOSE, CONTEXT, INPUT) + LOOP_EVENTS  # loop: loop/event
+OBSERVERS = (AFTER, THREAD_START, THREAD_CLOSE)  # what they return is ignored (a value is a diagnostic)
 
 
 @dataclass

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.extensions import channel
+from harness_sidecar.extensions.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.api import (
     CommandSpec,
     Handler,
@@ -49,6 +50,7 @@ from harness_sidecar.extensions.hooks import (
     BEFORE,
     CONTEXT,
     INPUT,
+    OBSERVERS,
     TRANSFORM,
     Allow,
     interpret_before,
@@ -56,6 +58,8 @@ from harness_sidecar.extensions.hooks import (
     interpret_patch,
 )
 from harness_sidecar.extensions.jsondata import NotJsonData, to_json
+from harness_sidecar import loop
+from harness_sidecar.loop import EVENTS as LOOP_EVENTS
 from harness_sidecar.results import describe_exception
 
 log = logging.getLogger("harness_sidecar.host")
@@ -275,26 +279,33 @@ def _error_body(text: str, **details: Any) -> dict[str, Any]:
 
 
 class Ui:
-    """``ctx.ui``: ask the user through the editor. Fail-closed: no answer means no."""
+    """``ctx.ui``: ask the user through the editor. Fail-closed: no answer means no.
 
-    __slots__ = ("_host", "_extension_id", "_exchange", "_step", "_call", "_done", "available")
+    A ``ctx.ui`` lives as long as its handler: used after the handler ended (kept by the
+    extension and called later), or after the sidecar stopped the handler at its deadline, it
+    reaches nobody — questions are answered ``unavailable``, notices dropped — and the
+    extension gets a ``thread/diagnostic`` kind ``ui_after_handler``.
+    """
+
+    __slots__ = ("_host", "_extension_id", "_exchange", "_step", "_call", "_done", "_hook", "available")
 
     def __init__(self, host: "Host", extension_id: str, exchange: Exchange | None, step: int,
-                 call: dict[str, Any] | None) -> None:
+                 call: dict[str, Any] | None, hook: str = "") -> None:
         self._host = host
         self._extension_id = extension_id
         self._exchange = exchange
         self._step = step
         self._call = call
         self._done = False
-        self.available = any(host.ui.values())
+        self._hook = hook  # the event (or "command", "tool") whose handler this ctx is for
+        self.available = any(v for k, v in host.ui.items() if k != "sendMessage")
 
     def confirm(self, title: str, message: str) -> Any:
         _strings(title=title, message=message)
         params: dict[str, Any] = {"title": title, "message": message}
         if self._call is not None:
             params.update(callId=self._call["id"], tool=self._call["name"], arguments=self._call["arguments"])
-        return self._ask("confirm", params, lambda answer: answer.get("confirmed") is True, False)
+        return self._ask("confirm", params, confirmed, UiAnswer(False, "unavailable"))
 
     def select(self, title: str, options: list[Any]) -> Any:
         _strings(title=title)
@@ -311,7 +322,8 @@ class Ui:
                 raise TypeError("an option is a string or {'value': str, 'label': str, 'description'?: str}")
         values = {i["value"] for i in items}
         return self._ask("select", {"title": title, "options": items},
-                         lambda answer: answer.get("value") if answer.get("value") in values else None, None)
+                         lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str and v in values),
+                         UiAnswer(None, "unavailable"))
 
     def input(self, title: str, placeholder: str | None = None) -> Any:
         _strings(title=title)
@@ -319,28 +331,61 @@ class Ui:
         if placeholder is not None:
             _strings(placeholder=placeholder)
             params["placeholder"] = placeholder
-        return self._ask("input", params,
-                         lambda answer: answer.get("value") if type(answer.get("value")) is str else None, None)
+        return self._ask("input", params, lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str),
+                         UiAnswer(None, "unavailable"))
 
     def notify(self, message: str, level: str = "info") -> Any:
         _strings(message=message)
         if level not in ("info", "warning", "error"):
             raise ValueError("level must be 'info', 'warning' or 'error'")
-        self._host.out.send(channel.NOTIFY, 0, {"method": "ui/notify", "params": {
-            "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level, "message": message}})
+        if not self._ended("notify"):
+            self._host.out.send(channel.NOTIFY, 0, {"method": "ui/notify", "params": {
+                "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level,
+                "message": message}})
         return _Ready(None) if self._host.on_loop() else None  # an async handler may await it
 
     def set_status(self, key: str, text: str | None) -> Any:
         _strings(key=key)
         if text is not None:
             _strings(text=text)
-        self._host.out.send(channel.NOTIFY, 0, {"method": "ui/status", "params": {
-            "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key, "text": text}})
+        if not self._ended("set_status"):
+            self._host.out.send(channel.NOTIFY, 0, {"method": "ui/status", "params": {
+                "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key, "text": text}})
         return _Ready(None) if self._host.on_loop() else None
 
-    def _ask(self, what: str, params: dict[str, Any], parse: Callable[[dict], Any], refused: Any) -> Any:
+    def send_message(self, text: str) -> Any:
+        """Ask the editor to send ``text`` as a message (``chat/send``; the editor decides).
+
+        True when it was sent; False when the editor did not declare ``capabilities.ui.sendMessage``
+        or the handler has ended.
+        """
+        _strings(text=text)
+        sent = False
+        if not self._ended("send_message") and self._host.ui.get("sendMessage"):
+            self._host.out.send(channel.NOTIFY, 0, {"method": "chat/send", "params": {
+                "threadId": self._host.thread_id, "extensionId": self._extension_id, "text": text}})
+            sent = True
+        return _Ready(sent) if self._host.on_loop() else sent
+
+    def _ended(self, what: str) -> bool:
+        """Whether this ctx's handler has ended (or was stopped at its deadline): then a diagnostic."""
+        exchange = self._exchange
+        stopped = exchange is not None and not self._done and (exchange.aborted or (
+            exchange.step == self._step and not exchange.ui_pending
+            and time.monotonic() > exchange.deadline + exchange.shift + channel.MARGIN_S))
+        if not (self._done or stopped):
+            return False
+        how = "was stopped at its deadline" if stopped else "had ended"
+        where = f"{self._hook} handler" if self._hook else "handler"
+        self._host.notice(self._extension_id, self._hook, "ui_after_handler",
+                          f"ctx.ui.{what} of extension '{self._extension_id}' was used after its {where} {how}: "
+                          f"refused and not shown. Use ctx.ui only while the handler runs (await it in an async "
+                          f"handler); a longer handler can ask for its own deadline with timeout_ms=")
+        return True
+
+    def _ask(self, what: str, params: dict[str, Any], parse: Callable[[Any, Any], Any], refused: Any) -> Any:
         host = self._host
-        if not host.ui.get(what) or self._done:
+        if self._ended(what) or not host.ui.get(what):
             return _Ready(refused) if host.on_loop() else refused
         params = {"threadId": host.thread_id, "extensionId": self._extension_id, **params}
         return host.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused)
@@ -610,7 +655,7 @@ class Host:
             if exchange is not None:
                 exchange.abort()
         elif tag == channel.UI_ANSWER:
-            self.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"))
+            self.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"), body.get("outcome"))
         elif tag == channel.LOAD:
             exchange = Exchange(self, ident, body["deadline"])
             self.exchanges[ident] = exchange
@@ -778,22 +823,61 @@ class Host:
             raise value.error
         return value
 
-    def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None) -> Context:
-        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call))
+    def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None,
+                hook: str = "") -> Context:
+        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook))
 
     def _handler(self, exchange: Exchange, index: int, handler: Handler, event: dict[str, Any],
                  call: dict[str, Any] | None = None) -> Outcome:
-        ctx = self.context(exchange, index, handler.extension_id, call) if handler.ctx else None
+        ctx = self.context(exchange, index, handler.extension_id, call, handler.event) if handler.ctx else None
         _local.extension = handler.extension_id
+        given = _copy(event)
         try:
-            return self.invoke(exchange, handler.fn, (_copy(event),), ctx)
+            outcome = self.invoke(exchange, handler.fn, (given,), ctx)
         finally:
             _local.extension = None
+        if outcome.error is None and not outcome.timed_out:
+            self._ignored(handler, event, given, outcome.value)
+        return outcome
+
+    def notice(self, extension_id: str, hook: str, kind: str, message: str) -> None:
+        """A ``thread/diagnostic`` for the extension's author (``handler_return_ignored``, ``ui_after_handler``)."""
+        params = {"threadId": self.thread_id, "kind": kind, "extensionId": extension_id, "message": message}
+        if hook:
+            params["hook"] = hook
+        self.out.send(channel.NOTIFY, 0, {"method": "thread/diagnostic", "params": params})
+
+    def _ignored(self, handler: Handler, event: dict[str, Any], given: Any, value: Any) -> None:
+        """Nothing ignored silently: a value an observer returned, an ``event`` changed in place."""
+        ext, hook = handler.extension_id, handler.event
+        if hook in OBSERVERS and value is not None:
+            right = ("to change a tool's result, register api.on('tool_result_transform', fn) and return "
+                     "{'content': ...}" if hook == AFTER else "it returns nothing")
+            self.notice(ext, hook, "handler_return_ignored",
+                        f"the {hook} handler of extension '{ext}' returned a value, which is ignored: a {hook} "
+                        f"handler only observes ({right})")
+            return
+        key, form = (("call", "return {'arguments': {...}} (the complete new arguments)") if hook == BEFORE else
+                     ("text", "return {'text': ...}") if hook == INPUT else (None, ""))
+        if key is None or type(given) is not dict:
+            return
+        if hook == BEFORE and type(value) is dict and "arguments" in value or \
+                hook == INPUT and type(value) is dict and "text" in value:
+            return
+        try:
+            changed = to_json(given.get(key)) != event.get(key)
+        except (NotJsonData, RecursionError):
+            changed = True
+        if changed:
+            what = "event['call']" if hook == BEFORE else "event['text']"
+            self.notice(ext, hook, "handler_return_ignored",
+                        f"the {hook} handler of extension '{ext}' changed {what} in place, which is ignored: "
+                        f"{form}")
 
     # -- the user: ui requests
 
     def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
-            parse: Callable[[dict], Any], refused: Any) -> Any:
+            parse: Callable[[Any, Any], Any], refused: Any) -> Any:
         uid = next(self.ui_ids)
         on_loop = self.on_loop()
         if on_loop:
@@ -807,6 +891,7 @@ class Host:
             with exchange.lock:
                 if exchange.aborted:
                     self.ui_waiters.pop(uid, None)
+                    refused = parse(None, "cancelled")
                     return _Ready(refused) if on_loop else refused
                 exchange.ui_pending += 1
                 exchange.waiters.add(uid)
@@ -818,14 +903,17 @@ class Host:
         waiter.wait()
         return waiter.value  # type: ignore[attr-defined]
 
-    def resolve_ui(self, uid: int, answer: Any, step: Any, shift: Any) -> None:
+    def resolve_ui(self, uid: int, answer: Any, step: Any, shift: Any, hint: Any = None) -> None:
+        """The editor's ``answer`` (``None``: none came; ``hint``: the sidecar's word why — ``timeout``,
+        ``cancelled``, ``unavailable``; the host's own abort: ``cancelled``)."""
         with self.ui_lock:
             entry = self.ui_waiters.pop(uid, None)
         if entry is None:
             return
         exchange, asked_step, waiter, parse, refused = entry
         try:
-            value = parse(answer) if type(answer) is dict else refused
+            value = parse(answer if type(answer) is dict else None,
+                          hint if hint in ("timeout", "cancelled", "unavailable") else None)
         except Exception:  # noqa: BLE001
             value = refused
         if exchange is not None:
@@ -1012,24 +1100,36 @@ class Host:
     # -- lifecycle, context and input handlers
 
     def run_event(self, exchange: Exchange, body: dict[str, Any]) -> None:
-        """Lifecycle, context and input handlers, in load order; each step's frame carries the
-        result so far (sections, or the text), so the sidecar keeps it if a later handler hangs."""
+        """Lifecycle, context, input and loop-event handlers, in load order, each under its own
+        deadline (``body["timeouts"]``); each step's frame carries the result so far (sections, the
+        text, or the loop verdicts), so the sidecar keeps it if a later handler hangs."""
         event = body["event"]
         payload = body["payload"]
         handlers = self.handlers[event]
-        timeout = body["hookTimeout"]
+        timeouts = body.get("timeouts")  # each handler's deadline (seconds), in handler order
         faults: list[dict[str, Any]] = []
         sections: list[dict[str, str]] = []
+        verdicts: list[dict[str, Any]] = []
         report: dict[str, Any] = {"faults": faults}
+        is_loop = event in LOOP_EVENTS
         for index in range(body["from"], min(body["to"], len(handlers))):
             handler = handlers[index]
+            timeout = timeouts[index] if timeouts is not None and index < len(timeouts) else body["hookTimeout"]
             carry = {"sections": sections} if event == CONTEXT else {"text": payload["text"]} if event == INPUT \
-                else None
+                else {"verdicts": verdicts} if is_loop else None
             exchange.begin(index, timeout, carry=carry, faults=faults[:] if faults else None)
             faults.clear()
             outcome = self._handler(exchange, index, handler, payload)
             ext = handler.extension_id
             failure = outcome.failure(f"{event} handler of '{ext}'", exchange, "finish")
+            if is_loop:
+                if failure is None:
+                    try:
+                        verdicts.append(loop.interpret(event, f"extension:{ext}", outcome.value).to_wire())
+                    except TypeError as exc:
+                        failure = "throw", f"{event} handler of '{ext}' failed: {exc}"
+                if failure is not None and event in loop.FAIL_CLOSED:  # a handler that cannot answer blocks
+                    verdicts.append(loop.Verdict(f"extension:{ext}", True, failure[1]).to_wire())
             if failure is None and event == CONTEXT:
                 if type(outcome.value) is str:
                     if outcome.value.strip():
@@ -1060,6 +1160,8 @@ class Host:
             report["sections"] = sections
         if event == INPUT:
             report["text"] = payload["text"]
+        if is_loop:
+            report["verdicts"] = verdicts
         self.finish(exchange, report)
 
     # -- commands
@@ -1071,7 +1173,7 @@ class Host:
             self.finish(exchange, {"result": _error_body(f"no command named '{body['name']}' in this host",
                                                          kind="command_not_found")})
             return
-        ctx = self.context(exchange, 0, command.extension_id, None) if command.ctx else None
+        ctx = self.context(exchange, 0, command.extension_id, None, "command") if command.ctx else None
         _local.extension = command.extension_id
         try:
             outcome = self.invoke(exchange, command.handler, (_copy(body["arguments"]),), ctx)
@@ -1084,6 +1186,8 @@ class Host:
         elif outcome.error is not None:
             result = _error_body(f"command '{name}' failed: {describe_exception(outcome.error)}", kind="command_error",
                                  extensionId=ext, errorType=type(outcome.error).__name__)
+        elif outcome.value is None:  # a command that returns nothing succeeded, with nothing to say
+            result = {"content": [], "details": {}, "isError": False}
         else:
             try:
                 result = interpret_output(outcome.value).to_wire()

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+from harness_sidecar.extensions.answers import UiAnswer
+
 MAX_DEPTH = 100
 MAX_INT_BITS = 4000 * 3  # well inside the 4,300-digit limit of int → str
 
@@ -54,4 +56,6 @@ def to_json(value: object, path: str = "$", depth: int = 0) -> object:
         return out
     if kind is list or kind is tuple:
         return [to_json(item, f"{path}[{i}]", depth + 1) for i, item in enumerate(value)]  # type: ignore[arg-type]
+    if kind is UiAnswer:  # the host's own answer of ctx.ui.*: its value
+        return to_json(value.value, path, depth + 1)  # type: ignore[attr-defined]
     raise NotJsonData(path, f"a {_type_name(value)} is not JSON data")

@@ -34,6 +34,8 @@ class ExtensionCommand:
     name: str
     description: str
     input_schema: dict[str, Any] | None
+    raw_arguments: bool = False
+    timeout_ms: int | None = None
 
 
 @dataclass
@@ -43,6 +45,8 @@ class Registrations:
     tools: list[ExtensionTool] = field(default_factory=list)
     commands: list[ExtensionCommand] = field(default_factory=list)
     handlers: dict[str, list[str]] = field(default_factory=lambda: {e: [] for e in EVENTS})  # event → ext ids
+    # event → each handler's own deadline in ms (api.on(..., timeout_ms=)) or None, parallel to ``handlers``
+    handler_timeouts: dict[str, list[int | None]] = field(default_factory=lambda: {e: [] for e in EVENTS})
     loaded: list[str] = field(default_factory=list)
 
 
@@ -59,6 +63,13 @@ def _report_problem(report: Any) -> str | None:
         if type(item) is not dict or type(item.get("name")) is not str or type(item.get("description")) is not str:
             return "the host's report is malformed"
     if any(type(t.get("inputSchema")) is not dict for t in tools) or any(e not in EVENTS for e in hooks):
+        return "the host's report is malformed"
+    timeouts = report.get("hookTimeouts", [None] * len(hooks))
+    if type(timeouts) is not list or len(timeouts) != len(hooks) or not all(
+            t is None or (type(t) is int and t > 0) for t in timeouts):
+        return "the host's report is malformed"
+    if any(c.get("timeoutMs") is not None and (type(c["timeoutMs"]) is not int or c["timeoutMs"] <= 0)
+           or c.get("rawArguments", False) is not True and "rawArguments" in c for c in commands):
         return "the host's report is malformed"
     return None
 
@@ -149,7 +160,10 @@ def _commit(report: dict[str, Any], ext_id: str, registrations: Registrations) -
     for t in report["tools"]:
         registrations.tools.append(ExtensionTool(ext_id, t["name"], t["description"], t["inputSchema"]))
     for c in report["commands"]:
-        registrations.commands.append(ExtensionCommand(ext_id, c["name"], c["description"], c.get("inputSchema")))
-    for event in report["hooks"]:
+        registrations.commands.append(ExtensionCommand(ext_id, c["name"], c["description"], c.get("inputSchema"),
+                                                       c.get("rawArguments", False), c.get("timeoutMs")))
+    timeouts = report.get("hookTimeouts", [None] * len(report["hooks"]))
+    for event, timeout_ms in zip(report["hooks"], timeouts):
         registrations.handlers[event].append(ext_id)
+        registrations.handler_timeouts[event].append(timeout_ms)
     registrations.loaded.append(ext_id)

@@ -579,7 +579,8 @@ class ExtensionHost:
         elif tag == channel.UI:
             self._ui(ident, body)
         elif tag == channel.NOTIFY:
-            if type(body) is dict and body.get("method") in ("ui/notify", "ui/status") and \
+            if type(body) is dict and body.get("method") in ("ui/notify", "ui/status", "chat/send",
+                                                             "thread/diagnostic") and \
                     type(body.get("params")) is dict:
                 self.notify(body["method"], body["params"])
         elif tag == "tooLarge":
@@ -658,11 +659,13 @@ class ExtensionHost:
     async def _forward_ui(self, uid: int, method: str, params: dict[str, Any], pending: Pending | None,
                           step: Any) -> None:
         answer = None
+        outcome = None  # why no answer came, for ctx.ui's outcome: timeout | cancelled | unavailable
         try:
             answer = await self.ask(method, params, self.ui_timeout_s)
         except asyncio.CancelledError:
-            answer = None
+            answer, outcome = None, "cancelled"
         except Exception as exc:  # noqa: BLE001 - no capability, an error answer, a timeout, EOF: no
+            outcome = "timeout" if isinstance(exc, TimeoutError) else "unavailable"
             logger.info("%s for %s: %s", method, self.thread_id, exc)
         shift = None
         if pending is not None:
@@ -674,11 +677,14 @@ class ExtensionHost:
                     if pending.ident in self.pending:
                         self._arm(pending.limit())
                 shift = pending.shift
-        self._answer_ui(uid, answer, step, shift)
+        self._answer_ui(uid, answer, step, shift, outcome)
 
-    def _answer_ui(self, uid: int, answer: Any, step: Any, shift: Any) -> None:
+    def _answer_ui(self, uid: int, answer: Any, step: Any, shift: Any, outcome: str | None = None) -> None:
         if self.process is not None:
-            self.process.send(channel.UI_ANSWER, uid, {"value": answer, "step": step, "shift": shift})
+            body = {"value": answer, "step": step, "shift": shift}
+            if outcome is not None:
+                body["outcome"] = outcome
+            self.process.send(channel.UI_ANSWER, uid, body)
 
     def _end_ui(self, pending: Pending) -> None:
         if not pending.ui:

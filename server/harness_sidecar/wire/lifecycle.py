@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 # The methods served by harness_sidecar.threads.Sidecar (a test keeps the two in step).
 SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
-                  "templates/render", "thread/close", "thread/refresh", "thread/start", "tools/call", "tools/list")
+                  "templates/render", "thread/close", "thread/refresh", "thread/start", "tools/call", "tools/list",
+                  "loop/event")
 
 
 def initialize_result(framing: str) -> dict[str, Any]:
@@ -36,7 +37,7 @@ def initialize_result(framing: str) -> dict[str, Any]:
         "capabilities": {
             "framing": framing,
             "methods": sorted([*SERVED_METHODS, "shutdown"]),
-            "notifications": ["catalog/changed", "thread/diagnostic", "ui/notify", "ui/status"],
+            "notifications": ["catalog/changed", "chat/send", "thread/diagnostic", "ui/notify", "ui/status"],
             "clientRequests": ["item/tool/call", "ui/confirm", "ui/input", "ui/select"],
             "cancellation": True,
         },

@@ -30,6 +30,7 @@ from harness_sidecar.results import ToolCall
 from harness_sidecar.wire.shapes import (
     MISSING,
     AnyValue,
+    Shape,
     Arr,
     Bool,
     Convert,
@@ -295,11 +296,25 @@ class CommandsRunParams(NamedTuple):
     thread_id: str
     name: str
     arguments: dict[str, Any]
+    text: str | None = None  # the rest of a slash line, instead of arguments (v3)
+
+
+def _commands_run(thread_id: str, name: str, arguments: dict[str, Any] | None = None,
+                  text: str | None = None) -> CommandsRunParams:
+    if arguments is not None and text is not None:
+        raise InvalidParams("'text' and 'arguments' exclude each other: give one", "text")
+    return CommandsRunParams(thread_id, name, arguments if arguments is not None else {}, text)
 
 
 class InputSubmitParams(NamedTuple):
     thread_id: str
     text: str
+
+
+class LoopEventParams(NamedTuple):
+    thread_id: str
+    event: str
+    payload: dict[str, Any]
 
 
 SKILLS_ACTIVATE = Obj(
@@ -314,9 +329,13 @@ TEMPLATES_RENDER = Obj(
     cls=TemplatesRenderParams, incoming=True, name="TemplatesRenderParams")
 COMMANDS_RUN = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
-     opt("arguments", JSON_OBJECT, default_factory=dict,
-         description="Checked against the command's inputSchema (else error kind invalid_arguments).")],
-    cls=CommandsRunParams, incoming=True, name="CommandsRunParams")
+     opt("arguments", JSON_OBJECT, default=None,
+         description="Checked against the command's inputSchema (else error kind invalid_arguments)."),
+     opt("text", Str(), default=None,
+         description="Instead of arguments: the rest of a slash line. A command registered with raw_arguments "
+                     "receives {text}; another command's text is read as key=value words.")],
+    cls=_commands_run, incoming=True, name="CommandsRunParams",
+    description="arguments and text exclude each other (invalid params on 'text' when both are given).")
 INPUT_SUBMIT = Obj([Field("threadId", THREAD_ID), Field("text", Str(), description="What the user typed.")],
                    cls=InputSubmitParams, incoming=True, name="InputSubmitParams")
 CANCEL = Obj([Field("id", REQUEST_ID, description="The id of the request to cancel.")], incoming=True,
@@ -339,10 +358,57 @@ def parse_input_submit(params: dict[str, Any]) -> InputSubmitParams:
     return INPUT_SUBMIT.parse(params, "")
 
 
+# -- loop/event (v3) -------------------------------------------------------------------------------
+
+
+class _LoopEvent(Shape):
+    """``loop/event`` params: the schema has one variant per event (its payload closed); parsing is
+    ``loop.parse_payload``, made from the same table (``loop.PAYLOADS``)."""
+
+    json_types = (dict,)
+    expected = "an object"
+
+    def _variants(self) -> list[Obj]:
+        from harness_sidecar.loop import PAYLOADS
+
+        shapes = {str: Str(), bool: Bool(), dict: JSON_OBJECT}
+        variants = []
+        for event, fields in PAYLOADS.items():
+            payload = Obj([Field(key, shapes[kind], required=required) for key, (kind, required) in fields.items()],
+                          incoming=True, closed=True, name=f"LoopEventPayload_{event}")
+            needed = any(required for _, required in fields.values())
+            variants.append(Obj([Field("threadId", THREAD_ID), Field("event", Str(enum=(event,))),
+                                 Field("payload", payload, required=needed)], incoming=True))
+        return variants
+
+    def body(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return {"oneOf": [v.schema(defs) for v in self._variants()]}
+
+    def parse(self, value: Any, where: str) -> Any:
+        from harness_sidecar.loop import parse_payload
+
+        if type(value) is not dict:
+            raise self.wrong_type(value, where)
+        thread = thread_id(value)
+        if "event" not in value:
+            raise InvalidParams("'event' is required", "event")
+        return LoopEventParams(thread, value["event"], parse_payload(value["event"], value.get("payload")))
+
+
+LOOP_EVENT = _LoopEvent(name="LoopEventParams",
+                        description="The editor's agent loop reports a boundary; payload fields by event "
+                                    "(protocol.md § Loop events). An unknown payload field is invalid params.")
+
+
+def parse_loop_event(params: dict[str, Any]) -> LoopEventParams:
+    return LOOP_EVENT.parse(params, "")
+
+
 # -- initialize ----------------------------------------------------------------------------------
 
 UI_KEYS = ("confirm", "select", "input", "notify", "status")  # threads.Sidecar._ui reads capabilities.ui.<key>
-UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS],
+UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS]
+                      + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message).")],
                       incoming=True, name="UiCapabilities",
                       description="What the editor can show; undeclared means unsupported.")
 INITIALIZE = Obj(

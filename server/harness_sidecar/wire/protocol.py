@@ -148,7 +148,9 @@ INITIALIZE_RESULT = Obj([
 
 # -- notifications and requests the sidecar sends ---------------------------------------------------
 
-HOOKS = ("tool_call", "tool_result", "tool_result_transform", "thread_start", "thread_close", "context", "input")
+HOOKS = ("tool_call", "tool_result", "tool_result_transform", "thread_start", "thread_close", "context", "input",
+         "turn_start", "turn_end", "stop", "compact_before", "compact_after", "subagent_start", "subagent_stop",
+         "notification", "permission_request")
 THREAD_DIAGNOSTIC = Union(
     Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("hook", Str(enum=HOOKS)),
          Field("kind", Str(enum=("throw", "timeout"))), Field("message", Str())], name="HookFault",
@@ -167,6 +169,12 @@ THREAD_DIAGNOSTIC = Union(
                     "not any more)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("handler_return_ignored", "ui_after_handler"))),
+         Field("extensionId", Str()), opt("hook", Str(), description="The event (or command) of the handler."),
+         Field("message", Str(), description="What was ignored or refused, and the right form.")],
+        name="ExtensionAuthorNotice",
+        description="Nothing ignored silently: an observer returned a value, a handler changed event in place "
+                    "instead of returning it, or ctx.ui was used after its handler ended (refused)."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
                       Field("name", Str())], name="CatalogChange")
@@ -179,6 +187,22 @@ UI_NOTIFY = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
                 name="UiNotifyParams")
 UI_STATUS = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("key", Str()),
                  Field("text", Nullable(Str()), description="null clears the item.")], name="UiStatusParams")
+CHAT_SEND = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("text", Str())],
+                name="ChatSendParams",
+                description="An extension asks the editor to send a message (ctx.ui.send_message); the editor "
+                            "decides. Sent only to an editor that declared capabilities.ui.sendMessage.")
+LOOP_EVENT_RESULT = Obj([
+    Field("blocked", Nullable(Obj([Field("reason", Str(), description="Every blocking source's reason, joined "
+                                                                       "with '; ' in declaration order."),
+                                   Field("by", Arr(Str()), description="The blocking sources: extension:<id>, "
+                                                                       "root:<path>, plugin:<name>.")],
+                                  name="LoopBlocked"))),
+    opt("decision", Nullable(Str(enum=("allow", "deny"))),
+        description="permission_request only: deny (any deny or block), allow (an allow and no ask), or null "
+                    "(ask the user as usual)."),
+    Field("additionalContext", Arr(Str()), description="Every source's context, in declaration order."),
+    Field("systemMessages", Arr(Str()), description="Messages for the user, in declaration order."),
+], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
                       Field("arguments", P.JSON_OBJECT)], name="ItemToolCallParams")
@@ -320,12 +344,17 @@ MESSAGES: list[Message] = [
              "Never a protocol error for what a tool, hook or editor did: a result paired with the call."),
     _request("commands/list", P.THREAD_PARAMS, Obj([Field("commands", Arr(Obj([
         Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), opt("inputSchema", P.INPUT_SCHEMA),
-        Field("origin", Obj([Field("kind", Const("extension")), Field("id", Str())], name="CommandOrigin"))],
+        Field("origin", Obj([Field("kind", Const("extension")), Field("id", Str())], name="CommandOrigin")),
+        opt("rawArguments", Const(True), description="The command takes the rest of the slash line as {text}: "
+                                                     "send commands/run {name, text}.")],
         name="CommandSpec")))], name="CommandsListResult"), THREAD),
     _request("commands/run", P.COMMANDS_RUN, COMMAND_RESULT, THREAD + ("command_not_found", "invalid_arguments")),
     _request("input/submit", P.INPUT_SUBMIT, INPUT_SUBMIT_RESULT,
              THREAD + ("invalid_arguments", "missing_argument", "template_not_found", "input_blocked",
                        "command_not_found", *_FILE_ERRORS)),
+    _request("loop/event", P.LOOP_EVENT, LOOP_EVENT_RESULT, THREAD,
+             "The editor's agent loop reports a boundary; the extensions' (and command hooks') verdicts, merged."),
+    _notification("chat/send", CHAT_SEND),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
     _notification("ui/notify", UI_NOTIFY),

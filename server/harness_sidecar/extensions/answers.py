@@ -1,0 +1,84 @@
+"""What ``ctx.ui.confirm/select/input`` give back: the answer, and how the question ended.
+
+``outcome`` tells a timeout from a cancel from a refusal — ``"answered"`` (the user answered:
+yes, an option, a text), ``"declined"`` (the user said no to a confirm), ``"cancelled"`` (the
+user dismissed the question, or the call it was for was cancelled or stopped), ``"timeout"``
+(no answer within ``limits.uiTimeoutMs``), ``"unavailable"`` (the editor cannot ask: no
+capability, an error answer, a malformed one, or the handler had already ended). Read it as
+``answer.outcome`` or ``answer["outcome"]``; the value as ``answer.value`` or
+``answer["value"]``. Plain use keeps working: ``if ctx.ui.confirm(...)``, ``choice == "red"``,
+``choice is not None`` is now ``choice`` / ``choice.value is not None``; string methods reach the
+value (``choice.startswith("Yes")``). Returned from a handler, an answer is its value.
+Runs in the host process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+OUTCOMES = ("answered", "declined", "timeout", "cancelled", "unavailable")
+
+
+class UiAnswer:
+    __slots__ = ("value", "outcome")
+
+    def __init__(self, value: Any, outcome: str) -> None:
+        self.value = value
+        self.outcome = outcome
+
+    def __getitem__(self, key: str) -> Any:
+        if key == "outcome":
+            return self.outcome
+        if key == "value":
+            return self.value
+        raise KeyError(key)
+
+    def __bool__(self) -> bool:
+        return bool(self.value)
+
+    def __eq__(self, other: Any) -> bool:
+        if isinstance(other, UiAnswer):
+            return self.value == other.value and self.outcome == other.outcome
+        return self.value == other
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __repr__(self) -> str:
+        return f"UiAnswer({self.value!r}, outcome={self.outcome!r})"
+
+    def __getattr__(self, name: str) -> Any:  # str methods of a text answer: choice.startswith("Yes")
+        value = object.__getattribute__(self, "value")
+        if type(value) is str:
+            return getattr(value, name)
+        raise AttributeError(name)
+
+    def __add__(self, other: Any) -> Any:
+        return self.value + other
+
+    def __radd__(self, other: Any) -> Any:
+        return other + self.value
+
+
+def confirmed(answer: Any, hint: str | None) -> UiAnswer:
+    """A ``ui/confirm`` answer (``None``: none came; ``hint`` says why)."""
+    if type(answer) is dict and answer.get("confirmed") is True:
+        return UiAnswer(True, "answered")
+    if type(answer) is dict and answer.get("confirmed") is False:
+        return UiAnswer(False, "declined")
+    return UiAnswer(False, hint or ("unavailable" if answer is not None else "cancelled"))
+
+
+def chosen(answer: Any, hint: str | None, valid: Any) -> UiAnswer:
+    """A ``ui/select``/``ui/input`` answer: ``valid(value)`` says whether the value can be taken."""
+    if type(answer) is dict and "value" in answer:
+        value = answer["value"]
+        if value is None:
+            return UiAnswer(None, "cancelled")
+        if valid(value):
+            return UiAnswer(value, "answered")
+        return UiAnswer(None, "unavailable")
+    return UiAnswer(None, hint or ("unavailable" if answer is not None else "cancelled"))
