@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import launcher
 from harness_sidecar.extensions import channel
+from harness_sidecar.stderr import SINK
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +36,6 @@ WATCH_S = 0.01  # how often in-flight steps are checked against their deadlines
 MAX_EXITS = 3
 EXIT_WINDOW_S = 300.0
 CLOSE_GRACE_S = 2.0
-
-
-def _stderr(data: bytes) -> None:
-    try:
-        os.write(2, data)
-    except OSError:
-        pass
 
 
 def _loop_time(loop: asyncio.AbstractEventLoop, monotonic_at: float) -> float:
@@ -66,6 +60,7 @@ class HostProcess:
         self.sock = ours
         ours.setblocking(False)
         self.label = f"extension host {self.pid}"
+        self.owner = ""  # the thread it serves, once a thread took it (its dropped stderr is counted there)
         self.ready: asyncio.Future = loop.create_future()
         self.on_frame: Callable[[str, int, Any], None] | None = None
         self.on_exit: Callable[["HostProcess"], None] | None = None
@@ -166,18 +161,18 @@ class HostProcess:
             return
         except OSError:
             data = b""
+        prefix = f"harness-sidecar {self.label}: ".encode()
         if not data:
             self.loop.remove_reader(fd)
             if buf:
-                _stderr(f"harness-sidecar {self.label}: ".encode() + bytes(buf) + b"\n")
+                SINK.line(prefix, bytes(buf), self.owner)
             buf.clear()
             return
         buf += data
         *lines, rest = buf.split(b"\n")
         buf[:] = rest[-65536:]
-        if lines:
-            prefix = f"harness-sidecar {self.label}: ".encode()
-            _stderr(b"".join(prefix + line[:65536] + b"\n" for line in lines))
+        for line in lines:
+            SINK.line(prefix, line, self.owner)
 
     # -- the end
 
@@ -368,6 +363,7 @@ class ExtensionHost:
     async def _attach(self) -> HostProcess:
         process = await self.spares.take()
         process.label = f"extension host of {self.thread_id}"
+        process.owner = self.thread_id
         process.on_frame = self._frame
         process.on_exit = self._exit
         process.send(channel.INIT, 0, self.init)

@@ -167,6 +167,11 @@ THREAD_DIAGNOSTIC = Union(
                     "not any more)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("stderr_dropped")),
+         Field("dropped", Int(), description="Lines dropped since the last such diagnostic."), Field("message", Str())],
+        name="StderrDropped",
+        description="The editor does not read the sidecar's stderr: lines of this thread's processes were dropped "
+                    "rather than block the sidecar (at most one a minute per thread)."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
                       Field("name", Str())], name="CatalogChange")
