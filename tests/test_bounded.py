@@ -73,3 +73,42 @@ def test_an_editor_that_does_not_read_stderr_never_stops_the_sidecar(spawn, root
         assert all(d["threadId"] == first for d in dropped)  # thread 2 printed nothing
     finally:
         os.close(read_end)
+
+
+FLOODS = {
+    # a 60 MiB line written straight onto the channel (the host's fd is its first argument)
+    "a 60 MiB channel line": "import socket\ns = socket.socket(fileno=os.dup(int(sys.argv[1])))\ns.setblocking(True)\n"
+                             "s.sendall(b'[\"done\",999,\"' + b'x' * (60 << 20) + b'\"]\\n')\nreturn 'sent'",
+    # a 15 MB result that an observer also sees
+    "a 15 MB result": "return 'x' * (15 << 20)",
+    # 14 MB of small objects: ~0.4 s to parse on the loop
+    "500,000 small values": "return {'content': [{'type': 'text', 'text': 'ab'} for _ in range(500000)]}",
+}
+
+
+@pytest.mark.parametrize("flood", list(FLOODS))
+def test_a_flooding_thread_does_not_hold_up_another(spawn, roots, flood) -> None:
+    """Before: a 60 MiB line froze every thread for ~36 s, a 15 MB result with an observer ~3 s (v3 §1)."""
+    one, two = roots
+    extension(one, "flood", tool("flood", FLOODS[flood]).replace(
+        "def activate(api):\n", "def watch(event):\n    pass\ndef activate(api):\n    api.on('tool_result', watch)\n"))
+    sidecar = spawn()
+    first = thread(sidecar, one, ["flood"])
+    second = thread(sidecar, two)
+    waits = []
+    for i in range(2):
+        request = sidecar.request_async("tools/call", {"threadId": first, "call": {
+            "id": f"c{i}", "name": "flood", "arguments": {}}})
+        while request not in sidecar._stash:
+            began = time.monotonic()
+            sidecar.call("tools/list", {"threadId": second}, timeout=120)
+            waits.append(time.monotonic() - began)
+            time.sleep(0.005)
+        answer = sidecar._stash.pop(request)["result"]["result"]
+        if flood == "500,000 small values":  # refused before parsing, as too large
+            assert answer["isError"] and answer["details"]["kind"] == "too_large", answer
+        else:
+            assert not answer["isError"], answer
+    waits.sort()
+    # The contract's figure is p99 ≤ 100 ms (bench/); a loaded 2-core CI machine gets 10 times that here.
+    assert waits[-1] < 1.0, (flood, waits[-5:])
