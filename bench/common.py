@@ -25,6 +25,7 @@ def bench_env() -> dict[str, str]:
 
 SIDECAR = [sys.executable, "-m", "harness_sidecar"]
 ECHO = [sys.executable, str(REPO / "bench" / "echo_server.py")]
+RELAY = [sys.executable, str(REPO / "bench" / "relay_server.py")]
 
 
 class Raw:

@@ -2,14 +2,17 @@
 
 - tools/call through one before and one after hook (an extension tool): pipelined calls/s,
   sequential round trip, and CPU per call of the sidecar *and* its host (every process under
-  the sidecar), against the same run's asyncio JSONL echo floor;
+  the sidecar), against the same run's two-process relay floor (bench/relay_server.py: the
+  least a server with a separate host process can do) and the one-process echo floor;
 - the same through a before hook, a transform and an observer, with an inputSchema checked;
 - 100,000 pipelined calls: the sidecar's peak RSS;
 - thread/start with one trusted extension against the same thread/start without (the spare
   host ready, as in an editor session);
 - a frozen host (a hook holding the GIL): how long after the hook's deadline the blocked
   answer arrives;
-- a ui/confirm round trip: what it adds to a call beyond the editor's own answering time.
+- a ui/confirm round trip: what it adds to a call beyond the editor's own answering time;
+- a neighbour flooding: thread B's tools/list latency while thread A's host sends 60 MiB lines
+  and 16 MB results.
 
 ``python -m bench.extensions [--quick]`` runs them alone; ``python -m bench`` includes them.
 """
@@ -27,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import (ECHO, SIDECAR, SPARE_SETTLE_S, Raw, echo_lines, fmt, pipelined, start_thread,  # noqa: E402
-                          summary, tool_calls)
+from bench.common import (ECHO, RELAY, SIDECAR, SPARE_SETTLE_S, Raw, echo_lines, fmt, pipelined,  # noqa: E402
+                          start_thread, summary, tool_calls)
 from bench.workspace import make_extension_root  # noqa: E402
 
 POLICY_EXTENSION = '''
@@ -78,6 +81,61 @@ def activate(api):
     api.register_tool(name="ping", description="", input_schema={}, execute=ping)
     api.on("tool_call", gate)
 '''
+
+
+FLOOD_EXTENSION = '''
+import os, socket, sys
+def line(call_id, arguments):
+    # a 60 MiB line written straight onto the channel (the host's fd is its first argument)
+    s = socket.socket(fileno=os.dup(int(sys.argv[1])))
+    s.setblocking(True)
+    s.sendall(b'["done",999,"' + b'x' * (60 << 20) + b'"]\\n')
+    s.detach()
+    return "sent"
+def big(call_id, arguments):
+    return "x" * (16_000_000)
+def watch(event):
+    pass
+def activate(api):
+    api.register_tool(name="line", description="", input_schema={}, execute=line)
+    api.register_tool(name="big", description="", input_schema={}, execute=big)
+    api.on("tool_result", watch)
+'''
+
+
+def flooded_neighbour(flooder: Path, quiet: Path, floods: int) -> dict:
+    """Thread B's tools/list, sent back to back while thread A's host floods: p50, p99, max (ms)."""
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    a = start_thread(raw, {"roots": [str(flooder)], "trustedExtensions": ["flood"]})["threadId"]
+    b = raw.call("thread/start", {"roots": [str(quiet)]})["threadId"]
+    waits = []
+    request_id = 10_000
+    for i in range(floods):
+        request_id += 1
+        flood = request_id
+        raw.send(json.dumps({"jsonrpc": "2.0", "id": flood, "method": "tools/call", "params": {
+            "threadId": a, "call": {"id": f"f{i}", "name": ("line", "big")[i % 2], "arguments": {}}}}).encode()
+            + b"\n")
+        answered = False
+        while not answered:
+            request_id += 1
+            probe = request_id
+            started = time.perf_counter()
+            raw.send(json.dumps({"jsonrpc": "2.0", "id": probe, "method": "tools/list",
+                                 "params": {"threadId": b}}).encode() + b"\n")
+            while True:
+                message = json.loads(raw.line())
+                if message.get("id") == flood:
+                    answered = True
+                elif message.get("id") == probe:
+                    break
+            waits.append((time.perf_counter() - started) * 1000)
+            time.sleep(0.002)
+    raw.close()
+    waits.sort()
+    return {"probes": len(waits), "p50_ms": waits[len(waits) // 2], "p99_ms": waits[int(len(waits) * 0.99)],
+            "max_ms": waits[-1]}
 
 
 def policy_calls(root: Path, count: int, runs: int) -> dict:
@@ -210,19 +268,28 @@ def run(runs: int, quick: bool) -> dict:
         policy = make_extension_root(Path(tmp) / "policy", "policy", POLICY_EXTENSION)
         frozen = make_extension_root(Path(tmp) / "frozen", "frozen", FROZEN_EXTENSION)
         asker = make_extension_root(Path(tmp) / "asker", "asker", CONFIRM_EXTENSION)
+        flooder = make_extension_root(Path(tmp) / "flooder", "flood", FLOOD_EXTENSION)
+        quiet = make_extension_root(Path(tmp) / "quiet", "quiet", "def activate(api):\n    pass\n")
         pipelined = 5000
         calls = tool_calls(SIDECAR, hooked, 300, pipelined, runs, include_children=True)
         echo = tool_calls(ECHO, None, 300, pipelined, runs)
+        relay = tool_calls(RELAY, None, 300, pipelined, runs, include_children=True)
         results["tools_call"] = calls
         results["echo_floor"] = echo
+        results["relay_floor"] = relay
         results["cpu_ratio_to_echo"] = calls["server_cpu_us_per_call"]["median"] / \
             echo["server_cpu_us_per_call"]["median"]
+        results["cpu_ratio_to_relay"] = calls["server_cpu_us_per_call"]["median"] / \
+            relay["server_cpu_us_per_call"]["median"]
         print(f"tools/call, 1 before + 1 after hook (extension tool): {fmt(calls['pipelined_calls_per_s'], '/s', 0)}"
               f" pipelined, {fmt(calls['sequential_us'], ' µs', 0)} round trip, sidecar + host CPU "
               f"{fmt(calls['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
         print(f"echo floor:                                           {fmt(echo['pipelined_calls_per_s'], '/s', 0)}"
               f" pipelined, {fmt(echo['sequential_us'], ' µs', 0)} round trip, CPU "
               f"{fmt(echo['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
+        print(f"relay floor (two processes):                          {fmt(relay['pipelined_calls_per_s'], '/s', 0)}"
+              f" pipelined, {fmt(relay['sequential_us'], ' µs', 0)} round trip, CPU "
+              f"{fmt(relay['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
         results["policy_calls"] = policy_calls(policy, pipelined, runs)
         results["policy_ratio_to_echo_rate"] = results["policy_calls"]["pipelined_calls_per_s"]["median"] / \
             echo["pipelined_calls_per_s"]["median"]
@@ -245,6 +312,11 @@ def run(runs: int, quick: bool) -> dict:
         c = results["confirm"]
         print(f"a ui/confirm answered at once by the editor adds {fmt(c['added_ms'], ' ms', 2)} to a call "
               f"({fmt(c['plain_ms'], ' ms', 2)} without)", flush=True)
+        results["flooded"] = flooded_neighbour(flooder, quiet, 4 if quick else 10)
+        n = results["flooded"]
+        print(f"thread B's tools/list while thread A's host sends 60 MiB lines and 16 MB results: p50 "
+              f"{n['p50_ms']:.1f} ms, p99 {n['p99_ms']:.1f} ms, max {n['max_ms']:.1f} ms ({n['probes']} probes)",
+              flush=True)
     return results
 
 
@@ -252,7 +324,7 @@ def targets(results: dict) -> list[tuple[str, bool, str]]:
     calls = results["tools_call"]
     rate = calls["pipelined_calls_per_s"]["median"]
     p50 = calls["sequential_us"]["median"]
-    ratio = results["cpu_ratio_to_echo"]
+    ratio = results["cpu_ratio_to_relay"]
     policy = results["policy_calls"]["pipelined_calls_per_s"]["median"]
     added = results["thread_start_extension"]["added_ms"]["median"]
     frozen = results["frozen_host"]["delay_after_deadline_ms"]["median"]
@@ -260,7 +332,7 @@ def targets(results: dict) -> list[tuple[str, bool, str]]:
     rss = results["pipelined_100k"]["peak_rss_mb"]
     return [
         ("tools/call, 1 before + 1 after hook ≥ 10,000 calls/s pipelined", rate >= 10000, f"{rate:.0f}/s"),
-        ("… CPU (sidecar + host) ≤ 4× the echo floor's", ratio <= 4, f"{ratio:.2f}×"),
+        ("… CPU (sidecar + host) ≤ 2× the two-process relay floor's", ratio <= 2, f"{ratio:.2f}×"),
         ("… sequential round trip p50 ≤ 0.5 ms", p50 <= 500, f"{p50:.0f} µs"),
         (f"{results['pipelined_100k']['calls']:,} pipelined calls: sidecar peak RSS ≤ 100 MB", rss <= 100,
          f"{rss:.1f} MB"),
@@ -268,6 +340,8 @@ def targets(results: dict) -> list[tuple[str, bool, str]]:
         ("a frozen host: the blocked answer ≤ 100 ms after the deadline", frozen <= 100, f"{frozen:.0f} ms"),
         ("schema + before + transform + observer ≥ 8,000 calls/s pipelined", policy >= 8000, f"{policy:.0f}/s"),
         ("a ui/confirm round trip adds ≤ 1 ms beyond the editor's answer", confirm <= 1, f"{confirm:.2f} ms"),
+        ("thread B's tools/list p99 ≤ 100 ms while thread A floods its channel", results["flooded"]["p99_ms"] <= 100,
+         f"{results['flooded']['p99_ms']:.1f} ms"),
     ]
 
 

@@ -20,6 +20,7 @@ import pytest
 from harness_sidecar.client import child_env
 from harness_sidecar.errors import DomainError
 from harness_sidecar.mcp import McpServerConfig, McpServers
+from harness_sidecar.stderr import SINK
 from mcp_helpers import (
     OWNER,
     alive,
@@ -101,6 +102,12 @@ def texts(result) -> list[str]:
 
 def raw_server(*flags: str) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve().parent / "mcp_servers" / "raw_server.py"), *flags]
+
+
+def stderr_of(capfd) -> str:
+    """What reached fd 2: the sidecar's stderr is written by a queue's thread, so let it finish first."""
+    SINK.flush(5.0)
+    return capfd.readouterr().err
 
 
 # -- importing --------------------------------------------------------------------------------------
@@ -470,11 +477,11 @@ async def test_a_ping_from_the_server_during_a_call_is_answered(start) -> None:
     assert answer == {"jsonrpc": "2.0", "id": "ask-1", "result": {}}
 
 
-async def test_answers_to_ids_never_sent_are_ignored_and_logged(start, capsys) -> None:
+async def test_answers_to_ids_never_sent_are_ignored_and_logged(start, capfd) -> None:
     servers = await start(raw("stray", "--stray"))
     assert texts(await servers.call("stray", "say", {"text": "mine"}, 10)) == ["mine"]
     assert texts(await servers.call("stray", "say", {"text": "again"}, 10)) == ["again"]
-    err = capsys.readouterr().err
+    err = stderr_of(capfd)
     assert "[thread-1 mcp stray] answered request id 987654, which it was never sent (ignored)" in err
     assert "[thread-1 mcp stray] reported an error: a parse error of its own (code -32700)" in err
     assert servers.status() == {"stray": "ready"}
@@ -492,10 +499,10 @@ async def test_ids_echoed_as_digit_strings_still_match(start) -> None:
     assert texts(await servers.call("strings", "say", {"text": "matched"}, 10)) == ["matched"]
 
 
-async def test_log_messages_go_to_stderr_with_the_prefix(start, capsys) -> None:
+async def test_log_messages_go_to_stderr_with_the_prefix(start, capfd) -> None:
     servers = await start(raw("logger", "--log"))
     await servers.call("logger", "say", {"text": "x"}, 10)
-    err = capsys.readouterr().err
+    err = stderr_of(capfd)
     assert "[thread-1 mcp logger] log info: working\n" in err
     assert '[thread-1 mcp logger] log warning: {"rows":3}\n' in err
 
@@ -585,10 +592,10 @@ async def test_a_server_flooding_stdout_without_newlines_is_stopped(start) -> No
     assert "more than 67108864 bytes" in servers.diagnostics[0]["message"]
 
 
-async def test_garbage_after_start_up_is_ignored_and_logged(start, capsys) -> None:
+async def test_garbage_after_start_up_is_ignored_and_logged(start, capfd) -> None:
     servers = await start(McpServerConfig("junk", raw_server("--garbage-on-call"), startup_timeout_ms=STARTUP_MS))
     assert texts(await servers.call("junk", "say", {"text": "still fine"}, 10)) == ["still fine"]
-    err = capsys.readouterr().err
+    err = stderr_of(capfd)
     assert "[thread-1 mcp junk] ignored a stdout line that is not MCP: '<html>not json</html>'" in err
     assert "[thread-1 mcp junk] bad bytes \ufffd\ufffd here" in err
 
@@ -612,9 +619,9 @@ async def test_a_server_cannot_make_the_sidecar_sample_list_roots_or_ask_the_use
 # -- stderr, close, and no survivors ----------------------------------------------------------------
 
 
-async def test_server_stderr_goes_to_ours_with_a_prefix(start, events: Path, capsys) -> None:
+async def test_server_stderr_goes_to_ours_with_a_prefix(start, events: Path, capfd) -> None:
     await start(config("loud", "--stderr", "first line\nsecond line\n", events=events), thread_id="thread-7")
-    err = capsys.readouterr().err
+    err = stderr_of(capfd)
     assert "[thread-7 mcp loud] first line\n" in err and "[thread-7 mcp loud] second line\n" in err
 
 

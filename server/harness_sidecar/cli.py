@@ -30,6 +30,11 @@ OTHER_TRANSPORTS = ("--pipe", "--socket", "--node-ipc")
 def configure_logging(level: str) -> None:
     import logging
 
+    from harness_sidecar.stderr import SINK, SinkStream
+
+    # The log and everything forwarded from hosts, MCP servers and hooks: queued, never blocking
+    # the sidecar when the editor does not read its stderr.
+    sys.stderr = SinkStream(SINK)  # type: ignore[assignment]
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level.upper(), logging.WARNING),
                         format="harness-sidecar %(levelname)s %(name)s: %(message)s")
 
@@ -71,6 +76,9 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         endpoint.preload()
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
     sys.stderr.flush()
+    from harness_sidecar.stderr import SINK
+
+    SINK.flush(1.0)
     # Daemon worker threads may still be stuck in an extension's code: leave without joining them.
     os._exit(code)
 

@@ -7,6 +7,7 @@ sidecar's reverse requests through a callback and records every message it sees.
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import os
@@ -74,8 +75,10 @@ class SidecarProcess:
     # -- wire ------------------------------------------------------------------------------------
 
     def _read_stdout(self) -> None:
-        stream = self.proc.stdout
-        assert stream is not None
+        assert self.proc.stdout is not None
+        # Buffered: a raw pipe's readline reads a byte per system call (15 s for a 15 MB line).
+        # What arrives is handed on as soon as a line is complete, so nothing waits in the buffer.
+        stream = io.BufferedReader(self.proc.stdout, buffer_size=1 << 16)  # type: ignore[arg-type]
         try:
             if self.framing == "jsonl":
                 for line in stream:

@@ -43,6 +43,7 @@ from harness_sidecar.resources.search import (
 )
 from harness_sidecar.resources.templates import render
 from harness_sidecar.results import ToolCall, ToolResult
+from harness_sidecar.stderr import SINK
 from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
 from harness_sidecar.wire import params as P
 
@@ -142,6 +143,7 @@ class Sidecar:
         # has them watched (LSP: registers didChangeWatchedFiles globs for them with the client).
         self.watch_requested: Callable[[list[str]], None] | None = None
         self.max_result_bytes = 16 * 1024 * 1024
+        SINK.on_dropped = self._stderr_dropped
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "thread/start": self.thread_start,
             "thread/close": self.thread_close,
@@ -166,6 +168,13 @@ class Sidecar:
                 call, f"the tool's result is {size} bytes; the limit is {self.max_result_bytes} "
                       f"(--max-result-bytes)", kind="too_large", size=size, limit=self.max_result_bytes).to_wire()}
         return None
+
+    def _stderr_dropped(self, thread_id: str, count: int) -> None:
+        if thread_id in self.threads:
+            self.peer.notify("thread/diagnostic", {
+                "threadId": thread_id, "kind": "stderr_dropped", "dropped": count,
+                "message": f"{count} stderr line(s) of this thread's processes were dropped: the editor is not "
+                           f"reading the sidecar's stderr (told at most once a minute)"})
 
     async def thread(self, params: dict[str, Any]) -> Thread:
         """The open thread named by ``params.threadId``.
@@ -619,6 +628,7 @@ class Sidecar:
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
         if ending:
             await asyncio.gather(*ending)
+        SINK.forget(thread.id)
 
     async def close_all(self, reason: str) -> None:
         """``shutdown`` and EOF: every thread ends (its ``thread_close`` handlers run), and with it its host."""

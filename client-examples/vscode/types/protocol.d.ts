@@ -151,7 +151,14 @@ export type NullResult = null;
  * via the `definition` "ThreadDiagnosticParams".
  */
 export type ThreadDiagnosticParams =
-  HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted | ExtensionAuthorNotice;
+  | HookFault
+  | HostExit
+  | HostRestarted
+  | ExtensionChanged
+  | McpExit
+  | McpRestarted
+  | ExtensionAuthorNotice
+  | StderrDropped;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -1415,6 +1422,21 @@ export interface SkillsActivateParams {
  */
 export interface SkillsActivateResult {
   skill: ActivatedSkill;
+}
+/**
+ * The editor does not read the sidecar's stderr: lines of this thread's processes were dropped rather than block the sidecar (at most one a minute per thread).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "StderrDropped".
+ */
+export interface StderrDropped {
+  threadId: ThreadId;
+  kind: "stderr_dropped";
+  /**
+   * Lines dropped since the last such diagnostic.
+   */
+  dropped: number;
+  message: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import launcher
 from harness_sidecar.extensions import channel
+from harness_sidecar.stderr import SINK
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +36,8 @@ WATCH_S = 0.01  # how often in-flight steps are checked against their deadlines
 MAX_EXITS = 3
 EXIT_WINDOW_S = 300.0
 CLOSE_GRACE_S = 2.0
-
-
-def _stderr(data: bytes) -> None:
-    try:
-        os.write(2, data)
-    except OSError:
-        pass
+FRAME_SLACK = 1 << 20  # a frame's own fields beside the largest result it may carry
+READS_PER_TURN = 8  # channel reads of up to 1 MiB each per event-loop turn
 
 
 def _loop_time(loop: asyncio.AbstractEventLoop, monotonic_at: float) -> float:
@@ -66,6 +62,7 @@ class HostProcess:
         self.sock = ours
         ours.setblocking(False)
         self.label = f"extension host {self.pid}"
+        self.owner = ""  # the thread it serves, once a thread took it (its dropped stderr is counted there)
         self.ready: asyncio.Future = loop.create_future()
         self.on_frame: Callable[[str, int, Any], None] | None = None
         self.on_exit: Callable[["HostProcess"], None] | None = None
@@ -124,8 +121,11 @@ class HostProcess:
 
     # -- receiving
 
+    def frame_limit(self, limit: int) -> None:
+        self._splitter.limit = min(limit, channel.MAX_FRAME_BYTES)
+
     def _readable(self) -> None:
-        while True:
+        for _ in range(READS_PER_TURN):  # then other threads' turn: the loop calls again while more waits
             try:
                 data = self.sock.recv(1 << 20)
             except (BlockingIOError, InterruptedError):
@@ -137,8 +137,8 @@ class HostProcess:
                 self._channel_closed()
                 return
             for line in self._splitter.feed(data):
-                if isinstance(line, channel.TooLong):
-                    head = channel.peek_id(line.head)
+                if isinstance(line, channel.TooLong) or channel.too_many_values(line) is not None:
+                    head = channel.peek_id(line.head if isinstance(line, channel.TooLong) else line)
                     if self.on_frame is not None and head is not None:
                         self.on_frame("tooLarge", head[1], None)
                     continue
@@ -166,18 +166,18 @@ class HostProcess:
             return
         except OSError:
             data = b""
+        prefix = f"harness-sidecar {self.label}: ".encode()
         if not data:
             self.loop.remove_reader(fd)
             if buf:
-                _stderr(f"harness-sidecar {self.label}: ".encode() + bytes(buf) + b"\n")
+                SINK.line(prefix, bytes(buf), self.owner)
             buf.clear()
             return
         buf += data
         *lines, rest = buf.split(b"\n")
         buf[:] = rest[-65536:]
-        if lines:
-            prefix = f"harness-sidecar {self.label}: ".encode()
-            _stderr(b"".join(prefix + line[:65536] + b"\n" for line in lines))
+        for line in lines:
+            SINK.line(prefix, line, self.owner)
 
     # -- the end
 
@@ -368,6 +368,9 @@ class ExtensionHost:
     async def _attach(self) -> HostProcess:
         process = await self.spares.take()
         process.label = f"extension host of {self.thread_id}"
+        # No answer may be longer than --max-result-bytes: a longer frame is refused before it is parsed.
+        process.frame_limit(self.init.get("maxResultBytes", channel.MAX_FRAME_BYTES) + FRAME_SLACK)
+        process.owner = self.thread_id
         process.on_frame = self._frame
         process.on_exit = self._exit
         process.send(channel.INIT, 0, self.init)

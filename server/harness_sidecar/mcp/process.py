@@ -19,11 +19,11 @@ import asyncio
 import collections
 import os
 import signal
-import sys
 from collections.abc import Callable
 from typing import Any
 
 from harness_sidecar.containment import launcher
+from harness_sidecar.stderr import SINK
 
 STDERR_CHUNK = 65536
 MAX_STDERR_LINE = 16384  # a longer stderr line is written in pieces of this size
@@ -183,7 +183,7 @@ class ServerProcess:
     def _emit(self, raw: bytes) -> None:
         line = raw.decode("utf-8", "replace").rstrip("\r")
         self.stderr_tail.append(line)
-        write_stderr(f"[{self.label}] {line}\n")
+        SINK.line(f"[{self.label}] ".encode(), line.encode(), self.owner)
 
 
 def group_alive(pgid: int) -> bool:
@@ -209,9 +209,5 @@ def group_alive(pgid: int) -> bool:
 
 
 def write_stderr(text: str) -> None:
-    """The sidecar's stderr (looked up each time, so a test's capture sees it)."""
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
+    """The sidecar's stderr, through the queue that never blocks the sidecar."""
+    SINK.write(text.encode("utf-8", "replace"))

@@ -175,6 +175,11 @@ THREAD_DIAGNOSTIC = Union(
         name="ExtensionAuthorNotice",
         description="Nothing ignored silently: an observer returned a value, a handler changed event in place "
                     "instead of returning it, or ctx.ui was used after its handler ended (refused)."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("stderr_dropped")),
+         Field("dropped", Int(), description="Lines dropped since the last such diagnostic."), Field("message", Str())],
+        name="StderrDropped",
+        description="The editor does not read the sidecar's stderr: lines of this thread's processes were dropped "
+                    "rather than block the sidecar (at most one a minute per thread)."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
                       Field("name", Str())], name="CatalogChange")
