@@ -23,6 +23,11 @@ class Limits:
     extension_context_bytes: int = 4000
     max_listed_files: int = 200
     mcp_tool_timeout_ms: int = 60000
+    # v3: command hooks
+    command_hook_timeout_ms: int = 60000
+    max_command_hook_timeout_ms: int = 600000
+    session_end_budget_ms: int = 1500
+    command_hook_failure: str = "closed"  # "closed" | "open" (wire: commandHookFailure; not an integer)
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -40,4 +45,7 @@ class Limits:
         "extensionContextBytes": "extension_context_bytes",
         "maxListedFiles": "max_listed_files",
         "mcpToolTimeoutMs": "mcp_tool_timeout_ms",
+        "commandHookTimeoutMs": "command_hook_timeout_ms",
+        "maxCommandHookTimeoutMs": "max_command_hook_timeout_ms",
+        "sessionEndBudgetMs": "session_end_budget_ms",
     }
