@@ -206,8 +206,9 @@ DYNAMIC_TOOL = Obj(
 _LIMIT_DEFAULTS = Limits()
 LIMITS = Obj(
     [opt(wire, Int(minimum=0, default=getattr(_LIMIT_DEFAULTS, attr), error="'{where}' must be a non-negative integer"),
-         attr=attr) for wire, attr in Limits.WIRE_NAMES.items()]
-    + [opt("commandHookFailure", Str(enum=("closed", "open"), default="closed"), attr="command_hook_failure",
+         attr=attr) for wire, attr in Limits.WIRE_NAMES.items() if wire not in Limits.STRING_LIMITS]
+    + [opt("commandHookFailure", Str(enum=Limits.STRING_LIMITS["commandHookFailure"], default="closed"),
+           attr="command_hook_failure",
            description="What a failed command hook of an event that can block does: \"closed\" (default) blocks "
                        "(hook_failed); \"open\" reports a diagnostic and lets the call go on.")],
     cls=Limits, incoming=True, closed=True, null_absent=False, name="Limits",
