@@ -418,3 +418,96 @@ def test_no_hooks_file_means_no_hooks_and_an_empty_listing(spawn, ws):
     assert started["catalog"]["hooks"] == [] and "hookContext" not in started
     assert not bash(sidecar, started, "ls")["isError"]
     assert os.listdir(ws.root) == []
+
+
+def test_pre_tool_use_decides_before_the_extensions_before_hooks(spawn, ws):
+    trace = ws.dir / "order"
+    write(ws.root / "extensions" / "gate.py", f'''
+def note(call_id, arguments):
+    with open({str(trace)!r}, "a") as f:
+        f.write("core " + arguments["text"] + "\\n")
+    return "noted"
+
+def before(event):
+    with open({str(trace)!r}, "a") as f:
+        f.write("extension " + event["call"]["arguments"]["text"] + "\\n")
+
+def activate(api):
+    api.register_tool(name="note", description="Take a note.", input_schema={{"type": "object",
+                      "properties": {{"text": {{"type": "string"}}}}}}, execute=note)
+    api.on("tool_call", before)
+''')
+    ws.declare({"PreToolUse": one("note", ws.script("pre.sh", f"""input=$(cat)
+echo "command hook" >> {trace}
+case "$input" in *forbidden*) echo 'not that' >&2; exit 2;; esac
+echo '{{"hookSpecificOutput": {{"updatedInput": {{"text": "rewritten"}}}}}}'
+"""))})
+    sidecar, started, editor = open_thread(spawn, ws, trustedExtensions=["gate"])
+    call = lambda text, i: sidecar.call("tools/call", {"threadId": started["threadId"], "call": {  # noqa: E731
+        "id": i, "name": "note", "arguments": {"text": text}}})["result"]
+    assert not call("hello", "1")["isError"]
+    assert ws.trace("order") == ["command hook", "extension rewritten", "core rewritten"]
+    assert call("forbidden", "2")["details"]["blocked"]["kind"] == "hook"
+    assert ws.trace("order")[3:] == ["command hook"]  # blocked: neither the extension's hook nor the core ran
+
+
+# -- the seams for loop/event and plugins ---------------------------------------------------------------
+
+def test_loop_event_hooks_give_verdicts_for_the_one_merge(tmp_path):
+    """``run_event_hooks`` (what loop/event calls) runs the Stop hooks as processes; their verdicts merge
+    with any other source's (an extension's here) by the same rule."""
+    import asyncio
+
+    from harness_sidecar.hooks.boundaries import ThreadHooks, run_event_hooks
+    from harness_sidecar.hooks.declared import HookSource, read_file
+    from harness_sidecar.hooks.decision import DENY, Verdict, merge
+
+    ws = Workspace(tmp_path)
+    ws.declare({"Stop": one(None, ws.script("stop.sh", f"cat > {tmp_path}/stop.json; "
+                                                       "echo '{\"decision\": \"block\", \"reason\": \"tests fail\"}'\n")),
+                "Notification": one("permission_prompt", ws.script("n.sh", f"cat > {tmp_path}/n.json\n"))})
+    declared = read_file(HookSource(f"root:{ws.hooks_file}", str(ws.hooks_file), trusted=True))
+    notes: list[dict] = []
+    hooks = ThreadHooks("thread-9", str(tmp_path), [declared], 60000, 600000, False, 1500, notes.append)
+
+    async def go():
+        stop = await run_event_hooks("stop", {"stopHookActive": False, "lastAssistantMessage": "done"}, hooks)
+        idle = await run_event_hooks("notification", {"message": "waiting", "type": "idle_prompt"}, hooks)
+        asked = await run_event_hooks("notification", {"message": "allow?", "type": "permission_prompt"}, hooks)
+        return stop, idle, asked
+
+    stop, idle, asked = asyncio.run(go())
+    assert json.loads((tmp_path / "stop.json").read_text()) == {
+        "session_id": "thread-9", "transcript_path": None, "cwd": str(tmp_path), "hook_event_name": "Stop",
+        "permission_mode": "default", "stop_hook_active": False, "last_assistant_message": "done"}
+    decision = merge([Verdict("extension:keeper", context=["keep going"]), *stop])
+    assert decision.outcome == "blocked" and decision.reason == "tests fail"
+    assert decision.by == [f"root:{ws.hooks_file}"] and decision.context == ["keep going"]
+    assert stop[0].decision == DENY and idle == [] and len(asked) == 1
+    assert json.loads((tmp_path / "n.json").read_text())["notification_type"] == "permission_prompt"
+
+
+def test_a_plugin_source_gets_its_variables(tmp_path, monkeypatch):
+    """The plugin seam: ``read_hooks`` with a ``plugin:<name>`` source; ``${CLAUDE_PLUGIN_ROOT}`` and the
+    data folder reach the hook (here the real safety-net plugin's hooks.json, unchanged)."""
+    import asyncio
+    import shutil
+
+    from harness_sidecar.hooks.boundaries import ThreadHooks
+    from harness_sidecar.hooks.declared import Declared, HookSource, read_hooks
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    plugin = Path(__file__).parent / "fixtures" / "hooks" / "safety-net"
+    data = tmp_path / "state" / "plugins" / "safety-net"
+    source = HookSource("plugin:safety-net", str(plugin / "hooks.json"), plugin_root=str(plugin),
+                        plugin_data=str(data), trusted=True)
+    handlers, problems = read_hooks(source, json.loads((plugin / "hooks.json").read_text()))
+    assert problems == [] and [h.to_wire()["source"] for h in handlers] == ["plugin:safety-net"]
+    hooks = ThreadHooks("thread-1", str(tmp_path), [Declared(source, handlers)], 60000, 600000, False, 1500,
+                        lambda params: None)
+    monkeypatch.setenv("HOME", str(tmp_path))  # the plugin logs under $HOME (the hook inherits the environment)
+    verdicts = asyncio.run(hooks.run("PreToolUse", hooks.matching("PreToolUse", "Bash"), {
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "1"}))
+    assert verdicts[0].decision == "deny" and "Safety Net" in verdicts[0].reason
+    assert data.is_dir()  # CLAUDE_PLUGIN_DATA is created on first use
