@@ -6,7 +6,7 @@ cwd = the thread's cwd; environment = the sidecar's plus ``CLAUDE_PROJECT_DIR`` 
 ``CLAUDE_PLUGIN_ROOT``/``PLUGIN_ROOT``/``CLAUDE_PLUGIN_DATA``/``PLUGIN_DATA`` (``${NAME}`` of those is
 also substituted in ``command`` and ``args``). stdin is one JSON object, then EOF. stdout is read up
 to 1 MiB (more is a failure), stderr's tail is kept for the reason of a block or a failure, and each
-stderr line is logged with the hook's prefix. At the deadline the whole process group is killed.
+stderr line goes to the sidecar's stderr with the hook's prefix. At the deadline the whole process group is killed.
 
 ``run_handler`` never raises: every way a hook can go wrong is an ``Answer`` with ``failure`` set.
 """
@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import os
 import re
 import signal
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.containment import launcher
 from harness_sidecar.hooks.declared import Handler
 
-logger = logging.getLogger(__name__)
 
 MAX_STDOUT = 1024 * 1024
 STDERR_TAIL = 2000
@@ -98,7 +97,7 @@ class _Collector(asyncio.SubprocessProtocol):
             *lines, rest = self._line.split(b"\n")
             self._line = bytearray(rest[-4096:])
             for line in lines:
-                logger.info("[hook %s] %s", self.label, line[:4096].decode("utf-8", "replace"))
+                _write_stderr(f"[{self.label}] {line[:16384].decode('utf-8', 'replace').rstrip()}\n")
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         future = self.closed.get(fd)
@@ -108,6 +107,15 @@ class _Collector(asyncio.SubprocessProtocol):
     def process_exited(self) -> None:
         if not self.exited.done():
             self.exited.set_result(None)
+
+
+def _write_stderr(text: str) -> None:
+    """A hook's stderr line to the sidecar's stderr, with its prefix (as an MCP server's)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def kill_group(transport: Any) -> None:
@@ -141,7 +149,7 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
         except OSError as exc:
             answer.failure = f"cannot create its data folder {handler.source.plugin_data}: {exc.strerror}"
             return answer
-    label = f"{handler.source.source} {handler.event}"
+    label = f"{thread_id} hook {handler.source.source} {handler.event}"
     try:
         transport, proto = await launcher.spawn(
             launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env=env, cwd=cwd),
