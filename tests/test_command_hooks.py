@@ -511,3 +511,18 @@ def test_a_plugin_source_gets_its_variables(tmp_path, monkeypatch):
         "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "1"}))
     assert verdicts[0].decision == "deny" and "Safety Net" in verdicts[0].reason
     assert data.is_dir()  # CLAUDE_PLUGIN_DATA is created on first use
+
+
+def test_check_lists_and_lints_a_roots_hooks(ws):
+    import subprocess
+
+    from harness_sidecar.client import child_env, sidecar_command
+
+    ws.declare({"PreToolUse": one("Bash", "exit 0") + [{"hooks": [{"type": "agent", "prompt": "Review it"}]}]})
+    done = subprocess.run(sidecar_command() + ["check", "--json", str(ws.root)], text=True, env=child_env(),
+                          capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
+    report = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert report["catalog"]["hooks"] == [{"source": f"root:{ws.hooks_file}", "event": "PreToolUse",
+                                           "matcher": "Bash", "command": "exit 0", "trusted": False}]
+    assert [d["kind"] for d in report["diagnostics"]] == ["hook_type_unsupported"]

@@ -81,7 +81,7 @@ class Handler:
         if self.args is not None:
             out["args"] = list(self.args)
         if self.timeout_s is not None:
-            out["timeout"] = self.timeout_s
+            out["timeout"] = int(self.timeout_s) if self.timeout_s.is_integer() else self.timeout_s
         out["trusted"] = self.source.trusted
         return out
 
