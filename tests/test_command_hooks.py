@@ -526,3 +526,16 @@ def test_check_lists_and_lints_a_roots_hooks(ws):
     assert report["catalog"]["hooks"] == [{"source": f"root:{ws.hooks_file}", "event": "PreToolUse",
                                            "matcher": "Bash", "command": "exit 0", "trusted": False}]
     assert [d["kind"] for d in report["diagnostics"]] == ["hook_type_unsupported"]
+
+
+def test_mcp_tools_are_matched_by_their_sidecar_names(spawn, ws):
+    from mcp_helpers import sdk_server
+
+    ws.declare({"PreToolUse": one("mcp__srv__.*", ws.script("mcp.sh", f"cat > {ws.dir}/mcp.json; "
+                                                                      "echo 'no MCP pings' >&2; exit 2\n"))})
+    sidecar, started, editor = open_thread(spawn, ws, mcpServers=[{"name": "srv", "command": sdk_server(),
+                                                                    "required": True}])
+    result = sidecar.call("tools/call", {"threadId": started["threadId"], "call": {
+        "id": "m1", "name": "mcp__srv__ping", "arguments": {}}}, timeout=60)["result"]
+    assert result["details"]["blocked"]["reason"] == "no MCP pings"
+    assert json.loads((ws.dir / "mcp.json").read_text())["tool_name"] == "mcp__srv__ping"
