@@ -189,6 +189,8 @@ def no_hooks_vs_base(tmp: Path, runs: int, sequential: int, pipelined: int) -> d
     out.update({f"{name}_calls_per_s": summary(rate[name]) for name in sides})
     out["seq_ratio"] = out["today_seq_ms"]["median"] / out["base_seq_ms"]["median"]
     out["rate_ratio"] = out["base_calls_per_s"]["median"] / out["today_calls_per_s"]["median"]
+    # Load from other processes only ever slows a run down: the best run of each is the steadier comparison.
+    out["best_rate_ratio"] = out["base_calls_per_s"]["max"] / out["today_calls_per_s"]["max"]
     return out
 
 
@@ -219,8 +221,10 @@ def targets(results: dict) -> list[tuple[str, bool, str]]:
          t["ratio_to_launcher"] <= 1.5, f"{t['ratio_to_launcher']:.2f}× (launcher {t['launcher_ms']['median']:.2f} ms)"),
         ("four matching 200 ms hooks ≤ 1.3× one", p["ratio"] <= 1.3, f"{p['ratio']:.2f}×"),
         (f"no hooks declared: sequential p50 ≤ 1.05× {BASE}", b["seq_ratio"] <= 1.05, f"{b['seq_ratio']:.3f}×"),
-        (f"no hooks declared: pipelined time per call ≤ 1.05× {BASE}", b["rate_ratio"] <= 1.05,
+        (f"no hooks declared: pipelined time per call ≤ 1.05× {BASE} (median run)", b["rate_ratio"] <= 1.05,
          f"{b['rate_ratio']:.3f}×"),
+        (f"no hooks declared: pipelined time per call ≤ 1.05× {BASE} (best run)", b["best_rate_ratio"] <= 1.05,
+         f"{b['best_rate_ratio']:.3f}×"),
     ]
 
 
