@@ -539,3 +539,25 @@ def test_mcp_tools_are_matched_by_their_sidecar_names(spawn, ws):
         "id": "m1", "name": "mcp__srv__ping", "arguments": {}}}, timeout=60)["result"]
     assert result["details"]["blocked"]["reason"] == "no MCP pings"
     assert json.loads((ws.dir / "mcp.json").read_text())["tool_name"] == "mcp__srv__ping"
+
+
+def test_permission_request_hooks_answer_allow_or_deny(tmp_path):
+    """Claude Code's PermissionRequest answer ``hookSpecificOutput.decision.behavior`` is read too."""
+    import asyncio
+
+    from harness_sidecar.hooks.boundaries import ThreadHooks, run_event_hooks
+    from harness_sidecar.hooks.declared import HookSource, read_file
+    from harness_sidecar.hooks.decision import merge
+
+    ws = Workspace(tmp_path)
+    ws.declare({"PermissionRequest": one("Bash", _json_hook(ws, "deny.sh", {"hookSpecificOutput": {
+        "hookEventName": "PermissionRequest", "decision": {"behavior": "deny", "message": "not on main"}}}))
+        + one("Read", _json_hook(ws, "allow.sh", {"hookSpecificOutput": {"decision": {"behavior": "allow"}}}))})
+    declared = read_file(HookSource(f"root:{ws.hooks_file}", str(ws.hooks_file), trusted=True))
+    hooks = ThreadHooks("thread-1", str(tmp_path), [declared], 60000, 600000, False, 1500, lambda params: None)
+    ask = lambda tool: asyncio.run(run_event_hooks("permission_request", {  # noqa: E731
+        "toolName": tool, "toolInput": {"command": "git push"}}, hooks))
+    denied, allowed, unknown = merge(ask("Bash")), merge(ask("Read")), merge(ask("Write"))
+    assert denied.outcome == "blocked" and denied.reason == "not on main"
+    assert allowed.outcome == "allow" and allowed.allowed_by == [f"root:{ws.hooks_file}"]
+    assert unknown.outcome == "allow" and unknown.allowed_by == []

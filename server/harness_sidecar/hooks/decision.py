@@ -133,6 +133,12 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
     if type(permission_reason) is str and permission_reason:
         reason = permission_reason
     decision = output.get("decision")
+    behavior = specific.get("decision")  # PermissionRequest, as Claude Code writes it: {behavior, message?}
+    if handler.event == "PermissionRequest" and type(behavior) is dict and behavior.get("behavior") in ("allow", "deny"):
+        permission = behavior["behavior"]
+        message = behavior.get("message")
+        if type(message) is str and message:
+            reason = message
     blocks = decision == "block" or output.get("continue") is False or permission == "deny"
     if output.get("continue") is False and not reason:
         stop = output.get("stopReason")
