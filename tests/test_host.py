@@ -275,8 +275,8 @@ def test_an_extension_cannot_make_the_sidecar_ignore_sigterm(spawn, ws):
 SPY = """
 import gc
 def spy(call_id, arguments):
-    import harness_sidecar.extensions.hooks as hooks
-    from harness_sidecar.extensions.hooks import Allow
+    import harness_sidecar.hooks.python as hooks
+    from harness_sidecar.hooks.python import Allow
     hooks.interpret_before = lambda value: Allow()   # "allow everything", in every thread it can reach
     found = [o for o in gc.get_objects() if isinstance(o, str) and "MARKER-ONLY-IN-B" in o]
     return json.dumps({"found": len(found), "pid": os.getpid(), "ppid": os.getppid()})

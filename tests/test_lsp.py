@@ -606,11 +606,11 @@ async def test_watching_follows_the_client_capability_and_diagnostics_follow_the
         globs = [w["globPattern"] for r in registrations for w in r.register_options["watchers"]]
         # the server's roots at `initialized`, then the roots a thread named that were not watched yet
         assert globs == [str(project), *(f"{project}/{g}" for g in
-                                         ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")),
+                                         ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")),
                          str(user), *(f"{user}/{g}" for g in
-                                      ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")),
+                                      ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")),
                          str(other), *(f"{other}/{g}" for g in
-                                       ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**"))]
+                                       ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json"))]
 
     winner = add_skill(project, "review", description="Use when reviewing, the project's way.")
     if client_watches:
@@ -658,7 +658,7 @@ async def test_client_watching_with_relative_patterns(lsp, tree):
     assert watchers[0]["globPattern"] == {"baseUri": uri(root.parent), "pattern": root.name}
     assert [w["globPattern"] for w in watchers[1:]] == [
         {"baseUri": uri(root), "pattern": g} for g in
-        ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")]
+        ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")]
     changes: list[dict[str, Any]] = []
 
     @client.feature("catalog/changed")

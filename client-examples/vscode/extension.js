@@ -129,8 +129,10 @@ class CatalogTree {
       return { group: id, item };
     };
     if (!node) {
+      const hooks = catalog.hooks && catalog.hooks.length ? [group('hooks', 'Command hooks', catalog.hooks.length)] : [];
       return [group('skills', 'Skills', catalog.skills.length), group('templates', 'Templates', catalog.templates.length),
-        group('extensions', 'Extensions', catalog.extensions.length), group('diagnostics', 'Diagnostics', diagnostics.length)];
+        group('extensions', 'Extensions', catalog.extensions.length), ...hooks,
+        group('diagnostics', 'Diagnostics', diagnostics.length)];
     }
     const open = (file, line) => ({ command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(file),
       line ? { selection: new vscode.Range(line - 1, 0, line - 1, 0) } : undefined] });
@@ -149,6 +151,10 @@ class CatalogTree {
       case 'extensions':
         return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.source,
           e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.source)));
+      case 'hooks': // declared is not granted: each with its trust state
+        return catalog.hooks.map((h) => leaf(`${h.event}${h.matcher ? ` [${h.matcher}]` : ''}`,
+          `${h.trusted ? 'trusted' : 'not trusted'} · ${h.command}`, `${h.command}\n${h.source}`, h.trusted ? 'pass' : 'lock',
+          open(h.source.replace(/^root:/, ''))));
       case 'diagnostics':
         return diagnostics.map((d) => leaf(d.kind, d.message, d.hint ? `${d.message}\n${d.hint}` : d.message,
           d.kind === 'shadowed' ? 'info' : 'warning', d.path ? open(d.path, d.line) : undefined));
@@ -168,6 +174,12 @@ function catalogText(started, settings) {
   for (const t of catalog.templates) lines.push(`- **${t.name}** (${t.variables.join(', ') || 'no variables'}): ${t.description || ''}`);
   lines.push('', '## Extensions');
   for (const e of catalog.extensions) lines.push(`- **${e.id}**: ${e.status}${e.error ? ` (${e.error})` : ''}`);
+  if (catalog.hooks && catalog.hooks.length) {
+    lines.push('', '## Command hooks');
+    for (const h of catalog.hooks) {
+      lines.push(`- **${h.event}**${h.matcher ? ` [${h.matcher}]` : ''}: \`${h.command}\` — ${h.trusted ? 'trusted' : 'not trusted'} (${h.source})`);
+    }
+  }
   lines.push('', '## Diagnostics');
   for (const d of diagnostics) lines.push(`- ${d.kind}: ${d.message}`);
   return lines.join('\n') + '\n';
@@ -288,8 +300,9 @@ class Harness {
   /** The thread of this window, started on first use (and again after a restart or refresh). */
   thread(token) {
     if (!this.threadPromise) {
-      const { roots, trustedExtensions, mcpServers } = this.settings;
+      const { roots, trustedExtensions, trustedHooks, mcpServers } = this.settings;
       const params = { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS };
+      if (trustedHooks.length) params.trustedHooks = trustedHooks;
       if (mcpServers.length) params.mcpServers = mcpServers;
       this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })

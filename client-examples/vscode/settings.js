@@ -2,7 +2,8 @@
 // What the extension may take from the configuration. Trust stays with the user: a repository's
 // own .vscode/settings.json must never choose the executable or trust the code it ships.
 //
-// - `harnessSidecar.command`, `harnessSidecar.trustedExtensions` and `harnessSidecar.mcpServers`
+// - `harnessSidecar.command`, `harnessSidecar.trustedExtensions`, `harnessSidecar.trustedHooks` (the
+//   command hooks a thread may run) and `harnessSidecar.mcpServers`
 //   (the MCP servers each thread starts: commands the sidecar runs) are machine-scoped in
 //   package.json (VS Code ignores workspace values of such settings) and listed in
 //   `restrictedConfigurations`; on top, they are read here from the user's own values only
@@ -16,7 +17,7 @@ const path = require('path');
 
 const SECTION = 'harnessSidecar';
 /** The settings only the user's own settings may give. */
-const TRUST_KEYS = ['command', 'trustedExtensions', 'mcpServers'];
+const TRUST_KEYS = ['command', 'trustedExtensions', 'trustedHooks', 'mcpServers'];
 
 /** The user's own value of `key` (user or remote-machine settings), else the default. */
 function userValue(config, key, fallback) {
@@ -51,6 +52,12 @@ function mcpServers(value) {
   return value.filter((s) => s && typeof s === 'object' && typeof s.name === 'string' && Array.isArray(s.command));
 }
 
+/** The user's trusted hooks files: objects with a string `path` (the sidecar checks the rest). */
+function trustedHooks(value) {
+  if (!Array.isArray(value)) return [];
+  return value.filter((h) => h && typeof h === 'object' && typeof h.path === 'string');
+}
+
 /**
  * The settings the extension runs with: {command, roots, trustedExtensions, mcpServers, mode,
  * trusted, ignored}. `trusted` is whether the workspace is trusted (else trustedExtensions and
@@ -66,6 +73,7 @@ function read(vscode) {
     command: Array.isArray(command) && command.length && command.every((a) => typeof a === 'string') ? command : ['harness-sidecar'],
     roots: Array.isArray(configuredRoots) && configuredRoots.length ? configuredRoots : defaultRoots(vscode),
     trustedExtensions: trusted ? (userValue(config, 'trustedExtensions', []) || []) : [],
+    trustedHooks: trusted ? trustedHooks(userValue(config, 'trustedHooks', [])) : [],
     mcpServers: trusted ? mcpServers(userValue(config, 'mcpServers', [])) : [],
     mode,
     trusted,

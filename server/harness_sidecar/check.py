@@ -42,11 +42,16 @@ def main(args: list[str]) -> int:
     from harness_sidecar.extensions import discovery as extensions
 
     found = extensions.discover(catalog.roots, [], limits, catalog.diagnostics)
+    from harness_sidecar.hooks.declared import read_roots
+
+    hooks = read_roots(roots, [])  # command hooks: listed and linted, trusted by the editor alone
+    catalog.diagnostics.extend(d for declared in hooks for d in declared.diagnostics)
     status = 1 if any(not d.is_warning for d in catalog.diagnostics) else 0
     out = sys.stdout
     if as_json:
         wire = catalog.to_wire()
         wire["extensions"] = [e.to_wire() for e in found.values()]
+        wire["hooks"] = [h.to_wire() for declared in hooks for h in declared.handlers]
         out.write(json.dumps({"catalog": wire, "diagnostics": [d.to_wire() for d in catalog.diagnostics]},
                              indent=2) + "\n")
         out.flush()
@@ -71,7 +76,12 @@ def main(args: list[str]) -> int:
         out.write(f"  template      {t.name} [{variables}]  ({t.source})\n")
     for e in found.values():
         out.write(f"  extension     {e.id} sha256={e.sha256[:12]}…  ({e.source}; imported only when trusted)\n")
-    if not (catalog.instructions or catalog.skills or catalog.templates or found):
+    for declared in hooks:
+        for h in declared.handlers:
+            matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
+            out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.path} "
+                      f"sha256={(declared.source.sha256 or '')[:12]}…; runs only when trusted)\n")
+    if not (catalog.instructions or catalog.skills or catalog.templates or found or hooks):
         out.write("  (empty: nothing was found; a root holds AGENTS.md, skills/<name>/SKILL.md, "
                   "templates/<name>.md and extensions/)\n")
     out.flush()

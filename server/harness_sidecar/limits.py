@@ -25,6 +25,11 @@ class Limits:
     mcp_tool_timeout_ms: int = 60000
     # v3
     max_handler_timeout_ms: int = 60000  # caps a handler's own timeout_ms (api.on, register_command)
+    # v3: command hooks
+    command_hook_timeout_ms: int = 60000
+    max_command_hook_timeout_ms: int = 600000
+    session_end_budget_ms: int = 1500
+    command_hook_failure: str = "closed"  # "closed" | "open" (wire: commandHookFailure; not an integer)
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -43,4 +48,9 @@ class Limits:
         "maxListedFiles": "max_listed_files",
         "mcpToolTimeoutMs": "mcp_tool_timeout_ms",
         "maxHandlerTimeoutMs": "max_handler_timeout_ms",
+        "commandHookTimeoutMs": "command_hook_timeout_ms",
+        "maxCommandHookTimeoutMs": "max_command_hook_timeout_ms",
+        "sessionEndBudgetMs": "session_end_budget_ms",
+        "commandHookFailure": "command_hook_failure",
     }
+    STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values

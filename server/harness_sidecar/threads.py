@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from harness_sidecar import commands as C
 from harness_sidecar.errors import DomainError, PeerError
-from harness_sidecar.extensions.hooks import (
+from harness_sidecar.hooks.python import (
     CONTEXT,
     INPUT,
     THREAD_CLOSE,
@@ -108,6 +108,8 @@ class Thread:
     closed: bool = False
     mcp: Any = None  # mcp.McpServers, when the thread names MCP servers
     handler_timeouts: dict[str, list[int | None]] = field(default_factory=dict)  # event → each handler's own ms
+    hooks: Any = None  # hooks.boundaries.ThreadHooks, when a root declares command hooks (protocol-v3 §5)
+    hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -247,7 +249,11 @@ class Sidecar:
         except BaseException:
             await self._end(thread, "close")
             raise
+        thread.hooks = self._command_hooks(thread_id, start)
+        if thread.hooks is not None:
+            catalog.diagnostics.extend(thread.hooks.diagnostics())
         thread.pipeline = self._new_pipeline(thread)
+        hook_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
@@ -258,17 +264,71 @@ class Sidecar:
             loop.call_soon(loop.call_soon, self._watch_roots, thread)
         elif start.watch and self.watch_requested is not None:
             self.watch_requested(list(start.roots))
-        return self._snapshot(thread)
+        snapshot = self._snapshot(thread)
+        if hook_context:
+            snapshot["hookContext"] = hook_context
+        return snapshot
 
     def _new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
-        return Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
-                        thread.catalog)
+        pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
+                            thread.catalog)
+        pipeline.command_hooks = thread.hooks
+        return pipeline
+
+    # -- command hooks (protocol-v3 §5; hooks.boundaries) -------------------------------------------
+
+    def _command_hooks(self, thread_id: str, start: P.ThreadStartParams) -> Any:
+        """The command hooks the roots declare (``<root>/hooks.json``), or None when none does."""
+        if not any(os.path.isfile(os.path.join(root, "hooks.json")) for root in start.roots):
+            return None
+        from harness_sidecar.hooks.boundaries import ThreadHooks, thread_cwd
+        from harness_sidecar.hooks.declared import read_roots
+
+        limits = start.limits
+        return ThreadHooks(thread_id, thread_cwd(start.cwd), read_roots(list(start.roots), start.trusted_hooks),
+                           limits.command_hook_timeout_ms, limits.max_command_hook_timeout_ms,
+                           limits.command_hook_failure == "open", limits.session_end_budget_ms,
+                           notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
+                           ui_timeout_s=limits.ui_timeout_ms / 1000)
+
+    async def _session_start_hooks(self, thread: Thread) -> list[str]:
+        if thread.hooks is None:
+            return []
+        thread.hooks.report_untrusted()
+        return await thread.hooks.session_start()
+
+    def _hooks_change(self, thread: Thread, catalog: Catalog) -> list[dict[str, str]]:
+        """A rescan: the hooks files again. A change is pending until thread/refresh; its entries for catalog/changed."""
+        fresh = self._command_hooks(thread.id, thread.start)
+        if fresh is not None:
+            catalog.diagnostics.extend(fresh.diagnostics())
+        current = thread.hooks_pending if thread.hooks_pending is not None else thread.hooks
+        before = current.fingerprint() if current else {}
+        after = fresh.fingerprint() if fresh is not None else {}
+        if before == after:
+            return []
+        if fresh is not None and thread.hooks is not None:
+            fresh.reported_untrusted = thread.hooks.reported_untrusted
+        thread.hooks_pending = fresh if fresh is not None else False
+        return [{"kind": "hooks", "name": path} for path in sorted(before.keys() | after.keys())
+                if before.get(path) != after.get(path)]
+
+    def _apply_hooks(self, thread: Thread) -> None:
+        """thread/refresh: a changed hooks declaration takes effect."""
+        if thread.hooks_pending is None:
+            return
+        thread.hooks = thread.hooks_pending or None
+        thread.hooks_pending = None
+        thread.pipeline = self._new_pipeline(thread)
+        if thread.hooks is not None:
+            thread.hooks.report_untrusted()
 
     def _snapshot(self, thread: Thread) -> dict[str, Any]:
         """What thread/start and thread/refresh answer: the current revision of the thread."""
         wire_catalog = thread.catalog.to_wire()
         wire_catalog["extensions"] = thread.extensions_to_wire()
+        wire_catalog["hooks"] = thread.hooks.to_wire() if thread.hooks is not None else []
         return {"threadId": thread.id, "revision": thread.revision, "catalog": wire_catalog,
                 "tools": thread.registry.to_wire(), "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics]}
 
@@ -424,6 +484,7 @@ class Sidecar:
     async def thread_refresh(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         await self._rescan(thread)
+        self._apply_hooks(thread)
         return self._snapshot(thread)
 
     async def _rescan(self, thread: Thread) -> None:
@@ -451,6 +512,7 @@ class Sidecar:
             return
         catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
                                                                                     "mcp_tool_skipped")]
+        hooks_change = self._hooks_change(thread, catalog)
         extensions = self._extension_view(thread, found)
         change = diff(thread.catalog, catalog, thread.extensions, extensions)
         tools = thread.registry.tools
@@ -461,7 +523,7 @@ class Sidecar:
         elif not wants_find and "find_skills" in tools:
             tools = {k: v for k, v in tools.items() if k != "find_skills"}
             tool_change = [("removed", "find_skills")]
-        if not change and not tool_change:
+        if not change and not tool_change and not hooks_change:
             thread.extensions = extensions
             return
         thread.revision += 1
@@ -474,6 +536,7 @@ class Sidecar:
         wire = change.to_wire()
         for what, name in tool_change:
             wire[what].append({"kind": "tool", "name": name})
+        wire["changed"] += hooks_change
         self.peer.notify("catalog/changed", {"threadId": thread.id, "revision": thread.revision, **wire})
 
     def _extension_view(self, thread: Thread, found: dict[str, Any]) -> list[Any]:
@@ -625,6 +688,8 @@ class Sidecar:
             thread.watch = None
         if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
+        if thread.hooks is not None:
+            await thread.hooks.session_end(reason)
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
         if ending:
             await asyncio.gather(*ending)
@@ -757,6 +822,7 @@ class Sidecar:
         thread = await self.thread(params)
         request = P.parse_input_submit(params)
         text = request.text
+        hook_context = await self._prompt_hooks(thread, text)
         if thread.handlers(INPUT):
             from harness_sidecar.extensions.handlers import run_event
             from harness_sidecar.extensions.supervisor import HostLied, HostUnavailable
@@ -788,14 +854,25 @@ class Sidecar:
             name, rest = slash
             if name in thread.catalog.templates:
                 message = render(thread.catalog, name, C.parse_arguments(rest), thread.limits)
-                return {"action": "send", "message": message}
+                return {"action": "send", "message": message, **hook_context}
             command = thread.commands.get(name)
             if command is not None:
                 arguments = {"text": rest.strip()} if command.raw_arguments else C.parse_arguments(rest)
                 result = await self._run_command(thread, name, arguments)
                 return {"action": "handled", "by": {"kind": "command", "id": name,
                                                     "extensionId": command.extension_id}, "result": result}
-        return {"action": "send", "message": {"role": "user", "content": text}}
+        return {"action": "send", "message": {"role": "user", "content": text}, **hook_context}
+
+    async def _prompt_hooks(self, thread: Thread, text: str) -> dict[str, Any]:
+        """UserPromptSubmit command hooks: a block is ``input_blocked``; their context goes with the answer."""
+        if thread.hooks is None or not thread.hooks.matching("UserPromptSubmit", None):
+            return {}
+        decision = await thread.hooks.prompt(text)
+        if decision.outcome != "allow":
+            raise DomainError("input_blocked", f"the input was stopped by hook {', '.join(decision.by)}: "
+                                               f"{decision.reason or 'blocked'}", by=decision.by,
+                              blockedKind=decision.kind or "hook")
+        return {"hookContext": decision.context} if decision.context else {}
 
     def _load_skill_runner(self, thread_id: str) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:

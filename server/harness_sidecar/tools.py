@@ -15,7 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar.extensions.hooks import AFTER, BEFORE, TRANSFORM, HookFault
+from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.extensions.supervisor import (
     ExtensionHost,
     HostLied,
@@ -108,9 +108,14 @@ class Pipeline:
     report_fault: Callable[[HookFault], None]
     validate: Callable[[Tool, dict[str, Any]], tuple[str, str] | None]  # (message, JSON path) of a mismatch
     catalog: Any = None  # the catalog snapshot of this revision: what load_skill and find_skills see
+    command_hooks: Any = None  # hooks.boundaries.ThreadHooks when the thread declares command hooks
 
-    async def call(self, call: ToolCall) -> ToolResult:
-        """The whole pipeline of one call. Never raises for anything an extension, editor or server did."""
+    async def call(self, call: ToolCall, hooked: bool = False) -> ToolResult:
+        """The whole pipeline of one call. Never raises for anything an extension, editor or server did.
+
+        Command hooks (PreToolUse, PostToolUse) wrap the rest: their merged decision runs before the
+        extensions' before hooks, and the call goes on through here again (``hooked``).
+        """
         tool = self.registry.tools.get(call.name)
         if tool is None:
             return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
@@ -119,6 +124,9 @@ class Pipeline:
             message, path = problem
             return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {message} "
                                           f"(at {path})", kind="invalid_arguments", message=message, path=path)
+        if self.command_hooks is not None and not hooked and self.command_hooks.wants_tool(call.name):
+            return await self.command_hooks.around_tool(call, tool, self.validate,
+                                                        lambda c: self.call(c, hooked=True))
         plan, core = self.registry.plan(tool)
         if len(plan) > 1 or tool.run is None:
             if self.host is None:

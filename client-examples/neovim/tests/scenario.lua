@@ -270,5 +270,23 @@ check(':checkhealth harness_sidecar checks the sidecar, the catalog and the LSP 
   contains(text, 'the LSP mode starts')
 end)
 
+check(':HarnessCatalog lists command hooks with their trust state; trust comes from setup() only', function()
+  hs.stop({ quiet = true, wait = true })
+  local function declare(matcher)
+    local root = vim.fn.tempname()
+    vim.fn.mkdir(root, 'p')
+    vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = matcher,
+      hooks = { { type = 'command', command = 'exit 2' } } } } } }) }, root .. '/hooks.json')
+    return root
+  end
+  local mine, theirs = declare('Bash'), declare('Write')
+  hs.setup({ cmd = cmd, roots = { mine, theirs }, trusted_hooks = { { path = mine .. '/hooks.json' } } })
+  local text = shows('HarnessCatalog')
+  contains(text, '- PreToolUse [Bash]: exit 2 — trusted (root:' .. mine .. '/hooks.json)')
+  contains(text, '- PreToolUse [Write]: exit 2 — not trusted (root:' .. theirs .. '/hooks.json)')
+  hs.stop({ quiet = true, wait = true })
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' }, trusted_hooks = {} })
+end)
+
 hs.stop({ quiet = true, wait = true })
 t.finish()

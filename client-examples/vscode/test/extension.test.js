@@ -102,7 +102,36 @@ test('a workspace cannot choose the command or trust an extension (attacker test
   assert.equal(properties['harnessSidecar.trustedExtensions'].scope, 'machine');
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(),
-    ['harnessSidecar.command', 'harnessSidecar.mcpServers', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions']);
+    ['harnessSidecar.command', 'harnessSidecar.mcpServers', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions',
+      'harnessSidecar.trustedHooks']);
+  assert.equal(properties['harnessSidecar.trustedHooks'].scope, 'machine');
+});
+
+test('command hooks are listed with their trust state, trusted from user settings only (attacker test)', async () => {
+  const declare = (matcher) => {
+    const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-hooks-'));
+    fs.writeFileSync(path.join(root, 'hooks.json'), JSON.stringify({ hooks: { PreToolUse: [
+      { matcher, hooks: [{ type: 'command', command: 'exit 2' }] }] } }));
+    return root;
+  };
+  const mine = declare('Bash');
+  const theirs = declare('Write');
+  const { state, extension, api } = await activated({
+    user: { command: sidecarCommand(), roots: [mine, theirs], trustedHooks: [{ path: path.join(mine, 'hooks.json') }] },
+    // What a cloned repository's .vscode/settings.json says:
+    workspace: { trustedHooks: [{ path: path.join(theirs, 'hooks.json') }] },
+  });
+  await run(state, 'harnessSidecar.showCatalog');
+  assert.match(text(state.shown.at(-1)), /\*\*PreToolUse\*\* \[Bash\]: `exit 2` — trusted/);
+  assert.match(text(state.shown.at(-1)), /\*\*PreToolUse\*\* \[Write\]: `exit 2` — not trusted/);
+  const started = await api.harness.thread();
+  assert.deepEqual(started.catalog.hooks.map((h) => [h.matcher, h.trusted]), [['Bash', true], ['Write', false]]);
+  const tree = state.trees.get('harnessSidecar.catalog');
+  const group = tree.getChildren().find((g) => g.item.label === 'Command hooks (2)');
+  assert.deepEqual(tree.getChildren(group).map((n) => [n.item.label, n.item.description, n.item.iconPath.id]), [
+    ['PreToolUse [Bash]', 'trusted · exit 2', 'pass'], ['PreToolUse [Write]', 'not trusted · exit 2', 'lock']]);
+  assert.ok(state.output.some((l) => l.includes('harnessSidecar.trustedHooks is set by this workspace and ignored')));
+  await extension.deactivate();
 });
 
 test('an untrusted workspace trusts no extension, says so, and granting trust restarts', async () => {

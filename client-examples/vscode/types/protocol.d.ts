@@ -158,7 +158,8 @@ export type ThreadDiagnosticParams =
   | McpExit
   | McpRestarted
   | ExtensionAuthorNotice
-  | StderrDropped;
+  | StderrDropped
+  | CommandHookDiagnostic;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -237,9 +238,16 @@ export interface BinaryResource {
  * via the `definition` "Blocked".
  */
 export interface Blocked {
-  extensionId: string;
-  kind: "deny" | "throw" | "timeout" | "crash";
+  /**
+   * The extension whose before hook blocked (absent for command hooks: see by).
+   */
+  extensionId?: string;
+  kind: "deny" | "throw" | "timeout" | "crash" | "hook" | "hook_failed" | "hook_conflict";
   reason: string;
+  /**
+   * Command hooks: the sources that blocked (root:<path>, plugin:<name>).
+   */
+  by?: string[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -269,6 +277,10 @@ export interface Catalog {
    * Sorted by id.
    */
   extensions: ExtensionEntry[];
+  /**
+   * Every declared command hook, trusted or not, in declaration order (protocol.md § Command hooks).
+   */
+  hooks?: HookEntry[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -316,10 +328,40 @@ export interface ExtensionEntry {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookEntry".
+ */
+export interface HookEntry {
+  /**
+   * root:<path of hooks.json> or plugin:<name>.
+   */
+  source: string;
+  /**
+   * PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, SessionEnd, Stop, SubagentStart, SubagentStop, PreCompact, PostCompact, Notification, PermissionRequest.
+   */
+  event: string;
+  /**
+   * As declared; null when absent.
+   */
+  matcher: string | null;
+  command: string;
+  args?: string[];
+  /**
+   * Seconds (a positive number), as declared.
+   */
+  timeout?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Only trusted handlers run (thread/start.trustedHooks).
+   */
+  trusted: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CatalogChange".
  */
 export interface CatalogChange {
-  kind: "skill" | "template" | "instructions" | "extension" | "tool";
+  kind: "skill" | "template" | "instructions" | "extension" | "tool" | "hooks";
   name: string;
 }
 /**
@@ -414,6 +456,22 @@ export interface UiCapabilities {
 export interface ClientInfo {
   name: string;
   version?: string | null;
+}
+/**
+ * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "CommandHookDiagnostic".
+ */
+export interface CommandHookDiagnostic {
+  threadId: ThreadId;
+  kind: "hook_untrusted" | "hook_failed";
+  source: string;
+  message: string;
+  path?: string;
+  sha256?: string;
+  event?: string;
+  command?: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -863,7 +921,7 @@ export interface Error_CommandNotFound {
   };
 }
 /**
- * An input handler failed (fail-closed).
+ * An input handler failed (fail-closed), or UserPromptSubmit command hooks (by) blocked the input.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "Error_InputBlocked".
@@ -873,7 +931,9 @@ export interface Error_InputBlocked {
   message: string;
   data: {
     kind: "input_blocked";
-    extensionId: string;
+    extensionId?: string;
+    by?: string[];
+    blockedKind?: "hook" | "hook_failed" | "hook_conflict";
     [k: string]: unknown;
   };
 }
@@ -1001,6 +1061,15 @@ export interface HookFault {
   message: string;
 }
 /**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookFeedback".
+ */
+export interface HookFeedback {
+  source: string;
+  kind: "block" | "context";
+  text: string;
+}
+/**
  * The thread's extension host died.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1101,6 +1170,10 @@ export interface InputHandledByExtension {
 export interface InputSend {
   action: "send";
   message: UserMessage;
+  /**
+   * UserPromptSubmit command hooks' context, for the model.
+   */
+  hookContext?: string[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1176,6 +1249,13 @@ export interface Limits {
   maxListedFiles?: number;
   mcpToolTimeoutMs?: number;
   maxHandlerTimeoutMs?: number;
+  commandHookTimeoutMs?: number;
+  maxCommandHookTimeoutMs?: number;
+  sessionEndBudgetMs?: number;
+  /**
+   * What a failed command hook of an event that can block does: "closed" (default) blocks (hook_failed); "open" reports a diagnostic and lets the call go on.
+   */
+  commandHookFailure?: "closed" | "open";
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1500,6 +1580,21 @@ export interface ThreadStartParams {
    */
   watch?: boolean | null;
   mcpServers?: McpServerConfig[] | null;
+  /**
+   * Hooks files whose command hooks may run (protocol.md § Command hooks); every other declared hook is listed untrusted and never run.
+   */
+  trustedHooks?: TrustedHooks[] | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "TrustedHooks".
+ */
+export interface TrustedHooks {
+  path: AbsolutePath;
+  /**
+   * The file must hash to this (any case), or its hooks do not run (hook_untrusted).
+   */
+  sha256?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1514,6 +1609,10 @@ export interface ThreadStartResult {
    */
   tools: ToolSpec[];
   diagnostics: Diagnostic[];
+  /**
+   * thread/start only: what SessionStart command hooks added as context, in declaration order.
+   */
+  hookContext?: string[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1572,6 +1671,22 @@ export interface ToolDetails {
   structuredContent?: {
     [k: string]: unknown;
   };
+  /**
+   * PreToolUse command hooks' additionalContext, in declaration order.
+   */
+  hookContext?: string[];
+  /**
+   * The command hooks whose updatedInput was applied.
+   */
+  hookRewrittenBy?: string[];
+  /**
+   * PreToolUse command hooks' systemMessage values, for the user.
+   */
+  hookMessages?: string[];
+  /**
+   * PostToolUse command hooks' feedback, also appended as text items '[hook <source>] …'.
+   */
+  hookFeedback?: HookFeedback[];
   [k: string]: unknown;
 }
 /**

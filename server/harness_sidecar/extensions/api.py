@@ -14,7 +14,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.extensions.hooks import EVENTS
+from harness_sidecar.hooks.python import EVENTS
 from harness_sidecar.extensions.jsondata import to_json
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")

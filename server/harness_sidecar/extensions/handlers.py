@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.extensions.hooks import CONTEXT, INPUT, HookFault
+from harness_sidecar.hooks.python import CONTEXT, INPUT, HookFault
 from harness_sidecar.extensions.supervisor import (
     ExtensionHost,
     HostLied,

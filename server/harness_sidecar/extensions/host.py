@@ -45,7 +45,7 @@ from harness_sidecar.extensions.api import (
     ToolSpec,
     make_api,
 )
-from harness_sidecar.extensions.hooks import (
+from harness_sidecar.hooks.python import (
     AFTER,
     BEFORE,
     CONTEXT,

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.extensions.discovery import ExtensionSource
-from harness_sidecar.extensions.hooks import EVENTS
+from harness_sidecar.hooks.python import EVENTS
 from harness_sidecar.extensions.supervisor import ExtensionHost, Stopped, load_body
 from harness_sidecar.limits import Limits
 from harness_sidecar.resources.catalog import Diagnostic

@@ -35,7 +35,7 @@ from harness_sidecar.resources.paths import is_within
 
 logger = logging.getLogger(__name__)
 
-ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions"])
+ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions", "hooks.json"])
 SKIP_DIRS = frozenset([".git", "__pycache__", "node_modules"])
 MAX_EXTENSION_DIRS = 2000  # directories watched under one root's extensions/, at most
 

@@ -70,8 +70,8 @@ DOCUMENT_METHODS = ("textDocument/didOpen", "textDocument/didChange", "textDocum
 IDLE_BEFORE_IMPORT_S = 0.3  # with no document opened this long after initialize, load pygls anyway
 WATCH_REQUEST_PREFIX = "harness-sidecar-watch-"  # ids of our client/registerCapability requests
 # What makes a catalog under a root (as resources/watch.py watches it): the root itself (created or
-# deleted), its AGENTS.md, skill folders and their SKILL.md, templates, and anything under extensions/.
-WATCH_GLOBS = ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**")
+# deleted), its AGENTS.md, skill folders and their SKILL.md, templates, anything under extensions/, hooks.json.
+WATCH_GLOBS = ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")
 GLOB_SPECIAL = frozenset("*?[]{}")
 
 

@@ -102,6 +102,14 @@ class TrustedExtension:
 
 
 @dataclass
+class TrustedHooks:
+    """A hooks file the editor lets run (protocol-v3 §5), maybe pinned to its sha256."""
+
+    path: str
+    sha256: str | None = None
+
+
+@dataclass
 class ExplicitExtension:
     id: str
     path: str
@@ -127,6 +135,7 @@ class ThreadStartParams:
     extension_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     watch: bool = True
     mcp_servers: list[McpServerConfig] = field(default_factory=list)
+    trusted_hooks: list[TrustedHooks] = field(default_factory=list)
 
 
 def _no_repeats(attr: str, message: str, suffix: str = "",
@@ -198,10 +207,20 @@ DYNAMIC_TOOL = Obj(
 _LIMIT_DEFAULTS = Limits()
 LIMITS = Obj(
     [opt(wire, Int(minimum=0, default=getattr(_LIMIT_DEFAULTS, attr), error="'{where}' must be a non-negative integer"),
-         attr=attr) for wire, attr in Limits.WIRE_NAMES.items()],
+         attr=attr) for wire, attr in Limits.WIRE_NAMES.items() if wire not in Limits.STRING_LIMITS]
+    + [opt("commandHookFailure", Str(enum=Limits.STRING_LIMITS["commandHookFailure"], default="closed"),
+           attr="command_hook_failure",
+           description="What a failed command hook of an event that can block does: \"closed\" (default) blocks "
+                       "(hook_failed); \"open\" reports a diagnostic and lets the call go on.")],
     cls=Limits, incoming=True, closed=True, null_absent=False, name="Limits",
     unknown_error="unknown limit '{key}'; known: {known}",
     description="Bounds the thread runs under; each a non-negative integer. An unknown limit is invalid params.")
+TRUSTED_HOOKS = Obj(
+    [Field("path", ABSOLUTE_PATH, description="A root's hooks.json."),
+     opt("sha256", Str(pattern=SHA256_HEX.pattern, pattern_error="'{where}' must be 64 hexadecimal digits"),
+         description="The file must hash to this (any case), or its hooks do not run (hook_untrusted).")],
+    cls=lambda path, sha256=None: TrustedHooks(path, sha256.lower() if sha256 else None),
+    incoming=True, name="TrustedHooks", error="'{where}' must be an object {{path, sha256?}}")
 MCP_SERVER = Obj(
     [Field("name", Str(pattern=MCP_SERVER_NAME.pattern, check=_check_mcp_server_name,
                        pattern_error="'{where}': server name {value!r} must be 1-32 letters, digits, '_' or '-'",
@@ -231,7 +250,10 @@ THREAD_START = Obj(
      opt("extensionSettings", Map(JSON_OBJECT), description="Settings per extension id (ctx.settings); settings "
                                                            "for an untrusted or unknown id are a diagnostic."),
      opt("watch", Bool(default=True), description="Watch the roots and send catalog/changed."),
-     opt("mcpServers", Arr(MCP_SERVER, unique=_unique_servers), attr="mcp_servers")],
+     opt("mcpServers", Arr(MCP_SERVER, unique=_unique_servers), attr="mcp_servers"),
+     opt("trustedHooks", Arr(TRUSTED_HOOKS), attr="trusted_hooks",
+         description="Hooks files whose command hooks may run (protocol.md § Command hooks); every other declared "
+                     "hook is listed untrusted and never run.")],
     cls=ThreadStartParams, incoming=True, name="ThreadStartParams")
 
 

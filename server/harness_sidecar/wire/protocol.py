@@ -74,6 +74,17 @@ CATALOG = Obj([
         Field("sha256", Str()),
         Field("status", Str(enum=("loaded", "skipped_untrusted", "failed", "hash_mismatch"))),
         opt("error", Str())], name="ExtensionEntry")), description="Sorted by id."),
+    opt("hooks", Arr(Obj([
+        Field("source", Str(), description="root:<path of hooks.json> or plugin:<name>."),
+        Field("event", Str(), description="PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, SessionEnd, Stop, "
+                                          "SubagentStart, SubagentStop, PreCompact, PostCompact, Notification, "
+                                          "PermissionRequest."),
+        Field("matcher", Nullable(Str()), description="As declared; null when absent."),
+        Field("command", Str()), opt("args", Arr(Str())),
+        opt("timeout", AnyValue(), description="Seconds (a positive number), as declared."),
+        Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks).")],
+        name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order "
+                                        "(protocol.md § Command hooks)."),
 ], name="Catalog")
 
 THREAD_START_RESULT = Obj([
@@ -82,6 +93,8 @@ THREAD_START_RESULT = Obj([
     Field("catalog", CATALOG),
     Field("tools", Arr(TOOL_SPEC), description="In claim order: builtins, dynamic tools, extension tools, MCP tools."),
     Field("diagnostics", Arr(DIAGNOSTIC)),
+    opt("hookContext", Arr(Str()), description="thread/start only: what SessionStart command hooks added as "
+                                               "context, in declaration order."),
 ], name="ThreadStartResult")
 
 SKILL_FILE = Obj([Field("path", Str(), description="Relative to the skill's directory, with '/'."),
@@ -101,8 +114,12 @@ ACTIVATED_SKILL = Obj([
     Field("resources", Arr(RESOURCE), description="In request order, each request once."),
 ], name="ActivatedSkill")
 
-BLOCKED = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("deny", "throw", "timeout", "crash"))),
-               Field("reason", Str())], name="Blocked")
+BLOCKED = Obj([opt("extensionId", Str(), description="The extension whose before hook blocked (absent for command "
+                                                        "hooks: see by)."),
+               Field("kind", Str(enum=("deny", "throw", "timeout", "crash", "hook", "hook_failed", "hook_conflict"))),
+               Field("reason", Str()),
+               opt("by", Arr(Str()), description="Command hooks: the sources that blocked (root:<path>, plugin:<name>).")],
+              name="Blocked")
 WITHHELD = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("throw", "timeout", "crash"))),
                 Field("reason", Str())], name="Withheld")
 TOOL_DETAILS = Obj([
@@ -115,6 +132,12 @@ TOOL_DETAILS = Obj([
     opt("argumentsRewrittenBy", Arr(Str()), description="Extensions whose before hooks rewrote the arguments."),
     opt("transformedBy", Arr(Str()), description="Extensions whose transforms changed the result."),
     opt("structuredContent", AnyValue(), description="An MCP tool's structuredContent."),
+    opt("hookContext", Arr(Str()), description="PreToolUse command hooks' additionalContext, in declaration order."),
+    opt("hookRewrittenBy", Arr(Str()), description="The command hooks whose updatedInput was applied."),
+    opt("hookMessages", Arr(Str()), description="PreToolUse command hooks' systemMessage values, for the user."),
+    opt("hookFeedback", Arr(Obj([Field("source", Str()), Field("kind", Str(enum=("block", "context"))),
+                                 Field("text", Str())], name="HookFeedback")),
+        description="PostToolUse command hooks' feedback, also appended as text items '[hook <source>] …'."),
 ], open_values=AnyValue(), name="ToolDetails",
     description="What the tool or the sidecar adds; a tool's own details are free-form.")
 TOOL_RESULT = Obj([Field("toolCallId", P.REQUEST_ID, description="The call's id."), Field("toolName", Str()),
@@ -123,7 +146,9 @@ TOOL_RESULT = Obj([Field("toolCallId", P.REQUEST_ID, description="The call's id.
 COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JSON_OBJECT), Field("isError", Bool())],
                      name="CommandResult")
 INPUT_SUBMIT_RESULT = Union(
-    Obj([Field("action", Const("send")), Field("message", USER_MESSAGE)], name="InputSend"),
+    Obj([Field("action", Const("send")), Field("message", USER_MESSAGE),
+         opt("hookContext", Arr(Str()), description="UserPromptSubmit command hooks' context, for the model.")],
+        name="InputSend"),
     Obj([Field("action", Const("handled")),
          Field("by", Obj([Field("kind", Const("extension")), Field("id", Str())], name="HandledByExtension")),
          opt("reason", Str())], name="InputHandledByExtension"),
@@ -180,8 +205,13 @@ THREAD_DIAGNOSTIC = Union(
         name="StderrDropped",
         description="The editor does not read the sidecar's stderr: lines of this thread's processes were dropped "
                     "rather than block the sidecar (at most one a minute per thread)."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed"))),
+         Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
+         opt("event", Str()), opt("command", Str())], name="CommandHookDiagnostic",
+        description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
+                    "a command hook failed where a failure does not block."),
     name="ThreadDiagnosticParams")
-CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
+CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks"))),
                       Field("name", Str())], name="CatalogChange")
 CATALOG_CHANGED = Obj([Field("threadId", P.THREAD_ID), Field("revision", REVISION),
                        Field("added", Arr(CATALOG_CHANGE)), Field("removed", Arr(CATALOG_CHANGE)),
@@ -293,7 +323,9 @@ DOMAIN_ERRORS = [
     _domain("missing_argument", [Field("variable", S()), opt("missing", Arr(S()))],
             "A template variable without an argument."),
     _domain("command_not_found", [opt("name", S())], "No command of that name in the thread."),
-    _domain("input_blocked", [Field("extensionId", S())], "An input handler failed (fail-closed)."),
+    _domain("input_blocked", [opt("extensionId", S()), opt("by", Arr(S())),
+                              opt("blockedKind", S(enum=("hook", "hook_failed", "hook_conflict")))],
+            "An input handler failed (fail-closed), or UserPromptSubmit command hooks (by) blocked the input."),
     _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
 ]
 ERROR_KINDS = {e.kind: e for e in GENERIC_ERRORS + [d for d in DOMAIN_ERRORS if d.kind != "too_large"]}

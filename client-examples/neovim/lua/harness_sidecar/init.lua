@@ -6,6 +6,7 @@
 --     cmd = { 'harness-sidecar' },                        -- the sidecar's argv
 --     roots = { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') },  -- earlier wins
 --     trusted_extensions = { 'review-extension' },       -- ids the sidecar may import
+--     trusted_hooks = { { path = '/home/me/.agents/hooks.json' } },  -- hooks files whose command hooks run
 --     lsp = true,                                        -- also the language server (Neovim 0.8+)
 --     mcp_servers = { { name = 'files', command = { 'mcp-server-files' } } },  -- thread/start.mcpServers
 --   })
@@ -24,6 +25,9 @@ local DEFAULTS = {
   cmd = { 'harness-sidecar' },
   roots = nil, -- default: { <cwd>/.agents, ~/.agents }
   trusted_extensions = {},
+  -- Hooks files (a root's hooks.json: Claude Code's command hooks) the sidecar may run:
+  -- { { path = '/abs/hooks.json', sha256 = '…' (optional pin) }, ... }; from setup() only.
+  trusted_hooks = {},
   timeout_ms = 30000,
   -- Tools the sidecar may ask the editor to run (item/tool/call):
   -- name -> { description, handler(arguments) -> text, ok }  (return nil to answer later)
@@ -236,6 +240,9 @@ function M.ensure(callback)
     if type(M.config.mcp_servers) == 'table' and #M.config.mcp_servers > 0 then
       start.mcpServers = M.mcp_servers()
     end
+    if type(M.config.trusted_hooks) == 'table' and #M.config.trusted_hooks > 0 then
+      start.trustedHooks = M.config.trusted_hooks
+    end
     client:request('thread/start', start, function(start_err, started)
       if start_err then
         return flush(start_err)
@@ -353,6 +360,16 @@ function M.catalog_text(started)
   table.insert(lines, '## Extensions')
   for _, e in ipairs(started.catalog.extensions) do
     table.insert(lines, string.format('- %s: %s', e.id, e.status))
+  end
+  local hooks = started.catalog.hooks or {}
+  if #hooks > 0 then
+    table.insert(lines, '')
+    table.insert(lines, '## Command hooks')
+    for _, h in ipairs(hooks) do
+      local matcher = (type(h.matcher) == 'string' and h.matcher ~= '') and (' [' .. h.matcher .. ']') or ''
+      table.insert(lines, string.format('- %s%s: %s — %s (%s)', h.event, matcher, h.command,
+        h.trusted and 'trusted' or 'not trusted', h.source))
+    end
   end
   table.insert(lines, '')
   table.insert(lines, '## Diagnostics (:HarnessDiagnostics for the quickfix list)')

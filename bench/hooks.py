@@ -1,0 +1,246 @@
+"""Command hooks' figures (issue 19), on the real sidecar, as same-run ratios.
+
+- a trivial PreToolUse command hook (``exit 0``): what it adds to a tools/call round trip (p50 with
+  the hook − p50 without, the calls interleaved), against the fork/exec floor measured in the same
+  run — spawning ``/bin/true`` from Python and waiting for it;
+- four matching hooks that each take 200 ms against one such hook: they run in parallel;
+- tools/call with no hooks declared against the sidecar as it was before command hooks (the commit
+  ``BASE``, exported from git and run in the same invocation): sequential p50 and pipelined rate.
+
+The tool called is ``load_skill`` (its core runs in the sidecar: no editor round trip in the figure).
+``python -m bench.hooks [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "server"))
+
+from bench.common import SIDECAR, Raw, bench_env, fmt, summary  # noqa: E402
+
+BASE = "b8d0666"  # the last commit before command hooks
+
+
+class RawAt(Raw):
+    """A sidecar driven with raw bytes, its code from ``server`` (another checkout's)."""
+
+    def __init__(self, server: Path) -> None:
+        env = {**bench_env(), "PYTHONPATH": str(server)}
+        self.proc = subprocess.Popen(SIDECAR, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env)
+        self.next_id = 1
+
+
+def make_root(path: Path, hooks: list[dict] | None) -> Path:
+    skill = path / "skills" / "demo"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: demo\ndescription: Use when benchmarking.\n---\nBody.\n")
+    if hooks is not None:
+        (path / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "load_skill",
+                                                                              "hooks": hooks}]}}))
+    return path
+
+
+def open_thread(raw: Raw, root: Path) -> str:
+    raw.call("initialize")
+    params = {"roots": [str(root)], "watch": False}
+    if (root / "hooks.json").exists():
+        params["trustedHooks"] = [{"path": str(root / "hooks.json")}]
+    return raw.call("thread/start", params)["threadId"]
+
+
+def call_line(thread: str, i: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "threadId": thread, "call": {"id": f"c{i}", "name": "load_skill", "arguments": {"name": "demo"}}}}).encode() + b"\n"
+
+
+def round_trip_ms(raw: Raw, thread: str, i: int) -> float:
+    started = time.perf_counter()
+    raw.send(call_line(thread, i))
+    answer = json.loads(raw.line())
+    elapsed = (time.perf_counter() - started) * 1000
+    assert "result" in answer and not answer["result"]["result"]["isError"], answer
+    return elapsed
+
+
+def spawn_true_ms(runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        subprocess.run(["/bin/true"], check=True)
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+def launcher_true_ms(runs: int) -> list[float]:
+    """``containment.launcher.spawn`` of ``/bin/true`` from an event loop, waiting for its exit: the floor
+    every hook pays for the launcher's fences (its ``preexec_fn`` makes Python fork instead of vfork)."""
+    import asyncio
+
+    from harness_sidecar.containment import launcher
+
+    class Exit(asyncio.SubprocessProtocol):
+        def __init__(self) -> None:
+            self.done = asyncio.get_running_loop().create_future()
+
+        def process_exited(self) -> None:
+            self.done.set_result(None)
+
+    async def measure() -> list[float]:
+        times = []
+        for _ in range(runs):
+            started = time.perf_counter()
+            transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK), Exit,
+                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.PIPE)
+            await proto.done
+            transport.close()
+            times.append((time.perf_counter() - started) * 1000)
+        return times
+
+    return asyncio.run(measure())
+
+
+def trivial_hook(tmp: Path, runs: int) -> dict:
+    plain = RawAt(REPO / "server")
+    hooked = RawAt(REPO / "server")
+    plain_thread = open_thread(plain, make_root(tmp / "plain", None))
+    hooked_thread = open_thread(hooked, make_root(tmp / "trivial", [{"type": "command", "command": "exit 0"}]))
+    without, with_hook, floor, fenced = [], [], [], []
+    for i in range(1, runs + 6):  # interleaved, so both see the same load; 5 warm-up rounds
+        a = round_trip_ms(plain, plain_thread, i)
+        b = round_trip_ms(hooked, hooked_thread, i)
+        f = spawn_true_ms(1)[0]
+        g = launcher_true_ms(1)[0]
+        if i > 5:
+            without.append(a)
+            with_hook.append(b)
+            floor.append(f)
+            fenced.append(g)
+    plain.close()
+    hooked.close()
+    w, h, fl, fe = summary(without), summary(with_hook), summary(floor), summary(fenced)
+    added = h["median"] - w["median"]
+    return {"without_ms": w, "with_ms": h, "floor_ms": fl, "launcher_ms": fe, "added_ms": added,
+            "ratio": added / fl["median"], "ratio_to_launcher": added / fe["median"]}
+
+
+def parallel_hooks(tmp: Path, runs: int) -> dict:
+    sleeper = {"type": "command", "command": "sleep 0.2"}
+    one = RawAt(REPO / "server")
+    four = RawAt(REPO / "server")
+    one_thread = open_thread(one, make_root(tmp / "one", [sleeper]))
+    # four distinct handlers (identical ones would run once)
+    four_thread = open_thread(four, make_root(tmp / "four", [
+        {"type": "command", "command": f"sleep 0.2 # {n}"} for n in range(4)]))
+    ones, fours = [], []
+    for i in range(1, runs + 2):
+        a = round_trip_ms(one, one_thread, i)
+        b = round_trip_ms(four, four_thread, i)
+        if i > 1:
+            ones.append(a)
+            fours.append(b)
+    one.close()
+    four.close()
+    o, f = summary(ones), summary(fours)
+    return {"one_ms": o, "four_ms": f, "ratio": f["median"] / o["median"]}
+
+
+def no_hooks_vs_base(tmp: Path, runs: int, sequential: int, pipelined: int) -> dict:
+    base = tmp / "base"
+    base.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", BASE, "server"], check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive.stdout, check=True)
+    root = make_root(tmp / "nohooks", None)
+    sides = {"today": RawAt(REPO / "server"), "base": RawAt(base / "server")}
+    threads = {name: open_thread(raw, root) for name, raw in sides.items()}
+    seq: dict[str, list[float]] = {name: [] for name in sides}
+    rate: dict[str, list[float]] = {name: [] for name in sides}
+    n = 1
+    for _ in range(sequential // 10 + 1):  # warm-up
+        for name, raw in sides.items():
+            round_trip_ms(raw, threads[name], n)
+        n += 1
+    for _ in range(sequential):
+        for name, raw in sides.items():
+            seq[name].append(round_trip_ms(raw, threads[name], n))
+        n += 1
+    for _ in range(runs):
+        for name, raw in sides.items():
+            payload = b"".join(call_line(threads[name], n + k) for k in range(pipelined))
+            started = time.perf_counter()
+            raw.send(payload)
+            for _ in range(pipelined):
+                raw.line()
+            rate[name].append(pipelined / (time.perf_counter() - started))
+        n += pipelined
+    for raw in sides.values():
+        raw.close()
+    out = {f"{name}_seq_ms": summary(seq[name]) for name in sides}
+    out.update({f"{name}_calls_per_s": summary(rate[name]) for name in sides})
+    out["seq_ratio"] = out["today_seq_ms"]["median"] / out["base_seq_ms"]["median"]
+    out["rate_ratio"] = out["base_calls_per_s"]["median"] / out["today_calls_per_s"]["median"]
+    # Load from other processes only ever slows a run down: the best run of each is the steadier comparison.
+    out["best_rate_ratio"] = out["base_calls_per_s"]["max"] / out["today_calls_per_s"]["max"]
+    return out
+
+
+def run(quick: bool) -> dict:
+    results: dict = {}
+    with tempfile.TemporaryDirectory(prefix="harness-bench-hooks-") as tmp_name:
+        tmp = Path(tmp_name)
+        t = results["trivial"] = trivial_hook(tmp, 40 if quick else 150)
+        print(f"tools/call without hooks {fmt(t['without_ms'], ' ms', 2)}, with a trivial PreToolUse hook "
+              f"{fmt(t['with_ms'], ' ms', 2)}: +{t['added_ms']:.2f} ms; spawning /bin/true from Python "
+              f"{fmt(t['floor_ms'], ' ms', 2)}, through containment.launcher {fmt(t['launcher_ms'], ' ms', 2)}", flush=True)
+        p = results["parallel"] = parallel_hooks(tmp, 5 if quick else 15)
+        print(f"one 200 ms hook {fmt(p['one_ms'], ' ms')}, four {fmt(p['four_ms'], ' ms')}", flush=True)
+        b = results["no_hooks"] = no_hooks_vs_base(tmp, 3 if quick else 7, 100 if quick else 400,
+                                                   1000 if quick else 3000)
+        print(f"no hooks declared: sequential p50 {fmt(b['today_seq_ms'], ' ms', 3)} vs {BASE} "
+              f"{fmt(b['base_seq_ms'], ' ms', 3)}; pipelined {fmt(b['today_calls_per_s'], '/s', 0)} vs "
+              f"{fmt(b['base_calls_per_s'], '/s', 0)}", flush=True)
+    return results
+
+
+def targets(results: dict) -> list[tuple[str, bool, str]]:
+    t, p, b = results["trivial"], results["parallel"], results["no_hooks"]
+    return [
+        ("a trivial PreToolUse hook adds ≤ 1.5× the /bin/true spawn floor (p50)", t["ratio"] <= 1.5,
+         f"{t['ratio']:.2f}× (+{t['added_ms']:.2f} ms vs {t['floor_ms']['median']:.2f} ms)"),
+        ("… and ≤ 1.5× the same spawn through containment.launcher (its fences' own cost excluded)",
+         t["ratio_to_launcher"] <= 1.5, f"{t['ratio_to_launcher']:.2f}× (launcher {t['launcher_ms']['median']:.2f} ms)"),
+        ("four matching 200 ms hooks ≤ 1.3× one", p["ratio"] <= 1.3, f"{p['ratio']:.2f}×"),
+        (f"no hooks declared: sequential p50 ≤ 1.05× {BASE}", b["seq_ratio"] <= 1.05, f"{b['seq_ratio']:.3f}×"),
+        (f"no hooks declared: pipelined time per call ≤ 1.05× {BASE} (median run)", b["rate_ratio"] <= 1.05,
+         f"{b['rate_ratio']:.3f}×"),
+        (f"no hooks declared: pipelined time per call ≤ 1.05× {BASE} (best run)", b["best_rate_ratio"] <= 1.05,
+         f"{b['best_rate_ratio']:.3f}×"),
+    ]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.hooks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", help="write the figures here")
+    args = parser.parse_args()
+    results = run(args.quick)
+    for name, met, figure in targets(results):
+        print(f"  {'met   ' if met else 'MISSED'}  {name}: {figure}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.pop("PYTHONUNBUFFERED", None)
+    raise SystemExit(main())

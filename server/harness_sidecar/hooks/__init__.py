@@ -1,0 +1,14 @@
+"""Hooks: code that decides about the agent's steps — one package, two sources, one decision.
+
+- ``python``: the rules for what *Python hooks* (extension handlers, run inside the thread's
+  extension host) return — ``interpret_before``, ``interpret_patch``, … The host imports it, so
+  it imports nothing of the sidecar's.
+- *Command hooks* (protocol-v3 §5: Claude Code's and Codex's ``hooks.json``), run as processes:
+  ``declared`` reads a declaration file into handlers (any source: a root's ``hooks.json``, a
+  plugin's), ``matcher`` decides which handlers an event reaches, ``command`` runs one handler and
+  reads its answer, ``decision`` merges many answers into one decision (deterministically: deny >
+  ask > one rewrite), ``boundaries`` ties them to the thread's boundaries (tools/call,
+  input/submit, thread start and close, and the loop events).
+
+This ``__init__`` imports nothing: the extension host imports ``hooks.python`` alone.
+"""

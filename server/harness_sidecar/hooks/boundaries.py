@@ -1,0 +1,244 @@
+"""A thread's command hooks at the thread's boundaries (protocol-v3 §5 "Events → the sidecar's boundaries").
+
+``ThreadHooks`` holds what the thread's sources declare (listed in the catalog, trusted or not)
+and runs the trusted handlers an event reaches — in parallel, identical handlers once — turning
+their answers into verdicts and one ``decision.Decision``:
+
+- ``around_tool``: PreToolUse before every ``tools/call`` (its decision acts as one before hook that
+  runs before the extensions' before hooks), PostToolUse after the core and the transforms;
+- ``prompt``: UserPromptSubmit at ``input/submit``;
+- ``session_start`` / ``session_end``: SessionStart (matcher value ``startup``) at ``thread/start``,
+  SessionEnd at ``thread/close`` within ``limits.sessionEndBudgetMs``;
+- ``run_event_hooks(event, payload, hooks)``: the loop's events (``loop/event``, protocol-v3 §4) →
+  a list of ``decision.Verdict`` the caller merges with the extensions' verdicts by ``decision.merge``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from harness_sidecar.hooks import command
+from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
+from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
+from harness_sidecar.resources.catalog import Diagnostic
+from harness_sidecar.results import ToolCall, ToolResult
+
+logger = logging.getLogger(__name__)
+
+# loop/event name → (hook event, the payload field its matcher is matched against, stdin fields from the payload)
+LOOP_EVENTS: dict[str, tuple[str, str | None, dict[str, str]]] = {
+    "stop": ("Stop", None, {"stop_hook_active": "stopHookActive", "last_assistant_message": "lastAssistantMessage"}),
+    "subagent_start": ("SubagentStart", "agentType", {"agent_type": "agentType"}),
+    "subagent_stop": ("SubagentStop", "agentType", {"agent_type": "agentType", "stop_hook_active": "stopHookActive",
+                                                    "last_assistant_message": "lastAssistantMessage"}),
+    "compact_before": ("PreCompact", "trigger", {"trigger": "trigger"}),
+    "compact_after": ("PostCompact", "trigger", {"trigger": "trigger"}),
+    "notification": ("Notification", "type", {"message": "message", "notification_type": "type"}),
+    "permission_request": ("PermissionRequest", "toolName", {"tool_name": "toolName", "tool_input": "toolInput"}),
+}
+
+
+@dataclass
+class ThreadHooks:
+    thread_id: str
+    cwd: str
+    declared: list[Declared]
+    timeout_ms: int
+    max_timeout_ms: int
+    fail_open: bool
+    session_end_budget_ms: int
+    notify: Callable[[dict[str, Any]], None]  # a thread/diagnostic
+    ask: Callable[[str, dict[str, Any], float], Awaitable[Any]] | None = None  # Sidecar._ask
+    ui_timeout_s: float = 120.0
+    reported_untrusted: set[str] = field(default_factory=set)
+
+    # -- what is declared --------------------------------------------------------------------------
+
+    def handlers(self) -> list[Handler]:
+        return [h for d in self.declared for h in d.handlers]
+
+    def to_wire(self) -> list[dict[str, Any]]:
+        return [h.to_wire() for h in self.handlers()]
+
+    def diagnostics(self) -> list[Diagnostic]:
+        return [x for d in self.declared for x in d.diagnostics]
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What a change of is a ``catalog/changed``: each source's file digest and listed handlers."""
+        return {d.source.path: (d.source.sha256, d.source.trusted, json.dumps([h.to_wire() for h in d.handlers]))
+                for d in self.declared}
+
+    def report_untrusted(self) -> None:
+        """One ``hook_untrusted`` diagnostic per untrusted source that declares handlers, per thread."""
+        for d in self.declared:
+            source = d.source
+            if source.trusted or not d.handlers or source.source in self.reported_untrusted:
+                continue
+            self.reported_untrusted.add(source.source)
+            self.notify({"threadId": self.thread_id, "kind": "hook_untrusted", "source": source.source,
+                         "path": source.path, "sha256": source.sha256 or "",
+                         "message": f"{len(d.handlers)} command hook(s) of {source.source} do not run: "
+                                    f"{source.why_untrusted or 'the editor does not trust this source'}; trust it "
+                                    f"with thread/start.trustedHooks [{{path, sha256}}]"})
+
+    def matching(self, event: str, value: str | None) -> list[Handler]:
+        """The trusted handlers of ``event`` whose matcher takes ``value`` (None: matchers are not used),
+        in declaration order, identical ones once."""
+        out: dict[Any, Handler] = {}
+        for d in self.declared:
+            if not d.source.trusted:
+                continue
+            for h in d.handlers:
+                if h.event == event and (value is None or h.matcher.matches(value)) and h.key not in out:
+                    out[h.key] = h
+        return list(out.values())
+
+    # -- running ------------------------------------------------------------------------------------
+
+    def _timeout_s(self, handler: Handler) -> float:
+        ms = handler.timeout_s * 1000 if handler.timeout_s is not None else self.timeout_ms
+        return min(ms, self.max_timeout_ms) / 1000
+
+    async def run(self, event: str, handlers: list[Handler], fields: dict[str, Any],
+                  budget_s: float | None = None) -> list[Verdict]:
+        """Run ``handlers`` of ``event`` in parallel; their verdicts in declaration order.
+
+        A failure that does not block is a ``hook_failed`` diagnostic.
+        """
+        if not handlers:
+            return []
+        stdin = command.stdin_payload(event, self.thread_id, self.cwd, fields)
+        answers = await asyncio.gather(*(
+            command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
+                                timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
+                                else self._timeout_s(h)) for h in handlers))
+        verdicts = []
+        can_block = event in BLOCKING_EVENTS
+        for answer in answers:
+            verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
+            if failed is not None and verdict.failure is None:
+                self.notify({"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
+                             "event": event, "command": answer.handler.command, "message": failed})
+            verdicts.append(verdict)
+        return verdicts
+
+    # -- tools/call ------------------------------------------------------------------------------------
+
+    def wants_tool(self, name: str) -> bool:
+        return bool(self.matching("PreToolUse", name) or self.matching("PostToolUse", name))
+
+    async def around_tool(self, call: ToolCall, tool: Any, validate: Callable[[Any, dict[str, Any]], Any],
+                          proceed: Callable[[ToolCall], Awaitable[ToolResult]]) -> ToolResult:
+        """PreToolUse → ``proceed`` (the extensions' hooks, the core, the transforms) → PostToolUse."""
+        pre = self.matching("PreToolUse", call.name)
+        extra: dict[str, Any] = {}
+        if pre:
+            verdicts = await self.run("PreToolUse", pre, {"tool_name": call.name, "tool_input": call.arguments,
+                                                          "tool_use_id": str(call.id)})
+            decision = merge(verdicts)
+            if decision.outcome == ASK:
+                decision = await self._confirm(call, decision)
+            if decision.outcome == BLOCKED:
+                return _blocked(call, decision)
+            if decision.updated_input is not None and decision.updated_input != call.arguments:
+                problem = validate(tool, decision.updated_input)
+                if problem is not None:
+                    decision.outcome, decision.kind, decision.by = BLOCKED, "hook", decision.rewritten_by
+                    decision.reason = (f"the input the hook rewrote does not match the tool's inputSchema: "
+                                       f"{problem[0]} (at {problem[1]})")
+                    return _blocked(call, decision)
+                call = ToolCall(call.id, call.name, decision.updated_input)
+                extra["hookRewrittenBy"] = decision.rewritten_by
+            if decision.context:
+                extra["hookContext"] = decision.context
+            if decision.system_messages:
+                extra["hookMessages"] = decision.system_messages
+        result = await proceed(call)
+        post = self.matching("PostToolUse", call.name)
+        if post:
+            verdicts = await self.run("PostToolUse", post, {
+                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
+                "tool_response": result.to_wire()})
+            feedback = []
+            for v in verdicts:
+                for kind, text in ([("block", v.feedback)] if v.feedback else []) + [("context", c) for c in v.context]:
+                    feedback.append({"source": v.source, "kind": kind, "text": text})
+            if feedback:
+                result.content = [*result.content, *({"type": "text", "text": f"[hook {f['source']}] {f['text']}"}
+                                                     for f in feedback)]
+                extra["hookFeedback"] = feedback
+        if extra:
+            result.details = {**result.details, **extra}
+        return result
+
+    async def _confirm(self, call: ToolCall, decision: Decision) -> Decision:
+        """``ask``: one ``ui/confirm`` naming the hooks; no UI, no answer or a no = blocked."""
+        names = ", ".join(decision.by)
+        why = decision.reason or "a hook asks before this call"
+        confirmed, said = False, "the user did not confirm"
+        if self.ask is None:
+            said = "no editor UI can ask the user"
+        else:
+            try:
+                answer = await self.ask("ui/confirm", {
+                    "threadId": self.thread_id, "extensionId": decision.by[0], "title": f"Allow {call.name}?",
+                    "message": f"Hook {names} asks: {why}", "callId": call.id, "tool": call.name,
+                    "arguments": call.arguments}, self.ui_timeout_s)
+                confirmed = isinstance(answer, dict) and answer.get("confirmed") is True
+            except Exception as exc:  # noqa: BLE001 - no capability, no answer, an error: all mean no
+                said = f"the user could not be asked ({type(exc).__name__})"
+        if confirmed:
+            return Decision(ALLOW, context=decision.context, system_messages=decision.system_messages,
+                            allowed_by=decision.by)
+        return Decision(BLOCKED, "hook", f"{said}: {why}", decision.by, context=decision.context,
+                        system_messages=decision.system_messages)
+
+    # -- input/submit, thread start and close --------------------------------------------------------
+
+    async def prompt(self, text: str) -> Decision:
+        verdicts = await self.run("UserPromptSubmit", self.matching("UserPromptSubmit", None), {"prompt": text})
+        return merge(verdicts)
+
+    async def session_start(self) -> list[str]:
+        verdicts = await self.run("SessionStart", self.matching("SessionStart", "startup"), {"source": "startup"})
+        return merge(verdicts).context
+
+    async def session_end(self, reason: str) -> None:
+        handlers = self.matching("SessionEnd", reason)
+        if handlers:
+            await self.run("SessionEnd", handlers, {"reason": reason}, budget_s=self.session_end_budget_ms / 1000)
+
+
+def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
+    names = ", ".join(decision.by)
+    details: dict[str, Any] = {"blocked": decision.blocked_to_wire()}
+    if decision.context:
+        details["hookContext"] = decision.context
+    return ToolResult.error(call, f"blocked by hook {names}: {decision.reason}", **details)
+
+
+async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: ThreadHooks | None) -> list[Verdict]:
+    """The command hooks' verdicts on a ``loop/event`` (protocol-v3 §4): merge them with the extensions'
+    verdicts by ``decision.merge`` (a block on ``permission_request`` is ``"deny"``). ``turn_start`` and
+    ``turn_end`` have no command-hook event: no verdicts."""
+    mapped = LOOP_EVENTS.get(event_name)
+    if hooks is None or mapped is None:
+        return []
+    event, matched_by, fields = mapped
+    value = None
+    if matched_by is not None:
+        raw = payload.get(matched_by)
+        value = raw if isinstance(raw, str) else ""
+    stdin = {key: payload[wire] for key, wire in fields.items() if wire in payload}
+    if event == "PermissionRequest":
+        stdin.setdefault("tool_use_id", None)
+    return await hooks.run(event, hooks.matching(event, value), stdin)
+
+
+def thread_cwd(cwd: str | None) -> str:
+    return cwd or os.getcwd()

@@ -1,0 +1,202 @@
+"""Running one command handler: its process, its stdin, its answer (protocol-v3 §5 "Running", "Answers").
+
+Shell form (``command`` alone) runs ``/bin/sh -c command``; with ``args``, ``command`` is run directly
+with them. The process is started by ``containment.launcher`` (kind ``HOOK``, owned by the thread):
+cwd = the thread's cwd; environment = the sidecar's plus ``CLAUDE_PROJECT_DIR`` and, for a plugin,
+``CLAUDE_PLUGIN_ROOT``/``PLUGIN_ROOT``/``CLAUDE_PLUGIN_DATA``/``PLUGIN_DATA`` (``${NAME}`` of those is
+also substituted in ``command`` and ``args``). stdin is one JSON object, then EOF. stdout is read up
+to 1 MiB (more is a failure), stderr's tail is kept for the reason of a block or a failure, and each
+stderr line goes to the sidecar's stderr with the hook's prefix. At the deadline the whole process group is killed.
+
+``run_handler`` never raises: every way a hook can go wrong is an ``Answer`` with ``failure`` set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_sidecar.containment import launcher
+from harness_sidecar.hooks.declared import Handler
+
+
+MAX_STDOUT = 1024 * 1024
+STDERR_TAIL = 2000
+_VARIABLE = re.compile(r"\$\{([A-Z_]+)\}")
+
+
+@dataclass
+class Answer:
+    """What one handler said. ``failure`` (why it failed) excludes everything else."""
+
+    handler: Handler
+    exit_code: int | None = None
+    stdout: str = ""
+    stderr_tail: str = ""
+    output: dict[str, Any] | None = None  # the JSON answer (exit 0, stdout starting with '{')
+    failure: str | None = None
+    elapsed_s: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def variables(handler: Handler, project_dir: str) -> dict[str, str]:
+    """The six variables of §5 that apply to ``handler`` (the plugin ones only for a plugin)."""
+    out = {"CLAUDE_PROJECT_DIR": project_dir}
+    source = handler.source
+    if source.plugin_root is not None:
+        out["CLAUDE_PLUGIN_ROOT"] = out["PLUGIN_ROOT"] = source.plugin_root
+    if source.plugin_data is not None:
+        out["CLAUDE_PLUGIN_DATA"] = out["PLUGIN_DATA"] = source.plugin_data
+    return out
+
+
+def substitute(text: str, values: dict[str, str]) -> str:
+    """``${NAME}`` of the known variables replaced; any other ``${...}`` is left for the shell."""
+    return _VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def argv_of(handler: Handler, values: dict[str, str]) -> list[str]:
+    command = substitute(handler.command, values)
+    if handler.args is None:
+        return ["/bin/sh", "-c", command]
+    return [command, *(substitute(a, values) for a in handler.args)]
+
+
+class _Collector(asyncio.SubprocessProtocol):
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self.stdout = bytearray()
+        self.too_large = False
+        self.stderr = bytearray()  # the tail
+        self._line = bytearray()
+        self.exited: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.closed = {1: asyncio.get_running_loop().create_future(), 2: asyncio.get_running_loop().create_future()}
+        self.transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            if len(self.stdout) + len(data) > MAX_STDOUT:
+                self.too_large = True
+                kill_group(self.transport)
+                return
+            self.stdout += data
+        else:
+            self.stderr += data
+            if len(self.stderr) > STDERR_TAIL * 2:
+                del self.stderr[:-STDERR_TAIL]
+            self._line += data
+            *lines, rest = self._line.split(b"\n")
+            self._line = bytearray(rest[-4096:])
+            for line in lines:
+                _write_stderr(f"[{self.label}] {line[:16384].decode('utf-8', 'replace').rstrip()}\n")
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        future = self.closed.get(fd)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+def _write_stderr(text: str) -> None:
+    """A hook's stderr line to the sidecar's stderr, with its prefix (as an MCP server's)."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def kill_group(transport: Any) -> None:
+    """SIGKILL the hook's process group (it leads its own session: what it started goes too)."""
+    pid = transport.get_pid() if transport is not None else None
+    if pid is None:
+        return
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stdin_payload(event: str, thread_id: str, cwd: str, fields: dict[str, Any]) -> bytes:
+    """The one JSON object a hook reads on stdin: the common fields, then the event's own."""
+    body = {"session_id": thread_id, "transcript_path": None, "cwd": cwd, "hook_event_name": event,
+            "permission_mode": "default", **fields}
+    return json.dumps(body, ensure_ascii=False).encode()
+
+
+async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: str, timeout_s: float) -> Answer:
+    """Run ``handler`` once with ``stdin``; its ``Answer`` by ``timeout_s`` at the latest."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    answer = Answer(handler)
+    values = variables(handler, cwd)
+    env = {**os.environ, **values}
+    if handler.source.plugin_data is not None:
+        try:
+            os.makedirs(handler.source.plugin_data, exist_ok=True)
+        except OSError as exc:
+            answer.failure = f"cannot create its data folder {handler.source.plugin_data}: {exc.strerror}"
+            return answer
+    label = f"{thread_id} hook {handler.source.source} {handler.event}"
+    try:
+        transport, proto = await launcher.spawn(
+            launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env=env, cwd=cwd),
+            lambda: _Collector(label), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE)
+    except (OSError, ValueError) as exc:
+        answer.failure = f"it could not be started: {exc}"
+        answer.elapsed_s = loop.time() - started
+        return answer
+    try:
+        pipe = transport.get_pipe_transport(0)
+        if pipe is not None:
+            try:
+                pipe.write(stdin)
+                pipe.write_eof()
+            except (OSError, RuntimeError):
+                pass  # a hook that does not read its stdin may close it: that is its business
+        try:
+            await asyncio.wait_for(asyncio.gather(proto.exited, proto.closed[1], proto.closed[2]),
+                                   max(0.0, timeout_s - (loop.time() - started)))
+        except asyncio.TimeoutError:
+            kill_group(transport)
+            answer.failure = f"it did not finish within {timeout_s * 1000:.0f} ms (its process group was killed)"
+        code = transport.get_returncode()
+    finally:
+        transport.close()
+    answer.elapsed_s = loop.time() - started
+    answer.stderr_tail = bytes(proto.stderr[-STDERR_TAIL:]).decode("utf-8", "replace").strip()
+    answer.exit_code = code
+    if answer.failure is not None:
+        return answer
+    if proto.too_large:
+        answer.failure = f"its stdout is larger than {MAX_STDOUT} bytes"
+        return answer
+    answer.stdout = bytes(proto.stdout).decode("utf-8", "replace")
+    if code is None or code < 0:
+        answer.failure = f"it was killed by signal {-code if code else '?'}"
+    elif code == 0 and answer.stdout.lstrip().startswith("{"):
+        try:
+            output = json.loads(answer.stdout)
+        except ValueError as exc:
+            answer.failure = f"its stdout starts with '{{' but is not JSON: {exc}"
+        else:
+            if type(output) is not dict:
+                answer.failure = "its stdout is JSON but not an object"
+            else:
+                answer.output = output
+    elif code not in (0, 2):
+        answer.failure = f"it exited with code {code}"
+    return answer

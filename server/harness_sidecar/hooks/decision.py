@@ -1,0 +1,163 @@
+"""Many hooks, one decision — deterministic (protocol-v3 §5 "Many hooks, one decision").
+
+Every hook that decides — a command hook's answer (``verdict_of``), or, for the loop's events, an
+extension handler's return — becomes a source-agnostic ``Verdict``; ``merge`` turns the verdicts of
+one event, given in declaration order, into one ``Decision``:
+
+1. any ``block`` (a deny, a ``decision: "block"``, ``continue: false``, exit code 2, or a failure of
+   an event that can block while failures fail closed) → blocked: every blocking reason joined in
+   declaration order, ``by`` naming the sources; ``kind`` is ``hook`` (or ``hook_failed`` when only
+   failures blocked);
+2. else any ``ask``/``defer`` → ``ask``: the caller asks the user once (``ui/confirm`` naming the
+   hooks); no UI or no answer = blocked;
+3. else rewrites: one distinct ``updated_input`` is applied (the caller validates it again); two or
+   more different ones → blocked, kind ``hook_conflict``;
+4. ``context`` and ``system_messages`` are kept in declaration order whatever the outcome.
+
+The order in which hooks *finish* never matters: the result depends only on the declared order.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+ALLOW = "allow"
+DENY = "deny"
+ASK = "ask"
+BLOCKED = "blocked"
+CONFLICT = "hook_conflict"
+
+
+@dataclass
+class Verdict:
+    """One hook's say about one event, whatever kind of hook it is."""
+
+    source: str  # root:<path> | plugin:<name> | extension:<id>
+    label: str = ""  # how to name this hook to a person (its command)
+    decision: str | None = None  # allow | deny | ask | None (no opinion)
+    reason: str = ""
+    updated_input: dict[str, Any] | None = None
+    context: list[str] = field(default_factory=list)
+    system_message: str | None = None
+    failure: str | None = None  # it failed (and its event fails closed): it blocks as hook_failed
+    feedback: str | None = None  # PostToolUse: a decision "block" + reason, which cannot undo the call
+
+
+@dataclass
+class Decision:
+    outcome: str  # allow | blocked | ask
+    kind: str | None = None  # when blocked: hook | hook_failed | hook_conflict
+    reason: str = ""
+    by: list[str] = field(default_factory=list)
+    updated_input: dict[str, Any] | None = None
+    rewritten_by: list[str] = field(default_factory=list)
+    asking: list[Verdict] = field(default_factory=list)
+    context: list[str] = field(default_factory=list)
+    system_messages: list[str] = field(default_factory=list)
+    allowed_by: list[str] = field(default_factory=list)  # explicit allows (permission_request)
+
+    def blocked_to_wire(self) -> dict[str, Any]:
+        return {"kind": self.kind, "reason": self.reason, "by": self.by}
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def merge(verdicts: list[Verdict]) -> Decision:
+    """The one decision of ``verdicts`` (in declaration order)."""
+    context = [c for v in verdicts for c in v.context]
+    messages = [v.system_message for v in verdicts if v.system_message]
+    blockers = [v for v in verdicts if v.decision == DENY or v.failure is not None]
+    if blockers:
+        only_failures = all(v.decision != DENY for v in blockers)
+        reasons = [v.reason or v.failure or "blocked" for v in blockers]
+        return Decision(BLOCKED, "hook_failed" if only_failures else "hook", "; ".join(reasons),
+                        _unique([v.source for v in blockers]), context=context, system_messages=messages)
+    asking = [v for v in verdicts if v.decision == ASK]
+    if asking:
+        return Decision(ASK, reason="; ".join(v.reason for v in asking if v.reason),
+                        by=_unique([v.source for v in asking]), asking=asking, context=context,
+                        system_messages=messages)
+    rewrites = [v for v in verdicts if v.updated_input is not None]
+    distinct = {json.dumps(v.updated_input, sort_keys=True) for v in rewrites}
+    if len(distinct) > 1:
+        return Decision(BLOCKED, CONFLICT, f"{len(distinct)} hooks rewrote the input differently ("
+                        + ", ".join(_unique([v.source for v in rewrites])) + "): none is applied",
+                        _unique([v.source for v in rewrites]), context=context, system_messages=messages)
+    return Decision(ALLOW, updated_input=rewrites[0].updated_input if rewrites else None,
+                    rewritten_by=_unique([v.source for v in rewrites]), context=context, system_messages=messages,
+                    allowed_by=_unique([v.source for v in verdicts if v.decision == ALLOW]))
+
+
+def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdict, str | None]:
+    """A command hook's ``command.Answer`` as a verdict, and the failure to report as a diagnostic (if any).
+
+    A failure of an event that can block blocks (``Verdict.failure``) unless ``fail_open``; otherwise
+    it is only reported.
+    """
+    handler = answer.handler
+    verdict = Verdict(handler.source.source, handler.command)
+    if answer.failure is not None:
+        why = answer.failure + (f"; stderr: {answer.stderr_tail}" if answer.stderr_tail else "")
+        if can_block and not fail_open:
+            verdict.failure = f"hook failed: {why}"
+        return verdict, why
+    if answer.exit_code == 2:
+        reason = answer.stderr_tail or "blocked (exit code 2)"
+        if handler.event == "PostToolUse":
+            verdict.feedback = reason
+        elif can_block:
+            verdict.decision, verdict.reason = DENY, reason
+        return verdict, None
+    output = answer.output
+    if output is None:  # exit 0, plain stdout: context for the events that take it
+        text = answer.stdout.strip()
+        if text and handler.event in ("UserPromptSubmit", "SessionStart"):
+            verdict.context.append(text)
+        return verdict, None
+    specific = output.get("hookSpecificOutput")
+    specific = specific if type(specific) is dict else {}
+    message = output.get("systemMessage")
+    if type(message) is str and message:
+        verdict.system_message = message
+    context = specific.get("additionalContext")
+    if type(context) is str and context:
+        verdict.context.append(context)
+    reason = output.get("reason")
+    reason = reason if type(reason) is str else ""
+    permission = specific.get("permissionDecision")
+    permission_reason = specific.get("permissionDecisionReason")
+    if type(permission_reason) is str and permission_reason:
+        reason = permission_reason
+    decision = output.get("decision")
+    behavior = specific.get("decision")  # PermissionRequest, as Claude Code writes it: {behavior, message?}
+    if handler.event == "PermissionRequest" and type(behavior) is dict and behavior.get("behavior") in ("allow", "deny"):
+        permission = behavior["behavior"]
+        message = behavior.get("message")
+        if type(message) is str and message:
+            reason = message
+    blocks = decision == "block" or output.get("continue") is False or permission == "deny"
+    if output.get("continue") is False and not reason:
+        stop = output.get("stopReason")
+        reason = stop if type(stop) is str else ""
+    if handler.event == "PostToolUse":
+        if decision == "block":
+            verdict.feedback = reason or "blocked"
+        return verdict, None
+    if blocks:
+        verdict.decision, verdict.reason = DENY, reason or "blocked"
+    elif permission in ("ask", "defer"):
+        verdict.decision, verdict.reason = ASK, reason
+    elif permission == "allow" or decision == "approve":
+        verdict.decision, verdict.reason = ALLOW, reason
+    updated = specific.get("updatedInput")
+    if type(updated) is dict and verdict.decision != DENY:
+        verdict.updated_input = updated
+    if not can_block and verdict.decision == DENY and handler.event not in ("PermissionRequest",):
+        verdict.decision = None  # an observer event cannot be stopped; its reason stays as context
+        if verdict.reason:
+            verdict.context.append(verdict.reason)
+    return verdict, None

@@ -1,0 +1,220 @@
+"""Command hooks as declared: reading a ``hooks.json`` (Claude Code's and Codex's shape) into handlers.
+
+The shape (protocol-v3 §5)::
+
+    {"hooks": {"<Event>": [{"matcher"?: str,
+                            "hooks": [{"type": "command", "command": str, "args"?: [str],
+                                       "timeout"?: seconds}]}]}}
+
+Unknown fields are ignored; a document without the ``hooks`` wrapper is a diagnostic
+(``hook_invalid``); handler types other than ``command`` are listed with ``hook_type_unsupported``
+and never run; an unknown event or a matcher that is not a valid regular expression is
+``hook_invalid`` for that entry alone.
+
+**The seam for other sources.** Reading does not depend on where a declaration comes from: a
+``HookSource`` says who declares (``source``: ``root:<path>`` or ``plugin:<name>``), where
+(``path``: the ``hooks.json`` or the manifest), the plugin's folders for the ``${CLAUDE_PLUGIN_*}``
+variables, and whether the editor trusts it. Roots: ``root_source(root, trusted_hooks)`` +
+``read_file(source)``. Plugins (protocol-v3 §6) build their own ``HookSource(source="plugin:<name>",
+path=..., plugin_root=..., plugin_data=..., trusted=...)`` and call ``read_hooks(source, document)``
+with the parsed ``hooks/hooks.json`` or the manifest's ``hooks`` object (the part holding the
+``{"hooks": …}`` wrapper); the handlers join the thread's ``boundaries.ThreadHooks`` like a root's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness_sidecar.hooks.matcher import BadMatcher, Matcher, compile_matcher
+from harness_sidecar.resources.catalog import Diagnostic
+
+FILE_NAME = "hooks.json"
+MAX_FILE_BYTES = 1024 * 1024
+
+# Claude Code's / Codex's event names this sidecar maps (§5); anything else is a diagnostic.
+TOOL_EVENTS = ("PreToolUse", "PostToolUse")
+THREAD_EVENTS = ("UserPromptSubmit", "SessionStart", "SessionEnd")
+LOOP_EVENTS = ("Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "Notification",
+               "PermissionRequest")
+EVENTS = TOOL_EVENTS + THREAD_EVENTS + LOOP_EVENTS
+# The events whose hooks can stop what is happening: a failure of one of them blocks (fail closed).
+BLOCKING_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SubagentStop"})
+
+
+@dataclass(frozen=True)
+class HookSource:
+    """Who declares hooks, where, and whether the editor lets them run."""
+
+    source: str  # root:<path of hooks.json> | plugin:<name>
+    path: str  # the declaring file (hooks.json, or a plugin's manifest)
+    plugin_root: str | None = None  # CLAUDE_PLUGIN_ROOT / PLUGIN_ROOT
+    plugin_data: str | None = None  # CLAUDE_PLUGIN_DATA / PLUGIN_DATA (created on first use)
+    trusted: bool = False
+    sha256: str | None = None  # of the declaring file, as read
+    why_untrusted: str = ""  # said in the hook_untrusted diagnostic
+
+
+@dataclass(frozen=True)
+class Handler:
+    """One declared command handler of one event."""
+
+    source: HookSource
+    event: str
+    matcher: Matcher
+    command: str
+    args: tuple[str, ...] | None
+    timeout_s: float | None
+    order: int  # declaration order within its source
+
+    @property
+    def key(self) -> tuple[str, str, tuple[str, ...] | None]:
+        """Identical handlers (same source, command, args) run once."""
+        return (self.source.source, self.command, self.args)
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source.source, "event": self.event, "matcher": self.matcher.text,
+                               "command": self.command}
+        if self.args is not None:
+            out["args"] = list(self.args)
+        if self.timeout_s is not None:
+            out["timeout"] = int(self.timeout_s) if self.timeout_s.is_integer() else self.timeout_s
+        out["trusted"] = self.source.trusted
+        return out
+
+
+@dataclass
+class Declared:
+    """What one source declares: its handlers (in order) and what was wrong with it."""
+
+    source: HookSource
+    handlers: list[Handler] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[Diagnostic]]:
+    """The handlers ``document`` (a parsed hooks file) declares for ``source``, and its diagnostics."""
+    handlers: list[Handler] = []
+    diagnostics: list[Diagnostic] = []
+
+    def problem(kind: str, message: str, **extra: Any) -> None:
+        diagnostics.append(Diagnostic(kind, message, path=source.path, extra={"source": source.source, **extra}))
+
+    events = document.get("hooks") if type(document) is dict else None
+    if type(events) is not dict:
+        bare = type(document) is dict and any(k in EVENTS for k in document)
+        problem("hook_invalid", "a hooks file is an object {\"hooks\": {\"<Event>\": [...]}}"
+                + ("; this one lists events without the \"hooks\" wrapper" if bare else "")
+                + ": none of its hooks is used")
+        return handlers, diagnostics
+    for event, groups in events.items():
+        if event not in EVENTS:
+            problem("hook_invalid", f"unknown hook event {event!r}; known: {', '.join(EVENTS)}", event=event)
+            continue
+        if type(groups) is not list:
+            problem("hook_invalid", f"'hooks.{event}' must be a list of {{matcher, hooks}}", event=event)
+            continue
+        for g, group in enumerate(groups):
+            where = f"hooks.{event}[{g}]"
+            if type(group) is not dict or type(group.get("hooks")) is not list:
+                problem("hook_invalid", f"'{where}' must be an object with a 'hooks' list", event=event)
+                continue
+            text = group.get("matcher")
+            if text is not None and type(text) is not str:
+                problem("hook_invalid", f"'{where}.matcher' must be a string", event=event)
+                continue
+            try:
+                matcher = compile_matcher(text)
+            except BadMatcher as exc:
+                problem("hook_invalid", f"'{where}': {exc}", event=event)
+                continue
+            for h, item in enumerate(group["hooks"]):
+                spot = f"{where}.hooks[{h}]"
+                if type(item) is not dict:
+                    problem("hook_invalid", f"'{spot}' must be an object", event=event)
+                    continue
+                kind = item.get("type")
+                if kind != "command":
+                    problem("hook_type_unsupported", f"'{spot}' is a hook of type {kind!r}: only 'command' hooks "
+                            "run here; this one is listed and never run", event=event, type=str(kind))
+                    continue
+                command, args, timeout = item.get("command"), item.get("args"), item.get("timeout")
+                if type(command) is not str or not command.strip():
+                    problem("hook_invalid", f"'{spot}.command' must be a non-empty string", event=event)
+                    continue
+                if args is not None and (type(args) is not list or not all(type(a) is str for a in args)):
+                    problem("hook_invalid", f"'{spot}.args' must be a list of strings", event=event)
+                    continue
+                if timeout is not None and (type(timeout) not in (int, float) or timeout <= 0):
+                    problem("hook_invalid", f"'{spot}.timeout' must be a positive number of seconds", event=event)
+                    continue
+                handlers.append(Handler(source, event, matcher, command, None if args is None else tuple(args),
+                                        None if timeout is None else float(timeout), len(handlers)))
+    return handlers, diagnostics
+
+
+def read_file(source: HookSource) -> Declared:
+    """Read ``source.path`` (a JSON hooks file) and what it declares; its sha256 is taken from the same bytes."""
+    declared = Declared(source)
+    try:
+        with open(source.path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        declared.diagnostics.append(Diagnostic("hook_invalid", f"cannot read the hooks file: {exc.strerror}",
+                                               path=source.path, extra={"source": source.source}))
+        return declared
+    digest = hashlib.sha256(data).hexdigest()
+    source = declared.source = _with_digest(source, digest)
+    if len(data) > MAX_FILE_BYTES:
+        declared.diagnostics.append(Diagnostic("hook_invalid", f"the hooks file is larger than {MAX_FILE_BYTES} "
+                                               "bytes", path=source.path, extra={"source": source.source}))
+        return declared
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        declared.diagnostics.append(Diagnostic("hook_invalid", f"the hooks file is not JSON: {exc}", path=source.path,
+                                               line=line, extra={"source": source.source}))
+        return declared
+    declared.handlers, declared.diagnostics = read_hooks(source, document)
+    return declared
+
+
+def _with_digest(source: HookSource, digest: str) -> HookSource:
+    """``source`` knowing its file's sha256; a pin that does not match makes it untrusted."""
+    from dataclasses import replace
+
+    pinned = source.sha256
+    if pinned is not None and pinned.lower() != digest:
+        return replace(source, sha256=digest, trusted=False,
+                       why_untrusted=f"its sha256 is {digest}, not the pinned {pinned.lower()} (the file changed)")
+    return replace(source, sha256=digest)
+
+
+def root_source(root: str, trusted: list[Any]) -> HookSource | None:
+    """The source of ``<root>/hooks.json``, or None when the root has none.
+
+    ``trusted``: ``thread/start.trustedHooks`` (``wire.params.TrustedHooks``: path, sha256?).
+    Trusted when ``trusted`` names that file; the pin (if any) is checked by ``read_file``.
+    """
+    path = os.path.join(root, FILE_NAME)
+    if not os.path.isfile(path):
+        return None
+    real = os.path.normpath(path)
+    grant = next((t for t in trusted if os.path.normpath(t.path) == real), None)
+    if grant is None:
+        return HookSource(f"root:{path}", path, why_untrusted="thread/start.trustedHooks does not name it")
+    return HookSource(f"root:{path}", path, trusted=True, sha256=grant.sha256)
+
+
+def read_roots(roots: list[str], trusted: list[Any]) -> list[Declared]:
+    """Every root's ``hooks.json``, in root order."""
+    out = []
+    for root in roots:
+        source = root_source(root, trusted)
+        if source is not None:
+            out.append(read_file(source))
+    return out
