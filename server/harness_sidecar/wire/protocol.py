@@ -144,6 +144,14 @@ INITIALIZE_RESULT = Obj([
     Field("serverInfo", Obj([Field("name", Str()), Field("version", Str())], name="ServerInfo")),
     Field("protocolVersion", Const(PROTOCOL_VERSION), description="Whatever the client asked for."),
     Field("capabilities", SERVER_CAPABILITIES),
+    Field("containment", Obj([
+        Field("landlockAbi", Nullable(Int(minimum=1)),
+              description="The kernel's Landlock ABI; null where Landlock is unavailable (no started process "
+                          "is in a domain of its own)."),
+        Field("nonDumpable", Bool(), description="The sidecar and its Python hosts are non-dumpable."),
+        Field("scopedSignals", Bool(), description="Landlock ABI >= 6: started processes cannot signal, or reach "
+                                                   "the abstract UNIX sockets of, processes outside their domain."),
+    ], name="Containment"), description="What the kernel offered to fence the processes the sidecar starts."),
 ], name="InitializeResult")
 
 # -- notifications and requests the sidecar sends ---------------------------------------------------
@@ -167,6 +175,10 @@ THREAD_DIAGNOSTIC = Union(
                     "not any more)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
+        name="ContainmentReduced",
+        description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
+                    "what is not fenced."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
                       Field("name", Str())], name="CatalogChange")
