@@ -98,7 +98,8 @@ export type NullResult = null;
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
-export type ThreadDiagnosticParams = HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted;
+export type ThreadDiagnosticParams =
+  HookFault | HostExit | HostRestarted | ExtensionChanged | McpExit | McpRestarted | ContainmentReduced;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -411,6 +412,35 @@ export interface CommandsRunParams {
    * Checked against the command's inputSchema (else error kind invalid_arguments).
    */
   arguments?: JsonObject | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Containment".
+ */
+export interface Containment {
+  /**
+   * The kernel's Landlock ABI; null where Landlock is unavailable (no started process is in a domain of its own).
+   */
+  landlockAbi: number | null;
+  /**
+   * The sidecar and its Python hosts are non-dumpable.
+   */
+  nonDumpable: boolean;
+  /**
+   * Landlock ABI >= 6: started processes cannot signal, or reach the abstract UNIX sockets of, processes outside their domain.
+   */
+  scopedSignals: boolean;
+}
+/**
+ * Once per thread that starts foreign code, where Landlock is missing or below ABI 6: what is not fenced.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ContainmentReduced".
+ */
+export interface ContainmentReduced {
+  threadId: ThreadId;
+  kind: "containment_reduced";
+  message: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -927,6 +957,7 @@ export interface InitializeResult {
    */
   protocolVersion: "2";
   capabilities: ServerCapabilities;
+  containment: Containment;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
