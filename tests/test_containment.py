@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -383,18 +384,21 @@ def test_with_landlock_below_abi_6_proc_stays_fenced_and_the_missing_scopes_are_
 
 
 WITHOUT_PTRACE = ["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptrace"]
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
-@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
-def test_without_landlock_and_ptrace_rights_non_dumpable_alone_refuses(spawn, ws):
-    """What holds for an ordinary user: the sidecar and hosts run without CAP_SYS_PTRACE (as a
-    non-root user does) and without Landlock; non-dumpable is the only fence left, and it holds."""
-    root, _ = ws
-    sidecar, attacker, victim, victim_pid = two_threads(spawn, root, {"HARNESS_SIDECAR_LANDLOCK": "off"},
-                                                        command=[*WITHOUT_PTRACE, sys.executable, "-P", "-m",
-                                                                 "harness_sidecar"])
+def _non_dumpable_alone_refuses(spawn, root: Path, drop: list[str], python: str = sys.executable,
+                                env: dict[str, str] | None = None) -> None:
+    """The sidecar and its hosts run under ``drop`` and without Landlock: non-dumpable is the only fence."""
+    env = env or child_env()
+    env["HARNESS_SIDECAR_LANDLOCK"] = "off"
+    sidecar = spawn(env=env, initialize=False, command=[*drop, python, "-P", "-m", "harness_sidecar"])
+    assert sidecar.call("initialize", {})["containment"]["nonDumpable"] is True
+    attacker, victim = start(sidecar, root, ["attacker"]), start(sidecar, root, ["victim"])
+    victim_pid = int(call(sidecar, victim, "pid"))
     # the control: an ordinary (dumpable) process with the same rights is open to the attacker
-    control = subprocess.Popen([*WITHOUT_PTRACE, "sleep", "30"], stdin=subprocess.DEVNULL)
+    control = subprocess.Popen([*drop, "sleep", "30"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     try:
         time.sleep(0.2)  # exec'd
         # (not ptrace: an attached tracer that never waits would hold the control's exit from its parent)
@@ -406,6 +410,41 @@ def test_without_landlock_and_ptrace_rights_non_dumpable_alone_refuses(spawn, ws
         found = probe(sidecar, attacker, pid=pid, fd=fd)
         assert set(found.values()) <= REFUSED, (pid, found)
     assert call(sidecar, victim, "pid") == str(victim_pid)
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_without_landlock_and_ptrace_rights_non_dumpable_alone_refuses(spawn, ws):
+    """Root without CAP_SYS_PTRACE: the same uid, and only the non-dumpable check between them."""
+    _non_dumpable_alone_refuses(spawn, ws[0], WITHOUT_PTRACE)
+
+
+# An interpreter an ordinary user can run (this venv's may live under /root), of the same version, with
+# this venv's packages on its path.
+SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(SYSTEM_PYTHON),
+                    reason="needs root, setpriv and a system Python to become an ordinary user")
+def test_as_an_ordinary_user_without_landlock_non_dumpable_alone_refuses(spawn):
+    """What an editor run by an ordinary user gets on a kernel without Landlock."""
+    import site
+
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *site.getsitepackages()])
+    shared = Path(tempfile.mkdtemp(prefix="harness-containment-"))
+    try:
+        shared.chmod(0o755)
+        root = shared / "project"
+        add_skill(root, "review", "Use when reviewing.")
+        trace = write(shared / "trace.jsonl", "")
+        trace.chmod(0o666)
+        write(root / "extensions" / "attacker.py", HEADER.format(trace=str(trace)) + ATTACKER)
+        write(root / "extensions" / "victim.py", HEADER.format(trace=str(trace)) + VICTIM)
+        for path in [shared, *shared.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else path.stat().st_mode | 0o444)
+        _non_dumpable_alone_refuses(spawn, root, AS_NOBODY, SYSTEM_PYTHON, env)
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 # -- no workspace code without trust ----------------------------------------------------------------
@@ -462,12 +501,14 @@ def test_a_hosts_sys_path_has_no_workspace_entry_ahead_of_the_standard_library(s
     paths_extension(workspace)
     (workspace / "vendor").mkdir()
     env = child_env()
-    # relative and empty entries mean the working directory; an absolute one inside the workspace too.
+    # relative and empty entries mean the working directory, and so does its absolute path.
     # (The sidecar itself would import from them; these folders hold nothing, the hosts must not list them.)
-    env["PYTHONPATH"] += os.pathsep.join(["", "", "vendor", str(workspace / "vendor")])
+    env["PYTHONPATH"] += os.pathsep.join(["", "", "vendor", str(workspace), str(workspace / "vendor")])
     sidecar = spawn(command=[sys.executable, "-P", "-m", "harness_sidecar"], cwd=str(workspace), env=env)
     thread = start(sidecar, workspace / ".harness", ["paths"])
     seen = json.loads(call(sidecar, thread, "paths"))
     ahead = seen["sys_path"][:seen["sys_path"].index(_stdlib())]
-    assert not [p for p in ahead if p in ("", ".") or os.path.realpath(p).startswith(str(workspace))], ahead
-    assert str(REPO / "server") in seen["sys_path"]  # the sidecar's own code stays findable
+    assert all(os.path.isabs(p) for p in ahead), ahead  # no "" or relative entry: they mean the cwd
+    assert str(workspace) not in [os.path.realpath(p) for p in ahead], ahead
+    # what stays: the sidecar's own code, and a folder inside the workspace configured on purpose
+    assert str(REPO / "server") in ahead and str(workspace / "vendor") in ahead

@@ -3,8 +3,9 @@
 Hosts start with ``-P`` (``python -m`` would otherwise put the working directory — the workspace
 — first on ``sys.path``). ``PYTHONPATH`` entries also go ahead of the standard library, and an
 empty or relative entry means the working directory again; so a host's ``PYTHONPATH`` keeps only
-absolute entries outside the working directory, plus the folder this package itself was loaded
-from (the sidecar's own code, e.g. when it runs from a source tree).
+absolute entries other than the working directory itself (the sidecar's own package folder always
+stays). An absolute entry *inside* the workspace is kept: it was configured on purpose (a
+dependency folder, ``direnv``'s ``$PWD/src``) and the sidecar itself already imports from it.
 """
 
 from __future__ import annotations
@@ -12,10 +13,6 @@ from __future__ import annotations
 import os
 
 import harness_sidecar
-
-
-def _inside(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
 def host_pythonpath(value: str | None, cwd: str) -> str | None:
@@ -29,7 +26,7 @@ def host_pythonpath(value: str | None, cwd: str) -> str | None:
         if not entry or not os.path.isabs(entry):
             continue
         real = os.path.realpath(entry)
-        if _inside(real, cwd) and real != os.path.realpath(ours):
+        if real == cwd and real != os.path.realpath(ours):
             continue
         kept.append(entry)
     return os.pathsep.join(kept) or None
