@@ -256,7 +256,11 @@ def test_an_extension_cannot_open_the_sidecars_pipes_memory_or_descriptors(spawn
 def test_an_extension_cannot_reach_another_threads_host(spawn, ws):
     root, _ = ws
     sidecar, attacker, victim, victim_pid = two_threads(spawn, root)
-    found = probe(sidecar, attacker, pid=victim_pid, fd=3)
+    # its channel to the sidecar (argv: … harness_sidecar.extensions.host FD PARENT), which the issue's
+    # attacker stole with pidfd_getfd
+    channel = int(Path(f"/proc/{victim_pid}/cmdline").read_bytes().split(b"\0")[-3])
+    assert os.readlink(f"/proc/{victim_pid}/fd/{channel}").startswith("socket:")  # the control
+    found = probe(sidecar, attacker, pid=victim_pid, fd=channel)
     assert set(found.values()) <= REFUSED, found
     assert call(sidecar, victim, "pid") == str(victim_pid)  # untouched
 
