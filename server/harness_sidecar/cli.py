@@ -125,6 +125,9 @@ def quiet_on_broken_pipe(command: Any, options: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from harness_sidecar.containment.private import make_private
+
+    make_private()  # first: no other process of the user opens our /proc/<pid>/fd/* or memory (protocol.md)
     args = list(sys.argv[1:] if argv is None else argv)
     options = {"--log-level": "warning", "--max-in-flight": "1000", "--max-result-bytes": str(16 * 1024 * 1024)}
     rest: list[str] = []

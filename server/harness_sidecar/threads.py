@@ -258,6 +258,8 @@ class Sidecar:
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
         self.threads[thread_id] = thread
+        if thread.host is not None or servers is not None:
+            self._say_containment(thread_id)
         if start.watch and self.watching:
             # after the answer is written: watching never adds to thread/start's time
             loop = asyncio.get_running_loop()
@@ -268,6 +270,15 @@ class Sidecar:
         if hook_context:
             snapshot["hookContext"] = hook_context
         return snapshot
+
+    def _say_containment(self, thread_id: str) -> None:
+        """Where the kernel fences less than protocol.md promises, a thread running foreign code is told once."""
+        from harness_sidecar.containment import landlock
+
+        missing = landlock.reduced()
+        if missing is not None:
+            self.peer.notify("thread/diagnostic", {"threadId": thread_id, "kind": "containment_reduced",
+                                                   "message": missing})
 
     def _new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""

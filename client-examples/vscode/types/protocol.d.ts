@@ -159,7 +159,8 @@ export type ThreadDiagnosticParams =
   | McpRestarted
   | ExtensionAuthorNotice
   | StderrDropped
-  | CommandHookDiagnostic;
+  | CommandHookDiagnostic
+  | ContainmentReduced;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedExtension".
@@ -554,6 +555,35 @@ export interface CommandsRunParams {
    * Instead of arguments: the rest of a slash line. A command registered with raw_arguments receives {text}; another command's text is read as key=value words.
    */
   text?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Containment".
+ */
+export interface Containment {
+  /**
+   * The kernel's Landlock ABI; null where Landlock is unavailable (no started process is in a domain of its own).
+   */
+  landlockAbi: number | null;
+  /**
+   * The sidecar and its Python hosts are non-dumpable.
+   */
+  nonDumpable: boolean;
+  /**
+   * Landlock ABI >= 6: started processes cannot signal, or reach the abstract UNIX sockets of, processes outside their domain.
+   */
+  scopedSignals: boolean;
+}
+/**
+ * Once per thread that starts foreign code, where Landlock is missing or below ABI 6: what is not fenced.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ContainmentReduced".
+ */
+export interface ContainmentReduced {
+  threadId: ThreadId;
+  kind: "containment_reduced";
+  message: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1116,6 +1146,7 @@ export interface InitializeResult {
    */
   protocolVersion: "2";
   capabilities: ServerCapabilities;
+  containment: Containment;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

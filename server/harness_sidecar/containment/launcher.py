@@ -24,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_sidecar.containment import landlock
+
 HOST = "host"
 MCP = "mcp"
 HOOK = "hook"
@@ -64,11 +66,13 @@ def _child_setup(launch: Launch) -> Callable[[], None] | None:
     if prctl is None:
         return None
     parent = os.getpid()
+    enter_domain = landlock.enter_domain()  # prepared here, in the parent
 
     def setup() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the sidecar died before the request took effect
             os._exit(1)
+        enter_domain()  # the kernel's fences: a Landlock domain of its own (containment/landlock.py)
 
     return setup
 

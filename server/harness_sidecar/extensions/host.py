@@ -1283,6 +1283,9 @@ def die_with_parent(parent: int) -> None:
 
 def main(argv: list[str]) -> None:
     fd, parent = int(argv[0]), int(argv[1])
+    from harness_sidecar.containment.private import make_private
+
+    make_private()  # before any extension code: other processes cannot open our fds or memory
     die_with_parent(parent)
     from harness_sidecar import jsonio
 

@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.containment import launcher
+from harness_sidecar.containment import launcher, pythonpath
 from harness_sidecar.extensions import channel
 from harness_sidecar.stderr import SINK
 
@@ -54,7 +54,12 @@ class HostProcess:
         env = dict(os.environ)
         env["MALLOC_ARENA_MAX"] = "2"  # per-thread malloc arenas would eat an address-space limit
         env.pop("PYTHONSTARTUP", None)
-        argv = [sys.executable, "-m", "harness_sidecar.extensions.host", str(theirs.fileno()), str(os.getpid())]
+        # No workspace code ahead of the standard library: -P, and no relative or workspace PYTHONPATH entry
+        path = pythonpath.host_pythonpath(env.pop("PYTHONPATH", None), os.getcwd())
+        if path is not None:
+            env["PYTHONPATH"] = path
+        argv = [sys.executable, "-P", "-m", "harness_sidecar.extensions.host", str(theirs.fileno()),
+                str(os.getpid())]
         self.proc = launcher.popen(launcher.Launch(argv, launcher.HOST, env=env, pass_fds=(theirs.fileno(),)),
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         theirs.close()

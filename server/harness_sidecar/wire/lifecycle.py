@@ -41,7 +41,15 @@ def initialize_result(framing: str) -> dict[str, Any]:
             "clientRequests": ["item/tool/call", "ui/confirm", "ui/input", "ui/select"],
             "cancellation": True,
         },
+        "containment": containment(),
     }
+
+
+def containment() -> dict[str, Any]:
+    """What the kernel offered to fence the processes the sidecar starts (protocol.md, Containment)."""
+    from harness_sidecar.containment import landlock, private
+
+    return {"landlockAbi": landlock.abi(), "nonDumpable": private.is_private(), "scopedSignals": landlock.scoped()}
 
 
 def clean_initialize(frame: bytes) -> tuple[Any, dict[str, Any]] | None:

@@ -169,6 +169,14 @@ INITIALIZE_RESULT = Obj([
     Field("serverInfo", Obj([Field("name", Str()), Field("version", Str())], name="ServerInfo")),
     Field("protocolVersion", Const(PROTOCOL_VERSION), description="Whatever the client asked for."),
     Field("capabilities", SERVER_CAPABILITIES),
+    Field("containment", Obj([
+        Field("landlockAbi", Nullable(Int(minimum=1)),
+              description="The kernel's Landlock ABI; null where Landlock is unavailable (no started process "
+                          "is in a domain of its own)."),
+        Field("nonDumpable", Bool(), description="The sidecar and its Python hosts are non-dumpable."),
+        Field("scopedSignals", Bool(), description="Landlock ABI >= 6: started processes cannot signal, or reach "
+                                                   "the abstract UNIX sockets of, processes outside their domain."),
+    ], name="Containment"), description="What the kernel offered to fence the processes the sidecar starts."),
 ], name="InitializeResult")
 
 # -- notifications and requests the sidecar sends ---------------------------------------------------
@@ -210,6 +218,10 @@ THREAD_DIAGNOSTIC = Union(
          opt("event", Str()), opt("command", Str())], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
+        name="ContainmentReduced",
+        description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
+                    "what is not fenced."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks"))),
                       Field("name", Str())], name="CatalogChange")
