@@ -258,7 +258,8 @@ class Sidecar:
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
         self.threads[thread_id] = thread
-        if thread.host is not None or servers is not None:
+        runs_hooks = thread.hooks is not None and any(h.source.trusted for h in thread.hooks.handlers())
+        if thread.host is not None or servers is not None or runs_hooks:
             self._say_containment(thread_id)
         if start.watch and self.watching:
             # after the answer is written: watching never adds to thread/start's time
