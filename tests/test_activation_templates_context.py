@@ -235,7 +235,9 @@ def test_load_skill_text_ends_with_the_directory_and_the_listing(pdf):
     assert text.endswith(f"Skill directory: {pdf / 'skills/pdf'}\n"
                          "Files in it (paths relative to the skill directory; sizes in bytes):\n"
                          f"- SKILL.md ({(pdf / 'skills/pdf/SKILL.md').stat().st_size})\n- a.txt (1)\n"
-                         "- … and 6 more files not listed\n")
+                         "- … and 6 more files not listed\n"
+                         "Dot-entries (names starting with '.', not listed above): "
+                         ".env, .git, bin/.cache, scripts/.cache\n")
 
 
 def test_a_binary_resource_comes_back_as_base64_byte_exact(pdf):

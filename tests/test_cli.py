@@ -17,7 +17,7 @@ def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
 def test_check_explains_every_excluded_skill_with_a_fix():
     out = run("check", str(WORKSPACE / "broken"))
     assert out.returncode == 1
-    for directory, reason in [("Review-Old", "invalid_name"), ("deploy", "spans several lines"),
+    for directory, reason in [("Review-Old", "invalid_name"), ("deploy", "is blank"),
                               ("notes", "not valid YAML"), ("wrong-name", "differs from its directory")]:
         assert f"skills/{directory}/SKILL.md" in out.stdout and reason in out.stdout, directory
     assert out.stdout.count("    fix: ") >= 5

@@ -43,6 +43,11 @@ class Diagnostic(Record):
         self.extra: dict[str, Any] = {} if extra is None else extra
 
     @property
+    def is_info(self) -> bool:
+        """Information only (a root not made yet): no problem, nothing left out."""
+        return self.extra.get("severity") == "info"
+
+    @property
     def is_warning(self) -> bool:
         """A warning: the resource is still served (a diagnostic without it left something out)."""
         return self.extra.get("severity") == "warning"
@@ -171,10 +176,17 @@ def resolve_roots(paths: list[str], diagnostics: list[Diagnostic]) -> list[Root]
     for given in paths:
         path = os.path.normpath(given)
         real = os.path.realpath(path)
+        if not os.path.exists(real):
+            # a root the user has not made (yet): information, not a problem (a default root
+            # such as ~/.agents often does not exist)
+            diagnostics.append(Diagnostic("root_missing", f"root {path} does not exist; it contributes nothing "
+                                          "until it is made", path,
+                                          f"create {path} (with skills/<name>/SKILL.md in it) to use it",
+                                          extra={"severity": "info"}))
+            continue
         if not os.path.isdir(real):
-            kind = "root_not_found" if not os.path.exists(real) else "root_not_directory"
-            diagnostics.append(Diagnostic(kind, f"root {path} is not an existing directory; it contributes nothing",
-                                          path, "check the path the editor sends in thread/start.roots"))
+            diagnostics.append(Diagnostic("root_not_directory", f"root {path} is not a directory; it contributes "
+                                          "nothing", path, "check the path the editor sends in thread/start.roots"))
             continue
         if real in seen:
             diagnostics.append(Diagnostic("duplicate_root", f"root {path} is the same directory as root {seen[real]}",
@@ -333,7 +345,7 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tup
         fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
         assert fm is not None
         problems = tuple(frontmatter.check_skill(fm, name))
-        result = (None, problems) if problems else (fm.data["description"].strip(),
+        result = (None, problems) if problems else (frontmatter.one_line(fm.data["description"]),
                                                     tuple(frontmatter.skill_warnings(fm)))
     except FrontmatterError as exc:
         result = (None, (exc.problem,))
@@ -442,7 +454,7 @@ def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, st
             raise DomainError("invalid_frontmatter", f"template {path}: {problem.message}", path=path,
                               line=problem.line)
         if fm.data.get("description") is not None:
-            description = fm.data["description"].strip()
+            description = frontmatter.one_line(fm.data["description"])
         body_start = fm.body_start
     body = decode_utf8(data, path, "template", body_start)
     return description, body.lstrip("\r\n") if fm is not None else body

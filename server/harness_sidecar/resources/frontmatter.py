@@ -400,8 +400,8 @@ def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
     return Frontmatter(mapping, body_start, lines, closing_line, raw)
 
 
-# What str.splitlines() splits on: a description containing any of these is not one line.
-LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+# Whitespace runs (line breaks included) that the catalog's one-line text joins into one space.
+_WHITESPACE_RUN = re.compile(r"\s+")
 MAX_DESCRIPTION_CHARS = 1024  # the Agent Skills specification's limit
 
 
@@ -440,16 +440,7 @@ def description_problem(value: object, line: int | None, required: bool, raw: st
     stripped = value.strip()
     if not stripped:
         return Problem("invalid_frontmatter", "'description' is blank",
-                       hint="say in one line when this should be used", line=line)
-    line_break = LINE_BREAKS.search(stripped)
-    if line_break:
-        char = line_break.group()
-        named = {"\n": "a newline", "\r": "a carriage return", "\x85": "U+0085 NEXT LINE",
-                 "\u2028": "U+2028 LINE SEPARATOR", "\u2029": "U+2029 PARAGRAPH SEPARATOR"}.get(
-                     char, f"the line break U+{ord(char):04X}")
-        return Problem("invalid_frontmatter", f"'description' spans several lines (it contains {named}); "
-                       "it must be one line",
-                       hint="join it into one line (avoid '|' block scalars)", line=line)
+                       hint="say when this skill should be used", line=line)
     return None
 
 
@@ -488,6 +479,12 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     if desc:
         problems.append(desc)
     return problems
+
+
+def one_line(description: str) -> str:
+    """The catalog's text of a description: stripped, every whitespace run (line breaks of a
+    ``|``/``>`` block or a quoted string across lines included) joined into one space."""
+    return _WHITESPACE_RUN.sub(" ", description.strip())
 
 
 def skill_warnings(fm: Frontmatter) -> list[Problem]:
