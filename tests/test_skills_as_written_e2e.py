@@ -61,8 +61,9 @@ def test_load_skill_ends_with_the_directory_and_the_listing(spawn, pdf_root):
     text = result["content"][0]["text"]
     assert text.startswith("See REFERENCE.md")
     assert f"Skill directory: {pdf_root / 'skills/pdf'}\n" in text
-    assert text.endswith("- fonts/Font.ttf (2048)\n- reference.md (12)\n- scripts/fill_form.py (14)\n")
-    assert ".secret" not in text and "outside.md" not in text
+    assert text.endswith("- fonts/Font.ttf (2048)\n- reference.md (12)\n- scripts/fill_form.py (14)\n"
+                         "Dot-entries (names starting with '.', not listed above): .secret\n")  # v3: named, not listed
+    assert "- .secret" not in text and "outside.md" not in text
     assert result["details"]["directory"] == str(pdf_root / "skills/pdf")
 
 

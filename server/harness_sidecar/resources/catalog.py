@@ -210,6 +210,8 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.EMLINK):
             raise
+    if not os.path.exists(path):  # a link whose target does not exist: broken_link, wherever it points
+        raise FileNotFoundError(errno.ENOENT, "a dangling link", path)
     real = os.path.realpath(path)
     if not is_within(real, root.real):
         raise DomainError("path_escape", f"{os.path.join(directory, name)} is a link to {real}, outside the root "
