@@ -316,7 +316,8 @@ def test_find_skills_ranking_tiers():
     entries = [("pdf", "Work with PDF files."), ("pdf-forms", "Fill PDF forms."), ("forms-pdf", "Other."),
                ("docx", "Word documents; can export to pdf."), ("excel", "Spreadsheets.")]
     assert [n for n, _ in rank(entries, "pdf")] == ["pdf", "pdf-forms", "forms-pdf", "docx"]
-    assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "forms-pdf", "pdf", "docx"]
+    # the whole query as a name first, then 'pdf' (a run of the query's words), then by words
+    assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "pdf", "forms-pdf", "docx"]
     assert rank(entries, "nothing") == [] and rank(entries, "   ") == []
 
 

@@ -41,6 +41,7 @@ from harness_sidecar.resources.search import (
     FIND_SKILLS_SCHEMA,
     find_skills,
 )
+from harness_sidecar.resources.search import index_of as search_index_of
 from harness_sidecar.resources.templates import render
 from harness_sidecar.results import ToolCall, ToolResult
 from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
@@ -768,8 +769,7 @@ class Sidecar:
     def _find_skills_runner(self) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             try:
-                text, details = find_skills(((s.name, s.description) for s in catalog.skills.values()),
-                                            call.arguments)
+                text, details = find_skills(search_index_of(catalog), call.arguments)
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind)
             return ToolResult.text(call, text, **details)

@@ -400,8 +400,6 @@ def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
     return Frontmatter(mapping, body_start, lines, closing_line, raw)
 
 
-# Whitespace runs (line breaks included) that the catalog's one-line text joins into one space.
-_WHITESPACE_RUN = re.compile(r"\s+")
 MAX_DESCRIPTION_CHARS = 1024  # the Agent Skills specification's limit
 
 
@@ -484,7 +482,7 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
 def one_line(description: str) -> str:
     """The catalog's text of a description: stripped, every whitespace run (line breaks of a
     ``|``/``>`` block or a quoted string across lines included) joined into one space."""
-    return _WHITESPACE_RUN.sub(" ", description.strip())
+    return " ".join(description.split())  # str.split() splits on the same whitespace runs, faster
 
 
 def skill_warnings(fm: Frontmatter) -> list[Problem]:
