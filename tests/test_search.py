@@ -53,6 +53,7 @@ def test_words_match_whole_not_as_letters_inside_other_words():
 def test_simple_stemming_joins_inflections():
     assert stem("forms") == stem("form") and stem("testing") == stem("tests") == stem("test")
     assert stem("policies") == stem("policy") and stem("files") == stem("file")
+    assert stem("debugging") == stem("debug") and stem("writing") == stem("write") and stem("builder") == stem("build")
     docs = [SkillDoc("webapp-testing", "Test local web applications with Playwright."), SkillDoc("other", "Other.")]
     assert names(docs, "test my web app") == ["webapp-testing"]
 
@@ -74,3 +75,18 @@ def test_every_query_word_counts_more_than_one_word_many_times():
 
 def test_words_are_lower_case_runs_of_letters_and_digits():
     assert words("Make a PPTX, now! (v2_beta)") == ["make", "a", "pptx", "now", "v2", "beta"]
+
+
+def test_two_words_written_apart_find_a_name_written_as_one():
+    docs = [SkillDoc("webapp-testing", "Playwright for local apps."), SkillDoc("web-fonts", "Fonts for the web."),
+            SkillDoc("clinicaltrials-database", "Query ClinicalTrials.gov."), SkillDoc("search", "Search files.")]
+    assert names(docs, "test a web app")[0] == "webapp-testing"
+    assert "clinicaltrials-database" in names(docs, "clinical trials search")[:2]
+
+
+def test_inflections_of_a_name_word_find_it():
+    docs = [SkillDoc("systematic-debugging", "Find root causes."), SkillDoc("mcp-builder", "Servers for MCP."),
+            SkillDoc("verification-before-completion", "Evidence first."), SkillDoc("other", "Debug output.")]
+    assert names(docs, "debug a failing test systematically")[0] == "systematic-debugging"
+    assert names(docs, "build an MCP server")[0] == "mcp-builder"
+    assert names(docs, "verify before saying it is done")[0] == "verification-before-completion"

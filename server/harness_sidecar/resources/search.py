@@ -40,8 +40,7 @@ _WORD = re.compile(r"[^\W_]+")
 # of them still matches exactly).
 STOP_WORDS = frozenset(
     "an and are as at be by can do does for from how i in into is it its me my of on or our so that the "
-    "this to use used uses using when with you your we what which want need needs help please should "
-    "skill skills".split())
+    "this to use used uses using when with you your we what which want need needs help please should".split())
 
 
 def words(text: str) -> list[str]:
@@ -50,20 +49,36 @@ def words(text: str) -> list[str]:
 
 
 def stem(word: str) -> str:
-    """A light stem, the same for a word's common inflections: ``forms`` → ``form``,
-    ``testing`` → ``test``, ``policies`` → ``policy``, ``analyzed`` → ``analyz``."""
+    """A light stem, the same for a word's common inflections: ``forms``/``form``,
+    ``testing``/``tests``/``test``, ``debugging``/``debug``, ``builder``/``build``, ``writing``/``write``,
+    ``policies``/``policy``, ``verification``/``verify``, ``systematically``/``systematic``. Both the
+    query and the skills go through it, so a stem need not be a word."""
     if len(word) <= 3 or word.isdigit():
         return word
     if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix in ("ing", "ed", "es", "s"):
+        word = word[:-3] + "y"
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    if word.endswith("ification"):
+        return word[:-9] + "if"
+    if word.endswith("ify") and len(word) > 5:
+        return word[:-3] + "if"
+    if word.endswith("ally") and len(word) - 4 >= 5:
+        word = word[:-4]
+    elif word.endswith("ly") and len(word) - 2 >= 5:
+        word = word[:-2]
+    for suffix in ("ing", "ed", "er"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            if suffix == "s" and word.endswith("ss"):
-                return word
-            if suffix == "es" and not word.endswith(("sses", "xes", "ches", "shes", "zes")):
-                return word[:-1]  # 'files' -> 'file' (then the same as 'file')
-            return word[: -len(suffix)]
+            word = word[: -len(suffix)]
+            if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz" and word[-1] not in _VOWELS:
+                word = word[:-1]  # 'debugg' -> 'debug', 'mapp' -> 'map'
+            return word
+    if word.endswith("e") and len(word) > 4:
+        return word[:-1]  # 'write' and 'writing' -> 'writ'
     return word
+
+
+_VOWELS = frozenset("aeiou")
 
 
 def _terms(text: str) -> set[str]:
@@ -86,6 +101,7 @@ class _Indexed:
     name_terms: set[str]
     description_terms: set[str]
     folder_terms: set[str]
+    all_terms: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -97,10 +113,13 @@ class Index:
 
     @classmethod
     def build(cls, docs: Iterable[SkillDoc]) -> "Index":
-        indexed = [_Indexed(d, _terms(d.name), _terms(d.description), _terms(d.folder)) for d in docs]
+        indexed = []
+        for d in docs:
+            name, description, folder = _terms(d.name), _terms(d.description), _terms(d.folder)
+            indexed.append(_Indexed(d, name, description, folder, frozenset(name | description | folder)))
         frequency: dict[str, int] = {}
         for item in indexed:
-            for term in item.name_terms | item.description_terms | item.folder_terms:
+            for term in item.all_terms:
                 frequency[term] = frequency.get(term, 0) + 1
         return cls(indexed, frequency)
 
@@ -113,24 +132,41 @@ class Index:
         raw = words(query)
         exact = _exact_names(raw)
         wanted = list(dict.fromkeys(stem(w) for w in raw if len(w) > 1 and w not in STOP_WORDS))
+        # two words written apart may be one in a name ('web app' -> webapp-testing, 'clinical trials' ->
+        # clinicaltrials): each word may also match as part of its join with a neighbour
+        joined: dict[str, list[str]] = {term: [term] for term in wanted}
+        for first, second in zip(raw, raw[1:]):
+            if len(first) > 1 and len(second) > 1:
+                compound = stem(first + second)
+                for part in (stem(first), stem(second)):
+                    if part in joined:
+                        joined[part].append(compound)
         weights = {term: self.weight(term) for term in wanted}
+        alternatives = [(term, weight, [(a, self.weight(a)) for a in joined[term]]) for term, weight in weights.items()]
         total_weight = sum(weights.values()) or 1.0
+        every = frozenset(a for choices in joined.values() for a in choices)
         scored: list[tuple[int, float, int, SkillDoc]] = []  # (tier, -score, position, skill)
         for position, item in enumerate(self.docs):
             # exact names first, the one stating more of the query first ('pdf-forms' before 'pdf')
             tier = -exact.get(item.doc.name, 0)
+            if not tier and item.all_terms.isdisjoint(every):
+                continue
             score = 0.0
             covered = 0.0
-            for term, weight in weights.items():
-                hit = 0.0
-                if term in item.name_terms:
-                    hit += NAME_WEIGHT
-                if term in item.description_terms:
-                    hit += DESCRIPTION_WEIGHT
-                if term in item.folder_terms:
-                    hit += FOLDER_WEIGHT
-                if hit:
-                    score += hit * weight
+            for term, weight, choices in alternatives:
+                best = 0.0
+                for alternative, alternative_weight in choices:
+                    hit = 0.0
+                    if alternative in item.name_terms:
+                        hit += NAME_WEIGHT
+                    if alternative in item.description_terms:
+                        hit += DESCRIPTION_WEIGHT
+                    if alternative in item.folder_terms:
+                        hit += FOLDER_WEIGHT
+                    if hit:
+                        best = max(best, hit * alternative_weight)
+                if best:
+                    score += best
                     covered += weight
             if not tier and not score:
                 continue
