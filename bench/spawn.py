@@ -4,10 +4,10 @@
 
 CORPUS (or ``HARNESS_BENCH_CORPUS``): a directory of public skill repositories (bench/real_corpus.py
 lays them out as roots). Each run is a fresh sidecar, as an editor starts it: from the spawn to the
-answer of its first ``thread/start`` over all the roots, imports and the cold parse of every
-SKILL.md's frontmatter included (the header cache lives in the process, so every run starts cold;
-the files themselves are in the OS page cache after the first run, as they are for an editor
-opened twice). Then ``skills/activate`` round trips of skills spread over the catalog (no
+answer of its first ``thread/start`` over all the roots, imports included: *cold* with an empty
+header cache (every SKILL.md's frontmatter parsed, as on the very first start) and *cached* with the
+header cache a previous sidecar wrote (resources/header_cache.py: every later start). The files
+themselves are in the OS page cache after the first run, as they are for an editor opened twice. Then ``skills/activate`` round trips of skills spread over the catalog (no
 resources): p50 and p90. Figures are medians with min and max; say the machine's load beside them.
 """
 
@@ -15,42 +15,60 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import os
 import statistics
+import tempfile
 import time
 
 from bench.common import REPO, SIDECAR, Raw, fmt, summary
 from bench.real_corpus import corpus_dir, describe, roots
 
 
+def _first_thread_start(params: dict, cache: str) -> tuple[float, float, Raw, dict]:
+    os.environ["HARNESS_SIDECAR_CACHE_DIR"] = cache  # Raw's environment is this process's
+    spawned = time.perf_counter()
+    raw = Raw(SIDECAR)
+    raw.call("initialize")
+    started = time.perf_counter()
+    result = raw.call("thread/start", params)
+    done = time.perf_counter()
+    return (done - spawned) * 1000, (done - started) * 1000, raw, result
+
+
 def spawn_to_first_thread_start(root_list: list[str], runs: int, activations: int) -> dict:
+    """Two series, run by turns so that they share the machine's noise: *cold*, every SKILL.md
+    parsed (an empty header cache, as on the very first start), and *cached*, the header cache
+    a previous sidecar left (every later start of an editor on the same skills)."""
     params = {"roots": root_list, "limits": {"maxSkillsPerRoot": 2000}}
-    spawn_ms, request_ms, activation_ms = [], [], []
+    figures: dict[str, list[float]] = {"cold": [], "cold_request": [], "cached": [], "cached_request": []}
+    activation_ms: list[float] = []
     skills = diagnostics = 0
-    for run in range(runs + 1):  # the first run warms the page cache and the bytecode: not counted
-        spawned = time.perf_counter()
-        raw = Raw(SIDECAR)
-        raw.call("initialize")
-        started = time.perf_counter()
-        result = raw.call("thread/start", params)
-        done = time.perf_counter()
-        if run:
-            spawn_ms.append((done - spawned) * 1000)
-            request_ms.append((done - started) * 1000)
-        names = [s["name"] for s in result["catalog"]["skills"]]
-        skills, diagnostics = len(names), len(result["diagnostics"])
-        if run == runs and activations:
-            step = max(1, len(names) // activations)
-            for name in names[::step][:activations]:
-                began = time.perf_counter()
-                try:
-                    raw.call("skills/activate", {"threadId": result["threadId"], "name": name})
-                except RuntimeError:
-                    continue  # a skill changed since, or an invalid body: not an activation to time
-                activation_ms.append((time.perf_counter() - began) * 1000)
-        raw.close()
+    with tempfile.TemporaryDirectory(prefix="harness-bench-cache-") as tmp:
+        cached_dir = os.path.join(tmp, "cached")
+        for run in range(runs + 1):  # run 0 warms the page cache and fills the cached series' cache
+            for series in ("cold", "cached"):
+                cache = cached_dir if series == "cached" else os.path.join(tmp, f"cold-{run}")
+                spawn_ms, request_ms, raw, result = _first_thread_start(params, cache)
+                if run:
+                    figures[series].append(spawn_ms)
+                    figures[series + "_request"].append(request_ms)
+                names = [s["name"] for s in result["catalog"]["skills"]]
+                skills, diagnostics = len(names), len(result["diagnostics"])
+                if run == runs and series == "cached" and activations:
+                    step = max(1, len(names) // activations)
+                    for name in names[::step][:activations]:
+                        began = time.perf_counter()
+                        try:
+                            raw.call("skills/activate", {"threadId": result["threadId"], "name": name})
+                        except RuntimeError:
+                            continue  # an invalid body: not an activation to time
+                        activation_ms.append((time.perf_counter() - began) * 1000)
+                raw.close()
+    os.environ.pop("HARNESS_SIDECAR_CACHE_DIR", None)
     activation = sorted(activation_ms)
-    return {"spawn_to_first_ms": summary(spawn_ms), "thread_start_ms": summary(request_ms), "skills": skills,
-            "diagnostics": diagnostics,
+    return {"cold_ms": summary(figures["cold"]), "cold_request_ms": summary(figures["cold_request"]),
+            "cached_ms": summary(figures["cached"]), "cached_request_ms": summary(figures["cached_request"]),
+            "skills": skills, "diagnostics": diagnostics,
             "activation_p50_ms": statistics.median(activation) if activation else None,
             "activation_p90_ms": activation[int(len(activation) * 0.9)] if activation else None,
             "activations": len(activation)}
@@ -67,9 +85,10 @@ def main() -> int:
     compileall.compile_dir(str(REPO / "server"), quiet=1)
     print(describe(corpus, root_list), flush=True)
     figures = spawn_to_first_thread_start(root_list, args.runs, args.activations)
-    print(f"spawn → first thread/start answered: {fmt(figures['spawn_to_first_ms'], ' ms')}"
-          f"  (the request alone {fmt(figures['thread_start_ms'], ' ms')}; {figures['skills']} skills listed, "
-          f"{figures['diagnostics']} diagnostics)")
+    print(f"{figures['skills']} skills listed, {figures['diagnostics']} diagnostics")
+    for series, what in (("cold", "every SKILL.md parsed"), ("cached", "header cache of a previous start")):
+        print(f"spawn → first thread/start answered, {what}: {fmt(figures[series + '_ms'], ' ms')}"
+              f"  (the request alone {fmt(figures[series + '_request_ms'], ' ms')})")
     if figures["activations"]:
         print(f"skills/activate round trip: p50 {figures['activation_p50_ms']:.2f} ms, "
               f"p90 {figures['activation_p90_ms']:.2f} ms over {figures['activations']} skills")

@@ -257,7 +257,7 @@ class Sidecar:
         )
 
         def scan() -> tuple[Catalog, dict[str, Any]]:
-            catalog = build_catalog(start.roots, start.limits)
+            catalog = build_catalog(start.roots, start.limits, persist=True)
             found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:

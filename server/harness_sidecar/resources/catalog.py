@@ -526,7 +526,17 @@ def _merge(kind: str, per_root: list[list[Any]], diagnostics: list[Diagnostic]) 
     return dict(sorted(winners.items()))
 
 
-def build_catalog(root_paths: list[str], limits: Limits) -> Catalog:
+def build_catalog(root_paths: list[str], limits: Limits, persist: bool = False) -> Catalog:
+    """The catalog of ``root_paths``. ``persist``: remember SKILL.md headers across processes too
+    (resources.header_cache; a thread's first scan in a fresh sidecar)."""
+    if persist:
+        from harness_sidecar.resources import header_cache
+
+        header_cache.load(_HEADERS)
+        try:
+            return build_catalog(root_paths, limits)
+        finally:
+            header_cache.save(_HEADERS)
     diagnostics: list[Diagnostic] = []
     roots = resolve_roots(root_paths, diagnostics)
     instructions = [i for i in (read_instructions(r, limits, diagnostics) for r in roots) if i is not None]
