@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from harness_sidecar.client import child_env
@@ -256,3 +257,34 @@ def test_a_thread_of_ordinary_skills_never_imports_yaml(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+# -- real skills' frontmatter (v3 §3: descriptions across lines) -----------------------------------
+
+REAL_SKILLS = sorted((Path(__file__).parent / "fixtures" / "real-skills").glob("*/skills/*/SKILL.md"))
+
+
+@pytest.mark.parametrize("path", REAL_SKILLS, ids=lambda p: p.parent.name)
+def test_real_frontmatters_pass_the_rules_and_read_as_yaml_reads_them(path):
+    data = path.read_bytes()
+    fm = frontmatter.parse(data, True, 1 << 16, required=True)
+    text = frontmatter.split(data, True, 1 << 16, required=True)[0]
+    for loader in LOADERS:
+        assert fm.data == yaml_reading(text, loader)
+    assert frontmatter.check_skill(fm, path.parent.name) == []  # only the spec's rules reject
+    description = fm.data["description"]
+    assert frontmatter.one_line(description) == " ".join(description.split())
+
+
+@pytest.mark.parametrize("name, written", [
+    ("debugger", "Debugging specialist for errors, test failures, and unexpected\nbehavior. Use proactively when "
+                 "encountering any issues.\n"),  # single-quoted across lines, with blank lines
+    ("coverage", 'Analyze test coverage gaps. Use when user says "test coverage", "what\'s not tested", "coverage '
+                 'gaps", "missing tests", "coverage report", or "what needs testing".'),  # >- folded
+])
+def test_a_real_description_across_lines_is_read_as_written(name, written):
+    (path,) = [p for p in REAL_SKILLS if p.parent.name == name]
+    fm = frontmatter.parse(path.read_bytes(), True, 1 << 16, required=True)
+    assert fm.data["description"] == written
+    assert "\n" not in frontmatter.one_line(written) and frontmatter.one_line(written) == written.strip().replace(
+        "\n", " ")
