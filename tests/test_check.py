@@ -110,6 +110,8 @@ def test_shadowing_warns_and_fails_only_with_strict(tmp_path):
     strict = check("--strict", str(project), str(user))
     assert strict.returncode == 1 and "shadowed:" in strict.stdout
     assert check("--strict", str(project)).returncode == 0  # nothing to warn about: strict passes
+    (shadowed,) = json.loads(check("--json", str(project), str(user)).stdout)["diagnostics"][:1]
+    assert (shadowed["kind"], shadowed["severity"]) == ("shadowed", "warning")
 
 
 def test_a_missing_root_is_a_note_not_a_failure(tmp_path):

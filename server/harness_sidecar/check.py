@@ -123,6 +123,9 @@ def main(args: list[str]) -> int:
 
     found = extensions.discover(catalog.roots, [], limits, catalog.diagnostics)
     catalog.diagnostics.extend(lint_problems(catalog, roots, limits))
+    for d in catalog.diagnostics:
+        if d.kind in WARNING_KINDS:
+            d.extra.setdefault("severity", "warning")  # so --json says it too
     failing = ("error", "warning") if strict else ("error",)
     status = 1 if any(_severity(d) in failing for d in catalog.diagnostics) else 0
     out = sys.stdout

@@ -305,5 +305,5 @@ def hover(path: str, text: str, line: int, character: int, root_paths: list[str]
     else:
         standing = "not in the catalog (see the diagnostics)"
     return (f"{bold(str(fm.data.get('name')))} — "
-            f"{description if isinstance(description, str) else '(no description)'}"
+            f"{frontmatter.one_line(description) if isinstance(description, str) else '(no description)'}"
             f"\n\nsource: {code(os.path.normpath(path))}\n\n{standing}", 0, len(lines[line]))
