@@ -61,6 +61,16 @@ def _decode(row: Any) -> tuple[tuple, tuple[str | None, tuple[Problem, ...]]] | 
         return None
 
 
+def _loads(data: bytes) -> Any:
+    """JSON, with orjson (the sidecar's own JSON library, already loaded) when it is there: a
+    few ms for thousands of headers instead of a dozen."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(data)
+    return orjson.loads(data)
+
+
 def load(headers: dict[tuple, Any]) -> None:
     """Add the remembered headers to ``headers`` (once per process; quietly nothing on any error)."""
     global _loaded, _saved_count
@@ -72,7 +82,7 @@ def load(headers: dict[tuple, Any]) -> None:
         return
     try:
         with open(os.path.join(directory, FILE_NAME), "rb") as f:
-            data = json.loads(f.read())
+            data = _loads(f.read())
         if not isinstance(data, dict) or data.get("version") != VERSION:
             return
         rows = data.get("headers", [])
