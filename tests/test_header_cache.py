@@ -53,3 +53,16 @@ def test_off_writes_nothing(spawn, tmp_path):
                                    "HOME": str(tmp_path / "home")}))
     sidecar.call("thread/start", {"roots": [str(root)]})
     assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()
+
+
+def test_two_sidecars_on_different_roots_keep_both_in_the_cache(spawn, tmp_path):
+    one, two, cache = tmp_path / "one", tmp_path / "two", tmp_path / "cache"
+    add_skill(one, "alpha", "Use for alpha.")
+    add_skill(two, "beta", "Use for beta.")
+    time.sleep(2.1)
+    first = spawn(env=child_env({"HARNESS_SIDECAR_CACHE_DIR": str(cache)}))
+    second = spawn(env=child_env({"HARNESS_SIDECAR_CACHE_DIR": str(cache)}))
+    first.call("thread/start", {"roots": [str(one)]})  # both loaded nothing yet
+    second.call("thread/start", {"roots": [str(two)]})
+    saved = json.loads((cache / "headers-v1.json").read_text())
+    assert sorted(row[1] for row in saved["headers"]) == ["Use for alpha.", "Use for beta."]

@@ -27,6 +27,7 @@ logger = logging.getLogger(__name__)
 VERSION = 1
 FILE_NAME = f"headers-v{VERSION}.json"
 ENV = "HARNESS_SIDECAR_CACHE_DIR"
+MAX_HEADERS = 50_000  # as many as the in-process cache holds; beyond, the file starts again
 
 _loaded = False
 _saved_count = 0
@@ -80,6 +81,11 @@ def load(headers: dict[tuple, Any]) -> None:
     directory = cache_dir()
     if directory is None:
         return
+    _read_into(directory, headers)
+    _saved_count = len(headers)
+
+
+def _read_into(directory: str, headers: dict[tuple, Any]) -> None:
     try:
         with open(os.path.join(directory, FILE_NAME), "rb") as f:
             data = _loads(f.read())
@@ -92,7 +98,6 @@ def load(headers: dict[tuple, Any]) -> None:
         decoded = _decode(row)
         if decoded is not None:
             headers.setdefault(decoded[0], decoded[1])
-    _saved_count = len(headers)
 
 
 def save(headers: dict[tuple, Any]) -> None:
@@ -101,9 +106,13 @@ def save(headers: dict[tuple, Any]) -> None:
     directory = cache_dir()
     if directory is None or not _loaded or len(headers) == _saved_count:
         return
+    merged = dict(headers)
+    _read_into(directory, merged)  # what another sidecar wrote since is kept (several editors at once)
+    if len(merged) > MAX_HEADERS:
+        merged = dict(headers) if len(headers) <= MAX_HEADERS else {}
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        data = json.dumps({"version": VERSION, "headers": [_encode(k, v) for k, v in headers.items()]},
+        data = json.dumps({"version": VERSION, "headers": [_encode(k, v) for k, v in merged.items()]},
                           ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         fd, temporary = tempfile.mkstemp(prefix=".headers-", dir=directory)
         try:
