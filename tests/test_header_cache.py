@@ -62,7 +62,9 @@ def test_two_sidecars_on_different_roots_keep_both_in_the_cache(spawn, tmp_path)
     time.sleep(2.1)
     first = spawn(env=child_env({"HARNESS_SIDECAR_CACHE_DIR": str(cache)}))
     second = spawn(env=child_env({"HARNESS_SIDECAR_CACHE_DIR": str(cache)}))
-    first.call("thread/start", {"roots": [str(one)]})  # both loaded nothing yet
-    second.call("thread/start", {"roots": [str(two)]})
+    (tmp_path / "empty").mkdir()
+    second.call("thread/start", {"roots": [str(tmp_path / "empty")]})  # the second read the cache: empty
+    first.call("thread/start", {"roots": [str(one)]})  # the first writes alpha
+    second.call("thread/start", {"roots": [str(two)]})  # the second writes beta, keeping alpha
     saved = json.loads((cache / "headers-v1.json").read_text())
     assert sorted(row[1] for row in saved["headers"]) == ["Use for alpha.", "Use for beta."]
