@@ -288,3 +288,29 @@ def test_a_real_description_across_lines_is_read_as_written(name, written):
     assert fm.data["description"] == written
     assert "\n" not in frontmatter.one_line(written) and frontmatter.one_line(written) == written.strip().replace(
         "\n", " ")
+
+
+@pytest.mark.parametrize("text", [
+    "name: x\ndescription: d\nallowed-tools:\n  - Read\n  - Write\nmetadata:\n  author: a\n  tags: [a, b]\n",
+    "name: x\ndescription: |\n  one\n\n  two\nlicense:\nrequires:\n  mcp:\n    - rube\n",
+    "name: x\ndescription: d\nversion: 1.0\n",  # a number: the safe constructor
+    "name: x\ndescription: d\ncreated: 2024-01-02\n",  # a date
+    "name: x\ndescription: d\nflag: yes\n",  # a boolean
+    "name: x\ndescription: d\nbase: &b {k: v}\nmore:\n  <<: *b\n  j: w\n",  # a merge key
+    "name: x\ndescription: d\na: &a [x, y]\nb: *a\n",  # an alias met twice
+    "name: x\ndescription: d\n? [complex]\n: key\n",
+    "name: x\ndescription: d\nnull: v\n~: w\n",
+    "name: x\ndescription: d\ns: !!set {a, b}\n",
+    "name: x\ndescription: !!str 123\nlist: [1, two]\n",
+])
+def test_mappings_of_lists_strings_and_nulls_read_as_the_safe_constructor_reads_them(text):
+    """The frontmatters real skills write (lists, nested maps, nulls) are built from YAML's nodes
+    without the constructor; everything else still goes to it. Both give what yaml.safe_load gives."""
+    for loader in LOADERS:
+        expected = yaml_reading(text, loader)
+        if isinstance(expected, type):  # an error: ours is an error too
+            with pytest.raises(FrontmatterError):
+                frontmatter.load_yaml(text, 2)
+        else:
+            assert frontmatter.load_yaml(text, 2)[0] == expected
+            assert type(frontmatter.load_yaml(text, 2)[0]) is type(expected)

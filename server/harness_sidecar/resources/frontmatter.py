@@ -349,7 +349,9 @@ def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[st
             # machinery (about 40% of the YAML cost of discovery): the nodes' own values.
             data = {key.value: value.value for key, value in node.value}
         else:
-            data = loader.construct_document(node)
+            data = _simple_document(node)
+            if data is _NOT_SIMPLE:
+                data = loader.construct_document(node)
     except Exception as exc:  # noqa: BLE001 - constructors raise ValueError too ('2024-13-45', '!!int zz')
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         reason = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -380,6 +382,51 @@ def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[st
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_NOT_SIMPLE = object()
+
+
+def _simple_document(node: Any) -> Any:
+    """What safe construction returns for a document of mappings, lists, strings and nulls (the
+    frontmatters of real skills: ``allowed-tools`` lists, ``metadata`` maps), built from the nodes
+    without the constructor's Python machinery; ``_NOT_SIMPLE`` for anything else (numbers,
+    booleans, dates, merge keys, explicit tags, a node met twice through an alias), which then
+    goes to the safe constructor itself."""
+    import yaml
+
+    seen: set[int] = set()
+
+    def build(n: Any) -> Any:
+        if id(n) in seen:
+            raise _Declined
+        seen.add(id(n))
+        if isinstance(n, yaml.ScalarNode):
+            if n.tag == _STR_TAG:
+                return n.value
+            if n.tag == _NULL_TAG:
+                return None
+            raise _Declined
+        if isinstance(n, yaml.SequenceNode) and n.tag == _SEQ_TAG:
+            return [build(item) for item in n.value]
+        if isinstance(n, yaml.MappingNode) and n.tag == _MAP_TAG:
+            mapping: dict[str, Any] = {}
+            for key, value in n.value:
+                if not (isinstance(key, yaml.ScalarNode) and key.tag == _STR_TAG):
+                    raise _Declined  # null, numeric, merge ('<<') or complex keys: YAML's own rules
+                mapping[key.value] = build(value)
+            return mapping
+        raise _Declined
+
+    try:
+        return build(node)
+    except _Declined:
+        return _NOT_SIMPLE
+
+
+class _Declined(Exception):
+    pass
 
 
 def _plain_strings(node: Any) -> bool:
