@@ -233,6 +233,18 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
             return None
     else:
         real_dir = f"{skills_real}/{name}"
+    if _HEADERS:
+        # a header parsed before (by this process or, through header_cache, an earlier one): the
+        # file's identity and version from lstat suffice (a regular file, not a link, in a directory
+        # inside the root: what the no-follow open below would open); nothing is read
+        try:
+            st = os.lstat(f"{real_dir}/SKILL.md")
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= limits.max_file_bytes:
+            cached = _HEADERS.get(_header_key(st, name, limits))
+            if cached is not None:
+                return _entry(root, name, source, directory, st, cached, diagnostics)
     try:
         fd = _open_in(directory, real_dir, "SKILL.md", root)
     except DomainError as exc:
@@ -254,9 +266,15 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
                 "too_large", f"{source} is {st.st_size} bytes; maxFileBytes is {limits.max_file_bytes}", source,
                 "shorten the body or move material into resource files", extra={"size": st.st_size}))
             return None
-        description, problems = _skill_header(fd, st, name, limits)
+        header = _skill_header(fd, st, name, limits)
     finally:
         os.close(fd)
+    return _entry(root, name, source, directory, st, header, diagnostics)
+
+
+def _entry(root: Root, name: str, source: str, directory: str, st: os.stat_result,
+           header: tuple[str | None, tuple[Problem, ...]], diagnostics: list[Diagnostic]) -> SkillEntry | None:
+    description, problems = header
     if description is None:
         diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
         return None
@@ -332,13 +350,17 @@ MAX_CACHED_HEADERS = 50_000
 RACY_SECONDS = 2.0
 
 
+def _header_key(st: os.stat_result, name: str, limits: Limits) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
+
+
 def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tuple[str | None, tuple[Problem, ...]]:
     """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter.
 
     With a description the skill is valid and the problems are warnings; without one they
     are why it is rejected.
     """
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
+    key = _header_key(st, name, limits)
     cached = _HEADERS.get(key)
     if cached is not None:
         return cached
