@@ -72,6 +72,14 @@ def _loads(data: bytes) -> Any:
     return orjson.loads(data)
 
 
+def _dumps(value: Any) -> bytes:
+    try:
+        import orjson
+    except ImportError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return orjson.dumps(value)
+
+
 def load(headers: dict[tuple, Any]) -> None:
     """Add the remembered headers to ``headers`` (once per process; quietly nothing on any error)."""
     global _loaded, _saved_count
@@ -112,8 +120,7 @@ def save(headers: dict[tuple, Any]) -> None:
         merged = dict(headers) if len(headers) <= MAX_HEADERS else {}
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
-        data = json.dumps({"version": VERSION, "headers": [_encode(k, v) for k, v in merged.items()]},
-                          ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        data = _dumps({"version": VERSION, "headers": [_encode(k, v) for k, v in merged.items()]})
         fd, temporary = tempfile.mkstemp(prefix=".headers-", dir=directory)
         try:
             with os.fdopen(fd, "wb") as f:
