@@ -20,6 +20,9 @@ def bench_env() -> dict[str, str]:
     """A user's environment: bytecode compiled and used, no PYTHONUNBUFFERED."""
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE")}
     env["PYTHONPATH"] = str(REPO / "server")
+    # every start parses what it reads (the figures say "nothing warmed"), unless a bench asks for
+    # the header cache a previous start left (bench.spawn's cached series)
+    env.setdefault("HARNESS_SIDECAR_CACHE_DIR", "off")
     return env
 
 

@@ -235,7 +235,9 @@ def test_load_skill_text_ends_with_the_directory_and_the_listing(pdf):
     assert text.endswith(f"Skill directory: {pdf / 'skills/pdf'}\n"
                          "Files in it (paths relative to the skill directory; sizes in bytes):\n"
                          f"- SKILL.md ({(pdf / 'skills/pdf/SKILL.md').stat().st_size})\n- a.txt (1)\n"
-                         "- … and 6 more files not listed\n")
+                         "- … and 6 more files not listed\n"
+                         "Dot-entries (names starting with '.', not listed above): "
+                         ".env, .git, bin/.cache, scripts/.cache\n")
 
 
 def test_a_binary_resource_comes_back_as_base64_byte_exact(pdf):
@@ -314,7 +316,8 @@ def test_find_skills_ranking_tiers():
     entries = [("pdf", "Work with PDF files."), ("pdf-forms", "Fill PDF forms."), ("forms-pdf", "Other."),
                ("docx", "Word documents; can export to pdf."), ("excel", "Spreadsheets.")]
     assert [n for n, _ in rank(entries, "pdf")] == ["pdf", "pdf-forms", "forms-pdf", "docx"]
-    assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "forms-pdf", "pdf", "docx"]
+    # the whole query as a name first, then 'pdf' (a run of the query's words), then by words
+    assert [n for n, _ in rank(entries, "PDF Forms")] == ["pdf-forms", "pdf", "forms-pdf", "docx"]
     assert rank(entries, "nothing") == [] and rank(entries, "   ") == []
 
 

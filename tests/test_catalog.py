@@ -67,7 +67,6 @@ def test_skills_are_sorted_by_name_across_roots(tree):
     ("---\nname: 123\ndescription: d\n---\n", "invalid_frontmatter"),
     ("---\nname: x\ndescription: [a, b]\n---\n", "invalid_frontmatter"),
     ("---\nname: x\ndescription: '   '\n---\n", "invalid_frontmatter"),
-    ("---\nname: x\ndescription: |\n  line one\n  line two\n---\n", "invalid_frontmatter"),
     ("---\nname: x\n---\n", "invalid_frontmatter"),
     ("---\n- a list\n---\n", "invalid_frontmatter"),
     ("---\nname: x\ndescription: bad: colon\n---\n", "invalid_frontmatter"),
@@ -167,7 +166,9 @@ def test_missing_root_and_missing_skill_file_are_reported(tree, tmp_path):
     (root / "skills/empty").mkdir(parents=True)
     catalog = catalog_of(tmp_path / "nope", root)
     found = kinds_by_path([d.to_wire() for d in catalog.diagnostics])
-    assert found[str(tmp_path / "nope")] == {"root_not_found"}
+    assert found[str(tmp_path / "nope")] == {"root_missing"}
+    (missing,) = [d.to_wire() for d in catalog.diagnostics if d.path == str(tmp_path / "nope")]
+    assert missing["severity"] == "info"  # a root not made yet is no problem
     assert found[str(root / "skills/empty")] == {"missing_skill_file"}
 
 
@@ -406,15 +407,13 @@ def test_a_description_yaml_reads_as_a_boolean_says_to_quote_it(tree):
 
 
 @pytest.mark.parametrize("char", ["\u2028", "\u2029", "\u0085", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e"])
-def test_a_description_with_a_unicode_line_break_is_not_one_line(tree, char):
-    """A description with U+2028 or U+0085 passed as "one line"."""
+def test_a_description_with_a_unicode_line_break_is_served_on_one_line(tree, char):
+    """v3: a line break in a description is no rule of the spec; the catalog joins it into a space."""
     root = tree("r")
-    path = write(root / "skills/x/SKILL.md", f'---\nname: x\ndescription: "first\\u{ord(char):04x}second"\n---\n')
+    write(root / "skills/x/SKILL.md", f'---\nname: x\ndescription: "first\\u{ord(char):04x}second"\n---\n')
     catalog = catalog_of(root)
-    assert catalog.skills == {}
-    (diag,) = catalog.diagnostics
-    assert diag.path == str(path) and "spans several lines" in diag.message, diag
-    assert f"U+{ord(char):04X}" in diag.message or "U+" not in diag.message
+    assert catalog.diagnostics == []
+    assert catalog.skills["x"].description == "first second"
 
 
 @pytest.mark.parametrize("char", ["\u2028", "\u0085"])

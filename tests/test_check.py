@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -41,7 +42,7 @@ def test_warnings_alone_pass(tmp_path):
     add_skill(root, "long", "d" * 1100)
     out = check(str(root))
     assert out.returncode == 0, out.stdout
-    assert out.stdout.startswith("1 warning(s) (served anyway):\n") and "description_too_long" in out.stdout
+    assert out.stdout.startswith("1 warning(s) (served anyway; --strict fails on them):\n") and "description_too_long" in out.stdout
     assert "skill         long:" in out.stdout
 
 
@@ -62,3 +63,59 @@ def test_a_reader_that_goes_away_ends_check_quietly(tmp_path):
                            capture_output=True, env=child_env(), timeout=120)
     assert shell.stdout == "2000 problem(s):\n"
     assert shell.stderr == ""
+
+
+# -- v3 §3: `check` equals the editor ----------------------------------------------------------------
+
+def authored_tree(tmp_path):
+    """Two roots with what an author gets wrong in files the LSP mode lints."""
+    project, user = tmp_path / "project", tmp_path / "user"
+    add_skill(project, "review", "Use when reviewing.")
+    add_skill(user, "review", "The user's review.")  # shadowed on purpose
+    write(project / "templates/ask.md", "---\ndescription: Ask about a path.\n---\nAbout {{ path }} and {{topic}}.\n")
+    marker = tmp_path / "ran"
+    write(project / "extensions/broken.py", f"open({str(marker)!r}, 'w').write('x')\ndef activate(api)\n    pass\n")
+    write(project / "extensions/fine.py", f"open({str(marker)!r}, 'w').write('x')\ndef activate(api):\n    pass\n")
+    write(project / "extensions/pkg/__init__.py", "def activate(api):\n    pass\n")
+    write(project / "extensions/pkg/helper.py", "def f(:\n")
+    return project, user, marker
+
+
+def test_check_reports_an_extension_syntax_error_without_running_it(tmp_path):
+    project, _, marker = authored_tree(tmp_path)
+    out = check("--json", str(project))
+    assert out.returncode == 1
+    found = {(d["path"], d["kind"]): d for d in json.loads(out.stdout)["diagnostics"]}
+    broken = found[(str(project / "extensions/broken.py"), "syntax_error")]
+    assert broken["line"] == 2 and "SyntaxError" in broken["message"]
+    assert (str(project / "extensions/pkg/helper.py"), "syntax_error") in found  # a module of a package too
+    assert (str(project / "extensions/fine.py"), "syntax_error") not in found
+    assert not marker.exists()  # compiled, never run
+
+
+def test_check_reports_text_that_is_no_placeholder(tmp_path):
+    project, _, _ = authored_tree(tmp_path)
+    out = check(str(project))
+    assert f"{project / 'templates/ask.md'}:4:7" in out.stdout
+    assert "not_a_placeholder: {{ path }} is not a placeholder" in out.stdout and "write {{path}}" in out.stdout
+
+
+def test_shadowing_warns_and_fails_only_with_strict(tmp_path):
+    project, user = tmp_path / "project", tmp_path / "user"
+    add_skill(project, "review", "Use when reviewing.")
+    add_skill(user, "review", "The user's review.")
+    out = check(str(project), str(user))
+    assert out.returncode == 0, out.stdout
+    assert "1 warning(s)" in out.stdout and "shadowed:" in out.stdout
+    strict = check("--strict", str(project), str(user))
+    assert strict.returncode == 1 and "shadowed:" in strict.stdout
+    assert check("--strict", str(project)).returncode == 0  # nothing to warn about: strict passes
+    (shadowed,) = json.loads(check("--json", str(project), str(user)).stdout)["diagnostics"][:1]
+    assert (shadowed["kind"], shadowed["severity"]) == ("shadowed", "warning")
+
+
+def test_a_missing_root_is_a_note_not_a_failure(tmp_path):
+    root = tmp_path / "root"
+    add_skill(root, "review", "Use when reviewing.")
+    out = check(str(root), str(tmp_path / "not-made"))
+    assert out.returncode == 0 and "root_missing" in out.stdout and "note" in out.stdout

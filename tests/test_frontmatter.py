@@ -13,6 +13,7 @@ import random
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from harness_sidecar.client import child_env
@@ -256,3 +257,60 @@ def test_a_thread_of_ordinary_skills_never_imports_yaml(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+# -- real skills' frontmatter (v3 §3: descriptions across lines) -----------------------------------
+
+REAL_SKILLS = sorted((Path(__file__).parent / "fixtures" / "real-skills").glob("*/skills/*/SKILL.md"))
+
+
+@pytest.mark.parametrize("path", REAL_SKILLS, ids=lambda p: p.parent.name)
+def test_real_frontmatters_pass_the_rules_and_read_as_yaml_reads_them(path):
+    data = path.read_bytes()
+    fm = frontmatter.parse(data, True, 1 << 16, required=True)
+    text = frontmatter.split(data, True, 1 << 16, required=True)[0]
+    for loader in LOADERS:
+        assert fm.data == yaml_reading(text, loader)
+    assert frontmatter.check_skill(fm, path.parent.name) == []  # only the spec's rules reject
+    description = fm.data["description"]
+    assert frontmatter.one_line(description) == " ".join(description.split())
+
+
+@pytest.mark.parametrize("name, written", [
+    ("debugger", "Debugging specialist for errors, test failures, and unexpected\nbehavior. Use proactively when "
+                 "encountering any issues.\n"),  # single-quoted across lines, with blank lines
+    ("coverage", 'Analyze test coverage gaps. Use when user says "test coverage", "what\'s not tested", "coverage '
+                 'gaps", "missing tests", "coverage report", or "what needs testing".'),  # >- folded
+])
+def test_a_real_description_across_lines_is_read_as_written(name, written):
+    (path,) = [p for p in REAL_SKILLS if p.parent.name == name]
+    fm = frontmatter.parse(path.read_bytes(), True, 1 << 16, required=True)
+    assert fm.data["description"] == written
+    assert "\n" not in frontmatter.one_line(written) and frontmatter.one_line(written) == written.strip().replace(
+        "\n", " ")
+
+
+@pytest.mark.parametrize("text", [
+    "name: x\ndescription: d\nallowed-tools:\n  - Read\n  - Write\nmetadata:\n  author: a\n  tags: [a, b]\n",
+    "name: x\ndescription: |\n  one\n\n  two\nlicense:\nrequires:\n  mcp:\n    - rube\n",
+    "name: x\ndescription: d\nversion: 1.0\n",  # a number: the safe constructor
+    "name: x\ndescription: d\ncreated: 2024-01-02\n",  # a date
+    "name: x\ndescription: d\nflag: yes\n",  # a boolean
+    "name: x\ndescription: d\nbase: &b {k: v}\nmore:\n  <<: *b\n  j: w\n",  # a merge key
+    "name: x\ndescription: d\na: &a [x, y]\nb: *a\n",  # an alias met twice
+    "name: x\ndescription: d\n? [complex]\n: key\n",
+    "name: x\ndescription: d\nnull: v\n~: w\n",
+    "name: x\ndescription: d\ns: !!set {a, b}\n",
+    "name: x\ndescription: !!str 123\nlist: [1, two]\n",
+])
+def test_mappings_of_lists_strings_and_nulls_read_as_the_safe_constructor_reads_them(text):
+    """The frontmatters real skills write (lists, nested maps, nulls) are built from YAML's nodes
+    without the constructor; everything else still goes to it. Both give what yaml.safe_load gives."""
+    for loader in LOADERS:
+        expected = yaml_reading(text, loader)
+        if isinstance(expected, type):  # an error: ours is an error too
+            with pytest.raises(FrontmatterError):
+                frontmatter.load_yaml(text, 2)
+        else:
+            assert frontmatter.load_yaml(text, 2)[0] == expected
+            assert type(frontmatter.load_yaml(text, 2)[0]) is type(expected)

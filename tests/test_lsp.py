@@ -381,7 +381,7 @@ async def test_hook_faults_are_thread_diagnostic_notifications(lsp, tree):
 @pytest.mark.parametrize("content, kind, line, start, end", [
     ("---\nname: other\ndescription: d\n---\n", "name_mismatch", 1, "name: ", "name: other"),
     ("---\nname: Bad_Name\ndescription: d\n---\n", "invalid_name", 1, "name: ", "name: Bad_Name"),
-    ("---\nname: x\ndescription: |\n  one\n  two\n---\n", "invalid_frontmatter", 2, "description: ", "description: |"),
+    ("---\nname: x\ndescription: |\n\n---\n", "invalid_frontmatter", 2, "description: ", "description: |"),  # blank
     ("---\nname: x\ndescription: a: b\n---\n", "invalid_frontmatter", 2, "description: a", "description: a: b"),
     ("---\nname: x\ndescription: '✓😀' : b: c\n---\n", "invalid_frontmatter", 2, "description: '✓😀' ",
      "description: '✓😀' : b: c"),
@@ -723,3 +723,36 @@ async def test_ui_confirm_over_lsp_when_initialization_options_declare_it(lsp):
             break
         await asyncio.sleep(0.02)
     assert cancelled == ["c3"]
+
+
+# -- v3 §3: `check` equals the editor ----------------------------------------------------------------
+
+async def test_check_reports_every_diagnostic_the_editor_shows(lsp, tmp_path):
+    """Each file the LSP mode lints, opened in the real server: every (file, line, code) it publishes
+    (but the editor's trust setting) is in `check --json` for the same roots."""
+    import json
+
+    broken = WORKSPACE / "broken"
+    project, user = tmp_path / "project", tmp_path / "user"
+    add_skill(project, "review", "Use when reviewing.")
+    add_skill(user, "review", "The user's review.")
+    write(project / "templates/ask.md", "---\ndescription: Ask.\n---\nAbout {{ path }} and {{topic}}.\n")
+    write(project / "extensions/broken.py", "def activate(api)\n    pass\n")
+    roots = [broken, project, user]
+    files = [p for root in roots for p in sorted(root.rglob("*"))
+             if p.is_file() and (p.name == "SKILL.md" or p.parent.name == "templates" or p.suffix == ".py")]
+    client = await lsp(roots)
+    shown = set()
+    for path in files:
+        for d in await opened(client, path):
+            if d.code not in ("trusted", "untrusted"):
+                shown.add((str(path), d.range.start.line + 1, d.code))
+    out = subprocess.run([sys.executable, "-m", "harness_sidecar", "check", "--json", *map(str, roots)],
+                         capture_output=True, text=True, env=child_env(), timeout=120)
+    reported = {(d.get("path"), d.get("line"), d["kind"]) for d in json.loads(out.stdout)["diagnostics"]}
+    reported_files = {(p, k) for p, _, k in reported}
+    assert {(p, k) for p, _, k in shown} <= reported_files, sorted({(p, k) for p, _, k in shown} - reported_files)
+    assert {k for _, _, k in shown} >= {"not_a_placeholder", "syntax_error", "shadowed", "invalid_frontmatter"}
+    for path, line, kind in shown:  # the same place, where check gives one
+        lines = {ln for p, ln, k in reported if p == path and k == kind}
+        assert line in lines or lines == {None}, (path, kind, line, lines)

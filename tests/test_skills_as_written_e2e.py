@@ -61,8 +61,9 @@ def test_load_skill_ends_with_the_directory_and_the_listing(spawn, pdf_root):
     text = result["content"][0]["text"]
     assert text.startswith("See REFERENCE.md")
     assert f"Skill directory: {pdf_root / 'skills/pdf'}\n" in text
-    assert text.endswith("- fonts/Font.ttf (2048)\n- reference.md (12)\n- scripts/fill_form.py (14)\n")
-    assert ".secret" not in text and "outside.md" not in text
+    assert text.endswith("- fonts/Font.ttf (2048)\n- reference.md (12)\n- scripts/fill_form.py (14)\n"
+                         "Dot-entries (names starting with '.', not listed above): .secret\n")  # v3: named, not listed
+    assert "- .secret" not in text and "outside.md" not in text
     assert result["details"]["directory"] == str(pdf_root / "skills/pdf")
 
 
@@ -102,7 +103,8 @@ def test_find_skills_ranks_names_first_and_bounds_its_answer(spawn, many):
     assert result["details"]["matches"] == ["fill-form", "zz-invoices", "form-builder"]
     assert result["content"][0]["text"].startswith("fill-form: Use when a PDF form needs filling in.\n")
     result = tool_call(sidecar, thread, "find_skills", {"query": "form"})
-    assert result["details"]["matches"][0] == "form-builder"  # the name starts with it
+    # the word in the name and the description; a tie keeps the roots' order (here: by name)
+    assert result["details"]["matches"][:3] == ["fill-form", "form-builder", "zz-invoices"]
     result = tool_call(sidecar, thread, "find_skills", {"query": "job"})
     assert result["details"]["total"] == 40 and len(result["details"]["matches"]) == 20
     assert "(20 more matches: use more specific words)" in result["content"][0]["text"]

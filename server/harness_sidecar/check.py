@@ -1,4 +1,11 @@
-"""``harness-sidecar check ROOT...``: explain every resource that would not load, for skill authors."""
+"""``harness-sidecar check ROOT...``: explain every resource that would not load, for skill authors.
+
+It reports what the editor's LSP mode shows for the same files: each resource file of the roots
+goes through ``resources.lint`` (the LSP mode's one source of per-file diagnostics: frontmatter
+rules, shadowing, text that is no placeholder, an extension's syntax error found by compiling it
+without running it), beside what only a scan of the roots can see (missing roots, broken links,
+folders without SKILL.md) and what activation finds. Shadowing is a warning: it fails ``check``
+only with ``--strict``, which fails on any warning."""
 
 from __future__ import annotations
 
@@ -11,7 +18,10 @@ from harness_sidecar.limits import Limits
 from harness_sidecar.resources.activation import activate
 from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
 
-USAGE = "usage: harness-sidecar check [--json] ROOT [ROOT ...]"
+USAGE = "usage: harness-sidecar check [--json] [--strict] ROOT [ROOT ...]"
+# What the editor shows as a warning, not an error: the resource is served, or (shadowed) the
+# author means it so (a project's skill overriding the user's)
+WARNING_KINDS = frozenset(["shadowed"])
 
 
 def activation_problems(catalog: Catalog, limits: Limits) -> list[Diagnostic]:
@@ -29,9 +39,79 @@ def activation_problems(catalog: Catalog, limits: Limits) -> list[Diagnostic]:
     return problems
 
 
+def _severity(d: Diagnostic) -> str:
+    """``error`` (something left out), ``warning`` (served, or shadowed on purpose) or ``info``."""
+    severity = d.extra.get("severity")
+    if severity in ("info", "information", "hint"):
+        return "info"
+    if severity == "warning" or d.kind in WARNING_KINDS:
+        return "warning"
+    return "error"
+
+
+_LINT_SEVERITY = {"error": "error", "warning": "warning", "information": "info", "hint": "info"}
+
+
+def resource_files(catalog: Catalog) -> list[str]:
+    """Every file of the roots the LSP mode lints: AGENTS.md, skills/<name>/SKILL.md,
+    templates/<name>.md, extensions/<id>.py and the .py files of extensions/<id>/."""
+    found: list[str] = []
+
+    def listing(directory: str) -> list[str]:
+        try:
+            return sorted(n for n in os.listdir(directory) if not n.startswith("."))
+        except OSError:
+            return []
+
+    for root in catalog.roots:
+        found.append(os.path.join(root.path, "AGENTS.md"))
+        skills = os.path.join(root.path, "skills")
+        found += [os.path.join(skills, n, "SKILL.md") for n in listing(skills)]
+        templates = os.path.join(root.path, "templates")
+        found += [os.path.join(templates, n) for n in listing(templates) if n.endswith(".md")]
+        extensions = os.path.join(root.path, "extensions")
+        for name in listing(extensions):
+            if name.startswith("_"):
+                continue
+            path = os.path.join(extensions, name)
+            if name.endswith(".py"):
+                found.append(path)
+            elif os.path.isdir(path):
+                for directory, subdirectories, files in os.walk(path):
+                    subdirectories[:] = sorted(d for d in subdirectories if not d.startswith((".", "__pycache__")))
+                    found += [os.path.join(directory, f) for f in sorted(files) if f.endswith(".py")]
+    return [p for p in found if os.path.isfile(p)]
+
+
+def lint_problems(catalog: Catalog, root_paths: list[str], limits: Limits) -> list[Diagnostic]:
+    """What the LSP mode shows for each resource file, as diagnostics; what the catalog already
+    says of a file (same path and kind) is not repeated."""
+    from harness_sidecar.resources import lint
+
+    said = {(d.path, d.kind) for d in catalog.diagnostics}
+    problems = []
+    for path in resource_files(catalog):
+        try:
+            with open(path, "rb") as f:
+                data = f.read(limits.max_file_bytes + 1)
+            text = data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # unreadable, not UTF-8: the catalog or activation says so
+        if len(data) > limits.max_file_bytes:
+            continue
+        for finding in lint.lint(path, text, root_paths, set(), limits):
+            if (path, finding.kind) in said or finding.kind in ("trusted", "untrusted"):
+                continue  # trust is the editor's setting; check lists extensions as "imported only when trusted"
+            problems.append(Diagnostic(finding.kind, finding.message, path, None, finding.line + 1, finding.start + 1,
+                                       {"severity": _LINT_SEVERITY[finding.severity]}
+                                       if finding.severity != "error" else {}))
+    return problems
+
+
 def main(args: list[str]) -> int:
     as_json = "--json" in args
-    roots = [a for a in args if a != "--json"]
+    strict = "--strict" in args
+    roots = [a for a in args if a not in ("--json", "--strict")]
     if not roots or any(r.startswith("-") for r in roots):
         print(USAGE, file=sys.stderr)
         return 2
@@ -46,7 +126,12 @@ def main(args: list[str]) -> int:
 
     hooks = read_roots(roots, [])  # command hooks: listed and linted, trusted by the editor alone
     catalog.diagnostics.extend(d for declared in hooks for d in declared.diagnostics)
-    status = 1 if any(not d.is_warning for d in catalog.diagnostics) else 0
+    catalog.diagnostics.extend(lint_problems(catalog, roots, limits))
+    for d in catalog.diagnostics:
+        if d.kind in WARNING_KINDS:
+            d.extra.setdefault("severity", "warning")  # so --json says it too
+    failing = ("error", "warning") if strict else ("error",)
+    status = 1 if any(_severity(d) in failing for d in catalog.diagnostics) else 0
     out = sys.stdout
     if as_json:
         wire = catalog.to_wire()
@@ -56,14 +141,18 @@ def main(args: list[str]) -> int:
                              indent=2) + "\n")
         out.flush()
         return status
-    problems = [d for d in catalog.diagnostics if not d.is_warning]
-    warnings = [d for d in catalog.diagnostics if d.is_warning]
+    problems = [d for d in catalog.diagnostics if _severity(d) == "error"]
+    warnings = [d for d in catalog.diagnostics if _severity(d) == "warning"]
+    notes = [d for d in catalog.diagnostics if _severity(d) == "info"]
     if problems:
         out.write(f"{len(problems)} problem(s):\n")
         _write(out, problems)
     if warnings:
-        out.write(f"{len(warnings)} warning(s) (served anyway):\n")
+        out.write(f"{len(warnings)} warning(s) (served anyway; --strict fails on them):\n")
         _write(out, warnings)
+    if notes:
+        out.write(f"{len(notes)} note(s):\n")
+        _write(out, notes)
     if not catalog.diagnostics:
         out.write("no problems\n")
     out.write("\ncatalog:\n")

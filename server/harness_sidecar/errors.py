@@ -77,6 +77,7 @@ DOMAIN_CODES: dict[str, int] = {
     "not_utf8": -32015,
     "resource_not_found": -32016,
     "too_large": -32017,
+    "broken_link": -32018,
     "template_not_found": -32020,
     "missing_argument": -32021,
     "command_not_found": -32030,

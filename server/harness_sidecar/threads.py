@@ -41,6 +41,7 @@ from harness_sidecar.resources.search import (
     FIND_SKILLS_SCHEMA,
     find_skills,
 )
+from harness_sidecar.resources.search import index_of as search_index_of
 from harness_sidecar.resources.templates import render
 from harness_sidecar.results import ToolCall, ToolResult
 from harness_sidecar.stderr import SINK
@@ -351,7 +352,7 @@ class Sidecar:
         )
 
         def scan() -> tuple[Catalog, dict[str, Any]]:
-            catalog = build_catalog(start.roots, start.limits)
+            catalog = build_catalog(start.roots, start.limits, persist=True)
             found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:
@@ -902,14 +903,13 @@ class Sidecar:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
             thread.activated[skill.name] = skill
             return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, source=skill.source,
-                                   directory=skill.directory)
+                                   directory=skill.directory, dotEntries=list(skill.dot_entries))
         return run
 
     def _find_skills_runner(self) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             try:
-                text, details = find_skills(((s.name, s.description) for s in catalog.skills.values()),
-                                            call.arguments)
+                text, details = find_skills(search_index_of(catalog), call.arguments)
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind)
             return ToolResult.text(call, text, **details)

@@ -67,6 +67,7 @@ export type Error =
   | Error_InvalidFrontmatter
   | Error_NotUtf8
   | Error_ResourceNotFound
+  | Error_BrokenLink
   | Error_TemplateNotFound
   | Error_MissingArgument
   | Error_CommandNotFound
@@ -179,6 +180,9 @@ export interface Protocol {
  */
 export interface ActivatedSkill {
   name: string;
+  /**
+   * As written (YAML's value: a block scalar keeps its line breaks); the catalog's text is it stripped, whitespace runs joined.
+   */
   description: string;
   root: string;
   source: string;
@@ -198,6 +202,10 @@ export interface ActivatedSkill {
    * How many files maxListedFiles left out.
    */
   filesOmitted?: number;
+  /**
+   * Entries whose name starts with '.' (not listed in files, not entered): the relative path of each dot-entry itself, sorted.
+   */
+  dotEntries: string[];
   /**
    * In request order, each request once.
    */
@@ -221,6 +229,9 @@ export interface SkillFile {
 export interface TextResource {
   request: string;
   source: string;
+  /**
+   * The bytes decoded as UTF-8, a leading BOM kept as U+FEFF.
+   */
   content: string;
 }
 /**
@@ -385,7 +396,7 @@ export interface CatalogChangedParams {
  */
 export interface Diagnostic {
   /**
-   * What went wrong: root_not_found, invalid_frontmatter, shadowed, … (protocol.md § Diagnostics).
+   * What went wrong: root_missing, invalid_frontmatter, shadowed, … (protocol.md § Diagnostics).
    */
   kind: string;
   path?: string;
@@ -901,6 +912,26 @@ export interface Error_ResourceNotFound {
      * Close matches.
      */
     suggestions?: string[];
+    [k: string]: unknown;
+  };
+}
+/**
+ * A link (or a directory link on the way) whose target does not exist; never a path_escape.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_BrokenLink".
+ */
+export interface Error_BrokenLink {
+  code: -32018;
+  message: string;
+  data: {
+    kind: "broken_link";
+    path?: string;
+    request?: string;
+    /**
+     * The link's text.
+     */
+    target?: string;
     [k: string]: unknown;
   };
 }
@@ -1913,7 +1944,7 @@ export interface DomainErrorKinds {
   "thread/start": "mcp_unavailable";
   "thread/refresh": "thread_not_found";
   "thread/close": "thread_not_found";
-  "skills/activate": "thread_not_found" | "skill_not_found" | "invalid_arguments" | "path_escape" | "name_mismatch" | "invalid_frontmatter" | "not_utf8" | "resource_not_found" | "too_large";
+  "skills/activate": "thread_not_found" | "skill_not_found" | "invalid_arguments" | "path_escape" | "name_mismatch" | "invalid_frontmatter" | "not_utf8" | "resource_not_found" | "too_large" | "broken_link";
   "templates/render": "thread_not_found" | "template_not_found" | "missing_argument" | "invalid_arguments" | "path_escape" | "not_utf8" | "too_large" | "invalid_frontmatter";
   "context/build": "thread_not_found";
   "tools/list": "thread_not_found";

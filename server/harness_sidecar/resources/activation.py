@@ -57,11 +57,12 @@ class SkillFile(Record):
 
 class ActivatedSkill(Record):
     __slots__ = ("name", "description", "root", "source", "body", "resources", "directory", "files",
-                 "files_omitted")
+                 "files_omitted", "dot_entries")
 
     def __init__(self, name: str, description: str, root: str, source: str, body: str,
                  resources: list[SkillResource] | None = None, directory: str = "",
-                 files: list[SkillFile] | None = None, files_omitted: int = 0) -> None:
+                 files: list[SkillFile] | None = None, files_omitted: int = 0,
+                 dot_entries: list[str] | None = None) -> None:
         self.name = name
         self.description = description
         self.root = root
@@ -71,6 +72,7 @@ class ActivatedSkill(Record):
         self.directory = directory
         self.files: list[SkillFile] = [] if files is None else files
         self.files_omitted = files_omitted
+        self.dot_entries: list[str] = [] if dot_entries is None else dot_entries  # not listed, but named
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -80,6 +82,7 @@ class ActivatedSkill(Record):
         }
         if self.files_omitted:
             out["filesOmitted"] = self.files_omitted
+        out["dotEntries"] = list(self.dot_entries)
         return out
 
     def load_skill_text(self) -> str:
@@ -90,6 +93,8 @@ class ActivatedSkill(Record):
         lines += [f"- {f.path} ({f.size})" for f in self.files]
         if self.files_omitted:
             lines.append(f"- … and {self.files_omitted} more file{'s' if self.files_omitted != 1 else ''} not listed")
+        if self.dot_entries:
+            lines.append("Dot-entries (names starting with '.', not listed above): " + ", ".join(self.dot_entries))
         return "\n".join(lines) + "\n"
 
 
@@ -139,10 +144,11 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
                           line=problem.line)
     body = decode_utf8(data, entry.source, "SKILL.md", fm.body_start)
     loaded = [read_resource(entry.directory, directory_real, request, limits) for request in dict.fromkeys(resources)]
-    files, omitted = list_files(directory_real, limits.max_listed_files)
-    return ActivatedSkill(name, fm.data["description"].strip(), entry.root.path, entry.source,
+    dot_entries: list[str] = []
+    files, omitted = list_files(directory_real, limits.max_listed_files, dot_entries)
+    return ActivatedSkill(name, fm.data["description"], entry.root.path, entry.source,
                           _LEADING_BLANK_LINES.sub("", body), loaded, os.path.normpath(entry.directory),
-                          files, omitted)
+                          files, omitted, dot_entries)
 
 
 def read_resource(directory: str, directory_real: str, request: str, limits: Limits) -> SkillResource:
@@ -162,7 +168,7 @@ def read_resource(directory: str, directory_real: str, request: str, limits: Lim
         raise
     if b"\x00" not in data:
         try:
-            return SkillResource(request, real, decode_utf8(data, path, "resource"), None, len(data))
+            return SkillResource(request, real, decode_utf8(data, path, "resource", keep_bom=True), None, len(data))
         except DomainError:
             pass
     import base64
@@ -175,14 +181,16 @@ def read_resource(directory: str, directory_real: str, request: str, limits: Lim
 MAX_WALK = 20_000  # directory entries looked at for one listing, at most
 
 
-def list_files(directory_real: str, limit: int) -> tuple[list[SkillFile], int]:
+def list_files(directory_real: str, limit: int,
+               dot_entries: list[str] | None = None) -> tuple[list[SkillFile], int]:
     """Every regular file under the skill directory, sorted by path: ``(the first limit, how many more)``.
 
     Paths are relative, with '/'. Left out: dot-files and anything under a dot-directory,
     links that resolve outside the skill directory (a resource must stay inside it), broken
     links, and anything that is not a regular file. A link to a directory inside the skill
     is followed unless it leads back to one of its own ancestors. At most ``MAX_WALK``
-    directory entries are looked at.
+    directory entries are looked at. ``dot_entries``, when given, receives the relative path of
+    each dot-entry met (itself, not what is under it), sorted.
     """
     found: list[tuple[str, int]] = []
     seen = 0
@@ -198,9 +206,11 @@ def list_files(directory_real: str, limit: int) -> tuple[list[SkillFile], int]:
                 seen += 1
                 if seen > MAX_WALK:
                     break
-                if entry.name.startswith("."):
-                    continue
                 relative = prefix + entry.name
+                if entry.name.startswith("."):
+                    if dot_entries is not None:
+                        dot_entries.append(relative)
+                    continue
                 try:
                     if entry.is_symlink():
                         target = os.path.realpath(entry.path)
@@ -219,6 +229,8 @@ def list_files(directory_real: str, limit: int) -> tuple[list[SkillFile], int]:
                 except OSError:
                     continue
     found.sort()
+    if dot_entries is not None:
+        dot_entries.sort()
     return [SkillFile(path, size) for path, size in found[:limit]], max(0, len(found) - limit)
 
 

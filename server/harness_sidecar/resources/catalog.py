@@ -43,6 +43,11 @@ class Diagnostic(Record):
         self.extra: dict[str, Any] = {} if extra is None else extra
 
     @property
+    def is_info(self) -> bool:
+        """Information only (a root not made yet): no problem, nothing left out."""
+        return self.extra.get("severity") == "info"
+
+    @property
     def is_warning(self) -> bool:
         """A warning: the resource is still served (a diagnostic without it left something out)."""
         return self.extra.get("severity") == "warning"
@@ -171,10 +176,17 @@ def resolve_roots(paths: list[str], diagnostics: list[Diagnostic]) -> list[Root]
     for given in paths:
         path = os.path.normpath(given)
         real = os.path.realpath(path)
+        if not os.path.exists(real):
+            # a root the user has not made (yet): information, not a problem (a default root
+            # such as ~/.agents often does not exist)
+            diagnostics.append(Diagnostic("root_missing", f"root {path} does not exist; it contributes nothing "
+                                          "until it is made", path,
+                                          f"create {path} (with skills/<name>/SKILL.md in it) to use it",
+                                          extra={"severity": "info"}))
+            continue
         if not os.path.isdir(real):
-            kind = "root_not_found" if not os.path.exists(real) else "root_not_directory"
-            diagnostics.append(Diagnostic(kind, f"root {path} is not an existing directory; it contributes nothing",
-                                          path, "check the path the editor sends in thread/start.roots"))
+            diagnostics.append(Diagnostic("root_not_directory", f"root {path} is not a directory; it contributes "
+                                          "nothing", path, "check the path the editor sends in thread/start.roots"))
             continue
         if real in seen:
             diagnostics.append(Diagnostic("duplicate_root", f"root {path} is the same directory as root {seen[real]}",
@@ -198,6 +210,8 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
     except OSError as exc:
         if exc.errno not in (errno.ELOOP, errno.EMLINK):
             raise
+    if not os.path.exists(path):  # a link whose target does not exist: broken_link, wherever it points
+        raise FileNotFoundError(errno.ENOENT, "a dangling link", path)
     real = os.path.realpath(path)
     if not is_within(real, root.real):
         raise DomainError("path_escape", f"{os.path.join(directory, name)} is a link to {real}, outside the root "
@@ -219,6 +233,18 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
             return None
     else:
         real_dir = f"{skills_real}/{name}"
+    if _HEADERS:
+        # a header parsed before (by this process or, through header_cache, an earlier one): the
+        # file's identity and version from lstat suffice (a regular file, not a link, in a directory
+        # inside the root: what the no-follow open below would open); nothing is read
+        try:
+            st = os.lstat(f"{real_dir}/SKILL.md")
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= limits.max_file_bytes:
+            cached = _HEADERS.get(_header_key(st, name, limits))
+            if cached is not None:
+                return _entry(root, name, source, directory, st, cached, diagnostics)
     try:
         fd = _open_in(directory, real_dir, "SKILL.md", root)
     except DomainError as exc:
@@ -240,9 +266,15 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
                 "too_large", f"{source} is {st.st_size} bytes; maxFileBytes is {limits.max_file_bytes}", source,
                 "shorten the body or move material into resource files", extra={"size": st.st_size}))
             return None
-        description, problems = _skill_header(fd, st, name, limits)
+        header = _skill_header(fd, st, name, limits)
     finally:
         os.close(fd)
+    return _entry(root, name, source, directory, st, header, diagnostics)
+
+
+def _entry(root: Root, name: str, source: str, directory: str, st: os.stat_result,
+           header: tuple[str | None, tuple[Problem, ...]], diagnostics: list[Diagnostic]) -> SkillEntry | None:
+    description, problems = header
     if description is None:
         diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
         return None
@@ -318,13 +350,17 @@ MAX_CACHED_HEADERS = 50_000
 RACY_SECONDS = 2.0
 
 
+def _header_key(st: os.stat_result, name: str, limits: Limits) -> tuple:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
+
+
 def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tuple[str | None, tuple[Problem, ...]]:
     """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter.
 
     With a description the skill is valid and the problems are warnings; without one they
     are why it is rejected.
     """
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
+    key = _header_key(st, name, limits)
     cached = _HEADERS.get(key)
     if cached is not None:
         return cached
@@ -333,7 +369,7 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tup
         fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
         assert fm is not None
         problems = tuple(frontmatter.check_skill(fm, name))
-        result = (None, problems) if problems else (fm.data["description"].strip(),
+        result = (None, problems) if problems else (frontmatter.one_line(fm.data["description"]),
                                                     tuple(frontmatter.skill_warnings(fm)))
     except FrontmatterError as exc:
         result = (None, (exc.problem,))
@@ -442,7 +478,7 @@ def read_template(path: str, root: Root, limits: Limits) -> tuple[str | None, st
             raise DomainError("invalid_frontmatter", f"template {path}: {problem.message}", path=path,
                               line=problem.line)
         if fm.data.get("description") is not None:
-            description = fm.data["description"].strip()
+            description = frontmatter.one_line(fm.data["description"])
         body_start = fm.body_start
     body = decode_utf8(data, path, "template", body_start)
     return description, body.lstrip("\r\n") if fm is not None else body
@@ -512,7 +548,17 @@ def _merge(kind: str, per_root: list[list[Any]], diagnostics: list[Diagnostic]) 
     return dict(sorted(winners.items()))
 
 
-def build_catalog(root_paths: list[str], limits: Limits) -> Catalog:
+def build_catalog(root_paths: list[str], limits: Limits, persist: bool = False) -> Catalog:
+    """The catalog of ``root_paths``. ``persist``: remember SKILL.md headers across processes too
+    (resources.header_cache; a thread's first scan in a fresh sidecar)."""
+    if persist:
+        from harness_sidecar.resources import header_cache
+
+        header_cache.load(_HEADERS)
+        try:
+            return build_catalog(root_paths, limits)
+        finally:
+            header_cache.save(_HEADERS)
     diagnostics: list[Diagnostic] = []
     roots = resolve_roots(root_paths, diagnostics)
     instructions = [i for i in (read_instructions(r, limits, diagnostics) for r in roots) if i is not None]

@@ -349,7 +349,9 @@ def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[st
             # machinery (about 40% of the YAML cost of discovery): the nodes' own values.
             data = {key.value: value.value for key, value in node.value}
         else:
-            data = loader.construct_document(node)
+            data = _simple_document(node)
+            if data is _NOT_SIMPLE:
+                data = loader.construct_document(node)
     except Exception as exc:  # noqa: BLE001 - constructors raise ValueError too ('2024-13-45', '!!int zz')
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         reason = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
@@ -380,6 +382,51 @@ def _load_with_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[st
 
 
 _STR_TAG = "tag:yaml.org,2002:str"
+_NULL_TAG = "tag:yaml.org,2002:null"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_NOT_SIMPLE = object()
+
+
+def _simple_document(node: Any) -> Any:
+    """What safe construction returns for a document of mappings, lists, strings and nulls (the
+    frontmatters of real skills: ``allowed-tools`` lists, ``metadata`` maps), built from the nodes
+    without the constructor's Python machinery; ``_NOT_SIMPLE`` for anything else (numbers,
+    booleans, dates, merge keys, explicit tags, a node met twice through an alias), which then
+    goes to the safe constructor itself."""
+    import yaml
+
+    seen: set[int] = set()
+
+    def build(n: Any) -> Any:
+        if id(n) in seen:
+            raise _Declined
+        seen.add(id(n))
+        if isinstance(n, yaml.ScalarNode):
+            if n.tag == _STR_TAG:
+                return n.value
+            if n.tag == _NULL_TAG:
+                return None
+            raise _Declined
+        if isinstance(n, yaml.SequenceNode) and n.tag == _SEQ_TAG:
+            return [build(item) for item in n.value]
+        if isinstance(n, yaml.MappingNode) and n.tag == _MAP_TAG:
+            mapping: dict[str, Any] = {}
+            for key, value in n.value:
+                if not (isinstance(key, yaml.ScalarNode) and key.tag == _STR_TAG):
+                    raise _Declined  # null, numeric, merge ('<<') or complex keys: YAML's own rules
+                mapping[key.value] = build(value)
+            return mapping
+        raise _Declined
+
+    try:
+        return build(node)
+    except _Declined:
+        return _NOT_SIMPLE
+
+
+class _Declined(Exception):
+    pass
 
 
 def _plain_strings(node: Any) -> bool:
@@ -400,8 +447,6 @@ def parse(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) ->
     return Frontmatter(mapping, body_start, lines, closing_line, raw)
 
 
-# What str.splitlines() splits on: a description containing any of these is not one line.
-LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 MAX_DESCRIPTION_CHARS = 1024  # the Agent Skills specification's limit
 
 
@@ -440,16 +485,7 @@ def description_problem(value: object, line: int | None, required: bool, raw: st
     stripped = value.strip()
     if not stripped:
         return Problem("invalid_frontmatter", "'description' is blank",
-                       hint="say in one line when this should be used", line=line)
-    line_break = LINE_BREAKS.search(stripped)
-    if line_break:
-        char = line_break.group()
-        named = {"\n": "a newline", "\r": "a carriage return", "\x85": "U+0085 NEXT LINE",
-                 "\u2028": "U+2028 LINE SEPARATOR", "\u2029": "U+2029 PARAGRAPH SEPARATOR"}.get(
-                     char, f"the line break U+{ord(char):04X}")
-        return Problem("invalid_frontmatter", f"'description' spans several lines (it contains {named}); "
-                       "it must be one line",
-                       hint="join it into one line (avoid '|' block scalars)", line=line)
+                       hint="say when this skill should be used", line=line)
     return None
 
 
@@ -488,6 +524,12 @@ def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     if desc:
         problems.append(desc)
     return problems
+
+
+def one_line(description: str) -> str:
+    """The catalog's text of a description: stripped, every whitespace run (line breaks of a
+    ``|``/``>`` block or a quoted string across lines included) joined into one space."""
+    return " ".join(description.split())  # str.split() splits on the same whitespace runs, faster
 
 
 def skill_warnings(fm: Frontmatter) -> list[Problem]:

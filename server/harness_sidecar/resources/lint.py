@@ -3,7 +3,8 @@
 The rules are the catalog's own (``frontmatter.check_skill``, ``names``, the placeholder
 grammar), applied to a document instead of a directory scan, with positions: 0-based
 line and character columns (code points; the LSP layer converts to the client's units).
-Used by the LSP mode for live diagnostics and hovers.
+Used by the LSP mode for live diagnostics and hovers, and by ``check`` for every file of its
+roots (one source of per-file diagnostics for both).
 """
 
 from __future__ import annotations
@@ -141,7 +142,7 @@ def lint(path: str, text: str, root_paths: list[str], trusted: set[str], limits:
     elif resource.kind == "template":
         findings += _lint_template(path, text, lines, resource, roots, limits)
     elif resource.kind == "extension":
-        findings += _lint_extension(lines, resource, trusted)
+        findings += _lint_extension(path, text, lines, resource, trusted)
     return findings
 
 
@@ -202,17 +203,38 @@ def _lint_template(path: str, text: str, lines: list[str], resource: Resource, r
     return findings
 
 
-def _lint_extension(lines: list[str], resource: Resource, trusted: set[str]) -> list[Finding]:
+def _lint_extension(path: str, text: str, lines: list[str], resource: Resource, trusted: set[str]) -> list[Finding]:
     line, start, end = _line_span(lines, 0)
     why = name_problem(resource.name)
     if why:
         return [Finding(line, start, end, ERROR, "invalid_name", f"extension id '{resource.name}' {why}")]
+    findings = syntax_errors(path, text, lines)
     if resource.name in trusted:
-        return [Finding(line, start, end, INFORMATION, "trusted",
-                        f"extension '{resource.name}' is trusted: the sidecar imports it when a thread starts")]
-    return [Finding(line, start, end, INFORMATION, "untrusted",
-                    f"extension '{resource.name}' is not trusted: the sidecar never imports it "
-                    f"(add '{resource.name}' to trustedExtensions to load it)")]
+        findings.append(Finding(line, start, end, INFORMATION, "trusted",
+                                f"extension '{resource.name}' is trusted: the sidecar imports it when a thread starts"))
+    else:
+        findings.append(Finding(line, start, end, INFORMATION, "untrusted",
+                                f"extension '{resource.name}' is not trusted: the sidecar never imports it "
+                                f"(add '{resource.name}' to trustedExtensions to load it)"))
+    return findings
+
+
+def syntax_errors(path: str, text: str, lines: list[str]) -> list[Finding]:
+    """A Python file's syntax error, found by compiling its source without running any of it
+    (``compile()`` builds a code object; nothing is imported or executed)."""
+    try:
+        compile(text.encode("utf-8", "surrogatepass"), path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        number = max(0, (exc.lineno or 1) - 1)
+        line, _, end = _line_span(lines, number)
+        start = min(max(0, (exc.offset or 1) - 1), end)
+        where = f" (line {exc.lineno})" if exc.lineno else ""
+        return [Finding(line, start, max(end, start + 1), ERROR, "syntax_error",
+                        f"{type(exc).__name__}: {exc.msg}{where}: importing this extension would fail")]
+    except ValueError as exc:  # NUL bytes in the source
+        return [Finding(0, 0, len(lines[0]) if lines else 0, ERROR, "syntax_error",
+                        f"{exc}: importing this extension would fail")]
+    return []
 
 
 def outside_roots(path: str, root_paths: list[str]) -> Finding | None:
@@ -283,5 +305,5 @@ def hover(path: str, text: str, line: int, character: int, root_paths: list[str]
     else:
         standing = "not in the catalog (see the diagnostics)"
     return (f"{bold(str(fm.data.get('name')))} — "
-            f"{description if isinstance(description, str) else '(no description)'}"
+            f"{frontmatter.one_line(description) if isinstance(description, str) else '(no description)'}"
             f"\n\nsource: {code(os.path.normpath(path))}\n\n{standing}", 0, len(lines[line]))

@@ -37,10 +37,24 @@ def realpath_within(path: str, base_real: str, what: str = "path") -> str:
     """Resolve links in ``path``; raise ``path_escape`` if the result leaves ``base_real``."""
     real = os.path.realpath(path)
     if not is_within(real, base_real):
+        if not os.path.exists(path) and os.path.lexists(path):
+            raise broken_link_error(path, what)
         raise DomainError(
             "path_escape", f"{what} {path} resolves to {real}, outside {base_real}", path=path, resolved=real
         )
     return real
+
+
+def broken_link_error(path: str, what: str = "path") -> DomainError:
+    """A link (``path`` itself or a directory on its way) whose target does not exist: ``broken_link``,
+    wherever the target would have been (a dangling link is never a ``path_escape``)."""
+    try:
+        target = os.readlink(path)
+    except OSError:
+        target = None
+    data = {"path": path} if target is None else {"path": path, "target": target}
+    return DomainError("broken_link", f"{what} {path} is a link whose target does not exist"
+                       + (f" ({target})" if target is not None else ""), **data)
 
 
 def read_contained(path: str, base_real: str, max_bytes: int, what: str = "file") -> tuple[str, bytes]:
@@ -54,6 +68,8 @@ def read_contained(path: str, base_real: str, max_bytes: int, what: str = "file"
     try:
         fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
+        if os.path.islink(path):
+            raise broken_link_error(path, what) from None
         raise DomainError("resource_not_found", f"{what} {path} does not exist", path=path) from None
     except OSError as exc:
         raise DomainError("resource_not_found", f"{what} {path} cannot be opened: {exc.strerror}", path=path) from None
@@ -83,8 +99,11 @@ def read_contained(path: str, base_real: str, max_bytes: int, what: str = "file"
         os.close(fd)
 
 
-def decode_utf8(data: bytes, path: str, what: str = "file", start: int = 0) -> str:
-    """``data[start:]`` as text; a bad byte is reported by its offset and line in the whole file."""
+def decode_utf8(data: bytes, path: str, what: str = "file", start: int = 0, keep_bom: bool = False) -> str:
+    """``data[start:]`` as text; a bad byte is reported by its offset and line in the whole file.
+
+    A leading byte-order mark is dropped unless ``keep_bom`` (a skill's resource files are
+    served byte-exact: their ``content`` keeps it as U+FEFF)."""
     try:
         text = (data[start:] if start else data).decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -92,4 +111,4 @@ def decode_utf8(data: bytes, path: str, what: str = "file", start: int = 0) -> s
         line = data.count(b"\n", 0, at) + 1
         raise DomainError("not_utf8", f"{what} {path} is not valid UTF-8 (byte {at}, line {line})", path=path,
                           byte=at, line=line) from None
-    return text[1:] if text.startswith("\ufeff") else text
+    return text[1:] if not keep_bom and text.startswith("\ufeff") else text

@@ -45,7 +45,7 @@ CLIENT, SERVER, BOTH = "client→server", "server→client", "both"
 
 TEXT_CONTENT = Obj([Field("type", Const("text")), Field("text", Str())], name="TextContent")
 DIAGNOSTIC = Obj(
-    [Field("kind", Str(), description="What went wrong: root_not_found, invalid_frontmatter, shadowed, … "
+    [Field("kind", Str(), description="What went wrong: root_missing, invalid_frontmatter, shadowed, … "
                                       "(protocol.md § Diagnostics)."),
      opt("path", Str()), Field("message", Str()),
      opt("hint", Str(), description="How to fix it."),
@@ -100,17 +100,24 @@ THREAD_START_RESULT = Obj([
 SKILL_FILE = Obj([Field("path", Str(), description="Relative to the skill's directory, with '/'."),
                   Field("size", Int(minimum=0))], name="SkillFile")
 RESOURCE = Union(
-    Obj([Field("request", Str()), Field("source", Str()), Field("content", Str())], name="TextResource"),
+    Obj([Field("request", Str()), Field("source", Str()),
+         Field("content", Str(), description="The bytes decoded as UTF-8, a leading BOM kept as U+FEFF.")],
+        name="TextResource"),
     Obj([Field("request", Str()), Field("source", Str()), Field("encoding", Const("base64")),
          Field("mimeType", Str()), Field("content", Str())], name="BinaryResource"),
     name="SkillResource", description="A requested file: text, or base64 when it is not UTF-8.")
 ACTIVATED_SKILL = Obj([
-    Field("name", Str()), Field("description", Str()), Field("root", Str()), Field("source", Str()),
+    Field("name", Str()),
+    Field("description", Str(), description="As written (YAML's value: a block scalar keeps its line breaks); "
+                                            "the catalog's text is it stripped, whitespace runs joined."),
+    Field("root", Str()), Field("source", Str()),
     Field("body", Str(), description="The text after the frontmatter, leading blank lines removed."),
     Field("directory", Str(), description="The skill's absolute directory."),
     Field("files", Arr(SKILL_FILE), description="Every regular file under the directory (no "
                                                                 "dot-files), sorted, at most limits.maxListedFiles."),
     opt("filesOmitted", Int(minimum=1), description="How many files maxListedFiles left out."),
+    Field("dotEntries", Arr(Str()), description="Entries whose name starts with '.' (not listed in files, not "
+                                                "entered): the relative path of each dot-entry itself, sorted."),
     Field("resources", Arr(RESOURCE), description="In request order, each request once."),
 ], name="ActivatedSkill")
 
@@ -331,6 +338,8 @@ DOMAIN_ERRORS = [
     _domain("resource_not_found", [opt("path", S()), opt("request", S()),
                                    opt("suggestions", Arr(S()), description="Close matches.")],
             "A requested resource file that does not exist or is not a regular file."),
+    _domain("broken_link", [opt("path", S()), opt("request", S()), opt("target", S(), description="The link's text.")],
+            "A link (or a directory link on the way) whose target does not exist; never a path_escape."),
     _domain("template_not_found", [opt("name", S())], "No such template, or it is gone from disk."),
     _domain("missing_argument", [Field("variable", S()), opt("missing", Arr(S()))],
             "A template variable without an argument."),
@@ -382,7 +391,7 @@ MESSAGES: list[Message] = [
     _request("thread/close", P.THREAD_PARAMS, NULL_RESULT, THREAD),
     _request("skills/activate", P.SKILLS_ACTIVATE, Obj([Field("skill", ACTIVATED_SKILL)], name="SkillsActivateResult"),
              THREAD + ("skill_not_found", "invalid_arguments", "path_escape", "name_mismatch", "invalid_frontmatter",
-                       "not_utf8", "resource_not_found", "too_large")),
+                       "not_utf8", "resource_not_found", "too_large", "broken_link")),
     _request("templates/render", P.TEMPLATES_RENDER, Obj([Field("message", USER_MESSAGE)], name="TemplatesRenderResult"),
              THREAD + ("template_not_found", "missing_argument", "invalid_arguments", *_FILE_ERRORS)),
     _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str())], name="ContextBuildResult"), THREAD),
