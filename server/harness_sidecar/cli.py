@@ -30,13 +30,28 @@ OTHER_TRANSPORTS = ("--pipe", "--socket", "--node-ipc")
 def configure_logging(level: str) -> None:
     import logging
 
-    from harness_sidecar.stderr import SINK, SinkStream
-
-    # The log and everything forwarded from hosts, MCP servers and hooks: queued, never blocking
-    # the sidecar when the editor does not read its stderr.
-    sys.stderr = SinkStream(SINK)  # type: ignore[assignment]
     logging.basicConfig(stream=sys.stderr, level=getattr(logging, level.upper(), logging.WARNING),
                         format="harness-sidecar %(levelname)s %(name)s: %(message)s")
+
+
+def queue_stderr() -> None:
+    """While serving: the log and everything forwarded from hosts, MCP servers and hooks go through a
+    queue, so an editor that does not read the sidecar's stderr never blocks it (``stderr.SINK``)."""
+    import logging
+
+    from harness_sidecar.stderr import SINK, SinkStream
+
+    plain, sys.stderr = sys.stderr, SinkStream(SINK)  # type: ignore[assignment]
+    for handler in logging.getLogger().handlers:  # a log configured before writes through the queue too
+        if isinstance(handler, logging.StreamHandler) and handler.stream is plain:
+            handler.setStream(sys.stderr)
+
+
+def flush_stderr() -> None:
+    from harness_sidecar.stderr import SINK
+
+    sys.stderr.flush()
+    SINK.flush(1.0)
 
 
 def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> int:
@@ -63,6 +78,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         if answered is not None:
             writer.write({"jsonrpc": "2.0", "id": answered[0], "result": initialize_result(writer.framing)})
             first = first[1:]
+    queue_stderr()
     configure_logging(level)
     import asyncio
 
@@ -75,10 +91,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         endpoint.set_capabilities(answered[1])
         endpoint.preload()
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
-    sys.stderr.flush()
-    from harness_sidecar.stderr import SINK
-
-    SINK.flush(1.0)
+    flush_stderr()
     # Daemon worker threads may still be stuck in an extension's code: leave without joining them.
     os._exit(code)
 
@@ -108,8 +121,9 @@ def serve_lsp() -> int:
 
         return Sidecar(peer)
 
+    queue_stderr()
     code = lsp.serve(claim_stdout(), load_lint, make_sidecar)
-    sys.stderr.flush()
+    flush_stderr()
     os._exit(code)
 
 
