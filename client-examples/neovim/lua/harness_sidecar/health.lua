@@ -15,7 +15,7 @@ function M.check()
   local cmd = hs.config.cmd
   if vim.fn.executable(cmd[1]) ~= 1 then
     error_('the sidecar command is not executable: ' .. tostring(cmd[1]),
-      { 'pip install harness-sidecar, or set cmd in require("harness_sidecar").setup()' })
+      { 'install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e .), then set cmd = { "/path/to/checkout/.venv/bin/harness-sidecar" } in require("harness_sidecar").setup()' })
     return
   end
   ok('sidecar command: ' .. table.concat(cmd, ' '))
@@ -77,7 +77,7 @@ function M.check()
     ok('the LSP mode starts: ' .. table.concat(lsp_cmd, ' '))
   else
     warn('the LSP mode does not start (' .. vim.trim(output):gsub('\n', ' ') .. ')',
-      { "pip install 'harness-sidecar[lsp]'" })
+      { "install the \'lsp\' extra from your harness-sidecar checkout: pip install -e \'.[lsp]\'" })
   end
 end
 
