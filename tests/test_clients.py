@@ -33,7 +33,7 @@ def unavailable(what: str) -> None:
 
 def client_env() -> dict[str, str]:
     env = child_env()
-    command = traffic.client_command([sys.executable, "-m", "harness_sidecar"])  # recorded: see traffic.py
+    command = traffic.client_command([sys.executable, "-P", "-m", "harness_sidecar"])  # recorded: see traffic.py
     env["HARNESS_SIDECAR_CMD"] = json.dumps(command)
     env["HARNESS_SIDECAR"] = " ".join(command)
     env["HARNESS_TEST_PYTHON"] = sys.executable  # runs tests/mcp_servers/sdk_server.py (the mcp SDK is a test extra)
@@ -88,6 +88,25 @@ def test_vscode_client_and_extension_with_node():
     passed = int(re.search(r"^# pass (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
     assert passed >= 17 and re.search(r"^# fail 0$", proc.stdout, re.M), report
     assert not re.search(r"^# (skipped|cancelled) [1-9]", proc.stdout, re.M), report
+
+
+def test_vscode_npm_test_runs_as_the_readme_says():
+    """`npm test` with no environment variable of the tests' own: the sidecar is the checkout's
+    .venv/bin/harness-sidecar (the README's venv) and the MCP test server runs on .venv/bin/python."""
+    if shutil.which("npm") is None:
+        unavailable("npm")
+    if not (CLIENTS / "vscode/node_modules/vscode-jsonrpc").exists():
+        unavailable("client-examples/vscode/node_modules (npm ci)")
+    if not (REPO / ".venv/bin/harness-sidecar").exists():
+        pytest.skip("no .venv in the checkout (the README makes one)")
+    env = {k: v for k, v in child_env().items() if k not in ("HARNESS_SIDECAR_CMD", "HARNESS_TEST_PYTHON")}
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
+                                  if not (Path(p) / "harness-sidecar").exists())  # not found on PATH instead
+    proc = subprocess.run(["npm", "test"], cwd=CLIENTS / "vscode", capture_output=True, text=True, env=env,
+                          timeout=300, stdin=subprocess.DEVNULL)
+    report = proc.stdout + proc.stderr
+    assert proc.returncode == 0, report
+    assert re.search(r"^# fail 0$", proc.stdout, re.M) and int(re.search(r"^# pass (\d+)$", proc.stdout, re.M).group(1)) >= 18, report
 
 
 def test_vscode_client_type_checks_against_the_protocol(tmp_path):

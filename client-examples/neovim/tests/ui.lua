@@ -10,7 +10,7 @@ local contains, wait_for = t.contains, t.wait_for
 local plugin = vim.fn.fnamemodify(here, ':p:h:h')
 local repo = vim.fn.fnamemodify(plugin, ':h:h')
 local cmd = t.cmd
-local python = os.getenv('HARNESS_TEST_PYTHON') or 'python3'
+local python = t.python
 out(t.version_line('ui'))
 
 local notifications = t.capture_notifications()
