@@ -231,7 +231,6 @@ check('the status items go with the sidecar', function()
 end)
 
 check(':help covers asking, :HarnessCommand, the statusline and mcp_servers', function()
-  vim.cmd('helptags ' .. plugin .. '/doc')
   for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp' }) do
     vim.cmd('help ' .. tag)
     vim.cmd('close')
