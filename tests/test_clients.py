@@ -115,6 +115,60 @@ def test_neovim_quits_at_once_while_a_thread_starts(version):
         "the sidecar outlived Neovim"
 
 
+def run_on_a_terminal(argv: list[str], env: dict[str, str], timeout: float) -> bytes:
+    """Run argv on a pseudo-terminal of 80x24 (so that Neovim runs its real TUI); return what it drew."""
+    import fcntl
+    import pty
+    import select
+    import struct
+    import termios
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child
+        os.execvpe(argv[0], argv, env)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    screen, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.1)[0]:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                screen += data
+            if os.waitpid(pid, os.WNOHANG)[0]:
+                pid = 0
+                break
+    finally:
+        if pid:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    return screen
+
+
+@pytest.mark.parametrize("version", ["0.7", "0.11"])
+def test_neovim_shows_no_hit_enter_prompt_nobody_asked_for(version, tmp_path):
+    """On a real terminal: five long ui/notify messages from an extension and a failing command
+    leave Neovim in Normal mode (not at "Press ENTER"), and every message is kept in :HarnessLog."""
+    nvim = nvim_binaries()[version]
+    if nvim is None:
+        unavailable(f"Neovim {version}")
+    plugin = CLIENTS / "neovim"
+    env = client_env()
+    env.update(TERM="xterm-256color", HARNESS_HITENTER_OUT=str(tmp_path / "seen.txt"))
+    screen = run_on_a_terminal([nvim, "-u", "NONE", "-i", "NONE", "--cmd", f"set rtp^={plugin}", "--cmd",
+                                "runtime plugin/harness_sidecar.lua", "-c", f"luafile {plugin}/tests/hitenter.lua"],
+                               env, timeout=60)
+    seen = (tmp_path / "seen.txt").read_text() if (tmp_path / "seen.txt").exists() else ""
+    assert "mode n blocking false" in seen, (seen, screen[-2000:])
+    assert "messages 5" in seen, seen
+    assert b"Press ENTER" not in screen, screen[-2000:]
+
+
 def test_vscode_client_and_extension_with_node():
     if shutil.which("node") is None:
         unavailable("node")

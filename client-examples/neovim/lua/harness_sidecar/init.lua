@@ -491,12 +491,17 @@ function M.cmd_catalog()
   end)
 end
 
---- :HarnessLog: what the sidecar wrote to stderr (its log), and the diagnostics it sent.
+--- :HarnessLog: what the sidecar wrote to stderr (its log) and the diagnostics it sent, then every
+--- message the plugin told you, in full.
 function M.cmd_log()
-  if #M.log == 0 then
-    return notify('the sidecar has written nothing to its log yet')
+  local lines = { '# the sidecar\'s stderr' }
+  vim.list_extend(lines, #M.log > 0 and M.log or { '(nothing yet)' })
+  table.insert(lines, '')
+  table.insert(lines, '# messages')
+  for _, m in ipairs(ui.history) do
+    table.insert(lines, (m.message:gsub('\n', ' ')))
   end
-  M.show(table.concat(M.log, '\n'), 'log', 'log')
+  M.show(table.concat(lines, '\n'), 'log', 'log')
   vim.cmd('normal! G')
 end
 

@@ -15,9 +15,10 @@
 -- cancelled, its floating window closed, the user told so; with a replaced vim.ui (which offers no
 -- way to close a picker from outside) a choice made later is dropped.
 --
--- Messages (M.tell): with the stock vim.notify, one line at a time that fits the command line, never
--- while you type a command (shown after it), every message kept in :messages — no hit-enter prompt
--- that nobody asked for. A replaced vim.notify (nvim-notify, noice…) gets every message as it is.
+-- Messages (M.tell): with the stock vim.notify, one line at a time that fits the command line (the
+-- last of those arriving together, with how many more), never while you type a command (shown after
+-- it) — no hit-enter prompt that nobody asked for; every message in full in :HarnessLog. A replaced
+-- vim.notify (nvim-notify, noice…) gets every message as it is.
 local prompt = require('harness_sidecar.prompt')
 local M = {}
 
@@ -55,19 +56,13 @@ local function echo_queued()
   end
   local messages = queue
   queue = {}
-  for _, m in ipairs(messages) do
-    local hl = m.level >= vim.log.levels.ERROR and 'ErrorMsg' or m.level >= vim.log.levels.WARN and 'WarningMsg' or 'None'
-    vim.cmd('echohl ' .. hl)
-    vim.cmd('silent echomsg ' .. vim.fn.string(m.text)) -- kept in :messages, not shown
-    vim.cmd('echohl None')
-  end
   local last = messages[#messages]
   if not last then
     return
   end
   local text = last.text:gsub('%s*\n%s*', ' ')
   if #messages > 1 then
-    text = string.format('%s (+%d more: :messages)', text, #messages - 1)
+    text = string.format('%s (+%d more: :HarnessLog)', text, #messages - 1)
   end
   local room = math.max(10, (vim.v.echospace or (vim.o.columns - 12)) - 1)
   if vim.fn.strdisplaywidth(text) > room then
@@ -77,7 +72,7 @@ local function echo_queued()
     end
   end
   local hl = last.level >= vim.log.levels.ERROR and 'ErrorMsg' or last.level >= vim.log.levels.WARN and 'WarningMsg' or 'None'
-  vim.api.nvim_echo({ { text, hl } }, false, {})
+  vim.api.nvim_echo({ { text, hl } }, true, {}) -- this line in :messages, every message in full in :HarnessLog
 end
 
 --- Tell the user something: see the header (no hit-enter prompt with the stock vim.notify).
