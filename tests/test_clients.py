@@ -343,3 +343,58 @@ def test_shell_scripts_report_a_dead_sidecar_instead_of_hanging():
     proc = subprocess.run(["bash", str(CLIENTS / "shell/coproc.sh")], capture_output=True, text=True, env=env,
                           timeout=60, stdin=subprocess.DEVNULL)
     assert "no response to request 1 (the sidecar stopped" in proc.stderr
+
+
+def ci_run_install(tmp_path, present: list[str], failing: set[str] = frozenset()) -> tuple[subprocess.CompletedProcess, list[str]]:
+    """Run .ci/run's install part (CI_RUN_INSTALL_ONLY=1) on a PATH holding only `present` (plus
+    bash's own tools) and a stand-in apt-get: `apt-get install P` records P and makes P's tool, unless
+    P is in `failing` (then it fails as Debian's does on a held package, status 100)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ["bash", "env", "id", "dirname", "cat", "mkdir", "chmod", "touch", "python3", *present]:
+        # python3: the real interpreter (a pyenv shim needs its own PATH)
+        source = os.path.realpath(sys.executable) if tool == "python3" else shutil.which(tool)
+        target = bin_dir / tool
+        if tool in ("nvim", "jq", "node", "npm"):
+            target.write_text("#!/bin/sh\nexit 0\n")
+            target.chmod(0o755)
+        elif source:
+            target.symlink_to(source)
+    log = tmp_path / "apt.log"
+    tool_of = {"neovim": "nvim", "jq": "jq", "nodejs": "node", "npm": "npm"}
+    script = ["#!/bin/bash", f'echo "$*" >> {log}', 'if [ "$1" = install ]; then',
+              '  for p in "$@"; do case "$p" in -*|install) ;; *)',
+              *[f'    [ "$p" = {name} ] && exit 100' for name in failing],
+              *[f'    [ "$p" = {pkg} ] && printf "#!/bin/sh\\nexit 0\\n" > {bin_dir}/{tool} && chmod +x {bin_dir}/{tool}'
+                for pkg, tool in tool_of.items()],
+              '  ;; esac; done', 'fi', 'exit 0']
+    (bin_dir / "apt-get").write_text("\n".join(script) + "\n")
+    (bin_dir / "apt-get").chmod(0o755)
+    (bin_dir / "sudo").write_text('#!/bin/bash\nexec "$@"\n')
+    (bin_dir / "sudo").chmod(0o755)
+    env = {"PATH": str(bin_dir), "CI_RUN_INSTALL_ONLY": "1", "HOME": str(tmp_path)}
+    proc = subprocess.run(["bash", str(REPO / ".ci/run")], capture_output=True, text=True, env=env, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    installs = [line.split()[-1] for line in (log.read_text().splitlines() if log.exists() else [])
+                if line.startswith("install")]
+    return proc, installs
+
+
+def test_ci_run_installs_only_what_is_missing(tmp_path):
+    """A machine with node, npm and jq but no nvim gets Debian's neovim only — never nodejs or npm,
+    which would fail beside a node from elsewhere (the stand-in apt-get fails them as Debian did)."""
+    proc, installs = ci_run_install(tmp_path, ["node", "npm", "jq"], failing={"nodejs", "npm"})
+    assert proc.returncode == 0, proc.stderr
+    assert installs == ["neovim"], (installs, proc.stderr)
+    assert "installing from Debian: neovim (for nvim)" in proc.stderr
+
+
+def test_ci_run_installs_nothing_on_a_complete_machine_and_fails_only_for_a_tool_it_needs(tmp_path):
+    (tmp_path / "complete").mkdir()
+    proc, installs = ci_run_install(tmp_path / "complete", ["node", "npm", "jq", "nvim"],
+                                    failing={"nodejs", "npm", "neovim", "jq"})
+    assert proc.returncode == 0 and installs == [], (installs, proc.stderr)
+    (tmp_path / "nojq").mkdir()
+    proc, installs = ci_run_install(tmp_path / "nojq", ["node", "npm", "nvim"], failing={"jq"})
+    assert proc.returncode != 0 and installs == ["jq"], (installs, proc.stderr)
+    assert "jq is still missing: the tests need it" in proc.stderr

@@ -38,6 +38,8 @@ function M.check()
   for _, root in ipairs(hs.roots()) do
     if vim.fn.isdirectory(root) == 1 then
       ok('root ' .. root)
+    elseif hs.config.roots == nil then
+      info('default root ' .. root .. ' does not exist (create it to add skills there)')
     else
       warn('root ' .. root .. ' does not exist; it contributes nothing')
     end
@@ -51,10 +53,10 @@ function M.check()
       #thread.catalog.templates, #thread.catalog.extensions))
     local problems = 0
     for _, d in ipairs(thread.diagnostics) do
-      if d.kind ~= 'shadowed' and not d.kind:match('^root_') then
+      if hs.is_problem(d) and not d.kind:match('^root_') then -- the roots are reported above
         problems = problems + 1
         warn(string.format('%s: %s', d.kind, d.message), d.hint and { d.hint } or nil)
-      elseif d.kind == 'shadowed' then
+      elseif not d.kind:match('^root_') then
         info(d.message)
       end
     end
