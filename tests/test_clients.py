@@ -398,3 +398,21 @@ def test_ci_run_installs_nothing_on_a_complete_machine_and_fails_only_for_a_tool
     proc, installs = ci_run_install(tmp_path / "nojq", ["node", "npm", "nvim"], failing={"jq"})
     assert proc.returncode != 0 and installs == ["jq"], (installs, proc.stderr)
     assert "jq is still missing: the tests need it" in proc.stderr
+
+
+@pytest.mark.parametrize("version", ["0.7", "0.11"])
+def test_neovim_help_tags_are_committed_and_current(version, tmp_path):
+    """:help harness_sidecar works on a fresh clone without a plugin manager because doc/tags is in
+    git; it must be exactly what :helptags makes of the help file as it is now."""
+    nvim = nvim_binaries()[version]
+    if nvim is None:
+        unavailable(f"Neovim {version}")
+    doc = CLIENTS / "neovim/doc"
+    tracked = subprocess.run(["git", "ls-files", "--error-unmatch", "tags"], cwd=doc, capture_output=True, text=True)
+    assert tracked.returncode == 0, "doc/tags is not committed"
+    (tmp_path / "doc").mkdir()
+    shutil.copy(doc / "harness_sidecar.txt", tmp_path / "doc")
+    subprocess.run([nvim, "--headless", "-u", "NONE", "-i", "NONE", "-c", f"helptags {tmp_path / 'doc'}", "-c", "q"],
+                   check=True, capture_output=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert (tmp_path / "doc/tags").read_text() == (doc / "tags").read_text(), \
+        "doc/tags is stale: run  nvim --headless -c 'helptags client-examples/neovim/doc' -c q"

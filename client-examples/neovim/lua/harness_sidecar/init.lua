@@ -4,7 +4,7 @@
 --
 --   require('harness_sidecar').setup({
 --     cmd = { 'harness-sidecar' },                        -- the sidecar's argv
---     roots = { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') },  -- earlier wins
+--     roots = { '.agents', '~/.agents' },          -- earlier wins; ~, $VAR and cwd-relative paths
 --     trusted_extensions = { 'review-extension' },       -- ids the sidecar may import
 --     lsp = true,                                        -- also the language server (Neovim 0.8+)
 --     mcp_servers = { { name = 'files', command = { 'mcp-server-files' } } },  -- thread/start.mcpServers
@@ -22,7 +22,7 @@ local M = {}
 
 local DEFAULTS = {
   cmd = { 'harness-sidecar' },
-  roots = nil, -- default: { <cwd>/.agents, ~/.agents }
+  roots = nil, -- default: { '.agents', '~/.agents' } (made absolute when a thread starts)
   trusted_extensions = {},
   timeout_ms = 30000,
   -- Tools the sidecar may ask the editor to run (item/tool/call):
