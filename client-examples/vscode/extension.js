@@ -400,8 +400,10 @@ class Harness {
       if (!d.path || (this.settings.mode === 'lsp' && !ROOT_LEVEL_KINDS.has(d.kind))) continue;
       const line = Math.max(0, (d.line || 1) - 1);
       const column = Math.max(0, (d.column || 1) - 1);
+      // a root's hint in this editor's words (the sidecar's speaks of thread/start)
+      const hint = ROOT_KINDS.has(d.kind) ? 'check harnessSidecar.roots in your settings' : d.hint;
       const diagnostic = new vscode.Diagnostic(new vscode.Range(line, column, line, Number.MAX_SAFE_INTEGER),
-        d.hint ? `${d.message} (${d.hint})` : d.message, vscode.DiagnosticSeverity[severityOf(d)]);
+        hint ? `${d.message} (${hint})` : d.message, vscode.DiagnosticSeverity[severityOf(d)]);
       diagnostic.source = 'harness-sidecar';
       diagnostic.code = d.kind;
       if (!byFile.has(d.path)) byFile.set(d.path, []);

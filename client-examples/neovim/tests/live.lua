@@ -81,6 +81,9 @@ check('roots as users write them: ~, $VAR, ${VAR} and relative paths reach threa
     end
   end
   assert(missing, 'no diagnostic for the missing root: ' .. vim.inspect(started.diagnostics))
+  local item = hs.quickfix_items({ diagnostics = { missing } })[1]
+  assert(item.text:find("check roots in require('harness_sidecar').setup()", 1, true) and not item.text:find('thread/start'),
+    item.text)
   hs.stop({ quiet = true })
 end)
 

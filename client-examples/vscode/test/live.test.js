@@ -64,7 +64,7 @@ test('catalog/changed: the same thread is refreshed; tree, status bar and Proble
 
 test('roots as users write them: ${workspaceFolder}, relative to the folder, ~ and ${env:…}', async () => {
   process.env.HS_TEST_USER_ROOT = path.join(WORKSPACE, 'user');
-  const { state, api } = await activated({
+  const { vscode, state, api } = await activated({
     folder: WORKSPACE,
     user: { command: sidecarCommand(), roots: ['${workspaceFolder}/project', '${env:HS_TEST_USER_ROOT}', 'user/', '~/.agents-that-is-not-there'] },
   });
@@ -77,6 +77,11 @@ test('roots as users write them: ${workspaceFolder}, relative to the folder, ~ a
   // a root the user wrote that does not exist is listed (they chose it), never a command failure
   assert.ok(api.harness.started.diagnostics.some((d) => d.path === path.join(os.homedir(), '.agents-that-is-not-there')));
   assert.equal(state.errors.length, 0, JSON.stringify(state.errors));
+  // in Problems with a hint in this editor's words, not the protocol's
+  const problems = state.collections.find((c) => c.name === 'harness-sidecar');
+  const [missing] = problems.get(vscode.Uri.file(path.join(os.homedir(), '.agents-that-is-not-there')));
+  assert.match(missing.message, /check harnessSidecar\.roots in your settings/);
+  assert.doesNotMatch(missing.message, /thread\/start/);
 });
 
 test('a relative root without an open folder is left out and said in the log, not sent', async () => {

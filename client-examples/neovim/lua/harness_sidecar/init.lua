@@ -805,10 +805,14 @@ end
 function M.quickfix_items(started)
   local items = {}
   for _, d in ipairs(started.diagnostics) do
+    local hint = d.hint
+    if d.kind == 'root_missing' or d.kind == 'root_not_found' or d.kind == 'root_not_directory' then
+      hint = "check roots in require('harness_sidecar').setup()" -- this editor's words, not the protocol's
+    end
     table.insert(items, {
       filename = d.path, lnum = d.line or 1, col = d.column or 1,
       type = d.severity == 'info' and 'I' or d.severity == 'warning' and 'W' or QF_TYPE[d.kind] or 'E',
-      text = d.kind .. ': ' .. d.message .. (d.hint and (' (' .. d.hint .. ')') or ''),
+      text = d.kind .. ': ' .. d.message .. (hint and (' (' .. hint .. ')') or ''),
     })
   end
   return items
