@@ -87,6 +87,36 @@ check('roots as users write them: ~, $VAR, ${VAR} and relative paths reach threa
   hs.stop({ quiet = true })
 end)
 
+check('default roots you never made are quiet: no diagnostic in the quickfix list or the catalog', function()
+  local cwd, home = vim.fn.getcwd(), vim.env.HOME
+  local empty, fresh_home = vim.fn.tempname(), vim.fn.tempname()
+  vim.fn.mkdir(empty, 'p')
+  vim.fn.mkdir(fresh_home, 'p')
+  vim.cmd('cd ' .. empty)
+  vim.env.HOME = fresh_home
+  hs.reset()
+  hs.setup({ cmd = cmd })
+  local ok, err = pcall(function()
+    assert(vim.deep_equal(hs.roots(), { empty .. '/.agents', fresh_home .. '/.agents' }), vim.inspect(hs.roots()))
+    local started
+    hs.ensure(function(e, r) started = r or e end)
+    wait_for(function() return started end, 'the thread')
+    assert(#started.diagnostics == 2, 'the sidecar did report both: ' .. vim.inspect(started.diagnostics))
+    vim.cmd('HarnessDiagnostics')
+    wait_for(function() return told('the catalog has no diagnostics') end, 'the answer')
+    assert(#vim.fn.getqflist() == 0, vim.inspect(vim.fn.getqflist()))
+    vim.cmd('HarnessCatalog')
+    wait_for(function() return hs.output_what == 'catalog' end, 'the catalog')
+    assert(not buffer_text(hs.output_buf):find('root_', 1, true), buffer_text(hs.output_buf))
+    vim.cmd('close')
+  end)
+  vim.cmd('cd ' .. cwd)
+  vim.env.HOME = home
+  hs.stop({ quiet = true })
+  hs.setup({ roots = { workspace .. '/project' } })
+  assert(ok, err)
+end)
+
 check('diagnostics of severity info (a root you never made) are not problems', function()
   local info = { kind = 'root_missing', severity = 'info', path = '/nowhere', message = 'root /nowhere does not exist' }
   local warning = { kind = 'description_too_long', severity = 'warning', path = '/x/SKILL.md', message = 'long' }

@@ -457,6 +457,16 @@ function M.show(text, filetype, what)
   return buf
 end
 
+local ROOT_KINDS = { root_missing = true, root_not_found = true, root_not_directory = true }
+
+--- The diagnostics to show: all, except, with the default roots, those about a root you never made.
+function M.shown_diagnostics(started)
+  if M.config.roots ~= nil then
+    return started.diagnostics
+  end
+  return vim.tbl_filter(function(d) return not ROOT_KINDS[d.kind] end, started.diagnostics)
+end
+
 function M.catalog_text(started)
   local lines = { '# Harness catalog', '', '## Skills' }
   for _, s in ipairs(started.catalog.skills) do
@@ -474,7 +484,7 @@ function M.catalog_text(started)
   end
   table.insert(lines, '')
   table.insert(lines, '## Diagnostics (:HarnessDiagnostics for the quickfix list)')
-  for _, d in ipairs(started.diagnostics) do
+  for _, d in ipairs(M.shown_diagnostics(started)) do
     table.insert(lines, string.format('- %s: %s', d.kind, d.message))
   end
   return table.concat(lines, '\n')
@@ -804,7 +814,7 @@ end
 --- The catalog's diagnostics as quickfix items: file, line, column, kind and message.
 function M.quickfix_items(started)
   local items = {}
-  for _, d in ipairs(started.diagnostics) do
+  for _, d in ipairs(M.shown_diagnostics(started)) do
     local hint = d.hint
     if d.kind == 'root_missing' or d.kind == 'root_not_found' or d.kind == 'root_not_directory' then
       hint = "check roots in require('harness_sidecar').setup()" -- this editor's words, not the protocol's
