@@ -286,7 +286,7 @@ check('a question the sidecar withdraws (uiTimeoutMs) closes its prompt and says
   assert(next(ui.questions) == nil, 'questions left')
 end)
 
-check('a prompt waits while a command line is being typed, then opens', function()
+check('a prompt asked around a command line being typed opens and is answered', function()
   local result
   vim.api.nvim_feedkeys(':echo', 'n', false) -- the user is typing a command
   vim.schedule(function()
