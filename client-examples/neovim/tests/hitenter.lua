@@ -19,7 +19,7 @@ vim.fn.writefile({
   '    api.register_command("shout", "Notify five times", shout)',
 }, root .. '/extensions/shouter.py')
 local hs = require('harness_sidecar')
-hs.setup({ cmd = t.cmd, roots = { root }, trusted_extensions = { 'shouter' } })
+hs.setup({ cmd = t.cmd, roots = { root }, trusted_extensions = { 'shouter' }, lsp = true }) -- 0.7: says the LSP needs 0.8
 local done = false
 hs.run_command('shout', {}, function(err, result)
   done = true
