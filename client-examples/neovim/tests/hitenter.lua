@@ -1,6 +1,6 @@
 -- In a real terminal (tests/test_clients.py runs Neovim on a pty, with its TUI): a burst of long
--- messages from an extension (ui/notify) and a failing command must not leave Neovim at a
--- "Press ENTER" prompt nobody asked for. Writes what it saw to $HARNESS_HITENTER_OUT:
+-- messages from an extension (ui/notify), a failing command and (on 0.7) setup()'s notice that the
+-- language server needs 0.8 must not leave Neovim at a "Press ENTER" prompt nobody asked for. Writes what it saw to $HARNESS_HITENTER_OUT:
 --   mode <mode> blocking <bool>        (read by a libuv timer: it runs even at a hit-enter prompt)
 --   messages <n>                       (every message is in :HarnessLog)
 local here = debug.getinfo(1, 'S').source:sub(2)
