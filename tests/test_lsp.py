@@ -283,7 +283,7 @@ def test_the_first_diagnostic_does_not_wait_for_pygls(spawn, tmp_path):
     assert note["method"] == "textDocument/publishDiagnostics"
     assert [d["code"] for d in note["params"]["diagnostics"]] == ["name_mismatch"]
     failed = server.request("thread/start", {"roots": [str(root)]})
-    assert failed["error"]["data"] == {"kind": "internal_error"} and "harness-sidecar[lsp]" in failed["error"]["message"]
+    assert failed["error"]["data"] == {"kind": "internal_error"} and "pip install -e '.[lsp]'" in failed["error"]["message"]
     assert server.call("shutdown") is None
     server.notify("exit")
     assert server.wait() == 0
@@ -294,7 +294,7 @@ def test_lsp_without_pygls_installed_says_how_to_install():
             "from harness_sidecar.cli import main\nraise SystemExit(main(['--lsp']))\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=30,
                           stdin=subprocess.DEVNULL)
-    assert proc.returncode == 2 and "pip install 'harness-sidecar[lsp]'" in proc.stderr
+    assert proc.returncode == 2 and "pip install -e '.[lsp]'" in proc.stderr and "harness-sidecar[" not in proc.stderr
     assert proc.stdout == ""
 
 

@@ -1,6 +1,6 @@
 """A small MCP server for the demo: a read-only view of a project's issues, and a comment box.
 
-Written with the official Python SDK (``pip install 'harness-sidecar[mcp]'``), served over stdio.
+Written with the official Python SDK (``pip install -e '.[mcp]'`` in the harness-sidecar checkout), served over stdio.
 An editor names it in ``thread/start.mcpServers``:
 
     {"name": "tracker", "command": ["python3", "client-examples/mcp/issue_tracker.py"]}

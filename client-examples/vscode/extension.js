@@ -35,12 +35,31 @@ const { EditorUi, UI_CAPABILITIES } = require('./ui');
 const SCHEME = 'harness-sidecar';
 /** @type {Record<string, 'Information' | 'Warning'>} */
 const SEVERITY_OF_KIND = {
-  shadowed: 'Information', duplicate_root: 'Warning', root_not_found: 'Warning', root_not_directory: 'Warning',
-  extension_not_found: 'Warning', description_too_long: 'Warning',
+  shadowed: 'Information', root_missing: 'Information', duplicate_root: 'Warning', root_not_found: 'Warning',
+  root_not_directory: 'Warning', extension_not_found: 'Warning', description_too_long: 'Warning',
 };
 // Kinds the LSP mode's live diagnostics do not cover (in LSP mode only these go to Problems from the catalog).
-const ROOT_LEVEL_KINDS = new Set(['root_not_found', 'root_not_directory', 'duplicate_root', 'extension_not_found',
-  'hash_mismatch', 'extension_failed', 'too_many_skills', 'missing_skill_file', 'not_a_skill', 'unreadable']);
+const ROOT_LEVEL_KINDS = new Set(['root_missing', 'root_not_found', 'root_not_directory', 'duplicate_root',
+  'extension_not_found', 'hash_mismatch', 'extension_failed', 'too_many_skills', 'missing_skill_file', 'not_a_skill',
+  'unreadable']);
+// Diagnostics about a root itself: quiet when the user never chose the roots (the defaults).
+const ROOT_KINDS = new Set(['root_missing', 'root_not_found', 'root_not_directory']);
+
+/**
+ * Whether a catalog diagnostic counts as a problem (the status bar's number): not one of severity
+ * "info" (a root that does not exist), not a shadowed resource (an earlier root wins, as intended).
+ * @param {import('./types/protocol').Diagnostic} d
+ */
+function isProblem(d) {
+  return d.severity !== 'info' && d.kind !== 'shadowed' && d.kind !== 'root_missing';
+}
+
+/** @param {import('./types/protocol').Diagnostic} d */
+function severityOf(d) {
+  if (d.severity === 'info') return 'Information';
+  if (d.severity === 'warning') return 'Warning';
+  return SEVERITY_OF_KIND[d.kind] || 'Error';
+}
 
 /** @type {ThreadStartParams['dynamicTools']} */
 const EDITOR_TOOLS = [{
@@ -75,8 +94,12 @@ const NOTIFICATIONS = {
   'thread/diagnostic': (harness, params) => {
     const who = 'extensionId' in params && params.extensionId ? params.extensionId : params.threadId;
     const hook = 'hook' in params && params.hook ? `${params.hook} ` : '';
-    harness.output.warn(`[${who}] ${hook}${params.kind}: ${params.message}`);
+    const line = `[${who}] ${hook}${params.kind}: ${params.message}`;
+    if ('severity' in params && params.severity === 'info') harness.output.info(line);
+    else harness.output.warn(line);
   },
+  // The live catalog: refresh the same thread (its activated skills stay) at the next idle moment.
+  'catalog/changed': (harness, params) => harness.catalogChanged(params),
 };
 
 /** Read-only documents under harness-sidecar:/… (catalog, system prompt, skills, rendered templates). */
@@ -109,9 +132,19 @@ class CatalogTree {
     this.onDidChangeTreeData = this.changed.event;
   }
 
-  set(started) {
+  /** @param {any} started  @param {import('./types/protocol').Diagnostic[]} [shown] the diagnostics to list */
+  set(started, shown) {
     this.started = started;
+    this.shown = shown || (started ? started.diagnostics : []);
     this.changed.fire(undefined);
+  }
+
+  /** Nothing to list: VS Code then shows the view's welcome content (package.json viewsWelcome). */
+  isEmpty() {
+    const started = this.started;
+    if (!started) return false;
+    const { catalog } = started;
+    return !catalog.skills.length && !catalog.templates.length && !catalog.extensions.length && !this.shown.length;
   }
 
   getTreeItem(node) {
@@ -120,8 +153,9 @@ class CatalogTree {
 
   getChildren(node) {
     const started = this.started;
-    if (!started) return [];
-    const { catalog, diagnostics } = started;
+    if (!started || this.isEmpty()) return [];
+    const { catalog } = started;
+    const diagnostics = this.shown;
     const group = (id, label, count) => {
       const item = new vscode.TreeItem(`${label} (${count})`, count ? vscode.TreeItemCollapsibleState.Expanded
         : vscode.TreeItemCollapsibleState.None);
@@ -157,7 +191,7 @@ class CatalogTree {
           open(h.source.replace(/^root:/, ''))));
       case 'diagnostics':
         return diagnostics.map((d) => leaf(d.kind, d.message, d.hint ? `${d.message}\n${d.hint}` : d.message,
-          d.kind === 'shadowed' ? 'info' : 'warning', d.path ? open(d.path, d.line) : undefined));
+          isProblem(d) ? 'warning' : 'info', d.path ? open(d.path, d.line) : undefined));
       default:
         return [];
     }
@@ -198,6 +232,12 @@ class Harness {
     this.threadPromise = null;
     this.started = null;
     this.startError = null;
+    this.refreshCount = 0; // catalog refreshes applied (tests wait on it)
+    /** @type {ReturnType<typeof setTimeout> | null} */
+    this.refreshTimer = null;
+    /** @type {Promise<any> | null} */
+    this.refreshing = null;
+    this.refreshAgain = false;
     /** @type {ReturnType<typeof settingsModule.read>} set by start(), which activate() calls at once */
     this.settings;
     context.subscriptions.push(this.output, this.status, this.problems,
@@ -221,6 +261,7 @@ class Harness {
 
   async start() {
     const settings = this.settings = settingsModule.read(vscode);
+    for (const note of settings.rootNotes) this.output.warn(note);
     for (const key of settings.ignored) {
       this.output.warn(`${key} is set by this workspace and ignored: only your user settings choose the command and the trusted extensions`);
     }
@@ -259,7 +300,7 @@ class Harness {
       this.setStatus('Harness', `harness-sidecar ${result && result.serverInfo ? result.serverInfo.version : ''} (${settings.mode})`);
       return result;
     } catch (err) {
-      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Set harnessSidecar.command in your user settings.`;
+      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e . in the checkout), then set harnessSidecar.command to ["/path/to/checkout/.venv/bin/harness-sidecar"] in your user settings.`;
       if (this.connection === connection) this.connection = null;
       connection.stop().catch(() => {});
       this.setStatus('Harness: not running', this.startError);
@@ -279,6 +320,8 @@ class Harness {
   }
 
   async stop() {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.refreshTimer = null;
     const connection = this.connection;
     this.connection = null;
     this.threadPromise = null;
@@ -311,22 +354,69 @@ class Harness {
     return this.threadPromise;
   }
 
+  /** catalog/changed for this window's thread: one refresh at the next idle moment (changes together are one). */
+  catalogChanged(params) {
+    if (!this.started || params.threadId !== this.started.threadId) return;
+    this.scheduleRefresh();
+  }
+
+  scheduleRefresh() {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => {
+      this.refreshTimer = null;
+      this.refreshNow().catch((err) => this.output.warn(`refreshing the catalog failed: ${err.message}`));
+    }, 50);
+  }
+
+  /** thread/refresh: the same thread rescanned (its activated skills stay); every view follows. */
+  refreshNow() {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    const started = this.started;
+    const connection = this.connection;
+    if (!started || !connection) return Promise.resolve(undefined);
+    this.refreshing = connection.request('thread/refresh', { threadId: started.threadId })
+      .then((state) => {
+        if (this.connection !== connection || !this.started || this.started.threadId !== started.threadId) return undefined;
+        const current = { ...started, ...state };
+        this.threadPromise = Promise.resolve(current);
+        this.showCatalogState(current);
+        this.refreshCount += 1;
+        return current;
+      })
+      .finally(() => {
+        this.refreshing = null;
+        if (this.refreshAgain) {
+          this.refreshAgain = false;
+          this.scheduleRefresh();
+        }
+      });
+    return this.refreshing;
+  }
+
   showCatalogState(started) {
     this.started = started;
-    this.tree.set(started);
-    const count = started.diagnostics.filter((d) => d.kind !== 'shadowed').length;
+    // Quiet about roots the user never made: with the default roots, a missing one is not shown.
+    const shown = started.diagnostics.filter((d) => this.settings.rootsConfigured || !ROOT_KINDS.has(d.kind));
+    this.tree.set(started, shown);
+    vscode.commands.executeCommand('setContext', 'harnessSidecar.catalogEmpty', this.tree.isEmpty());
+    const count = shown.filter(isProblem).length;
     const untrusted = this.settings.trusted ? '' : ' · untrusted workspace: no extensions';
     this.setStatus(`Harness ${started.catalog.skills.length} skills${count ? ` $(warning) ${count}` : ''}`,
       `${started.threadId}: ${started.catalog.skills.length} skills, ${started.catalog.templates.length} templates, ` +
       `${started.catalog.extensions.filter((e) => e.status === 'loaded').length} extensions loaded, ${count} problems${untrusted}`);
     this.problems.clear();
     const byFile = new Map();
-    for (const d of started.diagnostics) {
+    for (const d of shown) {
       if (!d.path || (this.settings.mode === 'lsp' && !ROOT_LEVEL_KINDS.has(d.kind))) continue;
       const line = Math.max(0, (d.line || 1) - 1);
       const column = Math.max(0, (d.column || 1) - 1);
+      // a root's hint in this editor's words (the sidecar's speaks of thread/start)
+      const hint = ROOT_KINDS.has(d.kind) ? 'check harnessSidecar.roots in your settings' : d.hint;
       const diagnostic = new vscode.Diagnostic(new vscode.Range(line, column, line, Number.MAX_SAFE_INTEGER),
-        d.hint ? `${d.message} (${d.hint})` : d.message, vscode.DiagnosticSeverity[SEVERITY_OF_KIND[d.kind] || 'Error']);
+        hint ? `${d.message} (${hint})` : d.message, vscode.DiagnosticSeverity[severityOf(d)]);
       diagnostic.source = 'harness-sidecar';
       diagnostic.code = d.kind;
       if (!byFile.has(d.path)) byFile.set(d.path, []);
@@ -431,13 +521,9 @@ function activate(context) {
   const commands = {
     'harnessSidecar.showCatalog': () => h.run('Harness: loading the catalog', async (token) =>
       h.documents.show('catalog.md', catalogText(await h.thread(token), h.settings))),
-    'harnessSidecar.refreshCatalog': () => h.run('Harness: refreshing the catalog', async (token) => {
-      const old = h.started;
-      h.threadPromise = null;
-      const started = await h.thread(token);
-      if (old) h.live().request('thread/close', { threadId: old.threadId }).catch(() => {});
-      return started;
-    }),
+    // The same thread rescanned (thread/refresh): activated skills stay. Restart reloads extensions.
+    'harnessSidecar.refreshCatalog': () => h.run('Harness: refreshing the catalog', async (token) =>
+      (h.started && h.connection ? h.refreshNow() : h.thread(token))),
     'harnessSidecar.activateSkill': (name) => h.run('Harness: activating a skill', async (token) => {
       const { threadId, catalog } = await h.thread(token);
       const skill = name || await h.pick(catalog.skills.map((s) => ({ label: s.name, description: s.description,
@@ -506,4 +592,4 @@ function deactivate() {
   return harness ? harness.stop() : undefined;
 }
 
-module.exports = { activate, deactivate, catalogText, commandResultText, REVERSE_REQUESTS, NOTIFICATIONS };
+module.exports = { activate, deactivate, catalogText, commandResultText, isProblem, REVERSE_REQUESTS, NOTIFICATIONS };

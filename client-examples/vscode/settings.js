@@ -38,12 +38,38 @@ function ignoredWorkspaceValues(config) {
   return ignored;
 }
 
-function defaultRoots(vscode) {
+function workspaceFolder(vscode) {
   const folder = vscode.workspace.workspaceFolders && vscode.workspace.workspaceFolders[0];
+  return folder ? folder.uri.fsPath : undefined;
+}
+
+function defaultRoots(vscode) {
+  const folder = workspaceFolder(vscode);
   const roots = [];
-  if (folder) roots.push(path.join(folder.uri.fsPath, '.agents'));
+  if (folder) roots.push(path.join(folder, '.agents'));
   roots.push(path.join(os.homedir(), '.agents'));
   return roots;
+}
+
+/**
+ * A root as users write it in settings, as the absolute path thread/start needs: `~` and `~/x`,
+ * `${workspaceFolder}`, `${userHome}`, `${env:NAME}`, and paths relative to the (first) workspace
+ * folder (`.agents`). `{error}` when it cannot be made absolute (no folder is open).
+ * @param {string} root  @param {string | undefined} folder
+ * @returns {{path: string} | {error: string}}
+ */
+function expandRoot(root, folder) {
+  let text = String(root).trim();
+  if (/\$\{workspaceFolder\}/.test(text) && !folder) return { error: `${root}: no workspace folder is open` };
+  text = text.replace(/\$\{workspaceFolder\}/g, folder || '')
+    .replace(/\$\{userHome\}/g, os.homedir())
+    .replace(/\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name) => process.env[name] || '');
+  if (text === '~' || text.startsWith('~/')) text = path.join(os.homedir(), text.slice(1));
+  if (!path.isAbsolute(text)) {
+    if (!folder) return { error: `${root}: a relative root needs an open workspace folder` };
+    text = path.join(folder, text);
+  }
+  return { path: path.resolve(text) };
 }
 
 /** The user's MCP servers: objects with a `name` and a `command` list (the sidecar checks the rest). */
@@ -69,9 +95,19 @@ function read(vscode) {
   const command = userValue(config, 'command', ['harness-sidecar']);
   const configuredRoots = trusted ? config.get('roots') : userValue(config, 'roots', []);
   const mode = config.get('mode') === 'lsp' ? 'lsp' : 'jsonl';
+  const rootsConfigured = Array.isArray(configuredRoots) && configuredRoots.length > 0;
+  const roots = [];
+  const rootNotes = [];
+  for (const root of rootsConfigured ? configuredRoots : []) {
+    const expanded = expandRoot(root, workspaceFolder(vscode));
+    if ('path' in expanded) roots.push(expanded.path);
+    else rootNotes.push(`harnessSidecar.roots: ${expanded.error}; left out`);
+  }
   return {
     command: Array.isArray(command) && command.length && command.every((a) => typeof a === 'string') ? command : ['harness-sidecar'],
-    roots: Array.isArray(configuredRoots) && configuredRoots.length ? configuredRoots : defaultRoots(vscode),
+    roots: rootsConfigured ? roots : defaultRoots(vscode),
+    rootsConfigured,
+    rootNotes,
     trustedExtensions: trusted ? (userValue(config, 'trustedExtensions', []) || []) : [],
     trustedHooks: trusted ? trustedHooks(userValue(config, 'trustedHooks', [])) : [],
     mcpServers: trusted ? mcpServers(userValue(config, 'mcpServers', [])) : [],
@@ -81,4 +117,4 @@ function read(vscode) {
   };
 }
 
-module.exports = { SECTION, TRUST_KEYS, read, userValue };
+module.exports = { SECTION, TRUST_KEYS, read, userValue, expandRoot };

@@ -106,7 +106,7 @@ def serve_lsp() -> int:
     except (ImportError, ValueError):
         missing = ["pygls"]
     if missing:
-        print("harness-sidecar: --lsp needs pygls and lsprotocol: pip install 'harness-sidecar[lsp]'", file=sys.stderr)
+        print("harness-sidecar: --lsp needs pygls and lsprotocol; install the 'lsp' extra from your harness-sidecar checkout: pip install -e '.[lsp]'", file=sys.stderr)
         return 2
     from harness_sidecar.wire import lsp
     from harness_sidecar.wire.transport import claim_stdout

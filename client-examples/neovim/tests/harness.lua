@@ -2,8 +2,21 @@
 -- every test file needs (the sidecar's command, waiting, buffer text, captured notifications).
 local M = { passed = 0, failed = 0 }
 
---- The sidecar's command line: HARNESS_SIDECAR_CMD (a JSON array), else harness-sidecar on PATH.
-M.cmd = vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD') or '["harness-sidecar"]')
+local here = debug.getinfo(1, 'S').source:sub(2)
+M.repo = vim.fn.fnamemodify(here, ':p:h:h:h:h')
+
+--- `name` in the checkout's .venv/bin (the README's `python3 -m venv .venv`) when it is there, else `fallback`.
+function M.from_venv(name, fallback)
+  local path = M.repo .. '/.venv/bin/' .. name
+  return vim.fn.executable(path) == 1 and path or fallback
+end
+
+--- The sidecar's command line: HARNESS_SIDECAR_CMD (a JSON array), else the checkout's
+--- .venv/bin/harness-sidecar, else harness-sidecar on PATH.
+M.cmd = os.getenv('HARNESS_SIDECAR_CMD') and vim.json.decode(os.getenv('HARNESS_SIDECAR_CMD'))
+  or { M.from_venv('harness-sidecar', 'harness-sidecar') }
+--- The Python that runs the MCP SDK test server: HARNESS_TEST_PYTHON, else the checkout's .venv/bin/python.
+M.python = os.getenv('HARNESS_TEST_PYTHON') or M.from_venv('python', 'python3')
 
 function M.out(text)
   io.stdout:write(text .. '\n')

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Run one of the plugin's headless tests with the given nvim (default: nvim on PATH):
-#   tests/run.sh [nvim] [scenario.lua | ui.lua]   (default: scenario.lua)
-# HARNESS_SIDECAR_CMD (a JSON array) names the sidecar; default: harness-sidecar on PATH.
+#   tests/run.sh [nvim] [scenario.lua | ui.lua | live.lua | quit.lua]   (default: scenario.lua)
+# (hitenter.lua needs a terminal: tests/test_clients.py runs it on a pty.)
+# HARNESS_SIDECAR_CMD (a JSON array) names the sidecar; default: the checkout's .venv/bin/harness-sidecar,
+# else harness-sidecar on PATH.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 nvim=${1:-nvim}

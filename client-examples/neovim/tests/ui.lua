@@ -10,7 +10,7 @@ local contains, wait_for = t.contains, t.wait_for
 local plugin = vim.fn.fnamemodify(here, ':p:h:h')
 local repo = vim.fn.fnamemodify(plugin, ':h:h')
 local cmd = t.cmd
-local python = os.getenv('HARNESS_TEST_PYTHON') or 'python3'
+local python = t.python
 out(t.version_line('ui'))
 
 local notifications = t.capture_notifications()
@@ -231,7 +231,6 @@ check('the status items go with the sidecar', function()
 end)
 
 check(':help covers asking, :HarnessCommand, the statusline and mcp_servers', function()
-  vim.cmd('helptags ' .. plugin .. '/doc')
   for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp' }) do
     vim.cmd('help ' .. tag)
     vim.cmd('close')

@@ -154,6 +154,9 @@ test('a sidecar that cannot start gives actionable errors, also on later command
   const { state, extension } = await activated({ user: { command: ['/nonexistent/harness-sidecar'], roots: ROOTS } });
   assert.equal(state.errors.length, 1);
   assert.match(state.errors[0].message, /could not start \/nonexistent\/harness-sidecar/);
+  // how to install it as it really is: from the repository (it is on no package index)
+  assert.match(state.errors[0].message, /from its repository .*pip install -e \. in the checkout/);
+  assert.doesNotMatch(state.errors[0].message, /pip install harness-sidecar/);
   assert.deepEqual(state.errors[0].actions, ['Show Output', 'Open Settings']);
   assert.match(state.statusBar.text, /not running/);
   state.answer = 'Open Settings';

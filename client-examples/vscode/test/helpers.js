@@ -7,12 +7,26 @@ const WORKSPACE = path.resolve(__dirname, '..', '..', 'workspace');
 const ROOTS = [path.join(WORKSPACE, 'project'), path.join(WORKSPACE, 'user')];
 const EXAMPLE_EXTENSIONS = path.resolve(__dirname, '..', '..', 'extensions');
 const REPO = path.resolve(__dirname, '..', '..', '..');
-/** A stdio MCP server written with the SDK (tests/mcp_servers/sdk_server.py), run by $HARNESS_TEST_PYTHON. */
-const MCP_SERVER = [process.env.HARNESS_TEST_PYTHON || 'python3', path.join(REPO, 'tests', 'mcp_servers', 'sdk_server.py')];
+/** The checkout's virtual environment, as the README makes it (`python3 -m venv .venv` at the top). */
+const VENV_BIN = path.join(REPO, '.venv', 'bin');
+/** `name` in the checkout's .venv/bin when it is there, else `fallback` (found on PATH). */
+function fromVenv(name, fallback) {
+  return fs.existsSync(path.join(VENV_BIN, name)) ? path.join(VENV_BIN, name) : fallback;
+}
+/**
+ * A stdio MCP server written with the SDK (tests/mcp_servers/sdk_server.py), run by $HARNESS_TEST_PYTHON,
+ * else by the checkout's .venv/bin/python (where the `test` extra installs the SDK), else python3.
+ */
+const MCP_SERVER = [process.env.HARNESS_TEST_PYTHON || fromVenv('python', 'python3'),
+  path.join(REPO, 'tests', 'mcp_servers', 'sdk_server.py')];
 
-/** The sidecar's argv: $HARNESS_SIDECAR_CMD (a JSON array) or `harness-sidecar` on PATH. */
+/**
+ * The sidecar's argv: $HARNESS_SIDECAR_CMD (a JSON array), else the checkout's
+ * .venv/bin/harness-sidecar, else `harness-sidecar` on PATH.
+ */
 function sidecarCommand() {
-  return process.env.HARNESS_SIDECAR_CMD ? JSON.parse(process.env.HARNESS_SIDECAR_CMD) : ['harness-sidecar'];
+  return process.env.HARNESS_SIDECAR_CMD ? JSON.parse(process.env.HARNESS_SIDECAR_CMD)
+    : [fromVenv('harness-sidecar', 'harness-sidecar')];
 }
 
 /** A new root in the temporary directory whose extensions/ holds one extension: `<id>.py`, the given code. */

@@ -615,7 +615,7 @@ class Session:
                 if "id" in message:
                     self.send_error(message["id"], RpcError(
                         f"the LSP mode cannot serve '{message['method']}': pygls failed to load ({exc}); "
-                        f"pip install 'harness-sidecar[lsp]'"))
+                        f"install the 'lsp' extra from your harness-sidecar checkout: pip install -e '.[lsp]'"))
                 continue
             return self.backend.run(inbox, message)
         return self.exit_code

@@ -15,7 +15,7 @@ function M.check()
   local cmd = hs.config.cmd
   if vim.fn.executable(cmd[1]) ~= 1 then
     error_('the sidecar command is not executable: ' .. tostring(cmd[1]),
-      { 'pip install harness-sidecar, or set cmd in require("harness_sidecar").setup()' })
+      { 'install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e .), then set cmd = { "/path/to/checkout/.venv/bin/harness-sidecar" } in require("harness_sidecar").setup()' })
     return
   end
   ok('sidecar command: ' .. table.concat(cmd, ' '))
@@ -38,6 +38,8 @@ function M.check()
   for _, root in ipairs(hs.roots()) do
     if vim.fn.isdirectory(root) == 1 then
       ok('root ' .. root)
+    elseif hs.config.roots == nil then
+      info('default root ' .. root .. ' does not exist (create it to add skills there)')
     else
       warn('root ' .. root .. ' does not exist; it contributes nothing')
     end
@@ -51,10 +53,10 @@ function M.check()
       #thread.catalog.templates, #thread.catalog.extensions))
     local problems = 0
     for _, d in ipairs(thread.diagnostics) do
-      if d.kind ~= 'shadowed' and not d.kind:match('^root_') then
+      if hs.is_problem(d) and not d.kind:match('^root_') then -- the roots are reported above
         problems = problems + 1
         warn(string.format('%s: %s', d.kind, d.message), d.hint and { d.hint } or nil)
-      elseif d.kind == 'shadowed' then
+      elseif not d.kind:match('^root_') then
         info(d.message)
       end
     end
@@ -77,7 +79,7 @@ function M.check()
     ok('the LSP mode starts: ' .. table.concat(lsp_cmd, ' '))
   else
     warn('the LSP mode does not start (' .. vim.trim(output):gsub('\n', ' ') .. ')',
-      { "pip install 'harness-sidecar[lsp]'" })
+      { "install the \'lsp\' extra from your harness-sidecar checkout: pip install -e \'.[lsp]\'" })
   end
 end
 

@@ -4,7 +4,7 @@
 --
 --   require('harness_sidecar').setup({
 --     cmd = { 'harness-sidecar' },                        -- the sidecar's argv
---     roots = { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') },  -- earlier wins
+--     roots = { '.agents', '~/.agents' },          -- earlier wins; ~, $VAR and cwd-relative paths
 --     trusted_extensions = { 'review-extension' },       -- ids the sidecar may import
 --     trusted_hooks = { { path = '/home/me/.agents/hooks.json' } },  -- hooks files whose command hooks run
 --     lsp = true,                                        -- also the language server (Neovim 0.8+)
@@ -23,7 +23,7 @@ local M = {}
 
 local DEFAULTS = {
   cmd = { 'harness-sidecar' },
-  roots = nil, -- default: { <cwd>/.agents, ~/.agents }
+  roots = nil, -- default: { '.agents', '~/.agents' } (made absolute when a thread starts)
   trusted_extensions = {},
   -- Hooks files (a root's hooks.json: Claude Code's command hooks) the sidecar may run:
   -- { { path = '/abs/hooks.json', sha256 = '…' (optional pin) }, ... }; from setup() only.
@@ -40,15 +40,16 @@ local DEFAULTS = {
 
 M.config = vim.deepcopy(DEFAULTS)
 M.client = nil
-M.thread = nil -- the thread/start result of this session
-M.log = {}
+M.thread = nil -- the thread/start result of this session (thread/refresh's answer once the catalog changed)
+M.log = {} -- the sidecar's stderr, line by line (the last LOG_LINES): :HarnessLog
+local LOG_LINES = 5000
 M.stopped_thread = nil -- what :HarnessStop ended, to say so when a command starts a new one
 
 local waiting = {} -- callbacks waiting for the thread while it starts
 local starting = false
 
 local function notify(message, level)
-  vim.notify('harness-sidecar: ' .. message, level or vim.log.levels.INFO)
+  ui.tell(message, level)
 end
 
 --- The text of the last visual selection in the current buffer.
@@ -115,8 +116,17 @@ M.notifications = {
     ui.withdraw(params.id)
   end,
   ['thread/diagnostic'] = function(params)
-    notify(string.format('[%s] %s %s: %s', tostring(params.extensionId or params.threadId), tostring(params.hook or ''),
-      params.kind, params.message), vim.log.levels.WARN)
+    local text = string.format('[%s] %s%s: %s', tostring(params.extensionId or params.threadId),
+      params.hook and (tostring(params.hook) .. ' ') or '', params.kind, params.message)
+    table.insert(M.log, 'diagnostic ' .. text)
+    if params.severity ~= 'info' then
+      notify(text, vim.log.levels.WARN)
+    end
+  end,
+  ['catalog/changed'] = function(params)
+    if M.thread and params.threadId == M.thread.threadId then
+      M.schedule_refresh()
+    end
   end,
 }
 
@@ -150,23 +160,60 @@ function M.statusline()
   return ui.statusline()
 end
 
---- setup(opts): each call replaces what it names (a second call never repeats roots).
+--- setup(opts): merges with what earlier calls set: an option a call names replaces its value (a list
+--- such as roots is replaced, never appended to), an option it does not name keeps its value.
+--- M.reset() forgets every option.
 function M.setup(opts)
   opts = opts or {}
-  local config = vim.deepcopy(DEFAULTS)
+  local config = vim.deepcopy(M.config)
   for key, value in pairs(opts) do
     config[key] = value
   end
   M.config = config
   local group = vim.api.nvim_create_augroup('harness_sidecar', { clear = true })
-  vim.api.nvim_create_autocmd('VimLeavePre', { group = group, callback = function() M.stop({ quiet = true, wait = true }) end })
+  vim.api.nvim_create_autocmd('VimLeavePre', { group = group, callback = function() M.stop({ quiet = true, exiting = true }) end })
+  -- Start the sidecar while a :Harness command is being typed, so that <Tab> finds the names
+  -- (completion itself never waits for it).
+  vim.api.nvim_create_autocmd('CmdlineChanged', { group = group, pattern = ':', callback = function()
+    if not M.thread and not starting and vim.fn.getcmdline():match('^%s*Harness%a') then
+      M.ensure()
+    end
+  end })
   if config.lsp then
     require('harness_sidecar.lsp').setup(type(config.lsp) == 'table' and config.lsp or {})
   end
 end
 
+--- Forget every setup() option (the defaults again).
+function M.reset()
+  M.config = vim.deepcopy(DEFAULTS)
+end
+
+--- A root as a user writes it, as the absolute path thread/start needs: `~` and `~/x` are under
+--- $HOME, `$NAME` and `${NAME}` are environment variables, and a relative path (`.agents`) is
+--- relative to the current directory.
+function M.expand_root(root)
+  root = tostring(root)
+  local home = os.getenv('HOME') or vim.fn.expand('~')
+  if root == '~' then
+    root = home
+  elseif root:sub(1, 2) == '~/' then
+    root = home .. root:sub(2)
+  end
+  root = root:gsub('%${([%w_]+)}', function(name) return os.getenv(name) end)
+  root = root:gsub('%$([%a_][%w_]*)', function(name) return os.getenv(name) end)
+  if root:sub(1, 1) ~= '/' then
+    root = vim.fn.getcwd() .. '/' .. root
+  end
+  root = vim.fn.simplify(root)
+  if #root > 1 then
+    root = root:gsub('/+$', '')
+  end
+  return root
+end
+
 function M.roots()
-  return M.config.roots or { vim.fn.getcwd() .. '/.agents', vim.fn.expand('~/.agents') }
+  return vim.tbl_map(M.expand_root, M.config.roots or { '.agents', '~/.agents' })
 end
 
 local function flush(err, thread)
@@ -209,6 +256,9 @@ function M.ensure(callback)
     end,
     on_stderr = function(line)
       table.insert(M.log, line)
+      if #M.log > LOG_LINES then
+        table.remove(M.log, 1)
+      end
     end,
     on_exit = function(code, signal, expected)
       if M.client == client then
@@ -248,6 +298,7 @@ function M.ensure(callback)
         return flush(start_err)
       end
       M.thread = started
+      M.commands(function() end) -- for :HarnessCommand's completion, which never waits
       if M.stopped_thread then
         notify(string.format('started a new sidecar (%s); activations of %s are gone', started.threadId,
           M.stopped_thread))
@@ -256,6 +307,67 @@ function M.ensure(callback)
       flush(nil, started)
     end)
   end)
+end
+
+-- The live catalog: on catalog/changed the thread is refreshed (thread/refresh: the same thread, so
+-- its activated skills stay) at the next idle moment, and every view follows: completion and
+-- pickers read M.thread, the quickfix list and a shown catalog are redrawn, and the User autocmd
+-- HarnessSidecarCatalog fires for your own views.
+M.refresh_count = 0 -- how many refreshes were applied (tests wait on it)
+local refresh = { scheduled = false, running = false, again = false }
+
+local function apply_refresh(state)
+  M.thread = vim.tbl_extend('force', M.thread or {}, state)
+  M.refresh_count = M.refresh_count + 1
+  M.commands(function() end)
+  if M.quickfix_id and vim.fn.getqflist({ id = M.quickfix_id }).id == M.quickfix_id then
+    vim.fn.setqflist({}, 'r', { id = M.quickfix_id, title = QF_TITLE, items = M.quickfix_items(M.thread) })
+  end
+  if M.output_what == 'catalog' and M.output_buf and vim.fn.bufwinid(M.output_buf) ~= -1 then
+    local buf = M.output_buf
+    vim.bo[buf].modifiable = true
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(M.catalog_text(M.thread), '\n', { plain = true }))
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].modified = false
+  end
+  pcall(vim.api.nvim_exec_autocmds, 'User', { pattern = 'HarnessSidecarCatalog', modeline = false })
+end
+
+local function run_refresh()
+  refresh.scheduled = false
+  local client, thread = M.client, M.thread
+  if not (client and client.running and thread) then
+    return
+  end
+  if refresh.running then
+    refresh.again = true
+    return
+  end
+  refresh.running = true
+  client:request('thread/refresh', { threadId = thread.threadId }, function(err, state)
+    refresh.running = false
+    if M.client ~= client or not M.thread or M.thread.threadId ~= thread.threadId then
+      return -- stopped or restarted meanwhile
+    end
+    if err then
+      table.insert(M.log, 'thread/refresh failed: ' .. tostring(err.message))
+    else
+      apply_refresh(state)
+    end
+    if refresh.again then
+      refresh.again = false
+      M.schedule_refresh()
+    end
+  end)
+end
+
+--- Refresh the thread at the next idle moment (changes arriving together are one refresh).
+function M.schedule_refresh()
+  if refresh.scheduled then
+    return
+  end
+  refresh.scheduled = true
+  vim.defer_fn(run_refresh, 30)
 end
 
 local function report(err)
@@ -291,7 +403,8 @@ function M.call_tool(name, arguments, call_id, callback)
     arguments = next(arguments or {}) and arguments or vim.empty_dict() } }, callback)
 end
 
---- Stop the sidecar. opts.quiet: say nothing; opts.wait: wait for it (only when Neovim exits).
+--- Stop the sidecar. opts.quiet: say nothing; opts.exiting: Neovim exits (ask the sidecar to exit, wait
+--- at most 200 ms, then end it: quitting never waits for a thread that is still starting).
 function M.stop(opts)
   opts = opts or {}
   local client, thread = M.client, M.thread
@@ -306,7 +419,11 @@ function M.stop(opts)
     M.stopped_thread = thread.threadId
   end
   ui.clear()
-  client:stop(opts.wait and 3000 or nil)
+  if opts.exiting or opts.wait then
+    client:stop_now(200)
+  else
+    client:stop()
+  end
   if not opts.quiet then
     notify(thread and string.format('stopped; %s and its activations are gone (the next command starts a new sidecar)',
       thread.threadId) or 'stopped')
@@ -318,8 +435,9 @@ local OUTPUT_NAME = 'harness-sidecar://output'
 
 M.shown_count = 0 -- how many results were shown (tests wait on it)
 
-function M.show(text, filetype)
+function M.show(text, filetype, what)
   M.shown_count = M.shown_count + 1
+  M.output_what = what -- 'catalog' is shown again when the catalog changes
   local buf = M.output_buf
   if not (buf and vim.api.nvim_buf_is_valid(buf)) then
     buf = vim.api.nvim_create_buf(false, true)
@@ -344,6 +462,16 @@ function M.show(text, filetype)
   end
   vim.api.nvim_win_set_cursor(win, { 1, 0 })
   return buf
+end
+
+local ROOT_KINDS = { root_missing = true, root_not_found = true, root_not_directory = true }
+
+--- The diagnostics to show: all, except, with the default roots, those about a root you never made.
+function M.shown_diagnostics(started)
+  if M.config.roots ~= nil then
+    return started.diagnostics
+  end
+  return vim.tbl_filter(function(d) return not ROOT_KINDS[d.kind] end, started.diagnostics)
 end
 
 function M.catalog_text(started)
@@ -373,7 +501,7 @@ function M.catalog_text(started)
   end
   table.insert(lines, '')
   table.insert(lines, '## Diagnostics (:HarnessDiagnostics for the quickfix list)')
-  for _, d in ipairs(started.diagnostics) do
+  for _, d in ipairs(M.shown_diagnostics(started)) do
     table.insert(lines, string.format('- %s: %s', d.kind, d.message))
   end
   return table.concat(lines, '\n')
@@ -386,8 +514,22 @@ function M.cmd_catalog()
     if err then
       return report(err)
     end
-    M.show(M.catalog_text(started))
+    M.show(M.catalog_text(started), 'markdown', 'catalog')
   end)
+end
+
+--- :HarnessLog: what the sidecar wrote to stderr (its log) and the diagnostics it sent, then every
+--- message the plugin told you, in full.
+function M.cmd_log()
+  local lines = { '# the sidecar\'s stderr' }
+  vim.list_extend(lines, #M.log > 0 and M.log or { '(nothing yet)' })
+  table.insert(lines, '')
+  table.insert(lines, '# messages')
+  for _, m in ipairs(ui.history) do
+    table.insert(lines, (m.message:gsub('\n', ' ')))
+  end
+  M.show(table.concat(lines, '\n'), 'log', 'log')
+  vim.cmd('normal! G')
 end
 
 local function pick(kind, prompt, callback)
@@ -399,7 +541,7 @@ local function pick(kind, prompt, callback)
     if #entries == 0 then
       return notify('the catalog has no ' .. kind, vim.log.levels.WARN)
     end
-    vim.ui.select(entries, {
+    ui.select(entries, {
       prompt = prompt,
       format_item = function(entry)
         return entry.name .. ' — ' .. (entry.description or table.concat(entry.variables or {}, ', '))
@@ -501,7 +643,7 @@ local function ask_variables(name, arguments)
   local entry = named(M.thread and M.thread.catalog.templates or {}, name)
   for _, variable in ipairs(entry and entry.variables or {}) do
     if arguments[variable] == nil then
-      return vim.ui.input({ prompt = name .. ': ' .. variable .. ' = ' }, function(value)
+      return ui.input({ prompt = name .. ': ' .. variable .. ' = ' }, function(value)
         if value ~= nil then
           arguments[variable] = value
           ask_variables(name, arguments)
@@ -615,7 +757,7 @@ local function ask_arguments(command, keys, arguments)
   end
   local required = vim.tbl_contains(type(command.inputSchema) == 'table' and type(command.inputSchema.required) == 'table'
     and command.inputSchema.required or {}, key)
-  vim.ui.input({ prompt = command.name .. ': ' .. key .. (required and '' or ' (optional)') .. ' = ' }, function(value)
+  ui.input({ prompt = command.name .. ': ' .. key .. (required and '' or ' (optional)') .. ' = ' }, function(value)
     if value == nil then
       return -- Escape: nothing runs
     end
@@ -636,7 +778,7 @@ function M.cmd_command(name, words)
       if #commands == 0 then
         return notify('no trusted extension registers a command', vim.log.levels.WARN)
       end
-      return vim.ui.select(commands, {
+      return ui.select(commands, {
         prompt = 'Extension command to run',
         format_item = function(c) return c.name .. ' — ' .. c.description .. ' (' .. c.origin.id .. ')' end,
       }, function(choice)
@@ -661,11 +803,8 @@ local function commands_now()
   if cache and cache.client == M.client and M.thread and cache.thread == M.thread.threadId then
     return cache.list
   end
-  local done = false
-  M.commands(function() done = true end)
-  vim.wait(M.completion_wait_ms, function() return done end, 10)
-  cache = M.command_cache
-  return cache and cache.client == M.client and cache.list or {}
+  M.commands(function() end) -- for the next <Tab>; this one never waits
+  return {}
 end
 
 --- :HarnessCommand completion: a command name first, then `key=` for the arguments not given yet.
@@ -680,16 +819,27 @@ function M.complete_command(lead, line)
   return starting_with(out, lead)
 end
 
-local QF_TYPE = { shadowed = 'I', duplicate_root = 'W', root_not_found = 'W', root_not_directory = 'W',
-  extension_not_found = 'W' }
+local QF_TYPE = { shadowed = 'I', root_missing = 'I', duplicate_root = 'W', root_not_found = 'W',
+  root_not_directory = 'W', extension_not_found = 'W' }
+local QF_TITLE = 'harness-sidecar: catalog diagnostics'
+
+--- Whether a diagnostic is a problem: `severity: "info"` ones (a default root you never made) are not.
+function M.is_problem(d)
+  return d.severity ~= 'info' and d.kind ~= 'shadowed' and d.kind ~= 'root_missing'
+end
 
 --- The catalog's diagnostics as quickfix items: file, line, column, kind and message.
 function M.quickfix_items(started)
   local items = {}
-  for _, d in ipairs(started.diagnostics) do
+  for _, d in ipairs(M.shown_diagnostics(started)) do
+    local hint = d.hint
+    if d.kind == 'root_missing' or d.kind == 'root_not_found' or d.kind == 'root_not_directory' then
+      hint = "check roots in require('harness_sidecar').setup()" -- this editor's words, not the protocol's
+    end
     table.insert(items, {
-      filename = d.path, lnum = d.line or 1, col = d.column or 1, type = QF_TYPE[d.kind] or 'E',
-      text = d.kind .. ': ' .. d.message .. (d.hint and (' (' .. d.hint .. ')') or ''),
+      filename = d.path, lnum = d.line or 1, col = d.column or 1,
+      type = d.severity == 'info' and 'I' or d.severity == 'warning' and 'W' or QF_TYPE[d.kind] or 'E',
+      text = d.kind .. ': ' .. d.message .. (hint and (' (' .. hint .. ')') or ''),
     })
   end
   return items
@@ -701,7 +851,8 @@ function M.cmd_diagnostics()
       return report(err)
     end
     local items = M.quickfix_items(started)
-    vim.fn.setqflist({}, ' ', { title = 'harness-sidecar: catalog diagnostics', items = items })
+    vim.fn.setqflist({}, ' ', { title = QF_TITLE, items = items })
+    M.quickfix_id = vim.fn.getqflist({ id = 0 }).id
     if #items == 0 then
       return notify('the catalog has no diagnostics')
     end
@@ -709,16 +860,12 @@ function M.cmd_diagnostics()
   end)
 end
 
--- Completion. A completion function must answer now; when the sidecar has not started yet it
--- is started here and waited for (at most completion_wait_ms), so names complete before the
--- first command; the thread it starts serves the next command.
-M.completion_wait_ms = 3000
-
+-- Completion. A completion function must answer now and never waits for the sidecar: before the
+-- thread is ready it offers nothing (and starts the sidecar; typing `:Harness` already did), and
+-- <Tab> again completes once it is ready — usually before the command name is typed out.
 local function catalog_now()
   if not M.thread then
-    local done = false
-    M.ensure(function() done = true end)
-    vim.wait(M.completion_wait_ms, function() return done end, 10)
+    M.ensure()
   end
   return M.thread and M.thread.catalog
 end

@@ -87,7 +87,7 @@ function M.setup(opts)
   if not ok then
     if not warned then
       warned = true
-      vim.notify('harness-sidecar: ' .. why, vim.log.levels.WARN)
+      require('harness_sidecar.ui').tell(why, vim.log.levels.WARN) -- one line, no hit-enter prompt at start-up
     end
     return false
   end

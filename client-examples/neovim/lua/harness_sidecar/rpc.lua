@@ -262,6 +262,24 @@ function Client:stop(wait_ms)
   end, 3000)
 end
 
+--- Neovim exits: no shutdown round trip (the sidecar may be busy starting a thread); `exit` and end
+--- of input, wait at most wait_ms for the process, then SIGTERM (the sidecar ends what it started).
+function Client:stop_now(wait_ms)
+  if not self.running then
+    return
+  end
+  self.stopping = true
+  self:notify('exit')
+  if self.proc then
+    pcall(self.proc.write, self.proc, nil) -- closes stdin
+  elseif self.job then
+    pcall(vim.fn.chanclose, self.job, 'stdin')
+  end
+  if not vim.wait(wait_ms or 200, function() return not self.running end, 5) then
+    self:kill(15)
+  end
+end
+
 function Client:kill(signal)
   if self.proc then
     self.proc:kill(signal or 15)

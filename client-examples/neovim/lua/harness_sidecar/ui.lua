@@ -7,10 +7,19 @@
 --   ui/notify  → vim.notify with the level           ui/status → require('harness_sidecar').statusline()
 --
 -- Every question is answered asynchronously (the editor never waits for the sidecar, nor the
--- sidecar for a blocked editor). Closing a picker without a choice answers "no" (confirmed: false,
--- value: null). When the sidecar stops waiting ($/cancelRequest: its uiTimeoutMs ran out or the
--- tool call was cancelled), the question is withdrawn: answered at once as cancelled, the user told
--- so, and a choice made later is dropped (vim.ui offers no way to close a picker from outside).
+-- sidecar for a blocked editor). While vim.ui.select / vim.ui.input are Neovim's stock ones (which
+-- block the editor: inputlist(), input()), the plugin asks in floating windows of its own instead
+-- (harness_sidecar.prompt), which never block. Closing a prompt without a choice answers "no"
+-- (confirmed: false, value: null). When the sidecar stops waiting ($/cancelRequest: its uiTimeoutMs
+-- ran out or the tool call was cancelled), the question is withdrawn: answered at once as
+-- cancelled, its floating window closed, the user told so; with a replaced vim.ui (which offers no
+-- way to close a picker from outside) a choice made later is dropped.
+--
+-- Messages (M.tell): with the stock vim.notify, one line at a time that fits the command line (the
+-- last of those arriving together, with how many more), never while you type a command (shown after
+-- it) — no hit-enter prompt that nobody asked for; every message in full in :HarnessLog. A replaced
+-- vim.notify (nvim-notify, noice…) gets every message as it is.
+local prompt = require('harness_sidecar.prompt')
 local M = {}
 
 --- What this client answers: sent as initialize.capabilities.ui.
@@ -27,9 +36,64 @@ local function one_line(text)
   return (tostring(text or ''):gsub('%s*\n%s*', ' '))
 end
 
-local function tell(message, level)
-  vim.notify('harness-sidecar: ' .. message, level or vim.log.levels.INFO)
+--- Whether `fn` is Neovim's own (defined in its runtime's lua/vim/), not a plugin's replacement.
+function M.is_stock(fn)
+  local info = type(fn) == 'function' and debug.getinfo(fn, 'S')
+  local source = info and info.source or ''
+  return source:find('vim/_editor.lua', 1, true) ~= nil or source:find('/lua/vim/ui.lua', 1, true) ~= nil
 end
+
+M.history = {} -- every message told, for the tests and :HarnessLog
+local queue, flushing = {}, false
+
+local function echo_queued()
+  flushing = false
+  if vim.api.nvim_get_mode().mode:sub(1, 1) == 'c' then
+    -- the user is typing a command line: show it when they are done
+    flushing = true
+    vim.api.nvim_create_autocmd('CmdlineLeave', { once = true, callback = function() vim.schedule(echo_queued) end })
+    return
+  end
+  local messages = queue
+  queue = {}
+  local last = messages[#messages]
+  if not last then
+    return
+  end
+  local text = last.text:gsub('%s*\n%s*', ' ')
+  if #messages > 1 then
+    text = string.format('%s (+%d more: :HarnessLog)', text, #messages - 1)
+  end
+  local room = math.max(10, (vim.v.echospace or (vim.o.columns - 12)) - 1)
+  if vim.fn.strdisplaywidth(text) > room then
+    text = vim.fn.strcharpart(text, 0, room - 1) .. '…'
+    while vim.fn.strdisplaywidth(text) > room do
+      text = vim.fn.strcharpart(text, 0, vim.fn.strchars(text) - 2) .. '…'
+    end
+  end
+  local hl = last.level >= vim.log.levels.ERROR and 'ErrorMsg' or last.level >= vim.log.levels.WARN and 'WarningMsg' or 'None'
+  vim.api.nvim_echo({ { text, hl } }, true, {}) -- this line in :messages, every message in full in :HarnessLog
+end
+
+--- Tell the user something: see the header (no hit-enter prompt with the stock vim.notify).
+function M.tell(message, level)
+  level = level or vim.log.levels.INFO
+  local text = 'harness-sidecar: ' .. message
+  table.insert(M.history, { message = text, level = level })
+  if #M.history > 1000 then
+    table.remove(M.history, 1)
+  end
+  if not M.is_stock(vim.notify) then
+    return vim.notify(text, level)
+  end
+  table.insert(queue, { text = text, level = level })
+  if not flushing then
+    flushing = true
+    vim.schedule(echo_queued)
+  end
+end
+
+local tell = M.tell
 
 --- The question of a ui/confirm as one line: who asks, what, and about which tool call.
 function M.confirm_prompt(params)
@@ -44,15 +108,33 @@ function M.confirm_prompt(params)
   return prompt
 end
 
+--- vim.ui.select, or the plugin's floating prompt while vim.ui.select is the stock one; returns a
+--- function that closes the prompt (nil when it cannot be closed from outside).
+local function select(items, opts, on_choice)
+  if M.is_stock(vim.ui.select) then
+    return prompt.select(items, opts, on_choice)
+  end
+  vim.ui.select(items, opts, on_choice)
+end
+
+local function input(opts, on_confirm)
+  if M.is_stock(vim.ui.input) then
+    return prompt.input(opts, on_confirm)
+  end
+  vim.ui.input(opts, on_confirm)
+end
+
+M.select, M.input = select, input
+
 local function ask_confirm(params, reply)
-  vim.ui.select({ 'Allow', 'Deny' }, { prompt = M.confirm_prompt(params), kind = 'harness_sidecar.confirm' },
+  return select({ 'Allow', 'Deny' }, { prompt = M.confirm_prompt(params), kind = 'harness_sidecar.confirm' },
     function(choice)
       reply({ confirmed = choice == 'Allow' })
     end)
 end
 
 local function ask_select(params, reply)
-  vim.ui.select(params.options, {
+  return select(params.options, {
     prompt = params.extensionId .. ': ' .. one_line(params.title),
     kind = 'harness_sidecar.select',
     format_item = function(option)
@@ -64,11 +146,11 @@ local function ask_select(params, reply)
 end
 
 local function ask_input(params, reply)
-  local prompt = params.extensionId .. ': ' .. one_line(params.title)
+  local text = params.extensionId .. ': ' .. one_line(params.title)
   if not is_nil(params.placeholder) then
-    prompt = prompt .. ' (' .. params.placeholder .. ')'
+    text = text .. ' (' .. params.placeholder .. ')'
   end
-  vim.ui.input({ prompt = prompt .. ': ' }, function(value)
+  return input({ prompt = text .. ': ' }, function(value)
     reply({ value = value == nil and vim.NIL or value })
   end)
 end
@@ -90,6 +172,9 @@ function M.ask(client, id, method, params)
       M.questions[id] = nil
       client:respond(id, result)
     end)
+    if ok and type(err) == 'function' and M.questions[id] then
+      M.questions[id].close = err
+    end
     if not ok and M.questions[id] then
       M.questions[id] = nil
       client:respond(id, nil, { code = -32000, message = 'the editor could not ask: ' .. tostring(err) })
@@ -105,8 +190,11 @@ function M.withdraw(id)
   end
   M.questions[id] = nil
   question.client:respond(id, nil, { code = -32800, message = question.method .. ' was cancelled' })
-  tell(string.format('%s no longer waits for an answer to "%s"', question.params.extensionId,
-    one_line(question.params.title)), vim.log.levels.WARN)
+  if question.close then
+    question.close()
+  end
+  tell(string.format('%s no longer waits for an answer to "%s"%s', question.params.extensionId,
+    one_line(question.params.title), question.close and ' (its prompt is closed)' or ''), vim.log.levels.WARN)
 end
 
 local LEVELS = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
@@ -143,6 +231,11 @@ end
 
 --- The sidecar is gone: its status items and questions with it.
 function M.clear()
+  for _, question in pairs(M.questions) do
+    if question.close then
+      question.close()
+    end
+  end
   M.questions = {}
   if next(M.items) then
     M.items = {}
