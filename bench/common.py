@@ -26,7 +26,7 @@ def bench_env() -> dict[str, str]:
     return env
 
 
-SIDECAR = [sys.executable, "-m", "harness_sidecar"]
+SIDECAR = [sys.executable, "-P", "-m", "harness_sidecar"]
 ECHO = [sys.executable, str(REPO / "bench" / "echo_server.py")]
 RELAY = [sys.executable, str(REPO / "bench" / "relay_server.py")]
 

@@ -34,7 +34,7 @@ from pygls.protocol import (  # noqa: E402
 )
 from pytest_lsp.client import register_lsp_features  # noqa: E402
 
-LSP = [sys.executable, "-m", "harness_sidecar", "--lsp", "--stdio"]
+LSP = [sys.executable, "-P", "-m", "harness_sidecar", "--lsp", "--stdio"]
 CLIENTS = {"neovim": "utf-8", "visual_studio_code": "utf-16"}  # and the encoding each negotiates
 
 
@@ -167,7 +167,7 @@ async def test_initialize_answers_the_negotiated_encoding_and_hover(lsp, tree, c
 
 def test_exit_codes_and_the_stdio_flag(spawn, tree):
     for flags in (["--lsp"], ["--lsp", "--stdio"], ["--stdio", "--lsp"]):
-        server = spawn(initialize=False, command=[sys.executable, "-m", "harness_sidecar", *flags],
+        server = spawn(initialize=False, command=[sys.executable, "-P", "-m", "harness_sidecar", *flags],
                        framing="content-length")
         server.call("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
         assert server.call("shutdown") is None
@@ -747,7 +747,7 @@ async def test_check_reports_every_diagnostic_the_editor_shows(lsp, tmp_path):
         for d in await opened(client, path):
             if d.code not in ("trusted", "untrusted"):
                 shown.add((str(path), d.range.start.line + 1, d.code))
-    out = subprocess.run([sys.executable, "-m", "harness_sidecar", "check", "--json", *map(str, roots)],
+    out = subprocess.run([sys.executable, "-P", "-m", "harness_sidecar", "check", "--json", *map(str, roots)],
                          capture_output=True, text=True, env=child_env(), timeout=120)
     reported = {(d.get("path"), d.get("line"), d["kind"]) for d in json.loads(out.stdout)["diagnostics"]}
     reported_files = {(p, k) for p, _, k in reported}

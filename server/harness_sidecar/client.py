@@ -22,7 +22,7 @@ Message = dict[str, Any]
 
 
 def sidecar_command() -> list[str]:
-    return [sys.executable, "-m", "harness_sidecar"]
+    return [sys.executable, "-P", "-m", "harness_sidecar"]
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

@@ -38,7 +38,7 @@ test('publishDiagnostics for a broken skill, cleared by an unsaved fix', async (
   assert.equal(first.uri, uri);
   assert.equal(first.diagnostics.length, 1);
   assert.equal(first.diagnostics[0].code, 'invalid_frontmatter');
-  assert.match(first.diagnostics[0].message, /spans several lines/);
+  assert.match(first.diagnostics[0].message, /is blank/);
   assert.deepEqual(first.diagnostics[0].range.start, { line: 2, character: 13 });
   await connection.sendNotification('textDocument/didChange', {
     textDocument: { uri, version: 2 },

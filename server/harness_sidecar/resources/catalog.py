@@ -186,7 +186,7 @@ def resolve_roots(paths: list[str], diagnostics: list[Diagnostic]) -> list[Root]
             continue
         if not os.path.isdir(real):
             diagnostics.append(Diagnostic("root_not_directory", f"root {path} is not a directory; it contributes "
-                                          "nothing", path, "check the path the editor sends in thread/start.roots"))
+                                          "nothing", path, "point this root at a folder in your editor's roots setting"))
             continue
         if real in seen:
             diagnostics.append(Diagnostic("duplicate_root", f"root {path} is the same directory as root {seen[real]}",
