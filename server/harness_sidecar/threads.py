@@ -30,6 +30,7 @@ from harness_sidecar.resources.activation import (
     activate,
     check_skill_name,
 )
+from harness_sidecar.resources import command_templates, plugins
 from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
 from harness_sidecar.resources.context import (
     build_system_prompt,
@@ -195,7 +196,16 @@ class Sidecar:
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled)
         servers = None
-        if start.mcp_servers:  # started while the roots are scanned
+        if start.trusted_plugins:  # a trusted plugin's MCP servers are known once the roots are scanned
+            catalog, found = await self._discover(start)
+            configs = list(start.mcp_servers) + self._plugin_mcp_configs(catalog, start)
+            if configs:
+                from harness_sidecar.mcp import McpServers
+
+                servers = await McpServers.start(
+                    thread_id, configs, notify=lambda params: self.peer.notify("thread/diagnostic", params),
+                    on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+        elif start.mcp_servers:  # started while the roots are scanned
             from harness_sidecar.mcp import McpServers
 
             starting = asyncio.ensure_future(McpServers.start(
@@ -257,6 +267,7 @@ class Sidecar:
 
         def scan() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, start.limits)
+            plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
             found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:
@@ -269,6 +280,20 @@ class Sidecar:
             return catalog, found
 
         return await asyncio.get_running_loop().run_in_executor(None, scan)
+
+    @staticmethod
+    def _plugin_mcp_configs(catalog: Catalog, start: P.ThreadStartParams) -> list[Any]:
+        """The trusted plugins' stdio MCP servers (a name the editor's servers already use is a diagnostic)."""
+        taken = {s.name for s in start.mcp_servers}
+        configs = []
+        for config in catalog.plugins.mcp_configs():
+            if config.name in taken:
+                catalog.diagnostics.append(Diagnostic("mcp_server_skipped", f"plugin MCP server '{config.name}' is "
+                                                      "not started: thread/start.mcpServers has a server of that name",
+                                                      extra={"name": config.name}))
+                continue
+            configs.append(config)
+        return configs
 
     def _with_find_skills(self, tools: dict[str, Tool], thread_id: str) -> dict[str, Tool]:
         """``tools`` with ``find_skills`` claimed right after ``load_skill`` (the listing leaves skills out)."""
@@ -617,7 +642,17 @@ class Sidecar:
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_templates_render(params)
-        return {"message": render(thread.catalog, request.name, request.arguments, thread.limits)}
+        command = thread.catalog.plugins.command_templates.get(request.name)
+        if command is not None:  # a command template: $ARGUMENTS, $1…$9, $NAME from text
+            message, diagnostics = command_templates.render(command, request.text or "", thread.limits)
+            out: dict[str, Any] = {"message": message}
+            if diagnostics:
+                out["diagnostics"] = [d.to_wire() for d in diagnostics]
+            return out
+        arguments = request.arguments
+        if request.text is not None and request.name in thread.catalog.templates:
+            arguments = {**C.parse_arguments(request.text), **arguments}
+        return {"message": render(thread.catalog, request.name, arguments, thread.limits)}
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
@@ -733,6 +768,15 @@ class Sidecar:
                     answer["reason"] = outcome.handled["reason"]
                 return answer
             text = outcome.text if outcome.text is not None else text
+        slash = command_templates.parse_slash(text)
+        if slash is not None and slash[0] in thread.catalog.plugins.command_templates:
+            name, rest = slash
+            message, diagnostics = command_templates.render(thread.catalog.plugins.command_templates[name], rest,
+                                                            thread.limits)
+            answer: dict[str, Any] = {"action": "send", "message": message}
+            if diagnostics:
+                answer["diagnostics"] = [d.to_wire() for d in diagnostics]
+            return answer
         slash = C.parse_slash(text)
         if slash is not None:
             name, rest = slash
