@@ -125,3 +125,13 @@ def test_a_root_command_is_shadowed_by_a_template_of_the_same_name_with_a_diagno
     assert result["catalog"]["commandTemplates"] == []
     shadowed = [d for d in result["diagnostics"] if d["kind"] == "shadowed"]
     assert shadowed and shadowed[0]["path"] == str(Path(root / "commands/same.md"))
+
+
+def test_an_argument_hint_written_as_a_yaml_list_is_shown_as_written(spawn, tree):
+    # agent-sdk-dev's and cloudflare's commands write `argument-hint: [project-name]`
+    root = tree("project")
+    write(root / "commands/new-app.md", "---\ndescription: Make an app\nargument-hint: [project-name]\n---\nMake $1\n")
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(root)], "watch": False})
+    [entry] = result["catalog"]["commandTemplates"]
+    assert entry["argumentHint"] == "[project-name]" and entry["description"] == "Make an app"

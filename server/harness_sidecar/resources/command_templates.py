@@ -112,6 +112,9 @@ def read_command(path: str, boundary: Root, limits: Limits) -> tuple[dict[str, A
                 continue
             if key == "allowed-tools" and isinstance(value, list) and all(isinstance(v, str) for v in value):
                 metadata[key] = value
+            elif key == "argument-hint" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+                # `argument-hint: [name]` is a YAML list; Claude Code shows it as written
+                metadata[key] = "[" + ", ".join(value) + "]"
             elif isinstance(value, str):
                 metadata[key] = value.strip()
             else:
