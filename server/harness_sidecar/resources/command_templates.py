@@ -80,8 +80,9 @@ _WIRE_KEYS = {"description": "description", "argument-hint": "argumentHint", "al
 
 def features_of(body: str) -> list[dict[str, str]]:
     """The ``!`command``` and ``@file`` uses in ``body``, in order (each kept verbatim when rendered)."""
-    found = [(m.start(), {"kind": "shell", "text": m.group(0)}) for m in _SHELL.finditer(body)]
-    found += [(m.start(), {"kind": "file", "text": m.group(0)}) for m in _FILE_REF.finditer(_SHELL.sub("", body))]
+    found = [(m.start(), {"kind": "shell", "text": m.group(0)}) for m in _SHELL.finditer(body)] if "!`" in body else []
+    if "@" in body:
+        found += [(m.start(), {"kind": "file", "text": m.group(0)}) for m in _FILE_REF.finditer(_SHELL.sub("", body))]
     return [f for _, f in sorted(found, key=lambda pair: pair[0])]
 
 

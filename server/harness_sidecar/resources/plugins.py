@@ -22,10 +22,12 @@ are always served; hooks, MCP servers and extensions are code and need ``trusted
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
 import re
+import stat
 from typing import Any
 
 from harness_sidecar.errors import DomainError
@@ -53,7 +55,7 @@ _VARIABLE = re.compile(r"\$\{(CLAUDE_PLUGIN_ROOT|PLUGIN_ROOT)\}")
 
 class Plugin(Record):
     __slots__ = ("name", "version", "path", "boundary", "dialect", "manifest_path", "manifest", "root",
-                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "trust")
+                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "trust", "origin")
 
     def __init__(self, name: str, version: str | None, path: str, boundary: Root, dialect: str,
                  manifest_path: str, manifest: dict[str, Any], root: Root | None) -> None:
@@ -73,10 +75,9 @@ class Plugin(Record):
         self.mcp_servers: list[McpServer] = []
         self.extensions: list[str] = []  # ids, <plugin>:<id>
         self.trust = Trust()
+        self.origin = self._origin()  # provenance of everything it brings (``source`` on the wire)
 
-    @property
-    def origin(self) -> dict[str, Any]:
-        """Provenance of everything it brings (``source`` on the wire)."""
+    def _origin(self) -> dict[str, Any]:
         plugin: dict[str, Any] = {"name": self.name}
         if self.version is not None:
             plugin["version"] = self.version
@@ -307,38 +308,109 @@ def _key_line(text: str, key: str) -> int:
     return text.count("\n", 0, match.start()) + 1 if match else 1
 
 
-def _candidates(roots: list[Root], paths: list[str], diagnostics: list[Diagnostic]) -> list[tuple[str, Root | None]]:
-    found: list[tuple[str, Root | None]] = []
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class _Reader:
+    """Reads a plugin's small files, resolving each directory once (an ``lstat`` per new directory
+    instead of a ``realpath`` of every file): what keeps 50 plugins near the cost of plain roots."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, str] = {}  # path as found -> its real path
+
+    def known(self, path: str, real: str) -> None:
+        self.dirs[path] = real
+
+    def real_dir(self, path: str) -> str:
+        real = self.dirs.get(path)
+        if real is None:
+            parent, name = os.path.split(path)
+            if parent == path or parent not in self.dirs:
+                real = os.path.realpath(path)
+            else:
+                below = f"{self.dirs[parent]}/{name}"
+                try:
+                    real = os.path.realpath(path) if stat.S_ISLNK(os.lstat(below).st_mode) else below
+                except OSError:
+                    real = below  # missing: reading it says so
+            self.dirs[path] = real
+        return real
+
+    def read(self, path: str, boundary: Root, max_bytes: int, what: str) -> bytes:
+        """A whole regular file inside ``boundary`` (``DomainError`` as ``paths.read_contained``)."""
+        directory, name = os.path.split(path)
+        real_dir = self.real_dir(directory)
+        if not is_within(real_dir, boundary.real):
+            raise DomainError("path_escape", f"{what} {path} resolves to {real_dir}/{name}, outside {boundary.path}",
+                              path=path)
+        try:
+            fd = os.open(f"{real_dir}/{name}", _O_FLAGS)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):  # the file is a link: check where it leads
+                return read_contained(path, boundary.real, max_bytes, what)[1]
+            raise DomainError("resource_not_found", f"{what} {path} cannot be opened: {exc.strerror}",
+                              path=path) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise DomainError("resource_not_found", f"{what} {path} is not a regular file", path=path)
+            if st.st_size > max_bytes:
+                raise DomainError("too_large", f"{what} {path} is {st.st_size} bytes; the limit is {max_bytes}",
+                                  path=path, size=st.st_size, limit=max_bytes)
+            return os.read(fd, max_bytes + 1) if st.st_size < 65536 else read_contained(path, boundary.real,
+                                                                                         max_bytes, what)[1]
+        finally:
+            os.close(fd)
+
+    def prefix(self, path: str, boundary: Root, limits: Limits) -> bytes:
+        """Just enough of a file inside ``boundary`` to hold its frontmatter."""
+        directory, name = os.path.split(path)
+        real_dir = self.real_dir(directory)
+        if not is_within(real_dir, boundary.real):
+            raise DomainError("path_escape", f"{path} resolves outside {boundary.path}", path=path)
+        fd = C._open_in(directory, real_dir, name, boundary)
+        try:
+            return frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)[0]
+        finally:
+            os.close(fd)
+
+
+def _candidates(roots: list[Root], paths: list[str],
+                diagnostics: list[Diagnostic]) -> list[tuple[str, str, Root | None]]:
+    """``(path, real path, root)`` of every plugin folder, in order."""
+    found: list[tuple[str, str, Root | None]] = []
     for root in roots:
         folder = os.path.join(root.real, "plugins")
         try:
             with os.scandir(folder) as it:
-                names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_dir())
+                entries = sorted(((e.name, e.is_symlink()) for e in it if not e.name.startswith(".") and e.is_dir()))
         except (FileNotFoundError, NotADirectoryError):
             continue
         except OSError as exc:
             diagnostics.append(Diagnostic("unreadable", f"{folder} cannot be listed: {exc.strerror}", folder))
             continue
-        for name in names:
+        folder_real = os.path.realpath(folder)
+        for name, is_link in entries:
             path = os.path.join(root.path, "plugins", name)
-            if not is_within(os.path.realpath(path), root.real):
+            real = os.path.realpath(path) if is_link or folder_real != folder else f"{folder_real}/{name}"
+            if not is_within(real, root.real):
                 diagnostics.append(Diagnostic("path_escape", f"plugin folder {path} resolves outside the root "
                                               f"{root.path}", path, "copy the plugin into the root instead of "
                                               "linking it, or list its path in thread/start.plugins"))
                 continue
-            found.append((path, root))
+            found.append((path, real, root))
     for given in paths:
         path = os.path.normpath(given)
         if not os.path.isdir(path):
             diagnostics.append(Diagnostic("plugin_not_found", f"plugin {path} is not an existing directory", path,
                                           "check the path the editor sends in thread/start.plugins"))
             continue
-        found.append((path, None))
+        found.append((path, os.path.realpath(path), None))
     return found
 
 
-def _read_manifest(path: str, real: str, limits: Limits,
-                   diagnostics: list[Diagnostic]) -> tuple[str, str, dict[str, Any], str] | None:
+def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagnostic],
+                   reader: _Reader) -> tuple[str, str, dict[str, Any], str] | None:
     """``(dialect, manifest path, manifest, text)``, or ``None`` with a diagnostic."""
     present = [(d, rel) for d, rel in MANIFESTS if os.path.isfile(os.path.join(real, rel))]
     if not present:
@@ -354,7 +426,7 @@ def _read_manifest(path: str, real: str, limits: Limits,
                                       manifest_path, extra={"ignored": os.path.join(path, present[1][1]),
                                                             "severity": "warning"}))
     try:
-        _, data = read_contained(manifest_path, real, limits.max_file_bytes, "plugin manifest")
+        data = reader.read(manifest_path, Root(path, real, -1), limits.max_file_bytes, "plugin manifest")
         text = data.decode("utf-8")
     except DomainError as exc:
         diagnostics.append(Diagnostic.from_error(exc, manifest_path))
@@ -434,30 +506,31 @@ def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
     return out
 
 
-def _load_plugin(path: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic]) -> Plugin | None:
-    real = os.path.realpath(path)
-    read = _read_manifest(path, real, limits, diagnostics)
+def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic],
+                 reader: _Reader) -> Plugin | None:
+    reader.known(path, real)
+    read = _read_manifest(path, real, limits, diagnostics, reader)
     if read is None:
         return None
     dialect, manifest_path, manifest, text = read
     version = manifest.get("version") if isinstance(manifest.get("version"), str) else None
     plugin = Plugin(manifest["name"], version, path, Root(path, real, -1), dialect, manifest_path, manifest, root)
-    _skills(plugin, text, limits, diagnostics)
+    _skills(plugin, text, limits, diagnostics, reader)
     _commands(plugin, text, limits, diagnostics)
-    _agents(plugin, text, limits, diagnostics)
-    _hooks(plugin, text, limits, diagnostics)
-    _mcp(plugin, text, limits, diagnostics)
+    _agents(plugin, text, limits, diagnostics, reader)
+    _hooks(plugin, text, limits, diagnostics, reader)
+    _mcp(plugin, text, limits, diagnostics, reader)
     _extensions(plugin)
     return plugin
 
 
-def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
+def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     folders = [os.path.join(plugin.path, "skills")] + [p for p in _paths(plugin, "skills", text, diagnostics)
                                                        if isinstance(p, str)]
     seen: set[str] = set()
     found: list[C.SkillEntry] = []
     for folder in folders:
-        real = os.path.realpath(folder)
+        real = reader.real_dir(folder)
         if real in seen or not os.path.isdir(real):
             continue
         seen.add(real)
@@ -514,13 +587,14 @@ def _agent_files(plugin: Plugin, text: str, diagnostics: list[Diagnostic]) -> li
     return files
 
 
-def _agents(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
+def _agents(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     for path in _agent_files(plugin, text, diagnostics):
         stem = os.path.basename(path)[:-3]
         name, description = stem, ""
         try:
-            _, data = read_contained(path, plugin.boundary.real, limits.max_file_bytes, "agent")
-            fm = frontmatter.parse(data, True, limits.max_frontmatter_bytes, required=False)
+            data = reader.prefix(path, plugin.boundary, limits)
+            fm = frontmatter.parse(data, len(data) < limits.max_frontmatter_bytes, limits.max_frontmatter_bytes,
+                                   required=False)
             if fm is not None:
                 if isinstance(fm.data.get("name"), str):
                     name = fm.data["name"].strip()
@@ -571,7 +645,7 @@ def _hook_entries(plugin: Plugin, data: Any, path: str, diagnostics: list[Diagno
     return True
 
 
-def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
+def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     declared: list[Any] = []
     default = os.path.join(plugin.path, DEFAULT_HOOKS)
     if os.path.isfile(default):
@@ -584,8 +658,7 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
                                                       None, False, item))
             continue
         try:
-            _, data = read_contained(item, plugin.boundary.real, limits.max_file_bytes, "hooks file")
-            parsed = json.loads(data)
+            parsed = json.loads(reader.read(item, plugin.boundary, limits.max_file_bytes, "hooks file"))
         except json.JSONDecodeError as exc:
             diagnostics.append(Diagnostic("invalid_hooks", f"{item} is not JSON: {exc.msg}; its hooks are ignored",
                                           item, line=exc.lineno, column=exc.colno))
@@ -597,7 +670,7 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
             plugin.hook_sources.append(HookSource(f"plugin:{plugin.name}", item, plugin.path, None, False))
 
 
-def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
+def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     declared: list[Any] = []
     default = os.path.join(plugin.path, ".mcp.json")
     if os.path.isfile(default):
@@ -613,8 +686,7 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
         else:
             where = item
             try:
-                _, raw = read_contained(item, plugin.boundary.real, limits.max_file_bytes, "MCP servers file")
-                data = json.loads(raw)
+                data = json.loads(reader.read(item, plugin.boundary, limits.max_file_bytes, "MCP servers file"))
             except json.JSONDecodeError as exc:
                 diagnostics.append(Diagnostic("invalid_mcp_servers", f"{item} is not JSON: {exc.msg}; its servers "
                                               "are ignored", item, line=exc.lineno, column=exc.colno))
@@ -714,8 +786,9 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     grants = {t.name: t for t in trusted}
     skip = set(disabled)
     plugins: dict[str, Plugin] = {}
-    for path, root in _candidates(roots, paths, diagnostics):
-        plugin = _load_plugin(path, root, limits, diagnostics)
+    reader = _Reader()
+    for path, real, root in _candidates(roots, paths, diagnostics):
+        plugin = _load_plugin(path, real, root, limits, diagnostics, reader)
         if plugin is None or plugin.name in skip:
             continue
         earlier = plugins.get(plugin.name)
