@@ -27,7 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.common import REPO, SIDECAR, Raw, fmt, summary
+from bench.common import REPO, SIDECAR, Raw, cpu_seconds, fmt, summary
 
 MANIFESTS = (".codex-plugin/plugin.json", ".claude-plugin/plugin.json")
 
@@ -77,14 +77,17 @@ def lay_out(plugins: list[Path], where: Path) -> tuple[Path, list[Path]]:
     return plugin_root, plain_roots
 
 
-def warm_thread_start(params: dict, empty: Path) -> tuple[float, dict]:
+def warm_thread_start(params: dict, empty: Path) -> tuple[float, float, dict]:
+    """Wall ms of the request (the answer parsed), the sidecar's CPU ms for it (10 ms ticks), the result."""
     raw = Raw(SIDECAR)
     try:
         raw.call("initialize")
         raw.call("thread/start", {"roots": [str(empty)], "watch": False})
+        cpu = cpu_seconds(raw.proc.pid)
         started = time.perf_counter()
         result = raw.call("thread/start", params)
-        return (time.perf_counter() - started) * 1000, result
+        wall = (time.perf_counter() - started) * 1000
+        return wall, (cpu_seconds(raw.proc.pid) - cpu) * 1000, result
     finally:
         raw.close()
 
@@ -123,24 +126,29 @@ def main() -> int:
         with_plugins = {"roots": [str(plugin_root)], "watch": False}
         plain = {"roots": [str(r) for r in plain_roots], "watch": False}
         times: dict[str, list[float]] = {"plugins": [], "plain": []}
+        cpu: dict[str, list[float]] = {"plugins": [], "plain": []}
         shapes = {}
         for i in range(args.runs + 1):
             for name, params in (("plugins", with_plugins), ("plain", plain))[:: 1 if i % 2 else -1]:
-                ms, result = warm_thread_start(params, where / "empty")
+                ms, cpu_ms, result = warm_thread_start(params, where / "empty")
                 if i:  # the first round warms the page cache
                     times[name].append(ms)
+                    cpu[name].append(cpu_ms)
                 catalog = result["catalog"]
                 shapes[name] = {"skills": len(catalog["skills"]), "commandTemplates": len(catalog["commandTemplates"]),
                                 "hooks": len(catalog["hooks"]), "mcpServers": len(catalog["mcpServers"]),
-                                "plugins": len(catalog["plugins"])}
+                                "plugins": len(catalog["plugins"]), "answerBytes": len(json.dumps(result))}
         ratio = statistics.median(times["plugins"]) / statistics.median(times["plain"])
-        figures["layouts"] = {name: {"thread_start_ms": summary(t), "catalog": shapes[name]}
-                              for name, t in times.items()}
+        cpu_ratio = statistics.mean(cpu["plugins"]) / statistics.mean(cpu["plain"])
+        figures["layouts"] = {name: {"thread_start_ms": summary(t), "sidecar_cpu_ms_mean": statistics.mean(cpu[name]),
+                                     "catalog": shapes[name]} for name, t in times.items()}
         figures["ratio_plugins_over_plain"] = ratio
+        figures["cpu_ratio_plugins_over_plain"] = cpu_ratio
         print(f"{len(chosen)} plugins: thread/start {fmt(summary(times['plugins']), ' ms')}; catalog {shapes['plugins']}")
         print(f"same skills and commands as {len(plain_roots)} plain roots: thread/start "
               f"{fmt(summary(times['plain']), ' ms')}; catalog {shapes['plain']}")
-        print(f"ratio (median plugins / median plain): {ratio:.2f}")
+        print(f"ratio (median plugins / median plain): {ratio:.2f}; the sidecar's CPU, mean "
+              f"{statistics.mean(cpu['plugins']):.1f} / {statistics.mean(cpu['plain']):.1f} ms = {cpu_ratio:.2f}")
 
     every = sorted(str(p) for p in corpus.iterdir() if p.is_dir())
     full = {"roots": [], "plugins": every, "watch": False}

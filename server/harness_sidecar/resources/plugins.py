@@ -55,7 +55,7 @@ _VARIABLE = re.compile(r"\$\{(CLAUDE_PLUGIN_ROOT|PLUGIN_ROOT)\}")
 
 class Plugin(Record):
     __slots__ = ("name", "version", "path", "boundary", "dialect", "manifest_path", "manifest", "root",
-                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "trust", "origin")
+                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "trust", "origin", "entries")
 
     def __init__(self, name: str, version: str | None, path: str, boundary: Root, dialect: str,
                  manifest_path: str, manifest: dict[str, Any], root: Root | None) -> None:
@@ -75,6 +75,7 @@ class Plugin(Record):
         self.mcp_servers: list[McpServer] = []
         self.extensions: list[str] = []  # ids, <plugin>:<id>
         self.trust = Trust()
+        self.entries: frozenset[str] = frozenset()  # the names in its folder: one listing, not a stat per part
         self.origin = self._origin()  # provenance of everything it brings (``source`` on the wire)
 
     def _origin(self) -> dict[str, Any]:
@@ -410,9 +411,15 @@ def _candidates(roots: list[Root], paths: list[str],
 
 
 def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagnostic],
-                   reader: _Reader) -> tuple[str, str, dict[str, Any], str] | None:
+                   reader: _Reader) -> tuple[str, str, dict[str, Any], str, frozenset[str]] | None:
     """``(dialect, manifest path, manifest, text)``, or ``None`` with a diagnostic."""
-    present = [(d, rel) for d, rel in MANIFESTS if os.path.isfile(os.path.join(real, rel))]
+    try:
+        top = set(os.listdir(real))
+    except OSError as exc:
+        diagnostics.append(Diagnostic("unreadable", f"{path} cannot be listed: {exc.strerror}", path))
+        return None
+    present = [(d, rel) for d, rel in MANIFESTS
+               if rel.split("/")[0] in top and os.path.isfile(os.path.join(real, rel))]
     if not present:
         diagnostics.append(Diagnostic("not_a_plugin", f"{path} has neither .claude-plugin/plugin.json nor "
                                       ".codex-plugin/plugin.json; it is skipped", path,
@@ -469,7 +476,7 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
                 "the plugin is left out (Claude Code refuses it too)", manifest_path,
                 "remove the 'hooks' field: hooks/hooks.json is read without it", line=_key_line(text, "hooks")))
             return None
-    return dialect, manifest_path, manifest, text
+    return dialect, manifest_path, manifest, text, frozenset(top)
 
 
 def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
@@ -512,9 +519,10 @@ def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagno
     read = _read_manifest(path, real, limits, diagnostics, reader)
     if read is None:
         return None
-    dialect, manifest_path, manifest, text = read
+    dialect, manifest_path, manifest, text, entries = read
     version = manifest.get("version") if isinstance(manifest.get("version"), str) else None
     plugin = Plugin(manifest["name"], version, path, Root(path, real, -1), dialect, manifest_path, manifest, root)
+    plugin.entries = entries
     _skills(plugin, text, limits, diagnostics, reader)
     _commands(plugin, text, limits, diagnostics)
     _agents(plugin, text, limits, diagnostics, reader)
@@ -525,11 +533,12 @@ def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagno
 
 
 def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
-    folders = [os.path.join(plugin.path, "skills")] + [p for p in _paths(plugin, "skills", text, diagnostics)
-                                                       if isinstance(p, str)]
     seen: set[str] = set()
     found: list[C.SkillEntry] = []
-    for folder in folders:
+    if "skills" in plugin.entries:  # the default folder, scanned as a root's skills/ is
+        seen.add(reader.real_dir(os.path.join(plugin.path, "skills")))
+        found += C.scan_skills(plugin.boundary, limits, diagnostics)
+    for folder in [p for p in _paths(plugin, "skills", text, diagnostics) if isinstance(p, str)]:
         real = reader.real_dir(folder)
         if real in seen or not os.path.isdir(real):
             continue
@@ -557,6 +566,8 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
 def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
     declared = _paths(plugin, "commands", text, diagnostics)
     if "commands" not in plugin.manifest:
+        if "commands" not in plugin.entries:
+            return
         plugin.commands = T.scan_folder(os.path.join(plugin.path, "commands"), plugin.boundary, plugin.name,
                                         plugin.origin, limits, diagnostics)
         return
@@ -571,7 +582,7 @@ def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagn
 
 def _agent_files(plugin: Plugin, text: str, diagnostics: list[Diagnostic]) -> list[str]:
     if "agents" not in plugin.manifest:
-        declared: list[Any] = [os.path.join(plugin.path, "agents")]
+        declared: list[Any] = [os.path.join(plugin.path, "agents")] if "agents" in plugin.entries else []
     else:
         declared = _paths(plugin, "agents", text, diagnostics)
     files: list[str] = []
@@ -648,7 +659,7 @@ def _hook_entries(plugin: Plugin, data: Any, path: str, diagnostics: list[Diagno
 def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     declared: list[Any] = []
     default = os.path.join(plugin.path, DEFAULT_HOOKS)
-    if os.path.isfile(default):
+    if "hooks" in plugin.entries and os.path.isfile(default):
         declared.append(default)
     declared += _paths(plugin, "hooks", text, diagnostics, allow_inline=True)
     for item in declared:
@@ -673,7 +684,7 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
 def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     declared: list[Any] = []
     default = os.path.join(plugin.path, ".mcp.json")
-    if os.path.isfile(default):
+    if ".mcp.json" in plugin.entries and os.path.isfile(default):
         declared.append(default)
     for item in _paths(plugin, "mcpServers", text, diagnostics, allow_inline=True):
         if not (isinstance(item, str) and os.path.realpath(item) == os.path.realpath(default)):
@@ -740,6 +751,8 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
 
 
 def _extensions(plugin: Plugin) -> None:
+    if "extensions" not in plugin.entries:
+        return
     folder = os.path.join(plugin.boundary.real, "extensions")
     try:
         names = sorted(os.listdir(folder))
