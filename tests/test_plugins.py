@@ -314,3 +314,20 @@ def test_check_lints_plugins_like_skills(tmp_path):
     assert "commands/clean_gone.md" in text and "template_feature_unsupported" in text
     assert "plugin        commit-commands" in text
     assert "command       commit-commands:commit" in text
+
+
+def test_a_changed_plugin_reaches_the_editor_at_refresh(spawn, tree):
+    root = root_with_plugins(tree, ["commit-commands", "superpowers"])
+    sidecar, result = start(spawn, root)
+    thread = result["threadId"]
+    command = root / "plugins/commit-commands/commands/commit.md"
+    command.write_text(command.read_text() + "\nOne more line.\n")
+    (root / "plugins/superpowers/hooks/hooks.json").write_text('{"hooks": {}}')
+    refreshed = sidecar.call("thread/refresh", {"threadId": thread})
+    assert refreshed["revision"] == 2
+    [change] = [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
+    assert {"kind": "commandTemplate", "name": "commit-commands:commit"} in change["changed"]
+    assert {"kind": "plugin", "name": "superpowers"} in change["changed"]
+    assert not [h for h in refreshed["catalog"]["hooks"] if h["source"] == "plugin:superpowers"]
+    rendered = sidecar.call("templates/render", {"threadId": thread, "name": "commit-commands:commit", "text": ""})
+    assert rendered["message"]["content"].endswith("One more line.\n")

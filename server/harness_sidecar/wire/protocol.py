@@ -214,7 +214,8 @@ THREAD_DIAGNOSTIC = Union(
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
     name="ThreadDiagnosticParams")
-CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool"))),
+CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "plugin",
+                                               "commandTemplate"))),
                       Field("name", Str())], name="CatalogChange")
 CATALOG_CHANGED = Obj([Field("threadId", P.THREAD_ID), Field("revision", REVISION),
                        Field("added", Arr(CATALOG_CHANGE)), Field("removed", Arr(CATALOG_CHANGE)),
