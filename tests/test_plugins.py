@@ -331,3 +331,25 @@ def test_a_changed_plugin_reaches_the_editor_at_refresh(spawn, tree):
     assert not [h for h in refreshed["catalog"]["hooks"] if h["source"] == "plugin:superpowers"]
     rendered = sidecar.call("templates/render", {"threadId": thread, "name": "commit-commands:commit", "text": ""})
     assert rendered["message"]["content"].endswith("One more line.\n")
+
+
+def test_a_plugins_extension_is_imported_only_when_trusted(spawn, tree):
+    root = root_with_plugins(tree, ["greeter"], OWN)
+    _, result = start(spawn, root)
+    [entry] = result["catalog"]["extensions"]
+    assert (entry["id"], entry["status"]) == ("greeter:hello", "skipped_untrusted")
+    assert "greet" not in [t["name"] for t in result["tools"]]
+    assert by_name(result["catalog"]["plugins"])["greeter"]["extensions"] == ["greeter:hello"]
+
+    _, result = start(spawn, root, trustedPlugins=[{"name": "greeter", "extensions": ["other"]}])
+    assert result["catalog"]["extensions"][0]["status"] == "skipped_untrusted"
+
+    sidecar, result = start(spawn, root, trustedPlugins=[{"name": "greeter"}])
+    [entry] = result["catalog"]["extensions"]
+    assert (entry["id"], entry["status"]) == ("greeter:hello", "loaded")
+    assert by_name(result["catalog"]["plugins"])["greeter"]["trusted"]["extensions"] == ["greeter:hello"]
+    [tool] = [t for t in result["tools"] if t["name"] == "greet"]
+    assert tool["origin"] == {"kind": "extension", "id": "greeter:hello"}
+    answer = sidecar.call("tools/call", {"threadId": result["threadId"], "call": {
+        "id": "c1", "name": "greet", "arguments": {"name": "Ada"}}})["result"]
+    assert answer["content"] == [{"type": "text", "text": "Hello from a plugin, Ada!"}]

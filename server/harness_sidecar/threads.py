@@ -219,6 +219,11 @@ class Sidecar:
             servers = await starting  # a required server that failed: thread/start fails (mcp_unavailable)
         else:
             catalog, found = await self._discover(start)
+        granted = [i for i in catalog.plugins.trusted_extensions() if i in found]
+        if granted:  # a trusted plugin's extensions load through the same path as trustedExtensions
+            known = {t.id for t in start.trusted_extensions}
+            start.trusted_extensions = [*start.trusted_extensions,
+                                        *(P.TrustedExtension(i) for i in granted if i not in known)]
         if left_out_of_listing(catalog, limits.catalog_bytes):
             registry.tools = self._with_find_skills(registry.tools, thread_id)
         thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers)
@@ -269,6 +274,9 @@ class Sidecar:
             catalog = build_catalog(start.roots, start.limits)
             plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
             found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
+            for ext_id, source in catalog.plugins.extension_sources(start.limits, catalog.diagnostics).items():
+                found.setdefault(ext_id, source)  # <plugin>:<id>, loaded only when trustedPlugins grants it
+            found = dict(sorted(found.items()))
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:
                 if ext_id not in trusted or ext_id not in found:

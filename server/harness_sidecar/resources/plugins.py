@@ -55,7 +55,7 @@ _VARIABLE = re.compile(r"\$\{(CLAUDE_PLUGIN_ROOT|PLUGIN_ROOT)\}")
 
 class Plugin(Record):
     __slots__ = ("name", "version", "path", "boundary", "dialect", "manifest_path", "manifest", "root",
-                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "trust", "origin", "entries")
+                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "extension_paths", "trust", "origin", "entries")
 
     def __init__(self, name: str, version: str | None, path: str, boundary: Root, dialect: str,
                  manifest_path: str, manifest: dict[str, Any], root: Root | None) -> None:
@@ -74,6 +74,7 @@ class Plugin(Record):
         self.hook_sources: list[HookSource] = []
         self.mcp_servers: list[McpServer] = []
         self.extensions: list[str] = []  # ids, <plugin>:<id>
+        self.extension_paths: dict[str, str] = {}  # <plugin>:<id> -> its .py file or package folder
         self.trust = Trust()
         self.entries: frozenset[str] = frozenset()  # the names in its folder: one listing, not a stat per part
         self.origin = self._origin()  # provenance of everything it brings (``source`` on the wire)
@@ -259,6 +260,25 @@ class PluginSet(Record):
     @property
     def mcp_servers(self) -> list[McpServer]:
         return [m for p in self.plugins for m in p.mcp_servers]
+
+    def extension_sources(self, limits: Limits, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+        """Every plugin extension read and hashed (never imported), as ``extensions.discovery`` gives a root's."""
+        from harness_sidecar.extensions.discovery import read_source
+
+        found = {}
+        for plugin in self.plugins:
+            for ext_id, path in plugin.extension_paths.items():
+                try:
+                    found[ext_id] = read_source(ext_id, path, plugin.boundary, limits)
+                except DomainError as exc:
+                    diagnostics.append(Diagnostic.from_error(exc, path))
+                except OSError as exc:
+                    diagnostics.append(Diagnostic.unreadable(exc, path))
+        return found
+
+    def trusted_extensions(self) -> list[str]:
+        """The ids of the plugin extensions ``trustedPlugins`` grants, in plugin order."""
+        return [e for p in self.plugins for e in p.extensions if p.trust.extension(e.partition(":")[2])]
 
     def mcp_configs(self) -> list[Any]:
         """The trusted stdio servers, as ``McpServerConfig``: the ones a thread starts."""
@@ -763,7 +783,10 @@ def _extensions(plugin: Plugin) -> None:
         if name.startswith(".") or name_problem(ext_id):
             continue
         if name.endswith(".py") or os.path.isfile(os.path.join(folder, name, "__init__.py")):
-            plugin.extensions.append(f"{plugin.name}:{ext_id}")
+            full = f"{plugin.name}:{ext_id}"
+            if full not in plugin.extension_paths:
+                plugin.extensions.append(full)
+                plugin.extension_paths[full] = os.path.join(plugin.path, "extensions", name)
 
 
 def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic]) -> None:
