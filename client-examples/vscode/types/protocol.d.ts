@@ -95,6 +95,13 @@ export type Message = Request | Notification | ResultResponse | ErrorResponse;
  */
 export type NullResult = null;
 /**
+ * A plugin's name (its manifest's name): the skill-name rule.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginName".
+ */
+export type PluginName = string;
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
@@ -173,6 +180,42 @@ export interface BinaryResource {
   content: string;
 }
 /**
+ * Listed as metadata; never run.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "AgentEntry".
+ */
+export interface AgentEntry {
+  name: string;
+  description: string;
+  plugin: string;
+  path: string;
+  source: Source;
+}
+/**
+ * Provenance of a catalog entry (protocol.md § Plugins).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Source".
+ */
+export interface Source {
+  kind: "root" | "plugin" | "editor" | "mcp";
+  /**
+   * The root that holds it (or holds the plugin that brings it).
+   */
+  root?: string;
+  plugin?: PluginRef;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginRef".
+ */
+export interface PluginRef {
+  name: string;
+  version?: string;
+  path: string;
+}
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "Blocked".
  */
@@ -209,6 +252,23 @@ export interface Catalog {
    * Sorted by id.
    */
   extensions: ExtensionEntry[];
+  /**
+   * The thread's plugins, in discovery order (protocol.md § Plugins).
+   */
+  plugins?: PluginEntry[];
+  /**
+   * Sorted by name.
+   */
+  commandTemplates?: CommandTemplateEntry[];
+  agents?: AgentEntry[];
+  /**
+   * Every declared plugin hook handler, trusted or not.
+   */
+  hooks?: PluginHookEntry[];
+  /**
+   * Every MCP server plugins declare; only trusted stdio ones start.
+   */
+  mcpServers?: PluginMcpServerEntry[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -226,7 +286,11 @@ export interface SkillEntry {
   name: string;
   description: string;
   root: string;
-  source: string;
+  /**
+   * Its SKILL.md.
+   */
+  path: string;
+  source: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -236,7 +300,8 @@ export interface TemplateEntry {
   name: string;
   description?: string;
   root: string;
-  source: string;
+  path: string;
+  source: Source;
   variables: string[];
 }
 /**
@@ -256,10 +321,103 @@ export interface ExtensionEntry {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginEntry".
+ */
+export interface PluginEntry {
+  name: string;
+  version?: string;
+  path: string;
+  manifest: string;
+  dialect: "claude" | "codex";
+  source: Source;
+  skills: string[];
+  commands: string[];
+  agents: string[];
+  /**
+   * How many hook handlers it declares.
+   */
+  hooks: number;
+  mcpServers: string[];
+  extensions: string[];
+  trusted: PluginTrust;
+  /**
+   * Its tree hash, when a trustedPlugins pin asked for it.
+   */
+  sha256?: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginTrust".
+ */
+export interface PluginTrust {
+  hooks: boolean;
+  mcpServers: string[];
+  extensions: string[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "CommandTemplateEntry".
+ */
+export interface CommandTemplateEntry {
+  /**
+   * <plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md.
+   */
+  name: string;
+  description?: string;
+  argumentHint?: string;
+  allowedTools?: string | string[];
+  model?: string;
+  path: string;
+  source: Source;
+  /**
+   * !`command` lines and @file references in the body, kept verbatim when rendered.
+   */
+  unsupported?: ("shell" | "file")[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginHookEntry".
+ */
+export interface PluginHookEntry {
+  /**
+   * plugin:<name>
+   */
+  source: string;
+  event: string;
+  matcher: string | null;
+  type: string;
+  command: string | null;
+  args?: string[];
+  timeout?: unknown;
+  trusted: boolean;
+  path: string;
+  plugin: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginMcpServerEntry".
+ */
+export interface PluginMcpServerEntry {
+  /**
+   * plugin_<plugin>_<server>: its tools are mcp__<name>__<tool>.
+   */
+  name: string;
+  server: string;
+  plugin: string;
+  transport: "stdio" | "http" | "sse";
+  command?: string;
+  args?: string[];
+  url?: string;
+  trusted: boolean;
+  path: string;
+  source: Source;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CatalogChange".
  */
 export interface CatalogChange {
-  kind: "skill" | "template" | "instructions" | "extension" | "tool";
+  kind: "skill" | "template" | "instructions" | "extension" | "tool" | "plugin" | "commandTemplate";
   name: string;
 }
 /**
@@ -981,6 +1139,10 @@ export interface InputHandledByExtension {
 export interface InputSend {
   action: "send";
   message: UserMessage;
+  /**
+   * A command template's template_feature_unsupported.
+   */
+  diagnostics?: Diagnostic[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1215,6 +1377,10 @@ export interface TemplatesRenderParams {
   arguments?: {
     [k: string]: string;
   } | null;
+  /**
+   * What the user typed after /<name>: fills a command template's $ARGUMENTS, $1…$9 and $NAME; for a {{variable}} template it is read as key=value words.
+   */
+  text?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1222,6 +1388,7 @@ export interface TemplatesRenderParams {
  */
 export interface TemplatesRenderResult {
   message: UserMessage;
+  diagnostics?: Diagnostic[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1264,6 +1431,43 @@ export interface ThreadStartParams {
    */
   watch?: boolean | null;
   mcpServers?: McpServerConfig[] | null;
+  /**
+   * Plugin folders besides the roots' plugins/<name>/ (e.g. the user's Claude Code or Codex plugin cache), in order.
+   */
+  plugins?: AbsolutePath[] | null;
+  /**
+   * Plugins (by name) the thread leaves out.
+   */
+  disabledPlugins?: PluginName[] | null;
+  /**
+   * The only plugins whose code (hooks, MCP servers, extensions) may run.
+   */
+  trustedPlugins?: TrustedPlugin[] | null;
+}
+/**
+ * Code of a plugin the editor trusts, from the user's settings; its data needs no trust.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "TrustedPlugin".
+ */
+export interface TrustedPlugin {
+  name: PluginName;
+  /**
+   * The plugin's whole tree must hash to this (protocol.md § Plugins), or none of its code is trusted (hash_mismatch).
+   */
+  sha256?: string | null;
+  /**
+   * Its command hooks may run. Default true.
+   */
+  hooks?: boolean | null;
+  /**
+   * Its MCP servers may start: all (true), none (false) or those named. Default true.
+   */
+  mcpServers?: (boolean | string[]) | null;
+  /**
+   * Its extensions may be imported: all, none or those ids (without the plugin prefix). Default true.
+   */
+  extensions?: (boolean | string[]) | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
