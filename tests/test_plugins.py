@@ -413,3 +413,18 @@ def test_plugins_and_commands_in_a_root_are_watched(spawn, tree):
     manifest = root / "plugins/example-plugin/.claude-plugin/plugin.json"
     manifest.write_text(manifest.read_text().replace('"name"', '"version": "9.9.9",\n  "name"', 1))
     _changes_until(sidecar, lambda c: {"kind": "plugin", "name": "example-plugin"} in c["changed"])
+
+
+def test_tools_say_where_they_come_from(spawn, tree):
+    root = root_with_plugins(tree, ["echo-mcp", "greeter"], OWN)
+    write(root / "extensions/local.py", "def activate(api):\n    api.register_tool(name='local', description='d', "
+                                        "input_schema={'type': 'object'}, execute=lambda i, a: {'content': 'x'})\n")
+    _, result = start(spawn, root, trustedPlugins=[{"name": "echo-mcp"}, {"name": "greeter"}],
+                      trustedExtensions=["local"], dynamicTools=[{"name": "pick"}])
+    sources = {t["name"]: t.get("source") for t in result["tools"]}
+    echo = by_name(result["catalog"]["plugins"])["echo-mcp"]["source"]
+    assert sources["mcp__plugin_echo-mcp_echo__echo"] == echo and echo["plugin"]["name"] == "echo-mcp"
+    assert sources["greet"]["plugin"]["name"] == "greeter"
+    assert sources["local"] == {"kind": "root", "root": str(root)}
+    assert sources["pick"] == {"kind": "editor"}
+    assert sources["load_skill"] is None

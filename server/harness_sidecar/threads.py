@@ -194,7 +194,7 @@ class Sidecar:
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits),
-                                                validator=dynamic.compiled)
+                                                validator=dynamic.compiled, source={"kind": "editor"})
         servers = None
         if start.trusted_plugins:  # a trusted plugin's MCP servers are known once the roots are scanned
             catalog, found = await self._discover(start)
@@ -340,7 +340,8 @@ class Sidecar:
                 continue
             tools[spec.full_name] = Tool(spec.full_name, spec.description, spec.input_schema, "mcp", spec.server,
                                          run=self._mcp_runner(thread.id, spec.server, spec.tool),
-                                         validator=validator)
+                                         validator=validator,
+                                         source=thread.catalog.plugins.mcp_source(spec.server))
         return tools
 
     def _mcp_runner(self, thread_id: str, server: str, tool: str) -> Callable[[ToolCall, Catalog],
@@ -585,7 +586,9 @@ class Sidecar:
         for spec in registrations.tools:
             registry.tools[spec.name] = Tool(spec.name, spec.description, spec.input_schema, "extension",
                                              spec.extension_id, timeout_s=timeout_s,
-                                             validator=compiled.get(id(spec.input_schema)))
+                                             validator=compiled.get(id(spec.input_schema)),
+                                             source=thread.catalog.plugins.extension_source(found.get(
+                                                 spec.extension_id)))
         for spec in registrations.commands:
             thread.commands[spec.name] = Command(spec.name, spec.description, spec.extension_id, spec.input_schema,
                                                  compiled.get(id(spec.input_schema)))

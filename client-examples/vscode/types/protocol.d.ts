@@ -1492,6 +1492,7 @@ export interface ToolSpec {
   description: string;
   inputSchema: InputSchema;
   origin: ToolOrigin;
+  source?: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

@@ -280,6 +280,23 @@ class PluginSet(Record):
         """The ids of the plugin extensions ``trustedPlugins`` grants, in plugin order."""
         return [e for p in self.plugins for e in p.extensions if p.trust.extension(e.partition(":")[2])]
 
+    def mcp_source(self, server: str) -> dict[str, Any]:
+        """Provenance of an MCP server's tools: its plugin's, or ``{kind: "mcp"}`` for the editor's servers."""
+        for plugin in self.plugins:
+            for declared in plugin.mcp_servers:
+                if declared.name == server:
+                    return plugin.origin
+        return {"kind": "mcp"}
+
+    def extension_source(self, source: Any) -> dict[str, Any] | None:
+        """Provenance of an extension's tools: its root's, its plugin's, or the editor's (an explicit source)."""
+        if source is None:
+            return None
+        plugin, sep, _ = source.id.partition(":")
+        if sep:
+            return next((p.origin for p in self.plugins if p.name == plugin), None)
+        return C.root_origin(source.root) if source.root is not None else {"kind": "editor"}
+
     def mcp_configs(self) -> list[Any]:
         """The trusted stdio servers, as ``McpServerConfig``: the ones a thread starts."""
         return [m.config() for m in self.mcp_servers if m.trusted and m.transport == "stdio"]

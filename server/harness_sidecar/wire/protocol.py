@@ -55,17 +55,18 @@ DIAGNOSTIC = Obj(
     description="Something left out or worth knowing; kinds may carry more fields (name, shadowedBy, id, size…).")
 ORIGIN = Obj([Field("kind", Str(enum=("builtin", "dynamic", "extension", "mcp"))),
               opt("id", Str(), description="The extension id or MCP server name.")], name="ToolOrigin")
-TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
-                 Field("origin", ORIGIN)], name="ToolSpec")
-USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
-REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
-                                                       "change.")
-
 PLUGIN_REF = Obj([Field("name", Str()), opt("version", Str()), Field("path", Str())], name="PluginRef")
 SOURCE = Obj([Field("kind", Str(enum=("root", "plugin", "editor", "mcp"))),
               opt("root", Str(), description="The root that holds it (or holds the plugin that brings it)."),
               opt("plugin", PLUGIN_REF)], name="Source",
              description="Provenance of a catalog entry (protocol.md § Plugins).")
+TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
+                 Field("origin", ORIGIN), opt("source", SOURCE, description="Provenance: absent for a builtin.")],
+                name="ToolSpec")
+USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
+REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
+                                                       "change.")
+
 COMMAND_TEMPLATE_ENTRY = Obj([
     Field("name", Str(), description="<plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md."),
     opt("description", Str()), opt("argumentHint", Str()), opt("allowedTools", Either(Str(), Arr(Str()))),
