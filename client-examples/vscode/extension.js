@@ -147,8 +147,8 @@ class CatalogTree {
         return catalog.templates.map((t) => leaf(t.name, t.variables.length ? t.variables.join(', ') : 'no variables',
           `${t.description || ''}\n${t.path}`, 'file-text', open(t.path)));
       case 'extensions':
-        return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.source,
-          e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.source)));
+        return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.path,
+          e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.path)));
       case 'diagnostics':
         return diagnostics.map((d) => leaf(d.kind, d.message, d.hint ? `${d.message}\n${d.hint}` : d.message,
           d.kind === 'shadowed' ? 'info' : 'warning', d.path ? open(d.path, d.line) : undefined));

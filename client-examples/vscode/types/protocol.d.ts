@@ -276,7 +276,8 @@ export interface Catalog {
  */
 export interface InstructionsEntry {
   root: string;
-  source: string;
+  path: string;
+  source: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -314,7 +315,11 @@ export interface ExtensionEntry {
    * Absent for an explicit source.
    */
   root?: string;
-  source: string;
+  /**
+   * The .py file or the package folder.
+   */
+  path: string;
+  source: Source;
   sha256: string;
   status: "loaded" | "skipped_untrusted" | "failed" | "hash_mismatch";
   error?: string;

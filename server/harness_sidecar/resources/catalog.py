@@ -151,7 +151,7 @@ class Instructions(Record):
         self.text = text  # snapshot taken at thread/start
 
     def to_wire(self) -> dict[str, Any]:
-        return {"root": self.root.path, "source": self.source}
+        return {"root": self.root.path, "path": self.source, "source": root_origin(self.root)}
 
 
 class Catalog(Record):

@@ -270,6 +270,7 @@ class PluginSet(Record):
             for ext_id, path in plugin.extension_paths.items():
                 try:
                     found[ext_id] = read_source(ext_id, path, plugin.boundary, limits)
+                    found[ext_id].origin = plugin.origin
                 except DomainError as exc:
                     diagnostics.append(Diagnostic.from_error(exc, path))
                 except OSError as exc:

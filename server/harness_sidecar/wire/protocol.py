@@ -98,7 +98,8 @@ PLUGIN_MCP_ENTRY = Obj([
     Field("path", Str()), Field("source", SOURCE)], name="PluginMcpServerEntry")
 
 CATALOG = Obj([
-    Field("instructions", Arr(Obj([Field("root", Str()), Field("source", Str())], name="InstructionsEntry")),
+    Field("instructions", Arr(Obj([Field("root", Str()), Field("path", Str()), Field("source", SOURCE)],
+                                  name="InstructionsEntry")),
           description="Every root's AGENTS.md, in root order; none shadowed."),
     Field("skills", Arr(Obj([Field("name", Str()), Field("description", Str()), Field("root", Str()),
                              Field("path", Str(), description="Its SKILL.md."), Field("source", SOURCE)],
@@ -109,7 +110,8 @@ CATALOG = Obj([
                                name="TemplateEntry")),
           description="Winners only, sorted by name; variables in order of first appearance."),
     Field("extensions", Arr(Obj([
-        Field("id", Str()), opt("root", Str(), description="Absent for an explicit source."), Field("source", Str()),
+        Field("id", Str()), opt("root", Str(), description="Absent for an explicit source."),
+        Field("path", Str(), description="The .py file or the package folder."), Field("source", SOURCE),
         Field("sha256", Str()),
         Field("status", Str(enum=("loaded", "skipped_untrusted", "failed", "hash_mismatch"))),
         opt("error", Str())], name="ExtensionEntry")), description="Sorted by id."),
