@@ -27,7 +27,7 @@ def test_valid_skill_is_listed_with_metadata_only(tree):
     catalog = catalog_of(root)
     assert catalog.to_wire()["skills"] == [{
         "name": "review", "description": "Use when reviewing code.", "root": str(root),
-        "source": str(root / "skills/review/SKILL.md"),
+        "path": str(root / "skills/review/SKILL.md"), "source": {"kind": "root", "root": str(root)},
     }]
     assert "SECRET BODY" not in repr(catalog.to_wire())
     assert catalog.diagnostics == []

@@ -89,7 +89,8 @@ def test_trust_then_import_then_activate_in_trust_order(spawn, workspace):
     assert result["tools"][1]["origin"] == {"kind": "extension", "id": "beta"}
     entry = status_of(result, "alpha")
     source = workspace.root / "extensions/alpha.py"
-    assert entry == {"id": "alpha", "root": str(workspace.root), "source": str(source),
+    assert entry == {"id": "alpha", "root": str(workspace.root), "path": str(source),
+                     "source": {"kind": "root", "root": str(workspace.root)},
                      "sha256": hashlib.sha256(source.read_bytes()).hexdigest(), "status": "loaded"}
 
 

@@ -177,14 +177,14 @@ class CatalogTree {
     };
     switch (node.group) {
       case 'skills':
-        return catalog.skills.map((s) => leaf(s.name, s.description, `${s.description}\n${s.source}`, 'book',
-          open(s.source)));
+        return catalog.skills.map((s) => leaf(s.name, s.description, `${s.description}\n${s.path}`, 'book',
+          open(s.path)));
       case 'templates':
         return catalog.templates.map((t) => leaf(t.name, t.variables.length ? t.variables.join(', ') : 'no variables',
-          `${t.description || ''}\n${t.source}`, 'file-text', open(t.source)));
+          `${t.description || ''}\n${t.path}`, 'file-text', open(t.path)));
       case 'extensions':
-        return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.source,
-          e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.source)));
+        return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.path,
+          e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.path)));
       case 'hooks': // declared is not granted: each with its trust state
         return catalog.hooks.map((h) => leaf(`${h.event}${h.matcher ? ` [${h.matcher}]` : ''}`,
           `${h.trusted ? 'trusted' : 'not trusted'} · ${h.command}`, `${h.command}\n${h.source}`, h.trusted ? 'pass' : 'lock',
@@ -203,7 +203,7 @@ function catalogText(started, settings) {
   const lines = ['# Harness catalog', ''];
   if (!settings.trusted) lines.push('_This workspace is not trusted: no extension code is loaded._', '');
   lines.push('## Skills');
-  for (const s of catalog.skills) lines.push(`- **${s.name}**: ${s.description} (${s.source})`);
+  for (const s of catalog.skills) lines.push(`- **${s.name}**: ${s.description} (${s.path})`);
   lines.push('', '## Templates');
   for (const t of catalog.templates) lines.push(`- **${t.name}** (${t.variables.join(', ') || 'no variables'}): ${t.description || ''}`);
   lines.push('', '## Extensions');
@@ -527,7 +527,7 @@ function activate(context) {
     'harnessSidecar.activateSkill': (name) => h.run('Harness: activating a skill', async (token) => {
       const { threadId, catalog } = await h.thread(token);
       const skill = name || await h.pick(catalog.skills.map((s) => ({ label: s.name, description: s.description,
-        detail: s.source })), 'Skill to activate');
+        detail: s.path })), 'Skill to activate');
       if (!skill) return undefined;
       const result = await h.live().request('skills/activate', { threadId, name: skill }, token);
       return h.documents.show(`skill/${skill}.md`, `# ${result.skill.name}\n\n${result.skill.body}`);
@@ -535,7 +535,7 @@ function activate(context) {
     'harnessSidecar.renderTemplate': (name, args) => h.run('Harness: rendering a template', async (token) => {
       const { threadId, catalog } = await h.thread(token);
       const template = name || await h.pick(catalog.templates.map((t) => ({ label: t.name,
-        description: t.variables.length ? t.variables.join(', ') : 'no variables', detail: t.description || t.source })),
+        description: t.variables.length ? t.variables.join(', ') : 'no variables', detail: t.description || t.path })),
       'Template to render');
       if (!template) return undefined;
       const entry = catalog.templates.find((t) => t.name === template);

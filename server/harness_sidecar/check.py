@@ -118,6 +118,9 @@ def main(args: list[str]) -> int:
     roots = [os.path.abspath(r) for r in roots]
     limits = Limits()
     catalog = build_catalog(roots, limits)
+    from harness_sidecar.resources import plugins
+
+    plugins.attach(catalog, [], [], [], limits)  # the roots' plugins/ and commands/, linted like skills
     catalog.diagnostics.extend(activation_problems(catalog, limits))
     from harness_sidecar.extensions import discovery as extensions
 
@@ -170,11 +173,25 @@ def main(args: list[str]) -> int:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
             out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.path} "
                       f"sha256={(declared.source.sha256 or '')[:12]}…; runs only when trusted)\n")
-    if not (catalog.instructions or catalog.skills or catalog.templates or found or hooks):
+    _write_plugins(out, catalog)
+    if not (catalog.instructions or catalog.skills or catalog.templates or found or hooks or catalog.plugins.plugins
+            or catalog.plugins.command_templates):
         out.write("  (empty: nothing was found; a root holds AGENTS.md, skills/<name>/SKILL.md, "
                   "templates/<name>.md and extensions/)\n")
     out.flush()
     return status
+
+
+def _write_plugins(out, catalog: Catalog) -> None:
+    """The plugins and command templates ``check`` found, with what each brings."""
+    for p in catalog.plugins.plugins:
+        parts = [f"{len(p.skills)} skill(s)", f"{len(p.commands)} command(s)", f"{len(p.agents)} agent(s)",
+                 f"{len(p.hooks)} hook handler(s)", f"{len(p.mcp_servers)} MCP server(s)",
+                 f"{len(p.extensions)} extension(s)"]
+        out.write(f"  plugin        {p.name}{' ' + p.version if p.version else ''} ({p.dialect} manifest): "
+                  f"{', '.join(parts)}  ({p.path}; its code runs only when trusted)\n")
+    for c in catalog.plugins.command_templates.values():
+        out.write(f"  command       {c.name}  ({c.path})\n")
 
 
 def _write(out, diagnostics: list[Diagnostic]) -> None:

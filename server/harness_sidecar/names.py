@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import re
 
-# A tool's name, whatever provides it (dynamic, extension, MCP: mcp__<server>__<tool> whole).
-TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+
 # An MCP server's name in thread/start.mcpServers; '__' is refused besides (it separates the parts of a full name).
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
-
-NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# A plugin's MCP server as the sidecar names it: plugin_<plugin>_<server> (<plugin> a resource name,
+# <server> the key in its .mcp.json, an MCP_SERVER_NAME); '__' is refused besides, as above.
+PLUGIN_MCP_SERVER_NAME = re.compile(rf"plugin_(?:{NAME_PATTERN.pattern})_[A-Za-z0-9_-]{{1,32}}")
+# A tool's name, whatever provides it (dynamic, extension, MCP: mcp__<server>__<tool> whole), and
+# exactly one longer form: a plugin's MCP tool, mcp__plugin_<plugin>_<server>__<tool>.
+TOOL_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,64}}|mcp__{PLUGIN_MCP_SERVER_NAME.pattern}__[A-Za-z0-9_-]{{1,64}}")
 MAX_NAME_LENGTH = 64
 WINDOWS_DEVICE_NAMES = frozenset(
     ["con", "prn", "aux", "nul"]
@@ -36,3 +40,24 @@ def name_problem(name: object) -> str | None:
         return f"'{name}' is a reserved Windows device name"
     return None
 
+
+
+def qualified_name_problem(name: object) -> str | None:
+    """Why ``name`` is neither a resource name nor a plugin's ``<plugin>:<name>``, or ``None``.
+
+    Skills and command templates of a plugin carry its name (Claude Code's convention): both
+    parts follow the resource-name rule, joined by one ':'.
+    """
+    if isinstance(name, str) and name.count(":") == 1:
+        plugin, _, local = name.partition(":")
+        for part, what in ((plugin, "plugin name"), (local, "name")):
+            why = name_problem(part)
+            if why:
+                return f"is '<plugin>:<name>' but its {what} '{part}' {why}"
+        return None
+    return name_problem(name)
+
+
+def plugin_mcp_server_name(plugin: str, server: str) -> str:
+    """The name the sidecar runs a plugin's MCP server under; its tools are mcp__<this>__<tool>."""
+    return f"plugin_{plugin}_{server}"

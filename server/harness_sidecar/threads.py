@@ -30,6 +30,7 @@ from harness_sidecar.resources.activation import (
     activate,
     check_skill_name,
 )
+from harness_sidecar.resources import command_templates, plugins
 from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
 from harness_sidecar.resources.context import (
     build_system_prompt,
@@ -219,9 +220,18 @@ class Sidecar:
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits),
-                                                validator=dynamic.compiled)
+                                                validator=dynamic.compiled, source={"kind": "editor"})
         servers = None
-        if start.mcp_servers:  # started while the roots are scanned
+        if start.trusted_plugins:  # a trusted plugin's MCP servers are known once the roots are scanned
+            catalog, found = await self._discover(start)
+            configs = list(start.mcp_servers) + self._plugin_mcp_configs(catalog, start)
+            if configs:
+                from harness_sidecar.mcp import McpServers
+
+                servers = await McpServers.start(
+                    thread_id, configs, notify=lambda params: self.peer.notify("thread/diagnostic", params),
+                    on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+        elif start.mcp_servers:  # started while the roots are scanned
             from harness_sidecar.mcp import McpServers
 
             starting = asyncio.ensure_future(McpServers.start(
@@ -235,6 +245,11 @@ class Sidecar:
             servers = await starting  # a required server that failed: thread/start fails (mcp_unavailable)
         else:
             catalog, found = await self._discover(start)
+        granted = [i for i in catalog.plugins.trusted_extensions() if i in found]
+        if granted:  # a trusted plugin's extensions load through the same path as trustedExtensions
+            known = {t.id for t in start.trusted_extensions}
+            start.trusted_extensions = [*start.trusted_extensions,
+                                        *(P.TrustedExtension(i) for i in granted if i not in known)]
         if left_out_of_listing(catalog, limits.catalog_bytes):
             registry.tools = self._with_find_skills(registry.tools, thread_id)
         thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers)
@@ -353,7 +368,11 @@ class Sidecar:
 
         def scan() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, start.limits, persist=True)
+            plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
             found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
+            for ext_id, source in catalog.plugins.extension_sources(start.limits, catalog.diagnostics).items():
+                found.setdefault(ext_id, source)  # <plugin>:<id>, loaded only when trustedPlugins grants it
+            found = dict(sorted(found.items()))
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:
                 if ext_id not in trusted or ext_id not in found:
@@ -365,6 +384,20 @@ class Sidecar:
             return catalog, found
 
         return await asyncio.get_running_loop().run_in_executor(None, scan)
+
+    @staticmethod
+    def _plugin_mcp_configs(catalog: Catalog, start: P.ThreadStartParams) -> list[Any]:
+        """The trusted plugins' stdio MCP servers (a name the editor's servers already use is a diagnostic)."""
+        taken = {s.name for s in start.mcp_servers}
+        configs = []
+        for config in catalog.plugins.mcp_configs():
+            if config.name in taken:
+                catalog.diagnostics.append(Diagnostic("mcp_server_skipped", f"plugin MCP server '{config.name}' is "
+                                                      "not started: thread/start.mcpServers has a server of that name",
+                                                      extra={"name": config.name}))
+                continue
+            configs.append(config)
+        return configs
 
     def _with_find_skills(self, tools: dict[str, Tool], thread_id: str) -> dict[str, Tool]:
         """``tools`` with ``find_skills`` claimed right after ``load_skill`` (the listing leaves skills out)."""
@@ -403,7 +436,8 @@ class Sidecar:
                 continue
             tools[spec.full_name] = Tool(spec.full_name, spec.description, spec.input_schema, "mcp", spec.server,
                                          run=self._mcp_runner(thread.id, spec.server, spec.tool),
-                                         validator=validator)
+                                         validator=validator,
+                                         source=thread.catalog.plugins.mcp_source(spec.server))
         return tools
 
     def _mcp_runner(self, thread_id: str, server: str, tool: str) -> Callable[[ToolCall, Catalog],
@@ -651,7 +685,9 @@ class Sidecar:
         for spec in registrations.tools:
             registry.tools[spec.name] = Tool(spec.name, spec.description, spec.input_schema, "extension",
                                              spec.extension_id, timeout_s=timeout_s,
-                                             validator=compiled.get(id(spec.input_schema)))
+                                             validator=compiled.get(id(spec.input_schema)),
+                                             source=thread.catalog.plugins.extension_source(found.get(
+                                                 spec.extension_id)))
         for spec in registrations.commands:
             thread.commands[spec.name] = Command(spec.name, spec.description, spec.extension_id, spec.input_schema,
                                                  compiled.get(id(spec.input_schema)), spec.raw_arguments,
@@ -729,7 +765,17 @@ class Sidecar:
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_templates_render(params)
-        return {"message": render(thread.catalog, request.name, request.arguments, thread.limits)}
+        command = thread.catalog.plugins.command_templates.get(request.name)
+        if command is not None:  # a command template: $ARGUMENTS, $1…$9, $NAME from text
+            message, diagnostics = command_templates.render(command, request.text or "", thread.limits)
+            out: dict[str, Any] = {"message": message}
+            if diagnostics:
+                out["diagnostics"] = [d.to_wire() for d in diagnostics]
+            return out
+        arguments = request.arguments
+        if request.text is not None and request.name in thread.catalog.templates:
+            arguments = {**C.parse_arguments(request.text), **arguments}
+        return {"message": render(thread.catalog, request.name, arguments, thread.limits)}
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
@@ -862,6 +908,15 @@ class Sidecar:
                     answer["reason"] = outcome.handled["reason"]
                 return answer
             text = outcome.text if outcome.text is not None else text
+        slash = command_templates.parse_slash(text)
+        if slash is not None and slash[0] in thread.catalog.plugins.command_templates:
+            name, rest = slash
+            message, diagnostics = command_templates.render(thread.catalog.plugins.command_templates[name], rest,
+                                                            thread.limits)
+            answer: dict[str, Any] = {"action": "send", "message": message}
+            if diagnostics:
+                answer["diagnostics"] = [d.to_wire() for d in diagnostics]
+            return answer
         slash = C.parse_slash(text)
         if slash is not None:
             name, rest = slash

@@ -48,13 +48,17 @@ class Tool:
     run: Runner | None = None
     timeout_s: float = 60.0
     validator: Any = None  # the compiled inputSchema (see ``inputschema``), or None
+    source: dict[str, Any] | None = None  # provenance (protocol.md § Plugins); None for a builtin
 
     def to_wire(self) -> dict[str, Any]:
         origin: dict[str, Any] = {"kind": self.origin_kind}
         if self.origin_id is not None:
             origin["id"] = self.origin_id
-        return {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
-                "origin": origin}
+        out = {"name": self.name, "description": self.description, "inputSchema": self.input_schema,
+               "origin": origin}
+        if self.source is not None:
+            out["source"] = self.source
+        return out
 
     def spec(self) -> tuple:
         """What the model saw of this tool: a change of it makes older calls stale."""

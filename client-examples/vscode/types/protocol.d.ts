@@ -148,6 +148,13 @@ export type Message = Request | Notification | ResultResponse | ErrorResponse;
  */
 export type NullResult = null;
 /**
+ * A plugin's name (its manifest's name): the skill-name rule.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginName".
+ */
+export type PluginName = string;
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
@@ -246,6 +253,42 @@ export interface BinaryResource {
   content: string;
 }
 /**
+ * Listed as metadata; never run.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "AgentEntry".
+ */
+export interface AgentEntry {
+  name: string;
+  description: string;
+  plugin: string;
+  path: string;
+  source: Source;
+}
+/**
+ * Provenance of a catalog entry (protocol.md § Plugins).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Source".
+ */
+export interface Source {
+  kind: "root" | "plugin" | "editor" | "mcp";
+  /**
+   * The root that holds it (or holds the plugin that brings it).
+   */
+  root?: string;
+  plugin?: PluginRef;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginRef".
+ */
+export interface PluginRef {
+  name: string;
+  version?: string;
+  path: string;
+}
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "Blocked".
  */
@@ -293,6 +336,19 @@ export interface Catalog {
    * Every declared command hook, trusted or not, in declaration order (protocol.md § Command hooks).
    */
   hooks?: HookEntry[];
+  /**
+   * The thread's plugins, in discovery order (protocol.md § Plugins).
+   */
+  plugins?: PluginEntry[];
+  /**
+   * Sorted by name.
+   */
+  commandTemplates?: CommandTemplateEntry[];
+  agents?: AgentEntry[];
+  /**
+   * Every MCP server plugins declare; only trusted stdio ones start.
+   */
+  mcpServers?: PluginMcpServerEntry[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -300,7 +356,8 @@ export interface Catalog {
  */
 export interface InstructionsEntry {
   root: string;
-  source: string;
+  path: string;
+  source: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -310,7 +367,11 @@ export interface SkillEntry {
   name: string;
   description: string;
   root: string;
-  source: string;
+  /**
+   * Its SKILL.md.
+   */
+  path: string;
+  source: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -320,7 +381,8 @@ export interface TemplateEntry {
   name: string;
   description?: string;
   root: string;
-  source: string;
+  path: string;
+  source: Source;
   variables: string[];
 }
 /**
@@ -333,7 +395,11 @@ export interface ExtensionEntry {
    * Absent for an explicit source.
    */
   root?: string;
-  source: string;
+  /**
+   * The .py file or the package folder.
+   */
+  path: string;
+  source: Source;
   sha256: string;
   status: "loaded" | "skipped_untrusted" | "failed" | "hash_mismatch";
   error?: string;
@@ -370,10 +436,84 @@ export interface HookEntry {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginEntry".
+ */
+export interface PluginEntry {
+  name: string;
+  version?: string;
+  path: string;
+  manifest: string;
+  dialect: "claude" | "codex";
+  source: Source;
+  skills: string[];
+  commands: string[];
+  agents: string[];
+  /**
+   * How many hook handlers it declares.
+   */
+  hooks: number;
+  mcpServers: string[];
+  extensions: string[];
+  trusted: PluginTrust;
+  /**
+   * Its tree hash, when a trustedPlugins pin asked for it.
+   */
+  sha256?: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginTrust".
+ */
+export interface PluginTrust {
+  hooks: boolean;
+  mcpServers: string[];
+  extensions: string[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "CommandTemplateEntry".
+ */
+export interface CommandTemplateEntry {
+  /**
+   * <plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md.
+   */
+  name: string;
+  description?: string;
+  argumentHint?: string;
+  allowedTools?: string | string[];
+  model?: string;
+  path: string;
+  source: Source;
+  /**
+   * !`command` lines and @file references in the body, kept verbatim when rendered.
+   */
+  unsupported?: ("shell" | "file")[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "PluginMcpServerEntry".
+ */
+export interface PluginMcpServerEntry {
+  /**
+   * plugin_<plugin>_<server>: its tools are mcp__<name>__<tool>.
+   */
+  name: string;
+  server: string;
+  plugin: string;
+  transport: "stdio" | "http" | "sse";
+  command?: string;
+  args?: string[];
+  url?: string;
+  trusted: boolean;
+  path: string;
+  source: Source;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CatalogChange".
  */
 export interface CatalogChange {
-  kind: "skill" | "template" | "instructions" | "extension" | "tool" | "hooks";
+  kind: "skill" | "template" | "instructions" | "extension" | "tool" | "hooks" | "plugin" | "commandTemplate";
   name: string;
 }
 /**
@@ -1236,6 +1376,10 @@ export interface InputSend {
    * UserPromptSubmit command hooks' context, for the model.
    */
   hookContext?: string[];
+  /**
+   * A command template's template_feature_unsupported.
+   */
+  diagnostics?: Diagnostic[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1593,6 +1737,10 @@ export interface TemplatesRenderParams {
   arguments?: {
     [k: string]: string;
   } | null;
+  /**
+   * What the user typed after /<name>: fills a command template's $ARGUMENTS, $1…$9 and $NAME; for a {{variable}} template it is read as key=value words.
+   */
+  text?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1600,6 +1748,7 @@ export interface TemplatesRenderParams {
  */
 export interface TemplatesRenderResult {
   message: UserMessage;
+  diagnostics?: Diagnostic[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1646,6 +1795,18 @@ export interface ThreadStartParams {
    * Hooks files whose command hooks may run (protocol.md § Command hooks); every other declared hook is listed untrusted and never run.
    */
   trustedHooks?: TrustedHooks[] | null;
+  /**
+   * Plugin folders besides the roots' plugins/<name>/ (e.g. the user's Claude Code or Codex plugin cache), in order.
+   */
+  plugins?: AbsolutePath[] | null;
+  /**
+   * Plugins (by name) the thread leaves out.
+   */
+  disabledPlugins?: PluginName[] | null;
+  /**
+   * The only plugins whose code (hooks, MCP servers, extensions) may run.
+   */
+  trustedPlugins?: TrustedPlugin[] | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1657,6 +1818,31 @@ export interface TrustedHooks {
    * The file must hash to this (any case), or its hooks do not run (hook_untrusted).
    */
   sha256?: string | null;
+}
+/**
+ * Code of a plugin the editor trusts, from the user's settings; its data needs no trust.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "TrustedPlugin".
+ */
+export interface TrustedPlugin {
+  name: PluginName;
+  /**
+   * The plugin's whole tree must hash to this (protocol.md § Plugins), or none of its code is trusted (hash_mismatch).
+   */
+  sha256?: string | null;
+  /**
+   * Its command hooks may run. Default true.
+   */
+  hooks?: boolean | null;
+  /**
+   * Its MCP servers may start: all (true), none (false) or those named. Default true.
+   */
+  mcpServers?: (boolean | string[]) | null;
+  /**
+   * Its extensions may be imported: all, none or those ids (without the plugin prefix). Default true.
+   */
+  extensions?: (boolean | string[]) | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1685,6 +1871,7 @@ export interface ToolSpec {
   description: string;
   inputSchema: InputSchema;
   origin: ToolOrigin;
+  source?: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

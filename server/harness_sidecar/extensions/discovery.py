@@ -31,12 +31,15 @@ class ExtensionSource:
     files: dict[str, bytes] | None = None  # a package's .py files by relative path (hashed too)
     status: str = "skipped_untrusted"
     error: str | None = None
+    origin: dict[str, Any] | None = None  # provenance when not its root's or the editor's (a plugin's)
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
         if self.root is not None:
             out["root"] = self.root.path
-        out.update(source=self.source, sha256=self.sha256, status=self.status)
+        origin = self.origin or ({"kind": "root", "root": self.root.path} if self.root is not None
+                                 else {"kind": "editor"})
+        out.update(path=self.source, source=origin, sha256=self.sha256, status=self.status)
         if self.error is not None:
             out["error"] = self.error
         return out

@@ -10,6 +10,7 @@ from typing import Any
 
 # The same patterns thread/start's params are checked with; a full name mcp__<server>__<tool> is a tool name.
 from harness_sidecar.names import MCP_SERVER_NAME as SERVER_NAME
+from harness_sidecar.names import PLUGIN_MCP_SERVER_NAME as PLUGIN_SERVER_NAME
 from harness_sidecar.names import TOOL_NAME as FULL_NAME
 
 
@@ -37,7 +38,7 @@ def check_configs(configs: list[McpServerConfig]) -> None:
     """The wire layer validates params; this only refuses what would break the module (``ValueError``)."""
     seen: set[str] = set()
     for config in configs:
-        if not SERVER_NAME.fullmatch(config.name) or "__" in config.name:
+        if not (SERVER_NAME.fullmatch(config.name) or PLUGIN_SERVER_NAME.fullmatch(config.name)) or "__" in config.name:
             raise ValueError(f"invalid MCP server name {config.name!r}")
         if config.name in seen:
             raise ValueError(f"duplicate MCP server name {config.name!r}")

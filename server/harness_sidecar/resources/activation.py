@@ -16,7 +16,7 @@ from harness_sidecar.limits import Limits
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.catalog import Catalog
 from harness_sidecar.resources.frontmatter import FrontmatterError
-from harness_sidecar.names import name_problem
+from harness_sidecar.names import qualified_name_problem
 from harness_sidecar.resources.paths import (
     decode_utf8,
     is_within,
@@ -100,7 +100,7 @@ class ActivatedSkill(Record):
 
 def check_skill_name(name: object) -> str:
     """Refuse a malformed name before any file is touched."""
-    why = name_problem(name)
+    why = qualified_name_problem(name)  # a plugin's skill is <plugin>:<name>
     if why:
         raise DomainError("invalid_arguments", f"skill name {name!r} {why}", name=name if isinstance(name, str) else None)
     return name  # type: ignore[return-value]
@@ -136,7 +136,7 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
                           f"skill '{name}': {exc.problem.message}", name=name, path=entry.source,
                           line=exc.problem.line) from None
     assert fm is not None
-    problems = frontmatter.check_skill(fm, name)
+    problems = frontmatter.check_skill(fm, entry.local_name)
     if problems:
         problem = problems[0]
         kind = "name_mismatch" if problem.kind in ("name_mismatch", "invalid_name") else "invalid_frontmatter"

@@ -98,13 +98,20 @@ class Root(Record):
         return hash((self.path, self.real, self.index))
 
 
+def root_origin(root: Root) -> dict[str, Any]:
+    """Provenance (``source`` on the wire) of what a root holds: ``{kind: "root", root}``."""
+    return {"kind": "root", "root": root.path}
+
+
 class SkillEntry(Record):
-    __slots__ = ("name", "description", "root", "source", "directory", "stamp")
+    __slots__ = ("name", "description", "root", "source", "directory", "stamp", "origin", "local_name")
     _uncompared = frozenset(["stamp"])
 
     def __init__(self, name: str, description: str, root: Root, source: str, directory: str,
-                 stamp: tuple | None = None) -> None:
+                 stamp: tuple | None = None, origin: dict[str, Any] | None = None) -> None:
         self.name = name
+        self.local_name = name  # the frontmatter's name; a plugin's skill is listed as <plugin>:<local_name>
+        self.origin = origin  # provenance: None for a root's skill (root_origin), else resources.plugins sets it
         self.description = description
         self.root = root
         self.source = source  # <root>/skills/<name>/SKILL.md, as found under the root
@@ -114,7 +121,8 @@ class SkillEntry(Record):
         self.stamp = stamp
 
     def to_wire(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "root": self.root.path, "source": self.source}
+        return {"name": self.name, "description": self.description, "root": self.root.path, "path": self.source,
+                "source": self.origin or root_origin(self.root)}
 
 
 class TemplateEntry(Record):
@@ -134,7 +142,8 @@ class TemplateEntry(Record):
         out: dict[str, Any] = {"name": self.name}
         if self.description is not None:
             out["description"] = self.description
-        out.update(root=self.root.path, source=self.source, variables=list(self.variables))
+        out.update(root=self.root.path, path=self.source, source=root_origin(self.root),
+                   variables=list(self.variables))
         return out
 
 
@@ -147,11 +156,11 @@ class Instructions(Record):
         self.text = text  # snapshot taken at thread/start
 
     def to_wire(self) -> dict[str, Any]:
-        return {"root": self.root.path, "source": self.source}
+        return {"root": self.root.path, "path": self.source, "source": root_origin(self.root)}
 
 
 class Catalog(Record):
-    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics")
+    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics", "plugins")
 
     def __init__(self, roots: list[Root], instructions: list[Instructions], skills: dict[str, SkillEntry],
                  templates: dict[str, TemplateEntry], diagnostics: list[Diagnostic]) -> None:
@@ -160,13 +169,19 @@ class Catalog(Record):
         self.skills = skills  # sorted by name
         self.templates = templates  # sorted by name
         self.diagnostics = diagnostics
+        # resources.plugins.PluginSet: the plugins and what they and the roots' commands/ bring
+        # (command templates, agents, declared hooks and MCP servers); set by plugins.attach
+        self.plugins: Any = None
 
     def to_wire(self) -> dict[str, Any]:
-        return {
+        out = {
             "instructions": [i.to_wire() for i in self.instructions],
             "skills": [s.to_wire() for s in self.skills.values()],
             "templates": [t.to_wire() for t in self.templates.values()],
         }
+        if self.plugins is not None:
+            out.update(self.plugins.to_wire())
+        return out
 
 
 def resolve_roots(paths: list[str], diagnostics: list[Diagnostic]) -> list[Root]:
@@ -380,19 +395,20 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tup
     return result
 
 
-def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> list[SkillEntry]:
-    skills_dir = os.path.join(root.path, "skills")
+def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folder: str = "skills") -> list[SkillEntry]:
+    """The skills of ``root``'s ``folder`` (a plugin's manifest may name other folders than ``skills``)."""
+    skills_dir = os.path.join(root.path, folder)
     try:
-        with os.scandir(os.path.join(root.real, "skills")) as it:
+        with os.scandir(os.path.join(root.real, folder)) as it:
             entries = sorted(it, key=lambda e: e.name)
     except FileNotFoundError:
-        if os.path.islink(os.path.join(root.real, "skills")):
-            diagnostics.append(_broken_link(skills_dir, os.path.join(root.real, "skills")))
+        if os.path.islink(os.path.join(root.real, folder)):
+            diagnostics.append(_broken_link(skills_dir, os.path.join(root.real, folder)))
         return []
     except OSError as exc:
         diagnostics.append(Diagnostic("unreadable", f"{skills_dir} cannot be listed: {exc.strerror}", skills_dir))
         return []
-    skills_real = os.path.realpath(os.path.join(root.real, "skills"))
+    skills_real = os.path.realpath(os.path.join(root.real, folder))
     found: list[SkillEntry] = []
     counted = 0
     for entry in entries:

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness_sidecar.resources.catalog import Catalog, Diagnostic
 
-KINDS = ("instructions", "skill", "template", "extension")
+KINDS = ("instructions", "skill", "template", "extension", "plugin", "commandTemplate")
 
 
 @dataclass
@@ -51,6 +51,12 @@ def _entries(catalog: Catalog, extensions: Iterable[Any]) -> dict[tuple[str, str
         out[("template", template.name)] = (template.to_wire(), template.stamp)
     for extension in extensions:
         out[("extension", extension.id)] = extension.to_wire()
+    if catalog.plugins is not None:  # resources.plugins: a plugin (its parts, trust) and command templates
+        for plugin in catalog.plugins.plugins:
+            out[("plugin", plugin.name)] = (plugin.to_wire(), [h.to_wire() for h in plugin.hooks],
+                                            [m.to_wire() for m in plugin.mcp_servers], [a.to_wire() for a in plugin.agents])
+        for command in catalog.plugins.command_templates.values():
+            out[("commandTemplate", command.name)] = (command.to_wire(), command.stamp)
     return out
 
 

@@ -35,7 +35,7 @@ from harness_sidecar.resources.paths import is_within
 
 logger = logging.getLogger(__name__)
 
-ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions", "hooks.json"])
+ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions", "hooks.json", "commands", "plugins"])
 SKIP_DIRS = frozenset([".git", "__pycache__", "node_modules"])
 MAX_EXTENSION_DIRS = 2000  # directories watched under one root's extensions/, at most
 
@@ -57,6 +57,7 @@ Callback = Callable[[Change], Any]
 # What each watched folder is, for telling relevant names from the rest.
 ROOT, SKILLS, SKILL, HIDDEN, TEMPLATES, EXTENSIONS, WAITING = (
     "root", "skills", "skill", "hidden", "templates", "extensions", "waiting")
+PLUGINS = "plugins"  # plugins/ and every folder under it (manifests, hooks, .mcp.json, skills, commands, agents)
 
 
 @dataclass
@@ -249,6 +250,15 @@ class _RootsWatch:
             templates_real = _inside(templates, real_root)
             if templates_real is not None:
                 planned[templates] = (TEMPLATES, templates_real, none)
+            commands = os.path.join(root, "commands")  # command templates: the same rule as templates/
+            commands_real = _inside(commands, real_root)
+            if commands_real is not None:
+                planned[commands] = (TEMPLATES, commands_real, none)
+            plugins = os.path.join(root, "plugins")
+            plugins_real = _inside(plugins, real_root)
+            if plugins_real is not None:
+                for directory, real in _plugin_dirs(plugins, plugins_real, real_root):
+                    planned[directory] = (PLUGINS, real, none)
             extensions = os.path.join(root, "extensions")
             extensions_real = _inside(extensions, real_root)
             if extensions_real is not None:
@@ -320,7 +330,8 @@ class _RootsWatch:
                 continue
             structural = bool(mask & (flags.CREATE | flags.DELETE | flags.MOVED_FROM | flags.MOVED_TO))
             self._mark(os.path.join(path, name) if name else path,
-                       resync=structural and (entry.kind in (ROOT, SKILLS, HIDDEN, EXTENSIONS) or name in entry.want))
+                       resync=structural and (entry.kind in (ROOT, SKILLS, HIDDEN, EXTENSIONS, PLUGINS)
+                                              or name in entry.want))
 
     def overflowed(self) -> None:
         """The kernel's event queue overflowed: anything may have changed."""
@@ -418,6 +429,26 @@ def _extension_dirs(extensions: str, extensions_real: str, real_root: str) -> li
     return found
 
 
+def _plugin_dirs(plugins: str, plugins_real: str, real_root: str) -> list[tuple[str, str]]:
+    """``(path, real path)`` of ``plugins/`` and every folder under it (dot-folders too: a manifest lives
+    in ``.claude-plugin/``), ``.git``, ``node_modules`` and links out of the root aside, within bounds."""
+    found = [(plugins, plugins_real)]
+    stack = [plugins]
+    while stack and len(found) < MAX_EXTENSION_DIRS:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    if entry.name in SKIP_DIRS or not entry.is_dir(follow_symlinks=False):
+                        continue
+                    real = os.path.realpath(entry.path)
+                    if is_within(real, real_root):
+                        found.append((entry.path, real))
+                        stack.append(entry.path)
+        except OSError:
+            continue
+    return found
+
+
 def _relevant(entry: _Entry, name: str) -> bool:
     """Whether a change of ``name`` in the watched folder can change the catalog or its diagnostics."""
     if not name:
@@ -435,4 +466,6 @@ def _relevant(entry: _Entry, name: str) -> bool:
         return not (name.startswith(".") or name == "__pycache__" or name.endswith(".pyc"))
     if kind == WAITING:
         return False  # only the names waited for
+    if kind == PLUGINS:
+        return not (name in SKIP_DIRS or name.endswith(".pyc"))
     return True  # SKILLS: any entry may be (or stop being) a skill, a link, a stray .md

@@ -136,6 +136,20 @@ class ThreadStartParams:
     watch: bool = True
     mcp_servers: list[McpServerConfig] = field(default_factory=list)
     trusted_hooks: list[TrustedHooks] = field(default_factory=list)
+    plugins: list[str] = field(default_factory=list)
+    disabled_plugins: list[str] = field(default_factory=list)
+    trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
+
+
+@dataclass
+class TrustedPlugin:
+    """One entry of ``thread/start.trustedPlugins``: which of a plugin's code may run."""
+
+    name: str
+    sha256: str | None = None
+    hooks: bool = True
+    mcp_servers: bool | list[str] = True
+    extensions: bool | list[str] = True
 
 
 def _no_repeats(attr: str, message: str, suffix: str = "",
@@ -160,6 +174,7 @@ _unique_trusted = _no_repeats("id", "'{where}': extension '{value}' is trusted t
 _unique_explicit = _no_repeats("id", "'{where}': extension id '{value}' is listed twice", ".id")
 _unique_dynamic = _no_repeats("name", "'{where}.name': tool '{value}' is already declared", ".name", BUILTIN_TOOLS)
 _unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is listed twice", ".name")
+_unique_plugins = _no_repeats("name", "'{where}.name': plugin '{value}' is trusted twice", ".name")
 
 
 def _mcp_server_config(name: str, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
@@ -236,6 +251,31 @@ MCP_SERVER = Obj(
          description="Filters on the server's own tool names; deny wins.")],
     cls=_mcp_server_config, incoming=True, name="McpServerConfig",
     description="A stdio MCP server the editor chose for this thread.")
+def _check_plugin_name(value: str, where: str) -> None:
+    why = name_problem(value)
+    if why:
+        raise InvalidParams(f"'{where}': plugin name {value!r} {why}", where)
+
+
+PLUGIN_NAME = Str(name="PluginName", check=_check_plugin_name,
+                  description="A plugin's name (its manifest's name): the skill-name rule.",
+                  schema_extra={"pattern": f"^(?:{NAME_PATTERN.pattern})$", "maxLength": MAX_NAME_LENGTH})
+_SOME_OR_ALL = Either(Bool(), Arr(Str()), error="'{where}' must be true, false or a list of names")
+TRUSTED_PLUGIN = Obj(
+    [Field("name", PLUGIN_NAME),
+     opt("sha256", Str(pattern=SHA256_HEX.pattern, pattern_error="'{where}' must be 64 hexadecimal digits"),
+         description="The plugin's whole tree must hash to this (protocol.md § Plugins), or none of its code "
+                     "is trusted (hash_mismatch)."),
+     opt("hooks", Bool(default=True), description="Its command hooks may run. Default true."),
+     opt("mcpServers", _SOME_OR_ALL, default=True, attr="mcp_servers",
+         description="Its MCP servers may start: all (true), none (false) or those named. Default true."),
+     opt("extensions", _SOME_OR_ALL, default=True,
+         description="Its extensions may be imported: all, none or those ids (without the plugin prefix). "
+                     "Default true.")],
+    cls=lambda name, sha256=None, hooks=True, mcp_servers=True, extensions=True: TrustedPlugin(
+        name, sha256.lower() if sha256 else None, hooks, mcp_servers, extensions),
+    incoming=True, name="TrustedPlugin",
+    description="Code of a plugin the editor trusts, from the user's settings; its data needs no trust.")
 THREAD_START = Obj(
     [Field("roots", Arr(ABSOLUTE_PATH), description="Ordered: the earlier root wins a resource of the same kind "
                                                     "and name."),
@@ -253,7 +293,13 @@ THREAD_START = Obj(
      opt("mcpServers", Arr(MCP_SERVER, unique=_unique_servers), attr="mcp_servers"),
      opt("trustedHooks", Arr(TRUSTED_HOOKS), attr="trusted_hooks",
          description="Hooks files whose command hooks may run (protocol.md § Command hooks); every other declared "
-                     "hook is listed untrusted and never run.")],
+                     "hook is listed untrusted and never run."),
+     opt("plugins", Arr(ABSOLUTE_PATH), description="Plugin folders besides the roots' plugins/<name>/ (e.g. "
+                                                    "the user's Claude Code or Codex plugin cache), in order."),
+     opt("disabledPlugins", Arr(PLUGIN_NAME), attr="disabled_plugins",
+         description="Plugins (by name) the thread leaves out."),
+     opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
+         description="The only plugins whose code (hooks, MCP servers, extensions) may run.")],
     cls=ThreadStartParams, incoming=True, name="ThreadStartParams")
 
 
@@ -312,6 +358,7 @@ class TemplatesRenderParams(NamedTuple):
     thread_id: str
     name: str
     arguments: dict[str, Any]
+    text: str | None = None
 
 
 class CommandsRunParams(NamedTuple):
@@ -347,7 +394,10 @@ SKILLS_ACTIVATE = Obj(
 TEMPLATES_RENDER = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
      opt("arguments", Map(Str(), values_checked_later=True), default_factory=dict,
-         description="Values must be strings (else error kind invalid_arguments); extra arguments are ignored.")],
+         description="Values must be strings (else error kind invalid_arguments); extra arguments are ignored."),
+     opt("text", Str(), default=None,
+         description="What the user typed after /<name>: fills a command template's $ARGUMENTS, $1…$9 and "
+                     "$NAME; for a {{variable}} template it is read as key=value words.")],
     cls=TemplatesRenderParams, incoming=True, name="TemplatesRenderParams")
 COMMANDS_RUN = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),

@@ -25,6 +25,7 @@ from harness_sidecar.wire.shapes import (
     Arr,
     Bool,
     Const,
+    Either,
     Enum,
     Field,
     Int,
@@ -54,23 +55,63 @@ DIAGNOSTIC = Obj(
     description="Something left out or worth knowing; kinds may carry more fields (name, shadowedBy, id, size…).")
 ORIGIN = Obj([Field("kind", Str(enum=("builtin", "dynamic", "extension", "mcp"))),
               opt("id", Str(), description="The extension id or MCP server name.")], name="ToolOrigin")
+PLUGIN_REF = Obj([Field("name", Str()), opt("version", Str()), Field("path", Str())], name="PluginRef")
+SOURCE = Obj([Field("kind", Str(enum=("root", "plugin", "editor", "mcp"))),
+              opt("root", Str(), description="The root that holds it (or holds the plugin that brings it)."),
+              opt("plugin", PLUGIN_REF)], name="Source",
+             description="Provenance of a catalog entry (protocol.md § Plugins).")
 TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
-                 Field("origin", ORIGIN)], name="ToolSpec")
+                 Field("origin", ORIGIN), opt("source", SOURCE, description="Provenance: absent for a builtin.")],
+                name="ToolSpec")
 USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
 REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
                                                        "change.")
 
+COMMAND_TEMPLATE_ENTRY = Obj([
+    Field("name", Str(), description="<plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md."),
+    opt("description", Str()), opt("argumentHint", Str()), opt("allowedTools", Either(Str(), Arr(Str()))),
+    opt("model", Str()), Field("path", Str()), Field("source", SOURCE),
+    opt("unsupported", Arr(Str(enum=("shell", "file"))), description="!`command` lines and @file references in the "
+                                                                     "body, kept verbatim when rendered.")],
+    name="CommandTemplateEntry")
+PLUGIN_ENTRY = Obj([
+    Field("name", Str()), opt("version", Str()), Field("path", Str()), Field("manifest", Str()),
+    Field("dialect", Str(enum=("claude", "codex"))), Field("source", SOURCE),
+    Field("skills", Arr(Str())), Field("commands", Arr(Str())), Field("agents", Arr(Str())),
+    Field("hooks", Int(minimum=0), description="How many hook handlers it declares."),
+    Field("mcpServers", Arr(Str())), Field("extensions", Arr(Str())),
+    Field("trusted", Obj([Field("hooks", Bool()), Field("mcpServers", Arr(Str())), Field("extensions", Arr(Str()))],
+                         name="PluginTrust"), description="What of its code may run (trustedPlugins)."),
+    opt("sha256", Str(), description="Its tree hash, when a trustedPlugins pin asked for it.")],
+    name="PluginEntry")
+AGENT_ENTRY = Obj([Field("name", Str()), Field("description", Str()), Field("plugin", Str()), Field("path", Str()),
+                   Field("source", SOURCE)], name="AgentEntry", description="Listed as metadata; never run.")
+PLUGIN_HOOK_ENTRY = Obj([
+    Field("source", Str(description="plugin:<name>")), Field("event", Str()), Field("matcher", Either(Str(), Null())),
+    Field("type", Str()), Field("command", Either(Str(), Null())), opt("args", Arr(Str())),
+    opt("timeout", AnyValue()), Field("trusted", Bool()), Field("path", Str()), Field("plugin", Str())],
+    name="PluginHookEntry")
+PLUGIN_MCP_ENTRY = Obj([
+    Field("name", Str(description="plugin_<plugin>_<server>: its tools are mcp__<name>__<tool>.")),
+    Field("server", Str()), Field("plugin", Str()), Field("transport", Str(enum=("stdio", "http", "sse"))),
+    opt("command", Str()), opt("args", Arr(Str())), opt("url", Str()), Field("trusted", Bool()),
+    Field("path", Str()), Field("source", SOURCE)], name="PluginMcpServerEntry")
+
 CATALOG = Obj([
-    Field("instructions", Arr(Obj([Field("root", Str()), Field("source", Str())], name="InstructionsEntry")),
+    Field("instructions", Arr(Obj([Field("root", Str()), Field("path", Str()), Field("source", SOURCE)],
+                                  name="InstructionsEntry")),
           description="Every root's AGENTS.md, in root order; none shadowed."),
     Field("skills", Arr(Obj([Field("name", Str()), Field("description", Str()), Field("root", Str()),
-                             Field("source", Str())], name="SkillEntry")),
+                             Field("path", Str(), description="Its SKILL.md."), Field("source", SOURCE)],
+                            name="SkillEntry")),
           description="Winners only, sorted by name; no body."),
     Field("templates", Arr(Obj([Field("name", Str()), opt("description", Str()), Field("root", Str()),
-                                Field("source", Str()), Field("variables", Arr(Str()))], name="TemplateEntry")),
+                                Field("path", Str()), Field("source", SOURCE), Field("variables", Arr(Str()))],
+                               name="TemplateEntry")),
           description="Winners only, sorted by name; variables in order of first appearance."),
     Field("extensions", Arr(Obj([
-        Field("id", Str()), opt("root", Str(), description="Absent for an explicit source."), Field("source", Str()),
+        Field("id", Str()), opt("root", Str(), description="Absent for an explicit source."),
+        Field("path", Str(), description="The .py file or the package folder."), Field("source", SOURCE),
         Field("sha256", Str()),
         Field("status", Str(enum=("loaded", "skipped_untrusted", "failed", "hash_mismatch"))),
         opt("error", Str())], name="ExtensionEntry")), description="Sorted by id."),
@@ -85,6 +126,11 @@ CATALOG = Obj([
         Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks).")],
         name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order "
                                         "(protocol.md § Command hooks)."),
+    opt("plugins", Arr(PLUGIN_ENTRY), description="The thread's plugins, in discovery order (protocol.md § Plugins)."),
+    opt("commandTemplates", Arr(COMMAND_TEMPLATE_ENTRY), description="Sorted by name."),
+    opt("agents", Arr(AGENT_ENTRY)),
+    opt("mcpServers", Arr(PLUGIN_MCP_ENTRY), description="Every MCP server plugins declare; only trusted stdio ones "
+                                                         "start."),
 ], name="Catalog")
 
 THREAD_START_RESULT = Obj([
@@ -154,7 +200,8 @@ COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JS
                      name="CommandResult")
 INPUT_SUBMIT_RESULT = Union(
     Obj([Field("action", Const("send")), Field("message", USER_MESSAGE),
-         opt("hookContext", Arr(Str()), description="UserPromptSubmit command hooks' context, for the model.")],
+         opt("hookContext", Arr(Str()), description="UserPromptSubmit command hooks' context, for the model."),
+         opt("diagnostics", Arr(DIAGNOSTIC), description="A command template's template_feature_unsupported.")],
         name="InputSend"),
     Obj([Field("action", Const("handled")),
          Field("by", Obj([Field("kind", Const("extension")), Field("id", Str())], name="HandledByExtension")),
@@ -230,7 +277,8 @@ THREAD_DIAGNOSTIC = Union(
         description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
                     "what is not fenced."),
     name="ThreadDiagnosticParams")
-CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks"))),
+CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks",
+                                               "plugin", "commandTemplate"))),
                       Field("name", Str())], name="CatalogChange")
 CATALOG_CHANGED = Obj([Field("threadId", P.THREAD_ID), Field("revision", REVISION),
                        Field("added", Arr(CATALOG_CHANGE)), Field("removed", Arr(CATALOG_CHANGE)),
@@ -392,7 +440,9 @@ MESSAGES: list[Message] = [
     _request("skills/activate", P.SKILLS_ACTIVATE, Obj([Field("skill", ACTIVATED_SKILL)], name="SkillsActivateResult"),
              THREAD + ("skill_not_found", "invalid_arguments", "path_escape", "name_mismatch", "invalid_frontmatter",
                        "not_utf8", "resource_not_found", "too_large", "broken_link")),
-    _request("templates/render", P.TEMPLATES_RENDER, Obj([Field("message", USER_MESSAGE)], name="TemplatesRenderResult"),
+    _request("templates/render", P.TEMPLATES_RENDER, Obj([Field("message", USER_MESSAGE),
+                                                          opt("diagnostics", Arr(DIAGNOSTIC))],
+                                                         name="TemplatesRenderResult"),
              THREAD + ("template_not_found", "missing_argument", "invalid_arguments", *_FILE_ERRORS)),
     _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str())], name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,

@@ -477,7 +477,7 @@ end
 function M.catalog_text(started)
   local lines = { '# Harness catalog', '', '## Skills' }
   for _, s in ipairs(started.catalog.skills) do
-    table.insert(lines, string.format('- %s: %s (%s)', s.name, s.description, s.source))
+    table.insert(lines, string.format('- %s: %s (%s)', s.name, s.description, s.path))
   end
   table.insert(lines, '')
   table.insert(lines, '## Templates')

@@ -1,0 +1,889 @@
+"""Plugins: capability packages as Claude Code and Codex ship them, a resource source beside roots.
+
+A plugin is a folder with ``.claude-plugin/plugin.json`` or ``.codex-plugin/plugin.json`` (with
+both, the Codex one is read and a diagnostic says so). Plugins are found in each root's
+``plugins/<name>/`` and at the paths of ``thread/start.plugins``; ``disabledPlugins`` leaves some
+out. What a plugin brings, from its default folders and its manifest's paths:
+
+- ``skills/`` (plus the manifest's ``skills`` folders): skills named ``<plugin>:<name>``;
+- ``commands/*.md`` (the manifest's ``commands`` replaces the folder): command templates
+  ``<plugin>:<name>`` (``resources.command_templates``);
+- ``agents/*.md`` (``agents`` replaces the folder): listed as metadata, never run;
+- ``hooks/hooks.json`` and the manifest's ``hooks`` (paths or inline): command hooks, handed to
+  the command-hooks code as ``HookSource`` records with their trust;
+- ``.mcp.json`` and the manifest's ``mcpServers`` (paths or inline): MCP servers, run as
+  ``plugin_<plugin>_<server>`` (tools ``mcp__plugin_<plugin>_<server>__<tool>``) only when trusted;
+- ``extensions/``: Python extensions ``<plugin>:<id>``, listed with their trust.
+
+Finding plugins never runs code and reads only manifests, hooks files, ``.mcp.json`` and the
+frontmatter of skills, commands and agents. Skills, command templates and agents are data and
+are always served; hooks, MCP servers and extensions are code and need ``trustedPlugins``.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import stat
+from typing import Any
+
+from harness_sidecar.errors import DomainError
+from harness_sidecar.limits import Limits
+from harness_sidecar.names import (
+    MCP_SERVER_NAME,
+    name_problem,
+    plugin_mcp_server_name,
+)
+from harness_sidecar.resources import catalog as C
+from harness_sidecar.resources import command_templates as T
+from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources.catalog import Diagnostic, Root
+from harness_sidecar.resources.frontmatter import FrontmatterError
+from harness_sidecar.resources.paths import is_within, read_contained
+from harness_sidecar.resources.records import Record
+
+MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
+DEFAULT_HOOKS = "hooks/hooks.json"
+PLUGIN_ROOT_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "PLUGIN_ROOT")
+_VARIABLE = re.compile(r"\$\{(CLAUDE_PLUGIN_ROOT|PLUGIN_ROOT)\}")
+
+
+# -- the records ----------------------------------------------------------------------------------
+
+class Plugin(Record):
+    __slots__ = ("name", "version", "path", "boundary", "dialect", "manifest_path", "manifest", "root",
+                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "extension_paths", "trust", "origin", "entries")
+
+    def __init__(self, name: str, version: str | None, path: str, boundary: Root, dialect: str,
+                 manifest_path: str, manifest: dict[str, Any], root: Root | None) -> None:
+        self.name = name
+        self.version = version
+        self.path = path
+        self.boundary = boundary  # the plugin's folder: every file it names must stay inside
+        self.dialect = dialect  # "claude" | "codex": which manifest was read
+        self.manifest_path = manifest_path
+        self.manifest = manifest
+        self.root = root  # the root whose plugins/ holds it; None: thread/start.plugins
+        self.skills: list[C.SkillEntry] = []
+        self.commands: list[T.CommandTemplate] = []
+        self.agents: list[Agent] = []
+        self.hooks: list[HookEntry] = []
+        self.hook_sources: list[HookSource] = []
+        self.mcp_servers: list[McpServer] = []
+        self.extensions: list[str] = []  # ids, <plugin>:<id>
+        self.extension_paths: dict[str, str] = {}  # <plugin>:<id> -> its .py file or package folder
+        self.trust = Trust()
+        self.entries: frozenset[str] = frozenset()  # the names in its folder: one listing, not a stat per part
+        self.origin = self._origin()  # provenance of everything it brings (``source`` on the wire)
+
+    def _origin(self) -> dict[str, Any]:
+        plugin: dict[str, Any] = {"name": self.name}
+        if self.version is not None:
+            plugin["version"] = self.version
+        plugin["path"] = self.path
+        out: dict[str, Any] = {"kind": "plugin"}
+        if self.root is not None:
+            out["root"] = self.root.path
+        out["plugin"] = plugin
+        return out
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.version is not None:
+            out["version"] = self.version
+        out.update(path=self.path, manifest=self.manifest_path, dialect=self.dialect, source=self.origin,
+                   skills=[s.name for s in self.skills], commands=[c.name for c in self.commands],
+                   agents=[a.name for a in self.agents], hooks=len(self.hooks),
+                   mcpServers=[m.server for m in self.mcp_servers], extensions=list(self.extensions))
+        out["trusted"] = self.trust.to_wire(self)
+        if self.trust.sha256 is not None:
+            out["sha256"] = self.trust.sha256
+        return out
+
+
+class Trust(Record):
+    """What ``trustedPlugins`` grants one plugin: nothing unless it is listed (and its pin holds)."""
+
+    __slots__ = ("listed", "hooks", "mcp_servers", "extensions", "sha256")
+
+    def __init__(self, listed: bool = False, hooks: bool = False, mcp_servers: bool | list[str] = False,
+                 extensions: bool | list[str] = False, sha256: str | None = None) -> None:
+        self.listed = listed
+        self.hooks = hooks
+        self.mcp_servers = mcp_servers
+        self.extensions = extensions
+        self.sha256 = sha256  # the tree's hash, when a pin asked for it
+
+    def mcp(self, server: str) -> bool:
+        return self.mcp_servers is True or (isinstance(self.mcp_servers, list) and server in self.mcp_servers)
+
+    def extension(self, ext_id: str) -> bool:
+        return self.extensions is True or (isinstance(self.extensions, list) and ext_id in self.extensions)
+
+    def to_wire(self, plugin: Plugin) -> dict[str, Any]:
+        return {"hooks": self.hooks and bool(plugin.hooks),
+                "mcpServers": [m.server for m in plugin.mcp_servers if m.trusted],
+                "extensions": [e for e in plugin.extensions if self.extension(e.partition(":")[2])]}
+
+
+class Agent(Record):
+    __slots__ = ("name", "description", "plugin", "path", "origin")
+
+    def __init__(self, name: str, description: str, plugin: str, path: str, origin: dict[str, Any]) -> None:
+        self.name = name
+        self.description = description
+        self.plugin = plugin
+        self.path = path
+        self.origin = origin
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "plugin": self.plugin, "path": self.path,
+                "source": self.origin}
+
+
+class HookSource(Record):
+    """One place a plugin declares command hooks, for the command-hooks code (§5) to run.
+
+    ``path`` is the hooks file, or the manifest when the hooks are inline (``inline`` holds them).
+    """
+
+    __slots__ = ("source", "path", "plugin_root", "plugin_data", "trusted", "inline")
+
+    def __init__(self, source: str, path: str, plugin_root: str, plugin_data: str | None, trusted: bool,
+                 inline: dict[str, Any] | None = None) -> None:
+        self.source = source  # plugin:<name>
+        self.path = path
+        self.plugin_root = plugin_root
+        self.plugin_data = plugin_data  # None: the command-hooks code makes it under its state directory
+        self.trusted = trusted
+        self.inline = inline
+
+
+class HookEntry(Record):
+    """One declared handler, as the catalog lists it."""
+
+    __slots__ = ("source", "event", "matcher", "type", "command", "args", "timeout", "trusted", "path", "origin")
+
+    def __init__(self, source: str, event: str, matcher: str | None, type: str, command: str | None,
+                 args: list[str] | None, timeout: Any, trusted: bool, path: str, origin: dict[str, Any]) -> None:
+        self.source = source
+        self.event = event
+        self.matcher = matcher
+        self.type = type
+        self.command = command
+        self.args = args
+        self.timeout = timeout
+        self.trusted = trusted
+        self.path = path
+        self.origin = origin
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"source": self.source, "event": self.event, "matcher": self.matcher,
+                               "type": self.type, "command": self.command}
+        if self.args is not None:
+            out["args"] = self.args
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
+        out.update(trusted=self.trusted, path=self.path, plugin=self.origin["plugin"]["name"])
+        return out
+
+
+class McpServer(Record):
+    __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
+                 "origin")
+
+    def __init__(self, plugin: str, server: str, command: str | None, args: list[str], env: dict[str, str],
+                 cwd: str | None, transport: str, url: str | None, path: str, origin: dict[str, Any]) -> None:
+        self.plugin = plugin
+        self.server = server  # the key in .mcp.json
+        self.name = plugin_mcp_server_name(plugin, server)  # as the sidecar runs it
+        self.command = command
+        self.args = args
+        self.env = env
+        self.cwd = cwd
+        self.transport = transport  # "stdio" | "http" | "sse"
+        self.url = url
+        self.trusted = False
+        self.path = path  # the file that declares it (or the manifest)
+        self.origin = origin
+
+    def to_wire(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "server": self.server, "plugin": self.plugin,
+                               "transport": self.transport}
+        if self.command is not None:
+            out.update(command=self.command, args=list(self.args))
+        if self.url is not None:
+            out["url"] = self.url
+        out.update(trusted=self.trusted, path=self.path, source=self.origin)
+        return out
+
+    def config(self) -> Any:
+        """The ``mcp.model.McpServerConfig`` it starts with (stdio only)."""
+        from harness_sidecar.mcp.model import McpServerConfig
+
+        root = self.origin["plugin"]["path"]
+        env = {k: _substitute(v, root) for k, v in self.env.items()}
+        env.setdefault("CLAUDE_PLUGIN_ROOT", root)
+        env.setdefault("PLUGIN_ROOT", root)
+        cwd = _substitute(self.cwd, root) if self.cwd is not None else root
+        if not os.path.isabs(cwd):
+            cwd = os.path.join(root, cwd)
+        return McpServerConfig(self.name, [_substitute(self.command or "", root)]
+                               + [_substitute(a, root) for a in self.args], env, os.path.normpath(cwd))
+
+
+class PluginSet(Record):
+    """What the plugins and the roots' ``commands/`` add to a catalog."""
+
+    __slots__ = ("plugins", "command_templates")
+
+    def __init__(self, plugins: list[Plugin], command_templates: dict[str, T.CommandTemplate]) -> None:
+        self.plugins = plugins
+        self.command_templates = command_templates  # by name, sorted
+
+    @property
+    def agents(self) -> list[Agent]:
+        return [a for p in self.plugins for a in p.agents]
+
+    @property
+    def hooks(self) -> list[HookEntry]:
+        return [h for p in self.plugins for h in p.hooks]
+
+    @property
+    def hook_sources(self) -> list[HookSource]:
+        """Every plugin's hook declarations with their trust: what the command-hooks code consumes."""
+        return [s for p in self.plugins for s in p.hook_sources]
+
+    @property
+    def mcp_servers(self) -> list[McpServer]:
+        return [m for p in self.plugins for m in p.mcp_servers]
+
+    def extension_sources(self, limits: Limits, diagnostics: list[Diagnostic]) -> dict[str, Any]:
+        """Every plugin extension read and hashed (never imported), as ``extensions.discovery`` gives a root's."""
+        from harness_sidecar.extensions.discovery import read_source
+
+        found = {}
+        for plugin in self.plugins:
+            for ext_id, path in plugin.extension_paths.items():
+                try:
+                    found[ext_id] = read_source(ext_id, path, plugin.boundary, limits)
+                    found[ext_id].origin = plugin.origin
+                except DomainError as exc:
+                    diagnostics.append(Diagnostic.from_error(exc, path))
+                except OSError as exc:
+                    diagnostics.append(Diagnostic.unreadable(exc, path))
+        return found
+
+    def trusted_extensions(self) -> list[str]:
+        """The ids of the plugin extensions ``trustedPlugins`` grants, in plugin order."""
+        return [e for p in self.plugins for e in p.extensions if p.trust.extension(e.partition(":")[2])]
+
+    def mcp_source(self, server: str) -> dict[str, Any]:
+        """Provenance of an MCP server's tools: its plugin's, or ``{kind: "mcp"}`` for the editor's servers."""
+        for plugin in self.plugins:
+            for declared in plugin.mcp_servers:
+                if declared.name == server:
+                    return plugin.origin
+        return {"kind": "mcp"}
+
+    def extension_source(self, source: Any) -> dict[str, Any] | None:
+        """Provenance of an extension's tools: its root's, its plugin's, or the editor's (an explicit source)."""
+        if source is None:
+            return None
+        plugin, sep, _ = source.id.partition(":")
+        if sep:
+            return next((p.origin for p in self.plugins if p.name == plugin), None)
+        return C.root_origin(source.root) if source.root is not None else {"kind": "editor"}
+
+    def mcp_configs(self) -> list[Any]:
+        """The trusted stdio servers, as ``McpServerConfig``: the ones a thread starts."""
+        return [m.config() for m in self.mcp_servers if m.trusted and m.transport == "stdio"]
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"plugins": [p.to_wire() for p in self.plugins],
+                "commandTemplates": [c.to_wire() for c in self.command_templates.values()],
+                "agents": [a.to_wire() for a in self.agents],
+                "hooks": [h.to_wire() for h in self.hooks],
+                "mcpServers": [m.to_wire() for m in self.mcp_servers]}
+
+
+# -- the tree hash ----------------------------------------------------------------------------------
+
+def tree_sha256(path: str) -> str:
+    """The sha256 a ``trustedPlugins[].sha256`` pin is compared with (protocol.md § Plugins).
+
+    Every regular file under ``path`` (links to files followed, links to folders not entered),
+    by its path relative to ``path`` with ``/`` separators, sorted by the UTF-8 bytes of that
+    path; the hash of the text made of one line ``<sha256 hex of the file's bytes>  <relative
+    path>\\n`` per file — what ``cd PLUGIN && find . -type f -printf '%P\\n' | LC_ALL=C sort |
+    xargs -d '\\n' sha256sum | sha256sum`` prints (without links).
+    """
+    files: list[str] = []
+    for current, dirs, names in os.walk(path):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(current, d))]
+        for name in names:
+            full = os.path.join(current, name)
+            if os.path.isfile(full):
+                files.append(os.path.relpath(full, path).replace(os.sep, "/"))
+    files.sort(key=lambda rel: rel.encode("utf-8", "surrogateescape"))
+    outer = hashlib.sha256()
+    for rel in files:
+        inner = hashlib.sha256()
+        with open(os.path.join(path, rel), "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                inner.update(chunk)
+        outer.update(f"{inner.hexdigest()}  {rel}\n".encode("utf-8", "surrogateescape"))
+    return outer.hexdigest()
+
+
+# -- finding plugins --------------------------------------------------------------------------------
+
+def _key_line(text: str, key: str) -> int:
+    """The 1-based line of the first ``"key":`` in ``text`` (1 when absent)."""
+    match = re.search(rf'"{re.escape(key)}"\s*:', text)
+    return text.count("\n", 0, match.start()) + 1 if match else 1
+
+
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+class _Reader:
+    """Reads a plugin's small files, resolving each directory once (an ``lstat`` per new directory
+    instead of a ``realpath`` of every file): what keeps 50 plugins near the cost of plain roots."""
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, str] = {}  # path as found -> its real path
+
+    def known(self, path: str, real: str) -> None:
+        self.dirs[path] = real
+
+    def real_dir(self, path: str) -> str:
+        real = self.dirs.get(path)
+        if real is None:
+            parent, name = os.path.split(path)
+            if parent == path or parent not in self.dirs:
+                real = os.path.realpath(path)
+            else:
+                below = f"{self.dirs[parent]}/{name}"
+                try:
+                    real = os.path.realpath(path) if stat.S_ISLNK(os.lstat(below).st_mode) else below
+                except OSError:
+                    real = below  # missing: reading it says so
+            self.dirs[path] = real
+        return real
+
+    def read(self, path: str, boundary: Root, max_bytes: int, what: str) -> bytes:
+        """A whole regular file inside ``boundary`` (``DomainError`` as ``paths.read_contained``)."""
+        directory, name = os.path.split(path)
+        real_dir = self.real_dir(directory)
+        if not is_within(real_dir, boundary.real):
+            raise DomainError("path_escape", f"{what} {path} resolves to {real_dir}/{name}, outside {boundary.path}",
+                              path=path)
+        try:
+            fd = os.open(f"{real_dir}/{name}", _O_FLAGS)
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EMLINK):  # the file is a link: check where it leads
+                return read_contained(path, boundary.real, max_bytes, what)[1]
+            raise DomainError("resource_not_found", f"{what} {path} cannot be opened: {exc.strerror}",
+                              path=path) from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise DomainError("resource_not_found", f"{what} {path} is not a regular file", path=path)
+            if st.st_size > max_bytes:
+                raise DomainError("too_large", f"{what} {path} is {st.st_size} bytes; the limit is {max_bytes}",
+                                  path=path, size=st.st_size, limit=max_bytes)
+            return os.read(fd, max_bytes + 1) if st.st_size < 65536 else read_contained(path, boundary.real,
+                                                                                         max_bytes, what)[1]
+        finally:
+            os.close(fd)
+
+    def prefix(self, path: str, boundary: Root, limits: Limits) -> bytes:
+        """Just enough of a file inside ``boundary`` to hold its frontmatter."""
+        directory, name = os.path.split(path)
+        real_dir = self.real_dir(directory)
+        if not is_within(real_dir, boundary.real):
+            raise DomainError("path_escape", f"{path} resolves outside {boundary.path}", path=path)
+        fd = C._open_in(directory, real_dir, name, boundary)
+        try:
+            return frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)[0]
+        finally:
+            os.close(fd)
+
+
+def _candidates(roots: list[Root], paths: list[str],
+                diagnostics: list[Diagnostic]) -> list[tuple[str, str, Root | None]]:
+    """``(path, real path, root)`` of every plugin folder, in order."""
+    found: list[tuple[str, str, Root | None]] = []
+    for root in roots:
+        folder = os.path.join(root.real, "plugins")
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(((e.name, e.is_symlink()) for e in it if not e.name.startswith(".") and e.is_dir()))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as exc:
+            diagnostics.append(Diagnostic("unreadable", f"{folder} cannot be listed: {exc.strerror}", folder))
+            continue
+        folder_real = os.path.realpath(folder)
+        for name, is_link in entries:
+            path = os.path.join(root.path, "plugins", name)
+            real = os.path.realpath(path) if is_link or folder_real != folder else f"{folder_real}/{name}"
+            if not is_within(real, root.real):
+                diagnostics.append(Diagnostic("path_escape", f"plugin folder {path} resolves outside the root "
+                                              f"{root.path}", path, "copy the plugin into the root instead of "
+                                              "linking it, or list its path in thread/start.plugins"))
+                continue
+            found.append((path, real, root))
+    for given in paths:
+        path = os.path.normpath(given)
+        if not os.path.isdir(path):
+            diagnostics.append(Diagnostic("plugin_not_found", f"plugin {path} is not an existing directory", path,
+                                          "check the path the editor sends in thread/start.plugins"))
+            continue
+        found.append((path, os.path.realpath(path), None))
+    return found
+
+
+def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagnostic],
+                   reader: _Reader) -> tuple[str, str, dict[str, Any], str, frozenset[str]] | None:
+    """``(dialect, manifest path, manifest, text)``, or ``None`` with a diagnostic."""
+    try:
+        top = set(os.listdir(real))
+    except OSError as exc:
+        diagnostics.append(Diagnostic("unreadable", f"{path} cannot be listed: {exc.strerror}", path))
+        return None
+    present = [(d, rel) for d, rel in MANIFESTS
+               if rel.split("/")[0] in top and os.path.isfile(os.path.join(real, rel))]
+    if not present:
+        diagnostics.append(Diagnostic("not_a_plugin", f"{path} has neither .claude-plugin/plugin.json nor "
+                                      ".codex-plugin/plugin.json; it is skipped", path,
+                                      "add .claude-plugin/plugin.json with at least {\"name\": ...}"))
+        return None
+    dialect, rel = present[0]
+    manifest_path = os.path.join(path, rel)
+    if len(present) > 1:
+        diagnostics.append(Diagnostic("plugin_manifest_both", f"{path} has both .codex-plugin/plugin.json and "
+                                      ".claude-plugin/plugin.json; the Codex manifest is read, the other ignored",
+                                      manifest_path, extra={"ignored": os.path.join(path, present[1][1]),
+                                                            "severity": "warning"}))
+    try:
+        data = reader.read(manifest_path, Root(path, real, -1), limits.max_file_bytes, "plugin manifest")
+        text = data.decode("utf-8")
+    except DomainError as exc:
+        diagnostics.append(Diagnostic.from_error(exc, manifest_path))
+        return None
+    except UnicodeDecodeError as exc:
+        diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path} is not UTF-8 ({exc.reason}); the "
+                                      "plugin is left out", manifest_path, line=data.count(b"\n", 0, exc.start) + 1))
+        return None
+    except OSError as exc:
+        diagnostics.append(Diagnostic.unreadable(exc, manifest_path))
+        return None
+    try:
+        manifest = json.loads(text)
+    except json.JSONDecodeError as exc:
+        diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path} is not JSON: {exc.msg}; the plugin is "
+                                      "left out", manifest_path, "fix the JSON (a trailing comma, a missing quote)",
+                                      line=exc.lineno, column=exc.colno))
+        return None
+    if not isinstance(manifest, dict):
+        diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path} must be a JSON object; the plugin is "
+                                      "left out", manifest_path, line=1))
+        return None
+    name = manifest.get("name")
+    if not isinstance(name, str):
+        what = "lacks 'name'" if name is None else "has a 'name' that is not a string"
+        diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path} {what}; the plugin is left out",
+                                      manifest_path, "add \"name\": \"<kebab-case name>\"",
+                                      line=_key_line(text, "name") if name is not None else 1))
+        return None
+    why = name_problem(name)
+    if why:
+        diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path}: plugin name {name!r} {why}; the "
+                                      "plugin is left out", manifest_path, line=_key_line(text, "name")))
+        return None
+    hooks = manifest.get("hooks")
+    for entry in hooks if isinstance(hooks, list) else [hooks]:
+        if isinstance(entry, str) and os.path.normpath(entry) == DEFAULT_HOOKS:
+            diagnostics.append(Diagnostic(
+                "duplicate_hooks_file", f"{manifest_path} points 'hooks' at {entry}, which is loaded by default; "
+                "the plugin is left out (Claude Code refuses it too)", manifest_path,
+                "remove the 'hooks' field: hooks/hooks.json is read without it", line=_key_line(text, "hooks")))
+            return None
+    return dialect, manifest_path, manifest, text, frozenset(top)
+
+
+def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
+           allow_inline: bool = False) -> list[str | dict[str, Any]]:
+    """The manifest's ``key``: each path resolved inside the plugin (a path leaving it is a diagnostic)."""
+    value = plugin.manifest.get(key)
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    out: list[str | dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, dict) and allow_inline:
+            out.append(item)
+            continue
+        if not isinstance(item, str) or not item:
+            diagnostics.append(Diagnostic("invalid_manifest_path", f"{plugin.manifest_path}: '{key}' must be a path "
+                                          f"string{' or an object' if allow_inline else ''} or a list of them; this "
+                                          "entry is ignored", plugin.manifest_path, line=_key_line(text, key),
+                                          extra={"severity": "warning"}))
+            continue
+        full = os.path.normpath(os.path.join(plugin.path, item))
+        if os.path.isabs(item) or not is_within(os.path.realpath(full), plugin.boundary.real):
+            diagnostics.append(Diagnostic("path_escape", f"{plugin.manifest_path}: '{key}' path {item!r} leaves the "
+                                          "plugin folder; it is ignored", plugin.manifest_path,
+                                          "component paths are relative to the plugin and start with ./",
+                                          line=_key_line(text, key), extra={"severity": "warning"}))
+            continue
+        if not item.startswith("./"):
+            diagnostics.append(Diagnostic("invalid_manifest_path", f"{plugin.manifest_path}: '{key}' path {item!r} "
+                                          "should start with ./ (Claude Code's path rule); read anyway",
+                                          plugin.manifest_path, line=_key_line(text, key),
+                                          extra={"severity": "warning"}))
+        out.append(full)
+    return out
+
+
+def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic],
+                 reader: _Reader) -> Plugin | None:
+    reader.known(path, real)
+    read = _read_manifest(path, real, limits, diagnostics, reader)
+    if read is None:
+        return None
+    dialect, manifest_path, manifest, text, entries = read
+    version = manifest.get("version") if isinstance(manifest.get("version"), str) else None
+    plugin = Plugin(manifest["name"], version, path, Root(path, real, -1), dialect, manifest_path, manifest, root)
+    plugin.entries = entries
+    _skills(plugin, text, limits, diagnostics, reader)
+    _commands(plugin, text, limits, diagnostics)
+    _agents(plugin, text, limits, diagnostics, reader)
+    _hooks(plugin, text, limits, diagnostics, reader)
+    _mcp(plugin, text, limits, diagnostics, reader)
+    _extensions(plugin)
+    return plugin
+
+
+def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
+    seen: set[str] = set()
+    found: list[C.SkillEntry] = []
+    if "skills" in plugin.entries:  # the default folder, scanned as a root's skills/ is
+        seen.add(reader.real_dir(os.path.join(plugin.path, "skills")))
+        found += C.scan_skills(plugin.boundary, limits, diagnostics)
+    for folder in [p for p in _paths(plugin, "skills", text, diagnostics) if isinstance(p, str)]:
+        real = reader.real_dir(folder)
+        if real in seen or not os.path.isdir(real):
+            continue
+        seen.add(real)
+        if os.path.isfile(os.path.join(real, "SKILL.md")):  # the path names one skill's folder
+            parent = os.path.dirname(folder)
+            skill = C._scan_skill(plugin.boundary, parent, os.path.realpath(parent), os.path.basename(folder),
+                                  os.path.islink(folder), limits, diagnostics)
+            found += [skill] if skill is not None else []
+        else:
+            found += C.scan_skills(plugin.boundary, limits, diagnostics, os.path.relpath(folder, plugin.path))
+    names: set[str] = set()
+    for skill in found:
+        skill.local_name = skill.name
+        skill.name = f"{plugin.name}:{skill.name}"
+        skill.origin = plugin.origin
+        if skill.name in names:
+            diagnostics.append(Diagnostic("shadowed", f"skill '{skill.name}' at {skill.source} is listed twice in "
+                                          "the plugin; the first is kept", skill.source, extra={"name": skill.name}))
+            continue
+        names.add(skill.name)
+        plugin.skills.append(skill)
+
+
+def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
+    declared = _paths(plugin, "commands", text, diagnostics)
+    if "commands" not in plugin.manifest:
+        if "commands" not in plugin.entries:
+            return
+        plugin.commands = T.scan_folder(os.path.join(plugin.path, "commands"), plugin.boundary, plugin.name,
+                                        plugin.origin, limits, diagnostics)
+        return
+    for path in declared:
+        assert isinstance(path, str)
+        if os.path.isdir(path):
+            plugin.commands += T.scan_folder(path, plugin.boundary, plugin.name, plugin.origin, limits, diagnostics)
+        elif path.endswith(".md"):
+            plugin.commands += T.scan_folder(os.path.dirname(path), plugin.boundary, plugin.name, plugin.origin,
+                                             limits, diagnostics, files=[path])
+
+
+def _agent_files(plugin: Plugin, text: str, diagnostics: list[Diagnostic]) -> list[str]:
+    if "agents" not in plugin.manifest:
+        declared: list[Any] = [os.path.join(plugin.path, "agents")] if "agents" in plugin.entries else []
+    else:
+        declared = _paths(plugin, "agents", text, diagnostics)
+    files: list[str] = []
+    for path in declared:
+        if os.path.isdir(path):
+            try:
+                files += sorted(os.path.join(path, n) for n in os.listdir(path)
+                                if n.endswith(".md") and not n.startswith("."))
+            except OSError:
+                continue
+        elif isinstance(path, str) and path.endswith(".md") and os.path.isfile(path):
+            files.append(path)
+    return files
+
+
+def _agents(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
+    for path in _agent_files(plugin, text, diagnostics):
+        stem = os.path.basename(path)[:-3]
+        name, description = stem, ""
+        try:
+            data = reader.prefix(path, plugin.boundary, limits)
+            fm = frontmatter.parse(data, len(data) < limits.max_frontmatter_bytes, limits.max_frontmatter_bytes,
+                                   required=False)
+            if fm is not None:
+                if isinstance(fm.data.get("name"), str):
+                    name = fm.data["name"].strip()
+                if isinstance(fm.data.get("description"), str):
+                    description = fm.data["description"].strip()
+        except FrontmatterError as exc:
+            diagnostics.append(Diagnostic.from_problem(exc.problem, path, severity="warning"))
+        except DomainError as exc:
+            diagnostics.append(Diagnostic.from_error(exc, path))
+            continue
+        except OSError as exc:
+            diagnostics.append(Diagnostic.unreadable(exc, path))
+            continue
+        plugin.agents.append(Agent(name, description, plugin.name, path, plugin.origin))
+
+
+def _hook_entries(plugin: Plugin, data: Any, path: str, diagnostics: list[Diagnostic]) -> bool:
+    """Add the handlers of one hooks declaration (``{"hooks": {Event: [...]}}``); False if it is malformed."""
+    if not isinstance(data, dict):
+        diagnostics.append(Diagnostic("invalid_hooks", f"{path}: hooks must be a JSON object; they are ignored", path))
+        return False
+    if not data:
+        return True  # "hooks": {} (Codex's manifests): nothing declared
+    events = data.get("hooks")
+    if not isinstance(events, dict):
+        diagnostics.append(Diagnostic("invalid_hooks", f"{path} has no \"hooks\" object wrapping the events; its "
+                                      "hooks are ignored", path, "write {\"hooks\": {\"PreToolUse\": [...]}}"))
+        return False
+    source = f"plugin:{plugin.name}"
+    for event, groups in events.items():
+        for group in groups if isinstance(groups, list) else []:
+            if not isinstance(group, dict):
+                continue
+            matcher = group.get("matcher") if isinstance(group.get("matcher"), str) else None
+            for handler in group.get("hooks") or []:
+                if not isinstance(handler, dict):
+                    continue
+                kind = handler.get("type") if isinstance(handler.get("type"), str) else "command"
+                command = handler.get("command") if isinstance(handler.get("command"), str) else None
+                args = handler.get("args") if isinstance(handler.get("args"), list) else None
+                entry = HookEntry(source, event, matcher, kind, command, args, handler.get("timeout"),
+                                  plugin.trust.hooks, path, plugin.origin)
+                plugin.hooks.append(entry)
+                if kind != "command":
+                    diagnostics.append(Diagnostic("hook_type_unsupported", f"{path}: a {event} handler of type "
+                                                  f"'{kind}' is listed but never run", path,
+                                                  extra={"plugin": plugin.name, "severity": "warning"}))
+    return True
+
+
+def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
+    declared: list[Any] = []
+    default = os.path.join(plugin.path, DEFAULT_HOOKS)
+    if "hooks" in plugin.entries and os.path.isfile(default):
+        declared.append(default)
+    declared += _paths(plugin, "hooks", text, diagnostics, allow_inline=True)
+    for item in declared:
+        if isinstance(item, dict):
+            if _hook_entries(plugin, item, plugin.manifest_path, diagnostics) and item:
+                plugin.hook_sources.append(HookSource(f"plugin:{plugin.name}", plugin.manifest_path, plugin.path,
+                                                      None, False, item))
+            continue
+        try:
+            parsed = json.loads(reader.read(item, plugin.boundary, limits.max_file_bytes, "hooks file"))
+        except json.JSONDecodeError as exc:
+            diagnostics.append(Diagnostic("invalid_hooks", f"{item} is not JSON: {exc.msg}; its hooks are ignored",
+                                          item, line=exc.lineno, column=exc.colno))
+            continue
+        except (DomainError, UnicodeDecodeError, OSError) as exc:
+            diagnostics.append(Diagnostic("invalid_hooks", f"{item} cannot be read: {exc}", item))
+            continue
+        if _hook_entries(plugin, parsed, item, diagnostics):
+            plugin.hook_sources.append(HookSource(f"plugin:{plugin.name}", item, plugin.path, None, False))
+
+
+def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
+    declared: list[Any] = []
+    default = os.path.join(plugin.path, ".mcp.json")
+    if ".mcp.json" in plugin.entries and os.path.isfile(default):
+        declared.append(default)
+    for item in _paths(plugin, "mcpServers", text, diagnostics, allow_inline=True):
+        if not (isinstance(item, str) and os.path.realpath(item) == os.path.realpath(default)):
+            declared.append(item)
+    seen: set[str] = set()
+    for item in declared:
+        where = plugin.manifest_path
+        if isinstance(item, dict):
+            data: Any = item
+        else:
+            where = item
+            try:
+                data = json.loads(reader.read(item, plugin.boundary, limits.max_file_bytes, "MCP servers file"))
+            except json.JSONDecodeError as exc:
+                diagnostics.append(Diagnostic("invalid_mcp_servers", f"{item} is not JSON: {exc.msg}; its servers "
+                                              "are ignored", item, line=exc.lineno, column=exc.colno))
+                continue
+            except (DomainError, UnicodeDecodeError, OSError) as exc:
+                diagnostics.append(Diagnostic("invalid_mcp_servers", f"{item} cannot be read: {exc}", item))
+                continue
+        if not isinstance(data, dict):
+            diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP servers must be a JSON object",
+                                          where))
+            continue
+        # {"mcpServers": {name: {...}}}, or the servers directly (many real .mcp.json files)
+        servers = data["mcpServers"] if isinstance(data.get("mcpServers"), dict) else data
+        for server, spec in servers.items():
+            problem = None
+            if not MCP_SERVER_NAME.fullmatch(server) or "__" in server:
+                problem = "its name must be 1-32 letters, digits, '_' or '-' without '__'"
+            elif not isinstance(spec, dict):
+                problem = "its entry must be an object"
+            elif server in seen:
+                problem = "a server of that name is already declared by the plugin"
+            if problem is not None:
+                diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP server {server!r} is left out: "
+                                              f"{problem}", where, extra={"plugin": plugin.name}))
+                continue
+            seen.add(server)
+            transport = spec.get("type") if isinstance(spec.get("type"), str) else "stdio"
+            if transport != "stdio":
+                diagnostics.append(Diagnostic(
+                    "mcp_transport_unsupported", f"MCP server '{server}' of plugin '{plugin.name}' uses the "
+                    f"'{transport}' transport; only stdio servers run here, so it is listed and never started",
+                    where, extra={"plugin": plugin.name, "server": server, "transport": transport,
+                                  "severity": "warning"}))
+                url = spec.get("url") if isinstance(spec.get("url"), str) else None
+                plugin.mcp_servers.append(McpServer(plugin.name, server, None, [], {}, None, transport, url, where,
+                                                    plugin.origin))
+                continue
+            command = spec.get("command")
+            args = spec.get("args", [])
+            env = spec.get("env", {})
+            cwd = spec.get("cwd")
+            if (not isinstance(command, str) or not command or not isinstance(args, list)
+                    or not all(isinstance(a, str) for a in args) or not isinstance(env, dict)
+                    or not all(isinstance(v, str) for v in env.values()) or not (cwd is None or isinstance(cwd, str))):
+                diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP server {server!r} is left out: "
+                                              "it needs command (a string), and args (strings), env (string values) "
+                                              "and cwd (a string) if given", where, extra={"plugin": plugin.name}))
+                continue
+            plugin.mcp_servers.append(McpServer(plugin.name, server, command, args, env, cwd, "stdio", None, where,
+                                                plugin.origin))
+
+
+def _extensions(plugin: Plugin) -> None:
+    if "extensions" not in plugin.entries:
+        return
+    folder = os.path.join(plugin.boundary.real, "extensions")
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return
+    for name in names:
+        ext_id = name[:-3] if name.endswith(".py") else name
+        if name.startswith(".") or name_problem(ext_id):
+            continue
+        if name.endswith(".py") or os.path.isfile(os.path.join(folder, name, "__init__.py")):
+            full = f"{plugin.name}:{ext_id}"
+            if full not in plugin.extension_paths:
+                plugin.extensions.append(full)
+                plugin.extension_paths[full] = os.path.join(plugin.path, "extensions", name)
+
+
+def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic]) -> None:
+    """Apply ``trustedPlugins``: code is trusted only when the plugin is listed and its pin holds."""
+    grant = trusted.get(plugin.name)
+    trust = Trust()
+    if grant is not None:
+        trust.listed = True
+        if grant.sha256 is not None:
+            trust.sha256 = tree_sha256(plugin.boundary.real)
+            if trust.sha256 != grant.sha256:
+                diagnostics.append(Diagnostic(
+                    "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to {trust.sha256}, not the "
+                    f"pinned {grant.sha256}; its hooks, MCP servers and extensions are not trusted",
+                    plugin.path, extra={"name": plugin.name, "expected": grant.sha256, "actual": trust.sha256}))
+                grant = None
+        if grant is not None:
+            trust.hooks = grant.hooks
+            trust.mcp_servers = grant.mcp_servers
+            trust.extensions = grant.extensions
+    plugin.trust = trust
+    for hook in plugin.hooks:
+        hook.trusted = trust.hooks
+    for source in plugin.hook_sources:
+        source.trusted = trust.hooks
+    for server in plugin.mcp_servers:
+        server.trusted = trust.mcp(server.server)
+
+
+def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits,
+             diagnostics: list[Diagnostic]) -> list[Plugin]:
+    """The thread's plugins, in order (the roots' ``plugins/``, then ``paths``); one per name."""
+    grants = {t.name: t for t in trusted}
+    skip = set(disabled)
+    plugins: dict[str, Plugin] = {}
+    reader = _Reader()
+    for path, real, root in _candidates(roots, paths, diagnostics):
+        plugin = _load_plugin(path, real, root, limits, diagnostics, reader)
+        if plugin is None or plugin.name in skip:
+            continue
+        earlier = plugins.get(plugin.name)
+        if earlier is not None:
+            diagnostics.append(Diagnostic("shadowed", f"plugin '{plugin.name}' at {path} is shadowed by "
+                                          f"{earlier.path} (the earlier one wins)", path,
+                                          extra={"name": plugin.name, "shadowedBy": earlier.path}))
+            continue
+        _grant(plugin, grants, diagnostics)
+        plugins[plugin.name] = plugin
+    for name in grants:
+        if name not in plugins and name not in skip:
+            diagnostics.append(Diagnostic("trust_ignored", f"trustedPlugins names '{name}', which is not found",
+                                          extra={"name": name, "severity": "warning"}))
+    return list(plugins.values())
+
+
+def attach(catalog: C.Catalog, paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits) -> None:
+    """Add the plugins and the roots' command templates to ``catalog`` (skills join ``catalog.skills``)."""
+    diagnostics = catalog.diagnostics
+    plugins = discover(catalog.roots, paths, disabled, trusted, limits, diagnostics)
+    if plugins:
+        skills = dict(catalog.skills)
+        for plugin in plugins:
+            for skill in plugin.skills:
+                skills[skill.name] = skill
+        catalog.skills = dict(sorted(skills.items()))
+    per_source = [T.scan_root(root, limits, diagnostics) for root in catalog.roots]
+    per_source += [p.commands for p in plugins]
+    commands: dict[str, T.CommandTemplate] = {}
+    for found in per_source:
+        for command in found:
+            owner = catalog.templates.get(command.name) or commands.get(command.name)
+            if owner is not None:
+                diagnostics.append(Diagnostic("shadowed", f"command template '{command.name}' at {command.path} is "
+                                              f"shadowed by {owner.source} (a template, or an earlier root, wins)",
+                                              command.path, extra={"name": command.name, "shadowedBy": owner.source}))
+                continue
+            commands[command.name] = command
+    catalog.plugins = PluginSet(plugins, dict(sorted(commands.items())))
+
+
+def _substitute(value: str, root: str) -> str:
+    return _VARIABLE.sub(lambda m: root, value)
