@@ -23,6 +23,8 @@ class Limits:
     extension_context_bytes: int = 4000
     max_listed_files: int = 200
     mcp_tool_timeout_ms: int = 60000
+    # v3
+    max_processes: int = 128  # tasks (processes and their threads) of the thread's processes, as pids.max counts
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -40,4 +42,15 @@ class Limits:
         "extensionContextBytes": "extension_context_bytes",
         "maxListedFiles": "max_listed_files",
         "mcpToolTimeoutMs": "mcp_tool_timeout_ms",
+        "maxProcesses": "max_processes",
     }
+
+
+@dataclass
+class SidecarLimits:
+    """Bounds of the whole sidecar, from its command line (``cli.py``)."""
+
+    max_threads: int = 64  # --max-threads: open threads; thread/start beyond is too_many_threads
+
+
+SIDECAR = SidecarLimits()

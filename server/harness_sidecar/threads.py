@@ -24,7 +24,7 @@ from harness_sidecar.extensions.hooks import (
     THREAD_START,
     HookFault,
 )
-from harness_sidecar.limits import Limits
+from harness_sidecar.limits import SIDECAR, Limits
 from harness_sidecar.resources.activation import (
     ActivatedSkill,
     activate,
@@ -175,6 +175,11 @@ class Sidecar:
 
     async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
         start = P.parse_thread_start(params)
+        open_threads = len(self.threads) + len(self._starting)
+        if open_threads >= SIDECAR.max_threads:
+            raise DomainError("too_many_threads", f"{open_threads} threads are open or starting; the limit is "
+                                                  f"{SIDECAR.max_threads} (--max-threads): close one first",
+                              limit=SIDECAR.max_threads)
         thread_id = f"thread-{next(self._ids)}"
         starting = asyncio.get_running_loop().create_future()
         self._starting[thread_id] = starting
@@ -195,6 +200,10 @@ class Sidecar:
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled)
         servers = None
+        if start.mcp_servers or start.trusted_extensions:  # its processes' group and limit, before the first
+            from harness_sidecar.containment import lifetimes
+
+            lifetimes.get().limit(thread_id, limits.max_processes)
         if start.mcp_servers:  # started while the roots are scanned
             from harness_sidecar.mcp import McpServers
 
@@ -595,6 +604,10 @@ class Sidecar:
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
         if ending:
             await asyncio.gather(*ending)
+        if thread.start.mcp_servers or thread.start.trusted_extensions:  # and whatever they left behind
+            from harness_sidecar.containment import lifetimes
+
+            lifetimes.get().end_owner(thread.id)
 
     async def close_all(self, reason: str) -> None:
         """``shutdown`` and EOF: every thread ends (its ``thread_close`` handlers run), and with it its host."""

@@ -64,13 +64,24 @@ def _child_setup(launch: Launch) -> Callable[[], None] | None:
     if prctl is None:
         return None
     parent = os.getpid()
+    fence = _lifetime_fence(launch)
 
     def setup() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the sidecar died before the request took effect
             os._exit(1)
+        if fence is not None:
+            fence()
 
     return setup
+
+
+def _lifetime_fence(launch: Launch) -> Callable[[], None] | None:
+    """Lifetimes (``containment.lifetimes``): the owner's cgroup is made now; the child enters it
+    (or registers with the subreaper sweep) before it execs. ``OSError`` propagates: never unfenced."""
+    from harness_sidecar.containment import lifetimes
+
+    return lifetimes.get().child_setup(launch.kind, launch.owner, None)
 
 
 def popen(launch: Launch, *, stdin: Any, stdout: Any, stderr: Any) -> subprocess.Popen:

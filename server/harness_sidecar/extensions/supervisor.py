@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.containment import launcher
+from harness_sidecar.containment import launcher, lifetimes
 from harness_sidecar.extensions import channel
 
 logger = logging.getLogger(__name__)
@@ -63,6 +63,7 @@ class HostProcess:
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         theirs.close()
         self.pid = self.proc.pid
+        self.owner = ""  # a spare until a thread takes it (``adopt``)
         self.sock = ours
         ours.setblocking(False)
         self.label = f"extension host {self.pid}"
@@ -199,11 +200,18 @@ class HostProcess:
         self.proc.wait()
         self._exited()
 
+    def adopt(self, owner: str) -> None:
+        """A thread takes this (spare) host: it moves into the thread's lifetime group and limits."""
+        if owner != self.owner:
+            lifetimes.get().adopt(self.pid, launcher.HOST, owner)
+            self.owner = owner
+
     def _exited(self) -> None:
         if self.exited:
             return
         self.exited = True
         self.returncode = self.proc.returncode
+        lifetimes.get().end_process(self.pid, launcher.HOST, self.owner)  # what it started ends with it
         for fd in list(self._pipes):
             self._pipe_readable(fd)  # what it wrote last
         try:
@@ -367,6 +375,7 @@ class ExtensionHost:
 
     async def _attach(self) -> HostProcess:
         process = await self.spares.take()
+        process.adopt(self.thread_id)
         process.label = f"extension host of {self.thread_id}"
         process.on_frame = self._frame
         process.on_exit = self._exit

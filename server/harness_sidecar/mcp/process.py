@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from harness_sidecar.containment import launcher
+from harness_sidecar.containment import launcher, lifetimes
 
 STDERR_CHUNK = 65536
 MAX_STDERR_LINE = 16384  # a longer stderr line is written in pieces of this size
@@ -147,6 +147,8 @@ class ServerProcess:
 
     async def _reap(self) -> None:
         self.kill_group(signal.SIGKILL)
+        if self.proc is not None:  # and what left its group (setsid, double forks)
+            lifetimes.get().end_process(self.proc.pid, launcher.MCP, self.owner)
         if self.proc is not None:
             deadline = asyncio.get_running_loop().time() + 2.0
             while group_alive(self.proc.pid) and asyncio.get_running_loop().time() < deadline:
