@@ -4,8 +4,9 @@ Every test drives the real sidecar, which starts real hosts and MCP servers; the
 server act as an attacker with the user's rights would: a child, a ``setsid`` child and a
 ``fork``+``setsid``+``fork`` grandchild (re-parented away from its owner), and a fork bomb. Whether
 a process still lives is judged from ``/proc`` by pid *and* start time, so a reused pid never passes
-for a survivor. Each lifetime test runs with the cgroups the kernel offers (this machine: the v1
-``pids`` hierarchy) and with them switched off (``HARNESS_SIDECAR_CGROUPS=off``: the subreaper path).
+for a survivor. Each lifetime test runs three ways: with the cgroups the kernel offers (on a hybrid
+machine: the v1 ``pids`` hierarchy), with cgroup v2 alone (``HARNESS_SIDECAR_CGROUPS=v2``: membership
+and ``cgroup.kill``), and with cgroups switched off (``=off``: the subreaper path).
 """
 
 from __future__ import annotations
@@ -99,29 +100,43 @@ for line in sys.stdin:
 """
 
 
-def identity(pid: int) -> tuple[int, int] | None:
+SEEN: set[tuple[int, int]] = set()  # every process a test saw started: none is left behind, pass or fail
+
+
+@pytest.fixture(autouse=True)
+def _leave_nothing():
+    yield
+    for pid, start in list(SEEN):
+        if identity(pid, record=False) == (pid, start):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    SEEN.clear()
+
+
+def identity(pid: int, record: bool = True) -> tuple[int, int] | None:
     """(pid, start time) of a live process; None for one that is gone or a zombie."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             fields = f.read().rsplit(b")", 1)[1].split()
     except OSError:
         return None
-    return None if fields[0] in (b"Z", b"X") else (pid, int(fields[19]))
+    if fields[0] in (b"Z", b"X"):
+        return None
+    if record:
+        SEEN.add((pid, int(fields[19])))
+    return pid, int(fields[19])
 
 
 def alive(ids: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    return [i for i in ids if identity(i[0]) == i]
+    return [i for i in ids if identity(i[0], record=False) == i]
 
 
 def assert_gone_within(ids: list[tuple[int, int]], since: float, what: str) -> None:
     while alive(ids) and time.monotonic() - since < GONE_WITHIN_S:
         time.sleep(0.05)
     survivors = alive(ids)
-    for pid, _ in survivors:  # never leave them behind for the next test
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
     assert not survivors, f"{len(survivors)} of {len(ids)} processes outlived {what} by {GONE_WITHIN_S} s"
 
 
@@ -141,18 +156,34 @@ def marked(marker: str) -> list[tuple[int, int]]:
     return out
 
 
+def cgroup_mounts(version2: bool | None = None) -> list[str]:
+    """The writable cgroup mounts: v1 ``pids`` (unless ``version2``) and cgroup2 with ``cgroup.kill``."""
+    found = []
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            _dev, path, kind, options = line.split()[:4]
+            if kind == "cgroup2":
+                usable = os.path.exists(os.path.join(path, "cgroup.kill")) or bool(os.listdir(path))
+            elif kind == "cgroup" and "pids" in options.split(",") and not version2:
+                usable = True
+            else:
+                continue
+            if usable and os.access(path, os.W_OK):
+                found.append(path)
+    return found
+
+
 def cgroups_offered() -> bool:
-    """Whether this machine lets root make cgroups (v1 pids, or a cgroup2 mount we can write)."""
-    for path in ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
-        if os.path.exists(os.path.join(path, "cgroup.procs")) and os.access(path, os.W_OK):
-            return True
-    return False
+    """Whether this machine lets us make cgroups (v1 pids, or a cgroup2 mount we can write)."""
+    return bool(cgroup_mounts())
 
 
-@pytest.fixture(params=["cgroups", "subreaper"])
+@pytest.fixture(params=["cgroups", "cgroup2", "subreaper"])
 def mode(request):
     if request.param == "cgroups" and not cgroups_offered():
         pytest.skip("this machine offers no writable cgroups")
+    if request.param == "cgroup2" and not cgroup_mounts(version2=True):
+        pytest.skip("this machine offers no writable cgroup2 hierarchy")
     return request.param
 
 
@@ -165,7 +196,8 @@ def ws(tmp_path):
 
 
 def sidecar_env(mode: str) -> dict[str, str]:
-    return child_env({"HARNESS_SIDECAR_CGROUPS": "off"} if mode == "subreaper" else {})
+    switch = {"subreaper": "off", "cgroup2": "v2"}.get(mode)
+    return child_env({"HARNESS_SIDECAR_CGROUPS": switch} if switch else {})
 
 
 def started(sidecar: SidecarProcess, root: Path, **extra) -> str:
@@ -183,20 +215,34 @@ def spawn_kids(sidecar: SidecarProcess, thread: str) -> tuple[int, list[tuple[in
     return report["host"], ids  # type: ignore[return-value]
 
 
+def fence_of(pid: int) -> dict[str, str]:
+    """hierarchy ("pids" or "" for cgroup2) → the process's cgroup, where it is one of the sidecar's."""
+    with open(f"/proc/{pid}/cgroup") as f:
+        entries = [line.rstrip("\n").split(":", 2) for line in f]
+    return {controllers: path for _id, controllers, path in entries if "/harness-sidecar-" in path}
+
+
 def test_a_threads_processes_end_with_thread_close(spawn, ws, mode):
     sidecar = spawn(env=sidecar_env(mode))
     thread = started(sidecar, ws)
     other = started(sidecar, ws)
-    _host, kids = spawn_kids(sidecar, thread)
+    host, kids = spawn_kids(sidecar, thread)
+    # the setsid double-forked daemon is still in its thread's group (without cgroups a sweep may end it
+    # any moment: look at the setsid child instead)
+    where = fence_of(kids[2 if mode != "subreaper" else 1][0])
+    expected_fence = {"cgroups": {"pids"}, "cgroup2": {""}, "subreaper": set()}[mode]
+    assert set(where) == expected_fence, where
+    assert all(path.endswith(f"/{thread}/host-{host}") for path in where.values()), where
     _other_host, others = spawn_kids(sidecar, other)
-    time.sleep(1.2)  # a sweep (subreaper mode) has seen them: a running owner keeps what stays in its tree
-    assert alive(others) == others[:len(alive(others))] and alive(others)
+    time.sleep(1.5)  # a sweep (subreaper mode) has run: a running owner keeps what stays in its tree
+    # Without cgroups the daemon, re-parented to the sidecar, is ended at the first sweep even though
+    # its owner runs (the documented price of the subreaper path); with cgroups it lives with its owner.
+    expected = others if mode != "subreaper" else others[:2]
+    assert alive(others) == expected
     since = time.monotonic()
     assert sidecar.call("thread/close", {"threadId": thread}) is None
     assert_gone_within(kids, since, "thread/close")
-    # the other thread's processes are its own: untouched (the daemon may be ended early without cgroups)
-    expected = others if mode == "cgroups" else others[:2]
-    assert alive(expected) == expected
+    assert alive(expected) == expected  # the other thread's processes are its own: untouched
     since = time.monotonic()
     sidecar.call("thread/close", {"threadId": other})
     assert_gone_within(others, since, "thread/close")
@@ -217,7 +263,8 @@ def test_a_hosts_processes_end_when_the_host_is_killed_and_the_thread_goes_on(sp
     assert_gone_within(new_kids, since, "thread/close after a restart")
 
 
-def test_nothing_outlives_a_sigkilled_sidecar(spawn, ws, mode, tmp_path):
+@pytest.mark.parametrize("how", ["SIGKILL", "EOF"])
+def test_nothing_outlives_the_sidecar(spawn, ws, mode, tmp_path, how):
     write(tmp_path / "leaver.py", MCP_SERVER)
     pidfile = tmp_path / "mcp.json"
     sidecar = spawn(env=sidecar_env(mode))
@@ -231,9 +278,12 @@ def test_nothing_outlives_a_sigkilled_sidecar(spawn, ws, mode, tmp_path):
     everything = [identity(host)] + kids + mcp  # type: ignore[list-item]
     time.sleep(0.6)  # subreaper mode: the reaper looks every 0.5 s
     since = time.monotonic()
-    sidecar.proc.kill()
-    sidecar.proc.wait()
-    assert_gone_within(everything, since, "a SIGKILL of the sidecar")
+    if how == "SIGKILL":
+        sidecar.proc.kill()
+    else:
+        sidecar.close_stdin()  # the editor went away: the sidecar ends its threads and exits
+    sidecar.proc.wait(30)
+    assert_gone_within(everything, since, f"the sidecar's end by {how}")
 
 
 def test_an_mcp_servers_setsid_grandchildren_end_with_thread_close(spawn, ws, mode, tmp_path):
@@ -325,6 +375,7 @@ def test_the_sidecar_out_of_fds_answers_resources_exhausted_and_serves_on(spawn,
     assert threads, "a first thread fits in 40 fds"
     assert refused is not None, "40 fds cannot hold 40 hosts"
     assert refused["code"] == -32070 and refused["data"]["kind"] == "resources_exhausted", refused
+    assert refused["data"]["errno"] == errno.EMFILE and "thread/start" in refused["message"]
     for thread in threads:
         sidecar.call("thread/close", {"threadId": thread})
     # the sidecar serves on: with fds given back, a thread starts and its extension runs

@@ -42,7 +42,8 @@ SWEEP_S = 1.0  # how often the subreaper mode ends adopted orphans
 END_RETRY_S = 0.05
 END_TRIES = 60  # ~3 s of retries to empty and remove a group
 SPARE = "spare"
-SWITCH = "HARNESS_SIDECAR_CGROUPS"  # "off": behave as if the kernel offered no cgroups (tests, diagnosis)
+# "off": behave as if the kernel offered no cgroups; "v1" / "v2": only that hierarchy (tests, diagnosis)
+SWITCH = "HARNESS_SIDECAR_CGROUPS"
 DEFAULT_MAX_PROCESSES = 128
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -171,11 +172,12 @@ def _try_root(parent: str) -> str | None:
 
 def find_cgroups() -> Cgroups | None:
     """The best cgroup subtree the kernel lets us make, or None."""
-    if not sys.platform.startswith("linux") or os.environ.get(SWITCH, "").lower() in ("off", "0", "no"):
+    only = os.environ.get(SWITCH, "").lower()
+    if not sys.platform.startswith("linux") or only in ("off", "0", "no"):
         return None
     mounts = _mounts()
-    v2 = [m for m in mounts if m[1] == "cgroup2"]
-    v1_pids = [m for m in mounts if m[1] == "cgroup" and "pids" in m[2].split(",")]
+    v2 = [m for m in mounts if m[1] == "cgroup2" and only != "v1"]
+    v1_pids = [m for m in mounts if m[1] == "cgroup" and "pids" in m[2].split(",") and only != "v2"]
     own2 = _own_cgroup(None)
     if v2 and own2 is not None:
         mount = v2[0][0]
@@ -374,8 +376,11 @@ class Lifetimes:
                 break
             self.started.update(int(x) for x in data.split() if x.isdigit())
         me = os.getpid()
-        table = process_table()
+        zombies: set[int] = set()
+        table = process_table(me, zombies)
         children = {pid for pid, (ppid, _start) in table.items() if ppid == me}
+        for pid in zombies - self.started:  # strays that ended on their own: reaped
+            _reap_soon(pid, 0)
         self.started &= children  # forget the ones that are gone
         if self.reaper is not None:
             self.started.add(self.reaper.pid)
@@ -434,8 +439,9 @@ def _reap_soon(pid: int, tries: int = 20) -> None:
             pass
 
 
-def process_table() -> dict[int, tuple[int, int]]:
-    """pid → (ppid, start time in clock ticks) of every live process (zombies left out)."""
+def process_table(zombies_of: int = 0, zombies: set[int] | None = None) -> dict[int, tuple[int, int]]:
+    """pid → (ppid, start time in clock ticks) of every live process; the zombie children of
+    ``zombies_of`` go into ``zombies``."""
     table: dict[int, tuple[int, int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -446,6 +452,8 @@ def process_table() -> dict[int, tuple[int, int]]:
         except OSError:
             continue
         if fields[0] in (b"Z", b"X"):
+            if zombies is not None and int(fields[1]) == zombies_of:
+                zombies.add(int(entry))
             continue
         table[int(entry)] = (int(fields[1]), int(fields[19]))
     return table
