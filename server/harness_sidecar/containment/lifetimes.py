@@ -30,48 +30,63 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import subprocess
 
 logger = logging.getLogger(__name__)
 
 SWEEP_S = 1.0  # how often the subreaper mode ends adopted orphans
 END_RETRY_S = 0.05
 END_TRIES = 60  # ~3 s of retries to empty and remove a group
-SPARE = "spare"
 # "off": behave as if the kernel offered no cgroups; "v1" / "v2": only that hierarchy (tests, diagnosis)
 SWITCH = "HARNESS_SIDECAR_CGROUPS"
 DEFAULT_MAX_PROCESSES = 128
+HOST = "host"  # = launcher.HOST (not imported: the launcher imports us)
+ENTER = "HARNESS_SIDECAR_CGROUP"  # a Python host's group: it enters it itself (``enter_own_group``)
 _PR_SET_CHILD_SUBREAPER = 36
 
 
 @dataclass
 class Cgroups:
-    """The sidecar's own subtree: ``root`` = ``<mount>/<own cgroup>/harness-sidecar-<pid>``."""
+    """The sidecar's own subtree: ``root`` = ``<mount>/<own cgroup>/harness-sidecar-<pid>``.
+
+    A thread's processes share one *slot* (``slot-<n>/``), whose ``pids.max`` is the thread's
+    limit. A spare host gets a slot of its own when it starts; the thread that takes it takes its
+    slot too, so the host is not moved (moving a process between cgroups costs ~15 ms of kernel
+    synchronisation when none was moved recently — on thread/start's clock)."""
 
     root: str
     version: int  # 1 (pids hierarchy) or 2
     limits: bool  # pids.max can be set per thread
     killable: bool  # cgroup.kill ends a group at once (v2, Linux ≥ 5.14)
-    max_processes: dict[str, int] = field(default_factory=dict)  # owner dir → its pids.max
+    slots: dict[str, str] = field(default_factory=dict)  # owner (thread id) → its slot
+    spares: dict[int, str] = field(default_factory=dict)  # a spare host's pid → its slot
+    wanted: dict[str, int] = field(default_factory=dict)  # owner → limits.maxProcesses
+    _next: int = 0
 
-    def owner_dir(self, owner: str) -> str:
-        return os.path.join(self.root, _safe(owner) if owner else SPARE)
-
-    def ensure_owner(self, owner: str, max_processes: int) -> str:
-        path = self.owner_dir(owner)
-        try:
-            os.mkdir(path)
-        except FileExistsError:
-            pass
+    def new_slot(self, max_processes: int) -> str:
+        self._next += 1
+        path = os.path.join(self.root, f"slot-{self._next}")
+        os.mkdir(path)
         if self.version == 2 and self.limits:
             _write(os.path.join(path, "cgroup.subtree_control"), "+pids", quiet=True)
-        if self.limits and self.max_processes.get(path) != max_processes:
+        self.set_limit(path, max_processes)
+        return path
+
+    def set_limit(self, path: str, max_processes: int) -> None:
+        if self.limits:
             _write(os.path.join(path, "pids.max"), str(max_processes))
-            self.max_processes[path] = max_processes
+
+    def slot_of(self, owner: str) -> str:
+        """The owner's slot, made now if it has none."""
+        path = self.slots.get(owner)
+        if path is None:
+            path = self.slots[owner] = self.new_slot(self.wanted.get(owner, DEFAULT_MAX_PROCESSES))
         return path
 
     def members(self, path: str) -> list[int]:
@@ -103,12 +118,7 @@ class Cgroups:
                 os.rmdir(dirpath)
             except OSError:
                 pass
-        self.max_processes.pop(path, None)
         return not os.path.isdir(path)
-
-
-def _safe(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:100] or "_"
 
 
 def _write(path: str, text: str, quiet: bool = False) -> bool:
@@ -214,8 +224,10 @@ class Lifetimes:
         self.subreaper = False
         self.started: set[int] = set()  # our own children (subreaper mode): pids the launcher started
         self._registry_r = self._registry_w = -1
+        self._launching: tuple[str, str, str] | None = None  # (kind, owner, slot) of the child being started
+        self._host_enters = False
         self._sweeping = False
-        self.reaper: subprocess.Popen | None = None
+        self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
         if self.cgroups is None and sys.platform.startswith("linux"):
             self.subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
@@ -243,15 +255,34 @@ class Lifetimes:
 
     # -- the launcher's side (parent, before fork) and the child's (between fork and exec)
 
+    def host_slot(self, owner: str) -> str | None:
+        """The group a Python host about to start enters *itself* (``ENTER``, before it says it is
+        ready and long before it runs foreign code), so that the move's kernel synchronisation is not
+        paid by the sidecar waiting in ``fork``/``exec``. None: the launcher fences it as any other."""
+        if self.cgroups is None:
+            return None
+        try:
+            where = self.cgroups.slot_of(owner) if owner else self.cgroups.new_slot(DEFAULT_MAX_PROCESSES)
+        except OSError as exc:
+            logger.error("cannot make the cgroup of %s: %s", owner or "a spare host", exc)
+            raise
+        self._launching = (HOST, owner, where)
+        self._host_enters = True
+        return where
+
     def child_setup(self, kind: str, owner: str, max_processes: int | None) -> Callable[[], None] | None:
         """Prepare the owner's group (parent side); the returned function runs in the child."""
+        if self.cgroups is not None and kind == HOST and self._host_enters:
+            self._host_enters = False  # host_slot() was asked: the host enters its group itself
+            return None
         if self.cgroups is not None:
+            cgroups = self.cgroups
             try:
-                where = self.cgroups.ensure_owner(owner, max_processes or self.cgroups.max_processes.get(
-                    self.cgroups.owner_dir(owner), DEFAULT_MAX_PROCESSES))
+                where = cgroups.slot_of(owner) if owner else cgroups.new_slot(max_processes or DEFAULT_MAX_PROCESSES)
             except OSError as exc:
                 logger.error("cannot make the cgroup of %s: %s", owner or "a spare host", exc)
                 raise
+            self._launching = (kind, owner, where)
             prefix = os.path.join(where, kind + "-")
 
             def enter() -> None:
@@ -278,45 +309,60 @@ class Lifetimes:
         return None
 
     def limit(self, owner: str, max_processes: int) -> None:
-        """Set a thread's process limit ahead of its first process (thread/start)."""
+        """A thread's process limit, for its slot (thread/start, ahead of its first process)."""
         if self.cgroups is not None and owner:
-            try:
-                self.cgroups.ensure_owner(owner, max_processes)
-            except OSError as exc:
-                logger.warning("cannot make the cgroup of %s: %s", owner, exc)
+            self.cgroups.wanted[owner] = max_processes
+            if owner in self.cgroups.slots:
+                self.cgroups.set_limit(self.cgroups.slots[owner], max_processes)
+
+    def started_process(self, pid: int, kind: str, owner: str) -> None:
+        """The launcher's child ``pid`` runs (called by whoever started it): a spare's slot is noted."""
+        if self.cgroups is not None and not owner and self._launching is not None:
+            self.cgroups.spares[pid] = self._launching[2]
+        self._launching = None
 
     # -- handing over and ending
 
     def adopt(self, pid: int, kind: str, owner: str) -> None:
-        """A spare host becomes ``owner``'s: it moves to the owner's group (it has started nothing yet)."""
-        if self.cgroups is None:
+        """A spare host becomes ``owner``'s: its slot becomes the owner's (nothing is moved), or, when
+        the owner has a slot already (its MCP servers started first), the host moves into it."""
+        cgroups = self.cgroups
+        if cgroups is None:
             return
-        old = os.path.join(self.cgroups.owner_dir(""), f"{kind}-{pid}")
-        target_owner = self.cgroups.ensure_owner(owner, self.cgroups.max_processes.get(
-            self.cgroups.owner_dir(owner), DEFAULT_MAX_PROCESSES))
-        new = os.path.join(target_owner, f"{kind}-{pid}")
+        spare = cgroups.spares.pop(pid, None)
+        if spare is None:
+            return
+        if owner not in cgroups.slots:
+            cgroups.slots[owner] = spare
+            cgroups.set_limit(spare, cgroups.wanted.get(owner, DEFAULT_MAX_PROCESSES))
+            return
+        new = os.path.join(cgroups.slots[owner], f"{kind}-{pid}")
         try:
             os.mkdir(new)
         except FileExistsError:
             pass
-        for member in self.cgroups.members(old) or [pid]:
+        for member in cgroups.members(spare):
             _write(os.path.join(new, "cgroup.procs"), str(member))
-        try:
-            os.rmdir(old)
-        except OSError:
-            pass
+        self._end(spare)
 
     def end_process(self, pid: int, kind: str, owner: str) -> None:
         """The process ``pid`` exited or is stopped: end everything it started."""
         if self.cgroups is not None:
-            self._end(os.path.join(self.cgroups.owner_dir(owner), f"{kind}-{pid}"))
+            spare = self.cgroups.spares.pop(pid, None) if not owner else None
+            if spare is not None:
+                self._end(spare)
+            elif owner in self.cgroups.slots:
+                self._end(os.path.join(self.cgroups.slots[owner], f"{kind}-{pid}"))
         elif self.subreaper:
             self.sweep()  # its orphans were re-parented to us: end them now, not at the next tick
 
     def end_owner(self, owner: str) -> None:
         """A thread closed: end everything left in its group (hosts and servers were stopped first)."""
         if self.cgroups is not None and owner:
-            self._end(self.cgroups.owner_dir(owner))
+            self.cgroups.wanted.pop(owner, None)
+            slot = self.cgroups.slots.pop(owner, None)
+            if slot is not None:
+                self._end(slot)
         elif self.subreaper:
             self.sweep()
 
@@ -409,6 +455,8 @@ class Lifetimes:
     def _start_reaper(self) -> None:
         if not sys.platform.startswith("linux") or (self.cgroups is None and not self.subreaper):
             return
+        import subprocess
+
         read, write = os.pipe()
         args = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(__file__), "reaper.py"), str(os.getpid())]
         args += ["cgroup", self.cgroups.root, "1" if self.cgroups.killable else "0"] if self.cgroups else ["tree"]
@@ -488,3 +536,25 @@ def get() -> Lifetimes:
 def available() -> str | None:
     """What lifetime containment does not fence here (None: nothing is missing), for ``containment_reduced``."""
     return get().available()
+
+
+def enter_own_group() -> None:
+    """In a Python host, first thing: enter the group the sidecar named (``host_slot``), or exit."""
+    where = os.environ.pop(ENTER, None)
+    if not where:
+        return
+    path = os.path.join(where, f"{HOST}-{os.getpid()}")
+    try:
+        os.mkdir(path)
+        _write_or_raise(os.path.join(path, "cgroup.procs"), "0")
+    except OSError as exc:
+        os.write(2, f"cannot enter the cgroup {path}: {exc}\n".encode())
+        os._exit(126)  # never run unfenced
+
+
+def _write_or_raise(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)

@@ -1180,6 +1180,9 @@ def die_with_parent(parent: int) -> None:
 def main(argv: list[str]) -> None:
     fd, parent = int(argv[0]), int(argv[1])
     die_with_parent(parent)
+    from harness_sidecar.containment.lifetimes import enter_own_group
+
+    enter_own_group()  # its thread's cgroup (v3 §1 lifetimes), before it is ready for any extension
     from harness_sidecar import jsonio
 
     jsonio.standard_library_only()  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV

@@ -58,12 +58,16 @@ class HostProcess:
         env = dict(os.environ)
         env["MALLOC_ARENA_MAX"] = "2"  # per-thread malloc arenas would eat an address-space limit
         env.pop("PYTHONSTARTUP", None)
+        slot = lifetimes.get().host_slot("")  # a spare: its own group, which the thread taking it takes
+        if slot is not None:
+            env[lifetimes.ENTER] = slot
         argv = [sys.executable, "-m", "harness_sidecar.extensions.host", str(theirs.fileno()), str(os.getpid())]
         self.proc = launcher.popen(launcher.Launch(argv, launcher.HOST, env=env, pass_fds=(theirs.fileno(),)),
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         theirs.close()
         self.pid = self.proc.pid
         self.owner = ""  # a spare until a thread takes it (``adopt``)
+        lifetimes.get().started_process(self.pid, launcher.HOST, self.owner)
         self.sock = ours
         ours.setblocking(False)
         self.label = f"extension host {self.pid}"
