@@ -27,8 +27,10 @@ saw them (subreapers; it looks every 0.5 s).
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import shutil
 import signal
 import sys
 import time
@@ -49,6 +51,9 @@ DEFAULT_MAX_PROCESSES = 128
 HOST = "host"  # = launcher.HOST (not imported: the launcher imports us)
 ENTER = "HARNESS_SIDECAR_CGROUP"  # a Python host's group: it enters it itself (``enter_own_group``)
 _PR_SET_CHILD_SUBREAPER = 36
+SHELL = "/bin/sh"
+# $1: the group's path without the pid; $$ is the shell's pid, which exec keeps. Never run unfenced.
+_ENTER_SCRIPT = 'd="$1-$$"; shift; { mkdir "$d" && echo 0 > "$d/cgroup.procs"; } 2>/dev/null || exit 126; exec "$@"'
 
 
 @dataclass
@@ -226,6 +231,7 @@ class Lifetimes:
         self._registry_r = self._registry_w = -1
         self._launching: tuple[str, str, str] | None = None  # (kind, owner, slot) of the child being started
         self._host_enters = False
+        self._wrapped = False
         self._sweeping = False
         self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
@@ -270,10 +276,40 @@ class Lifetimes:
         self._host_enters = True
         return where
 
+    def argv(self, kind: str, owner: str, argv: list[str], env: dict[str, str] | None,
+             cwd: str | None) -> list[str]:
+        """``argv``, or (cgroups) ``/bin/sh -c ENTER group argv…``: the shell enters the group and
+        ``exec``s the command — the same process, before any of its code runs. The command is looked
+        up here, so a missing or non-executable one still fails the start with ``OSError``."""
+        if self.cgroups is None or kind == HOST or not argv or not os.access(SHELL, os.X_OK):
+            return argv
+        program = argv[0]
+        if "/" in program:
+            path = program if os.path.isabs(program) or cwd is None else os.path.join(cwd, program)
+            if not os.path.exists(path):
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+            if os.path.isdir(path) or not os.access(path, os.X_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
+        else:
+            found = shutil.which(program, path=(env if env is not None else os.environ).get("PATH", os.defpath))
+            if found is None:
+                raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+            path = found
+        try:
+            where = self.cgroups.slot_of(owner) if owner else self.cgroups.new_slot(DEFAULT_MAX_PROCESSES)
+        except OSError as exc:
+            logger.error("cannot make the cgroup of %s: %s", owner or "a process without a thread", exc)
+            raise
+        self._wrapped = True
+        return [SHELL, "-c", _ENTER_SCRIPT, "harness-sidecar-enter", os.path.join(where, kind), path, *argv[1:]]
+
     def child_setup(self, kind: str, owner: str, max_processes: int | None) -> Callable[[], None] | None:
         """Prepare the owner's group (parent side); the returned function runs in the child."""
         if self.cgroups is not None and kind == HOST and self._host_enters:
             self._host_enters = False  # host_slot() was asked: the host enters its group itself
+            return None
+        if self.cgroups is not None and self._wrapped:
+            self._wrapped = False  # argv() wrapped it: the shell enters the group before exec
             return None
         if self.cgroups is not None:
             cgroups = self.cgroups
