@@ -68,8 +68,11 @@ def activate(api):
 
 # A stdio MCP server that leaves a setsid grandchild behind at start (its pid in PIDFILE).
 MCP_SERVER = """\
-import json, os, subprocess, sys
+import json, os, signal, subprocess, sys, time
 pidfile = sys.argv[1]
+stubborn = "--stubborn" in sys.argv  # ignores SIGTERM and lives on after EOF
+if stubborn:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 kid = subprocess.Popen(["setsid", "sleep", "600"]).pid
 r, w = os.pipe()
 pid = os.fork()
@@ -97,6 +100,8 @@ for line in sys.stdin:
     else:
         result = {"content": [{"type": "text", "text": "ok"}]}
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
+if stubborn:
+    time.sleep(600)
 """
 
 
@@ -134,10 +139,21 @@ def alive(ids: list[tuple[int, int]]) -> list[tuple[int, int]]:
 
 
 def assert_gone_within(ids: list[tuple[int, int]], since: float, what: str) -> None:
+    """Every process of ``ids`` is gone, and was gone within ``GONE_WITHIN_S`` of ``since``."""
     while alive(ids) and time.monotonic() - since < GONE_WITHIN_S:
-        time.sleep(0.05)
+        time.sleep(0.02)
+    took = time.monotonic() - since
     survivors = alive(ids)
     assert not survivors, f"{len(survivors)} of {len(ids)} processes outlived {what} by {GONE_WITHIN_S} s"
+    assert took <= GONE_WITHIN_S + 0.1, f"the processes outlived {what} by {took:.2f} s"
+
+
+def close(sidecar: SidecarProcess, thread: str, ids: list[tuple[int, int]], what: str = "thread/close") -> None:
+    """thread/close, watching the processes die while it is answered (not only after)."""
+    since = time.monotonic()
+    pending = sidecar.request_async("thread/close", {"threadId": thread})
+    assert_gone_within(ids, since, what)
+    assert sidecar.wait_for(pending, 30)["result"] is None
 
 
 def marked(marker: str) -> list[tuple[int, int]]:
@@ -239,13 +255,9 @@ def test_a_threads_processes_end_with_thread_close(spawn, ws, mode):
     # its owner runs (the documented price of the subreaper path); with cgroups it lives with its owner.
     expected = others if mode != "subreaper" else others[:2]
     assert alive(others) == expected
-    since = time.monotonic()
-    assert sidecar.call("thread/close", {"threadId": thread}) is None
-    assert_gone_within(kids, since, "thread/close")
+    close(sidecar, thread, kids)
     assert alive(expected) == expected  # the other thread's processes are its own: untouched
-    since = time.monotonic()
-    sidecar.call("thread/close", {"threadId": other})
-    assert_gone_within(others, since, "thread/close")
+    close(sidecar, other, others)
 
 
 def test_a_hosts_processes_end_when_the_host_is_killed_and_the_thread_goes_on(spawn, ws, mode):
@@ -258,9 +270,7 @@ def test_a_hosts_processes_end_when_the_host_is_killed_and_the_thread_goes_on(sp
     # the host is started again on the next call, and its new processes are fenced the same way
     new_host, new_kids = spawn_kids(sidecar, thread)
     assert new_host != host
-    since = time.monotonic()
-    sidecar.call("thread/close", {"threadId": thread})
-    assert_gone_within(new_kids, since, "thread/close after a restart")
+    close(sidecar, thread, new_kids, "thread/close after a restart")
 
 
 @pytest.mark.parametrize("how", ["SIGKILL", "EOF"])
@@ -297,9 +307,22 @@ def test_an_mcp_servers_setsid_grandchildren_end_with_thread_close(spawn, ws, mo
     report = json.loads(pidfile.read_text())
     ids = [identity(report["server"])] + [identity(pid) for pid in report["kids"]]
     assert all(ids)
-    since = time.monotonic()
-    sidecar.call("thread/close", {"threadId": answer["threadId"]})
-    assert_gone_within(ids, since, "thread/close")  # type: ignore[arg-type]
+    close(sidecar, answer["threadId"], ids)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["cgroups", "cgroup2"], indirect=True)
+def test_a_stubborn_mcp_server_ends_within_3_s_of_thread_close(spawn, ws, mode, tmp_path):
+    """It ignores EOF on stdin and SIGTERM: the graceful stop would take 4 s; the thread's group is
+    ended at 2.2 s. (Without cgroups the stop sequence stands: 2 s, SIGTERM, 2 s, SIGKILL.)"""
+    write(tmp_path / "leaver.py", MCP_SERVER)
+    pidfile = tmp_path / "mcp.json"
+    sidecar = spawn(env=sidecar_env(mode))
+    answer = sidecar.call("thread/start", {"roots": [str(ws)], "mcpServers": [{
+        "name": "stubborn", "required": True,
+        "command": [sys.executable, str(tmp_path / "leaver.py"), str(pidfile), "--stubborn"]}]}, timeout=60)
+    report = json.loads(pidfile.read_text())
+    ids = [identity(report["server"])] + [identity(pid) for pid in report["kids"]]
+    close(sidecar, answer["threadId"], ids)  # type: ignore[arg-type]
 
 
 def test_a_fork_bomb_is_bounded_by_max_processes_and_other_threads_start_and_call(spawn, ws):
@@ -317,12 +340,13 @@ def test_a_fork_bomb_is_bounded_by_max_processes_and_other_threads_start_and_cal
     bombed = json.loads(result["content"][0]["text"])
     assert bombed["errno"] == errno.EAGAIN, bombed  # the fork failed inside the bomber's own process
     assert 0 < bombed["forked"] < 64
+    deadline = time.monotonic() + 10
+    while len(marked(marker)) < bombed["forked"] and time.monotonic() < deadline:
+        time.sleep(0.05)  # the last children may not have reached exec yet
     assert len(marked(marker)) == bombed["forked"]
     again = started(sidecar, ws)  # and after it: still no -32603 for anyone else
     spawn_kids(sidecar, again)
-    since = time.monotonic()
-    sidecar.call("thread/close", {"threadId": bomber})
-    assert_gone_within(marked(marker), since, "the bomber's thread/close")
+    close(sidecar, bomber, marked(marker), "the bomber's thread/close")
     assert alive(kids) == kids  # the victim's processes live on
 
 

@@ -601,12 +601,17 @@ class Sidecar:
             thread.watch = None
         if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
+        fenced = bool(thread.start.mcp_servers or thread.start.trusted_extensions)
+        if fenced:  # the graceful stops below get STOP_DEADLINE_S; then the thread's group is ended
+            from harness_sidecar.containment import lifetimes
+
+            deadline = asyncio.get_running_loop().call_later(lifetimes.STOP_DEADLINE_S, lifetimes.get().end_owner,
+                                                             thread.id)
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
         if ending:
             await asyncio.gather(*ending)
-        if thread.start.mcp_servers or thread.start.trusted_extensions:  # and whatever they left behind
-            from harness_sidecar.containment import lifetimes
-
+        if fenced:  # and whatever they left behind
+            deadline.cancel()
             lifetimes.get().end_owner(thread.id)
 
     async def close_all(self, reason: str) -> None:

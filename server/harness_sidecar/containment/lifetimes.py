@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SWEEP_S = 1.0  # how often the subreaper mode ends adopted orphans
+STOP_DEADLINE_S = 2.2  # thread/close: a host or server still stopping gracefully then is ended with its group
 END_RETRY_S = 0.05
 END_TRIES = 60  # ~3 s of retries to empty and remove a group
 # "off": behave as if the kernel offered no cgroups; "v1" / "v2": only that hierarchy (tests, diagnosis)
