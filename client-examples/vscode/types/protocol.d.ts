@@ -59,6 +59,7 @@ export type Error =
   | Error_NotInitialized
   | Error_Cancelled
   | Error_InternalError
+  | Error_ResourcesExhausted
   | Error_ThreadNotFound
   | Error_SkillNotFound
   | Error_InvalidArguments
@@ -71,7 +72,8 @@ export type Error =
   | Error_MissingArgument
   | Error_CommandNotFound
   | Error_InputBlocked
-  | Error_McpUnavailable;
+  | Error_McpUnavailable
+  | Error_TooManyThreads;
 /**
  * An extension's id: the skill-name rule (lower-case letters and digits in groups joined by single hyphens, at most 64 characters, not a Windows device name).
  *
@@ -598,6 +600,21 @@ export interface Error_InternalError {
   };
 }
 /**
+ * The system refused the sidecar what the request needed (no file descriptors, no memory, no processes): this request fails, nothing of it ran half, the sidecar keeps serving.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_ResourcesExhausted".
+ */
+export interface Error_ResourcesExhausted {
+  code: -32070;
+  message: string;
+  data: {
+    kind: "resources_exhausted";
+    errno?: number;
+    [k: string]: unknown;
+  };
+}
+/**
  * An unknown or closed threadId (not echoed when it is over 200 characters long).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -804,6 +821,21 @@ export interface Error_McpUnavailable {
   data: {
     kind: "mcp_unavailable";
     name: string;
+    [k: string]: unknown;
+  };
+}
+/**
+ * thread/start while --max-threads threads are open or starting.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_TooManyThreads".
+ */
+export interface Error_TooManyThreads {
+  code: -32071;
+  message: string;
+  data: {
+    kind: "too_many_threads";
+    limit: number;
     [k: string]: unknown;
   };
 }
@@ -1055,6 +1087,7 @@ export interface Limits {
   extensionContextBytes?: number;
   maxListedFiles?: number;
   mcpToolTimeoutMs?: number;
+  maxProcesses?: number;
 }
 /**
  * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
@@ -1521,11 +1554,11 @@ export interface ServerNotifications {
 }
 
 /** The error kinds any request may get (x-request-errors). */
-export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "not_initialized" | "cancelled" | "internal_error";
+export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "not_initialized" | "cancelled" | "internal_error" | "resources_exhausted";
 
 /** The domain error kinds each method may answer, besides RequestErrorKind. */
 export interface DomainErrorKinds {
-  "thread/start": "mcp_unavailable";
+  "thread/start": "mcp_unavailable" | "too_many_threads";
   "thread/refresh": "thread_not_found";
   "thread/close": "thread_not_found";
   "skills/activate": "thread_not_found" | "skill_not_found" | "invalid_arguments" | "path_escape" | "name_mismatch" | "invalid_frontmatter" | "not_utf8" | "resource_not_found" | "too_large";
