@@ -71,6 +71,7 @@ MCP_SERVER = """\
 import json, os, signal, subprocess, sys, time
 pidfile = sys.argv[1]
 stubborn = "--stubborn" in sys.argv  # ignores SIGTERM and lives on after EOF
+crashes = "--exit-on-call" in sys.argv  # exits (status 3) when its tool is called
 if stubborn:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 kid = subprocess.Popen(["setsid", "sleep", "600"]).pid
@@ -97,6 +98,8 @@ for line in sys.stdin:
                   "serverInfo": {"name": "leaver", "version": "1"}}
     elif msg["method"] == "tools/list":
         result = {"tools": [{"name": "noop", "inputSchema": {"type": "object"}}]}
+    elif crashes:
+        os._exit(3)
     else:
         result = {"content": [{"type": "text", "text": "ok"}]}
     print(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}), flush=True)
@@ -308,6 +311,24 @@ def test_an_mcp_servers_setsid_grandchildren_end_with_thread_close(spawn, ws, mo
     ids = [identity(report["server"])] + [identity(pid) for pid in report["kids"]]
     assert all(ids)
     close(sidecar, answer["threadId"], ids)  # type: ignore[arg-type]
+
+
+def test_an_mcp_servers_grandchildren_end_when_it_exits_and_the_thread_goes_on(spawn, ws, mode, tmp_path):
+    write(tmp_path / "leaver.py", MCP_SERVER)
+    pidfile = tmp_path / "mcp.json"
+    sidecar = spawn(env=sidecar_env(mode))
+    thread = started(sidecar, ws, mcpServers=[{"name": "crasher", "command": [
+        sys.executable, str(tmp_path / "leaver.py"), str(pidfile), "--exit-on-call"]}])
+    report = json.loads(pidfile.read_text())
+    ids = [identity(report["server"])] + [identity(pid) for pid in report["kids"]]
+    _host, kids = spawn_kids(sidecar, thread)  # the thread's host's processes: not the server's
+    since = time.monotonic()
+    result = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "x", "name": "mcp__crasher__noop",
+                                                                     "arguments": {}}}, timeout=60)["result"]
+    assert result["isError"] is True
+    assert_gone_within(ids, since, "the MCP server's exit")  # type: ignore[arg-type]
+    expected = kids if mode != "subreaper" else kids[:2]  # (without cgroups the daemon is swept anyway)
+    assert alive(expected) == expected  # the host's processes are not the server's: they live on
 
 
 @pytest.mark.parametrize("mode", ["cgroups", "cgroup2"], indirect=True)

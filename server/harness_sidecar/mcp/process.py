@@ -63,12 +63,17 @@ class ServerProcess:
         loop = asyncio.get_running_loop()
         transport, protocol = await launcher.spawn(
             launcher.Launch(argv, launcher.MCP, owner=self.owner, env=env, cwd=cwd),
-            lambda: _Protocol(self.exited.set, 1 << 20, loop),
+            lambda: _Protocol(self._on_exit, 1 << 20, loop),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self.proc = asyncio.subprocess.Process(transport, protocol, loop)
         if self.proc.returncode is not None:
             self.exited.set()
         self._stderr_task = asyncio.create_task(self._pump_stderr(), name=f"mcp-stderr {self.label}")
+
+    def _on_exit(self) -> None:
+        self.exited.set()
+        if self.proc is not None:  # what it started ends with it, now (not after the stop sequence)
+            lifetimes.get().end_process(self.proc.pid, launcher.MCP, self.owner)
 
     @property
     def stdin(self) -> asyncio.StreamWriter:
