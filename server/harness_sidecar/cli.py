@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 USAGE = """\
-usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N]
+usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N] [--max-threads N]
                                                       serve JSON-RPC on stdin/stdout
        harness-sidecar --lsp [--stdio] [--log-level LEVEL]
                                                       serve as a language server (needs the 'lsp' extra)
@@ -20,6 +20,7 @@ The protocol is documented in protocol.md. Logs go to stderr; stdout carries pro
 messages only. LEVEL is one of debug, info, warning (default), error.
 --max-in-flight N: stop reading stdin while N requests are unanswered (default 1000).
 --max-result-bytes N: no response line is longer (default 16 MiB); see protocol.md.
+--max-threads N: at most N open threads; thread/start beyond is error too_many_threads (default 64).
 --stdio (what language clients add) names the only transport there is; --pipe, --socket
 and --node-ipc are refused.
 """
@@ -91,6 +92,10 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         endpoint.set_capabilities(answered[1])
         endpoint.preload()
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
+    from harness_sidecar.containment import lifetimes
+
+    if lifetimes._instance is not None:  # whatever a thread's code left: ended before we go
+        lifetimes._instance.close()
     flush_stderr()
     # Daemon worker threads may still be stuck in an extension's code: leave without joining them.
     os._exit(code)
@@ -143,7 +148,8 @@ def main(argv: list[str] | None = None) -> int:
 
     make_private()  # first: no other process of the user opens our /proc/<pid>/fd/* or memory (protocol.md)
     args = list(sys.argv[1:] if argv is None else argv)
-    options = {"--log-level": "warning", "--max-in-flight": "1000", "--max-result-bytes": str(16 * 1024 * 1024)}
+    options = {"--log-level": "warning", "--max-in-flight": "1000", "--max-result-bytes": str(16 * 1024 * 1024),
+               "--max-threads": "64"}
     rest: list[str] = []
     i = 0
     while i < len(args):
@@ -165,12 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness-sidecar: unknown log level {level!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     numbers = {}
-    for name in ("--max-in-flight", "--max-result-bytes"):
+    for name in ("--max-in-flight", "--max-result-bytes", "--max-threads"):
         if not options[name].isdigit() or int(options[name]) < 1:
             print(f"harness-sidecar: {name} takes a positive integer, not {options[name]!r}\n\n{USAGE}",
                   file=sys.stderr)
             return 2
         numbers[name] = int(options[name])
+    from harness_sidecar.limits import SIDECAR
+
+    SIDECAR.max_threads = numbers["--max-threads"]
     if not rest:
         return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"])
     configure_logging(level)

@@ -6,7 +6,11 @@ branch on a stable string instead of parsing a message.
 
 from __future__ import annotations
 
+import errno as _errno
 from typing import Any
+
+# The system said no (no fds, no memory, no processes): the request fails, the sidecar goes on.
+RESOURCE_ERRNOS = frozenset({_errno.EMFILE, _errno.ENFILE, _errno.EAGAIN, _errno.ENOMEM})
 
 
 class RpcError(Exception):
@@ -83,6 +87,8 @@ DOMAIN_CODES: dict[str, int] = {
     "command_not_found": -32030,
     "input_blocked": -32031,
     "mcp_unavailable": -32040,
+    "resources_exhausted": -32070,
+    "too_many_threads": -32071,
 }
 
 
@@ -109,6 +115,9 @@ def as_rpc_error(method: str, exc: Exception) -> RpcError:
     internal error naming the exception (a bug: the caller logs its traceback)."""
     if isinstance(exc, RpcError):
         return exc
+    if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS):
+        return DomainError("resources_exhausted", f"'{method}' could not get what it needs from the system: "
+                           f"{type(exc).__name__}: {exc}", errno=getattr(exc, "errno", None))
     return InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}")
 
 

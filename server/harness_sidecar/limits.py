@@ -30,6 +30,7 @@ class Limits:
     max_command_hook_timeout_ms: int = 600000
     session_end_budget_ms: int = 1500
     command_hook_failure: str = "closed"  # "closed" | "open" (wire: commandHookFailure; not an integer)
+    max_processes: int = 128  # tasks (processes and their threads) of the thread's processes, as pids.max counts
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -52,5 +53,16 @@ class Limits:
         "maxCommandHookTimeoutMs": "max_command_hook_timeout_ms",
         "sessionEndBudgetMs": "session_end_budget_ms",
         "commandHookFailure": "command_hook_failure",
+        "maxProcesses": "max_processes",
     }
     STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values
+
+
+@dataclass
+class SidecarLimits:
+    """Bounds of the whole sidecar, from its command line (``cli.py``)."""
+
+    max_threads: int = 64  # --max-threads: open threads; thread/start beyond is too_many_threads
+
+
+SIDECAR = SidecarLimits()

@@ -24,7 +24,7 @@ from harness_sidecar.hooks.python import (
     THREAD_START,
     HookFault,
 )
-from harness_sidecar.limits import Limits
+from harness_sidecar.limits import SIDECAR, Limits
 from harness_sidecar.resources.activation import (
     ActivatedSkill,
     activate,
@@ -202,6 +202,11 @@ class Sidecar:
 
     async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
         start = P.parse_thread_start(params)
+        open_threads = len(self.threads) + len(self._starting)
+        if open_threads >= SIDECAR.max_threads:
+            raise DomainError("too_many_threads", f"{open_threads} threads are open or starting; the limit is "
+                                                  f"{SIDECAR.max_threads} (--max-threads): close one first",
+                              limit=SIDECAR.max_threads)
         thread_id = f"thread-{next(self._ids)}"
         starting = asyncio.get_running_loop().create_future()
         self._starting[thread_id] = starting
@@ -222,6 +227,10 @@ class Sidecar:
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled, source={"kind": "editor"})
         servers = None
+        if _may_start_processes(start):  # its processes' group and limit, before the first
+            from harness_sidecar.containment import lifetimes
+
+            lifetimes.get().limit(thread_id, limits.max_processes)
         if start.trusted_plugins:  # a trusted plugin's MCP servers are known once the roots are scanned
             catalog, found = await self._discover(start)
             configs = list(start.mcp_servers) + self._plugin_mcp_configs(catalog, start)
@@ -739,9 +748,18 @@ class Sidecar:
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
         if thread.hooks is not None:
             await thread.hooks.session_end(reason)
+        fenced = _may_start_processes(thread.start)
+        if fenced:  # the graceful stops below get STOP_DEADLINE_S; then the thread's group is ended
+            from harness_sidecar.containment import lifetimes
+
+            deadline = asyncio.get_running_loop().call_later(lifetimes.STOP_DEADLINE_S, lifetimes.get().end_owner,
+                                                             thread.id)
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
         if ending:
             await asyncio.gather(*ending)
+        if fenced:  # and whatever they left behind
+            deadline.cancel()
+            lifetimes.get().end_owner(thread.id)
         SINK.forget(thread.id)
 
     async def close_all(self, reason: str) -> None:
@@ -984,6 +1002,11 @@ class Sidecar:
                 return ToolResult.error(call, f"the editor failed the tool call: {exc}", kind="editor_error")
             return dynamic_result(call, answer)
         return run
+
+
+def _may_start_processes(start: P.ThreadStartParams) -> bool:
+    """Whether a thread may start processes (a host, MCP servers, command hooks): they get its group and limit."""
+    return bool(start.mcp_servers or start.trusted_extensions or start.trusted_plugins or start.trusted_hooks)
 
 
 def _claimant(tool: Tool) -> str:

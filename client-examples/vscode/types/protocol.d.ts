@@ -59,6 +59,7 @@ export type Error =
   | Error_NotInitialized
   | Error_Cancelled
   | Error_InternalError
+  | Error_ResourcesExhausted
   | Error_ThreadNotFound
   | Error_SkillNotFound
   | Error_InvalidArguments
@@ -72,7 +73,8 @@ export type Error =
   | Error_MissingArgument
   | Error_CommandNotFound
   | Error_InputBlocked
-  | Error_McpUnavailable;
+  | Error_McpUnavailable
+  | Error_TooManyThreads;
 /**
  * An extension's id: the skill-name rule (lower-case letters and digits in groups joined by single hyphens, at most 64 characters, not a Windows device name).
  *
@@ -922,6 +924,21 @@ export interface Error_InternalError {
   };
 }
 /**
+ * The system refused the sidecar what the request needed (no file descriptors, no memory, no processes): this request fails, nothing of it ran half, the sidecar keeps serving.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_ResourcesExhausted".
+ */
+export interface Error_ResourcesExhausted {
+  code: -32070;
+  message: string;
+  data: {
+    kind: "resources_exhausted";
+    errno?: number;
+    [k: string]: unknown;
+  };
+}
+/**
  * An unknown or closed threadId (not echoed when it is over 200 characters long).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1150,6 +1167,21 @@ export interface Error_McpUnavailable {
   data: {
     kind: "mcp_unavailable";
     name: string;
+    [k: string]: unknown;
+  };
+}
+/**
+ * thread/start while --max-threads threads are open or starting.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_TooManyThreads".
+ */
+export interface Error_TooManyThreads {
+  code: -32071;
+  message: string;
+  data: {
+    kind: "too_many_threads";
+    limit: number;
     [k: string]: unknown;
   };
 }
@@ -1458,6 +1490,7 @@ export interface Limits {
   commandHookTimeoutMs?: number;
   maxCommandHookTimeoutMs?: number;
   sessionEndBudgetMs?: number;
+  maxProcesses?: number;
   /**
    * What a failed command hook of an event that can block does: "closed" (default) blocks (hook_failed); "open" reports a diagnostic and lets the call go on.
    */
@@ -2124,11 +2157,11 @@ export interface ServerNotifications {
 }
 
 /** The error kinds any request may get (x-request-errors). */
-export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "not_initialized" | "cancelled" | "internal_error";
+export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "not_initialized" | "cancelled" | "internal_error" | "resources_exhausted";
 
 /** The domain error kinds each method may answer, besides RequestErrorKind. */
 export interface DomainErrorKinds {
-  "thread/start": "mcp_unavailable";
+  "thread/start": "mcp_unavailable" | "too_many_threads";
   "thread/refresh": "thread_not_found";
   "thread/close": "thread_not_found";
   "skills/activate": "thread_not_found" | "skill_not_found" | "invalid_arguments" | "path_escape" | "name_mismatch" | "invalid_frontmatter" | "not_utf8" | "resource_not_found" | "too_large" | "broken_link";

@@ -66,20 +66,40 @@ def _child_setup(launch: Launch) -> Callable[[], None] | None:
     if prctl is None:
         return None
     parent = os.getpid()
+    fence = _lifetime_fence(launch)
     enter_domain = landlock.enter_domain()  # prepared here, in the parent
 
     def setup() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the sidecar died before the request took effect
             os._exit(1)
+        if fence is not None:
+            fence()
         enter_domain()  # the kernel's fences: a Landlock domain of its own (containment/landlock.py)
 
     return setup
 
 
+def _lifetime_argv(launch: Launch) -> list[str]:
+    """Lifetimes: the command line to run — an MCP server or hook may be started through ``/bin/sh``,
+    which enters the owner's cgroup and then ``exec``s it (same pid), so that the move's kernel
+    synchronisation is not waited for in ``fork`` on the event loop. Evaluated before ``_child_setup``."""
+    from harness_sidecar.containment import lifetimes
+
+    return lifetimes.get().argv(launch.kind, launch.owner, launch.argv, launch.env, launch.cwd)
+
+
+def _lifetime_fence(launch: Launch) -> Callable[[], None] | None:
+    """Lifetimes (``containment.lifetimes``): the owner's cgroup is made now; the child enters it
+    (or registers with the subreaper sweep) before it execs. ``OSError`` propagates: never unfenced."""
+    from harness_sidecar.containment import lifetimes
+
+    return lifetimes.get().child_setup(launch.kind, launch.owner, None)
+
+
 def popen(launch: Launch, *, stdin: Any, stdout: Any, stderr: Any) -> subprocess.Popen:
     """Start ``launch`` now; ``OSError`` (not found, no fds, no memory) propagates."""
-    return subprocess.Popen(launch.argv, stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=launch.pass_fds,
+    return subprocess.Popen(_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=launch.pass_fds,
                             start_new_session=True, env=launch.env, cwd=launch.cwd,
                             preexec_fn=_child_setup(launch))
 
@@ -88,6 +108,6 @@ async def spawn(launch: Launch, protocol_factory: Callable[[], asyncio.Subproces
                 stdout: Any = None, stderr: Any = None) -> tuple[asyncio.SubprocessTransport, Any]:
     """Start ``launch`` through the running event loop; ``OSError`` propagates."""
     loop = asyncio.get_running_loop()
-    return await loop.subprocess_exec(protocol_factory, *launch.argv, stdin=stdin, stdout=stdout, stderr=stderr,
+    return await loop.subprocess_exec(protocol_factory, *_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr,
                                       env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds,
                                       start_new_session=True, preexec_fn=_child_setup(launch))

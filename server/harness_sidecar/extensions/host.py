@@ -1287,6 +1287,9 @@ def main(argv: list[str]) -> None:
 
     make_private()  # before any extension code: other processes cannot open our fds or memory
     die_with_parent(parent)
+    from harness_sidecar.containment.lifetimes import enter_own_group
+
+    enter_own_group()  # its thread's cgroup (v3 §1 lifetimes), before it is ready for any extension
     from harness_sidecar import jsonio
 
     jsonio.standard_library_only()  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV

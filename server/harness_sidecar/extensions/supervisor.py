@@ -26,7 +26,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.containment import launcher, pythonpath
+from harness_sidecar.containment import launcher, lifetimes, pythonpath
 from harness_sidecar.extensions import channel
 from harness_sidecar.stderr import SINK
 
@@ -58,12 +58,17 @@ class HostProcess:
         path = pythonpath.host_pythonpath(env.pop("PYTHONPATH", None), os.getcwd())
         if path is not None:
             env["PYTHONPATH"] = path
+        slot = lifetimes.get().host_slot("")  # a spare: its own group, which the thread taking it takes
+        if slot is not None:
+            env[lifetimes.ENTER] = slot
         argv = [sys.executable, "-P", "-m", "harness_sidecar.extensions.host", str(theirs.fileno()),
                 str(os.getpid())]
         self.proc = launcher.popen(launcher.Launch(argv, launcher.HOST, env=env, pass_fds=(theirs.fileno(),)),
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         theirs.close()
         self.pid = self.proc.pid
+        self.owner = ""  # a spare until a thread takes it (``adopt``)
+        lifetimes.get().started_process(self.pid, launcher.HOST, self.owner)
         self.sock = ours
         ours.setblocking(False)
         self.label = f"extension host {self.pid}"
@@ -204,11 +209,18 @@ class HostProcess:
         self.proc.wait()
         self._exited()
 
+    def adopt(self, owner: str) -> None:
+        """A thread takes this (spare) host: it moves into the thread's lifetime group and limits."""
+        if owner != self.owner:
+            lifetimes.get().adopt(self.pid, launcher.HOST, owner)
+            self.owner = owner
+
     def _exited(self) -> None:
         if self.exited:
             return
         self.exited = True
         self.returncode = self.proc.returncode
+        lifetimes.get().end_process(self.pid, launcher.HOST, self.owner)  # what it started ends with it
         for fd in list(self._pipes):
             self._pipe_readable(fd)  # what it wrote last
         try:
@@ -372,6 +384,7 @@ class ExtensionHost:
 
     async def _attach(self) -> HostProcess:
         process = await self.spares.take()
+        process.adopt(self.thread_id)
         process.label = f"extension host of {self.thread_id}"
         # No answer may be longer than --max-result-bytes: a longer frame is refused before it is parsed.
         process.frame_limit(self.init.get("maxResultBytes", channel.MAX_FRAME_BYTES) + FRAME_SLACK)

@@ -22,7 +22,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-from harness_sidecar.containment import launcher
+from harness_sidecar.containment import launcher, lifetimes
 from harness_sidecar.stderr import SINK
 
 STDERR_CHUNK = 65536
@@ -63,12 +63,17 @@ class ServerProcess:
         loop = asyncio.get_running_loop()
         transport, protocol = await launcher.spawn(
             launcher.Launch(argv, launcher.MCP, owner=self.owner, env=env, cwd=cwd),
-            lambda: _Protocol(self.exited.set, 1 << 20, loop),
+            lambda: _Protocol(self._on_exit, 1 << 20, loop),
             stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         self.proc = asyncio.subprocess.Process(transport, protocol, loop)
         if self.proc.returncode is not None:
             self.exited.set()
         self._stderr_task = asyncio.create_task(self._pump_stderr(), name=f"mcp-stderr {self.label}")
+
+    def _on_exit(self) -> None:
+        self.exited.set()
+        if self.proc is not None:  # what it started ends with it, now (not after the stop sequence)
+            lifetimes.get().end_process(self.proc.pid, launcher.MCP, self.owner)
 
     @property
     def stdin(self) -> asyncio.StreamWriter:
@@ -147,6 +152,8 @@ class ServerProcess:
 
     async def _reap(self) -> None:
         self.kill_group(signal.SIGKILL)
+        if self.proc is not None:  # and what left its group (setsid, double forks)
+            lifetimes.get().end_process(self.proc.pid, launcher.MCP, self.owner)
         if self.proc is not None:
             deadline = asyncio.get_running_loop().time() + 2.0
             while group_alive(self.proc.pid) and asyncio.get_running_loop().time() < deadline:

@@ -369,6 +369,9 @@ GENERIC_ERRORS = [
     ErrorKind("not_initialized", (-32002,), [], "A request before initialize."),
     ErrorKind("cancelled", (-32800,), [], "Cancelled by $/cancelRequest, or by exit without shutdown."),
     ErrorKind("internal_error", (-32603,), [], "A bug in the sidecar (logged); it keeps serving."),
+    ErrorKind("resources_exhausted", (DOMAIN_CODES["resources_exhausted"],), [opt("errno", Int(minimum=0))],
+              "The system refused the sidecar what the request needed (no file descriptors, no memory, no "
+              "processes): this request fails, nothing of it ran half, the sidecar keeps serving."),
 ]
 DOMAIN_ERRORS = [
     _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
@@ -396,6 +399,8 @@ DOMAIN_ERRORS = [
                               opt("blockedKind", S(enum=("hook", "hook_failed", "hook_conflict")))],
             "An input handler failed (fail-closed), or UserPromptSubmit command hooks (by) blocked the input."),
     _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
+    _domain("too_many_threads", [Field("limit", Int(minimum=1))],
+            "thread/start while --max-threads threads are open or starting."),
 ]
 ERROR_KINDS = {e.kind: e for e in GENERIC_ERRORS + [d for d in DOMAIN_ERRORS if d.kind != "too_large"]}
 ERROR = Union(*(e.shape() for e in ERROR_KINDS.values()), name="Error",
@@ -433,7 +438,7 @@ MESSAGES: list[Message] = [
     _notification("$/cancelRequest", P.CANCEL, BOTH, "The request is answered -32800 (kind cancelled); the "
                                                     "sidecar sends it for a ui/* request whose tools/call was "
                                                     "cancelled."),
-    _request("thread/start", P.THREAD_START, THREAD_START_RESULT, ("mcp_unavailable",)),
+    _request("thread/start", P.THREAD_START, THREAD_START_RESULT, ("mcp_unavailable", "too_many_threads")),
     _request("thread/refresh", P.THREAD_PARAMS, THREAD_START_RESULT, THREAD,
              "Rescans the roots now; answers like thread/start."),
     _request("thread/close", P.THREAD_PARAMS, NULL_RESULT, THREAD),
