@@ -52,8 +52,8 @@ class Limits:
         "commandHookTimeoutMs": "command_hook_timeout_ms",
         "maxCommandHookTimeoutMs": "max_command_hook_timeout_ms",
         "sessionEndBudgetMs": "session_end_budget_ms",
-        "commandHookFailure": "command_hook_failure",
         "maxProcesses": "max_processes",
+        "commandHookFailure": "command_hook_failure",
     }
     STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values
 
