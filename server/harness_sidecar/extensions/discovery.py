@@ -2,6 +2,11 @@
 
 The bytes hashed here are the bytes a trusted extension's host compiles: they travel over
 the channel, and the host never reads the path again (for a package, every ``.py`` file of it).
+
+Pins cover what is loaded: a package's hash covers every file under its folder but
+``__pycache__``, ``*.pyc``/``*.pyo`` and dot-entries, and the host imports from the package
+only the ``.py`` files sent here (its finder refuses every other name under the package, so
+bytecode, extension modules and files planted after hashing are never executed).
 """
 
 from __future__ import annotations

@@ -460,12 +460,19 @@ class _MemoryLoader:
 
 
 class _PackageFinder:
-    """Finds a package's submodules among the files the sidecar hashed and sent."""
+    """The only finder of a package extension's submodules: the ``.py`` files the sidecar hashed and sent.
+
+    Every name under the package is answered here — a module, a subpackage, or a namespace
+    subpackage (a folder holding sent files) — or refused with ``ModuleNotFoundError``; it never
+    falls through to the path finder, so nothing else in the folder (``.pyc``, ``__pycache__``,
+    ``.so``/``.pyd`` extension modules, files added after hashing) can be imported from it.
+    """
 
     def __init__(self, name: str, directory: str, files: dict[str, bytes]) -> None:
         self.name = name
         self.directory = directory
         self.files = files
+        self.folders = {"/".join(parts[:i]) for parts in (f.split("/") for f in files) for i in range(1, len(parts))}
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if not fullname.startswith(self.name + "."):
@@ -481,7 +488,13 @@ class _PackageFinder:
                     spec.submodule_search_locations = [os.path.dirname(path)]
                 spec.has_location = True
                 return spec
-        return None
+        if relative in self.folders:  # a namespace subpackage: an empty module whose submodules are found here
+            folder = os.path.join(self.directory, relative)
+            spec = importlib.machinery.ModuleSpec(fullname, _MemoryLoader(b"", folder), is_package=True)
+            spec.submodule_search_locations = [folder]
+            return spec
+        raise ModuleNotFoundError(f"No module named {fullname!r}: an extension package imports only the .py files "
+                                  f"the sidecar hashed (never .pyc, __pycache__ or extension modules)", name=fullname)
 
 
 def import_extension(ext_id: str, code: bytes, code_path: str, directory: str | None,
@@ -1284,6 +1297,7 @@ def die_with_parent(parent: int) -> None:
 def main(argv: list[str]) -> None:
     fd, parent = int(argv[0]), int(argv[1])
     die_with_parent(parent)
+    sys.dont_write_bytecode = True  # extension code runs from bytes; nothing it imports leaves a .pyc behind
     from harness_sidecar import jsonio
 
     jsonio.standard_library_only()  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
