@@ -165,3 +165,88 @@ def activate(api):
     events = ws.events()
     assert [e[0] for e in events] == ["missing"] and events[0][1].endswith(".parts.missing"), events
     assert not list(package.rglob("*.pyc")) and not list(package.rglob("__pycache__"))
+
+
+# -- registering many tools: O(N), limits.maxTools ----------------------------------------------------
+
+
+def _many_tools(ws, ext_id: str, count: int, duplicate: str | None = None) -> None:
+    write(ws.root / "extensions" / f"{ext_id}.py", ws.header() + f"""
+def tool(c, a):
+    return 'ran'
+def activate(api):
+    trace('activate', {ext_id!r})
+    for i in range({count}):
+        api.register_tool(name=f't{{i}}', description='', input_schema={{'type': 'object'}}, execute=tool)
+    if {duplicate!r}:
+        api.register_tool(name={duplicate!r}, description='', input_schema={{}}, execute=tool)
+""")
+
+
+def test_an_extension_over_limits_max_tools_fails_its_load_with_the_reason(spawn, ws):
+    _many_tools(ws, "bulk", 51)
+    sidecar = spawn()
+    over = start(sidecar, ws, ["bulk"], limits={"maxTools": 50})
+    entry = status_of(over, "bulk")
+    assert entry["status"] == "failed"
+    assert "registers 51 tools, more than limits.maxTools (50)" in entry["error"]
+    assert [t["name"] for t in over["tools"]] == ["load_skill"]  # nothing of it was registered
+    assert any(d["kind"] == "extension_failed" and "limits.maxTools" in d["message"] for d in over["diagnostics"])
+    at = start(sidecar, ws, ["bulk"], limits={"maxTools": 51})
+    assert status_of(at, "bulk")["status"] == "loaded"
+    assert len([t for t in at["tools"] if t["origin"]["kind"] == "extension"]) == 51
+    assert call(sidecar, at["threadId"], "t50")["content"][0]["text"] == "ran"
+
+
+def test_ten_thousand_tools_load_by_default(spawn, ws):
+    _many_tools(ws, "bulk", 10_000)
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(ws.root)], "trustedExtensions": ["bulk"]}, timeout=120)
+    assert status_of(result, "bulk")["status"] == "loaded"
+    assert len(result["tools"]) == 10_001
+    assert call(sidecar, result["threadId"], "t9999")["content"][0]["text"] == "ran"
+    over = sidecar.call("thread/start", {"roots": [str(ws.root)], "trustedExtensions": ["bulk"],
+                                         "limits": {"maxTools": 9_999}}, timeout=120)
+    assert "limits.maxTools (9999)" in status_of(over, "bulk")["error"]
+
+
+def test_checking_twenty_thousand_registrations_does_not_stall_another_thread(spawn, ws):
+    # The whole report is checked (the clash is the last tool), and the answer is small: what is
+    # timed is the sidecar's checking. Before it was linear, thread 2 waited ~7 s here.
+    _many_tools(ws, "bulk", 20_000, duplicate="t19999")
+    other = ws.tmp / "other"
+    add_skill(other, "other", "Use when other.", "BODY\n")
+    sidecar = spawn()
+    quiet = sidecar.call("thread/start", {"roots": [str(other)]})["threadId"]
+    loading = sidecar.request_async("thread/start", {"roots": [str(ws.root)], "trustedExtensions": ["bulk"],
+                                                     "limits": {"maxTools": 30_000}})
+    waits = []
+    while loading not in sidecar._stash:
+        began = time.monotonic()
+        assert "result" in sidecar.request("tools/list", {"threadId": quiet}, timeout=60)
+        waits.append(time.monotonic() - began)
+    result = sidecar.wait_for(loading)["result"]
+    assert status_of(result, "bulk")["error"] == "registers the tool 't19999' twice"
+    assert ["activate", "bulk"] in ws.events()
+    assert max(waits) < 2.0, f"thread 2 waited {max(waits):.2f} s for tools/list (a loaded 2-core machine)"
+
+
+# -- limits.hostMemoryMb: no nonsense values -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", [0, 63, -1])
+def test_host_memory_below_a_runnable_host_is_invalid_params_not_unlimited(spawn, ws, value):
+    write(ws.root / "extensions" / "probe.py", ws.header() + """
+import resource
+def activate(api):
+    trace('limit', resource.getrlimit(resource.RLIMIT_AS)[0])
+""")
+    sidecar = spawn()
+    refused = sidecar.request("thread/start", {"roots": [str(ws.root)], "trustedExtensions": ["probe"],
+                                               "limits": {"hostMemoryMb": value}})
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["data"] == {"kind": "invalid_params", "field": "limits.hostMemoryMb"}
+    assert "at least 64" in refused["error"]["message"]
+    assert ws.events() == []  # no host ran the extension without a memory limit
+    start(sidecar, ws, ["probe"], limits={"hostMemoryMb": 64})
+    assert ws.events() == [["limit", 64 * 1024 * 1024]]

@@ -25,6 +25,11 @@ class Limits:
     mcp_tool_timeout_ms: int = 60000
     # v3
     max_handler_timeout_ms: int = 60000  # caps a handler's own timeout_ms (api.on, register_command)
+    max_tools: int = 10000  # tools one extension may register; more fails its load
+
+    # Limits whose smaller values are nonsense (refused as invalid params, never read as "no limit"):
+    # below 64 MiB of address space no Python host can run, so 0 is not a way to say "unlimited".
+    MINIMUMS = {"hostMemoryMb": 64}
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -43,4 +48,5 @@ class Limits:
         "maxListedFiles": "max_listed_files",
         "mcpToolTimeoutMs": "mcp_tool_timeout_ms",
         "maxHandlerTimeoutMs": "max_handler_timeout_ms",
+        "maxTools": "max_tools",
     }
