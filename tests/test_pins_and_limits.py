@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from harness_sidecar.client import Malformed
 from helpers import add_skill, write
 
 TRACE_HEADER = """\
@@ -250,3 +251,86 @@ def activate(api):
     assert ws.events() == []  # no host ran the extension without a memory limit
     start(sidecar, ws, ["probe"], limits={"hostMemoryMb": 64})
     assert ws.events() == [["limit", 64 * 1024 * 1024]]
+
+
+# -- JSON nested deeper than 512 levels: too_deep, whoever sent it ------------------------------------
+
+
+def _deep_call(request_id: int, thread: str, arrays: int) -> bytes:
+    """A tools/call whose message nests ``arrays + 4`` levels (message, params, call, arguments, arrays)."""
+    return (b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"threadId":"%s","call":{"id":"c",'
+            b'"name":"echo","arguments":{"a":' % (request_id, thread.encode())
+            + b"[" * arrays + b"1" + b"]" * arrays + b"}}}}")
+
+
+def _frame(body: bytes, framing: str) -> bytes:
+    return body + b"\n" if framing == "jsonl" else b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+ECHO = """
+def echo(c, a):
+    return 'ok'
+def deep(c, a):
+    value = 'x'
+    for _ in range(a['depth']):
+        value = [value]
+    return {'content': [{'type': 'text', 'text': 'deep'}], 'details': {'v': value}}
+def activate(api):
+    api.register_tool(name='echo', description='', input_schema={}, execute=echo)
+    api.register_tool(name='deep', description='', input_schema={}, execute=deep)
+"""
+
+
+@pytest.mark.parametrize("framing", ["jsonl", "content-length"])
+def test_a_request_nested_deeper_than_512_levels_is_answered_too_deep_by_its_id(spawn, ws, framing):
+    write(ws.root / "extensions" / "echo.py", ECHO)
+    sidecar = spawn(framing=framing)
+    thread = start(sidecar, ws, ["echo"])["threadId"]
+    for request_id, arrays in ((100, 508), (101, 509), (102, 1_000), (103, 100_000)):
+        sidecar.send_raw(_frame(_deep_call(request_id, thread, arrays), framing), deliberate=True)
+        answer = sidecar.wait_for(request_id, timeout=30)
+        if arrays + 4 <= 512:
+            assert answer["result"]["result"]["content"][0]["text"] == "ok", answer
+        else:
+            assert answer["error"]["code"] == -32602, answer
+            assert answer["error"]["data"] == {"kind": "too_deep"}
+            assert "deeper than 512 levels" in answer["error"]["message"]
+    assert call(sidecar, thread, "echo")["content"][0]["text"] == "ok"  # still serving, same thread
+
+
+def test_an_extension_result_nested_600_deep_is_the_extensions_failure(spawn, ws):
+    write(ws.root / "extensions" / "echo.py", ECHO)
+    sidecar = spawn()
+    thread = start(sidecar, ws, ["echo"])["threadId"]
+    result = call(sidecar, thread, "deep", {"depth": 600})
+    assert result["isError"] is True and "nested deeper than" in result["content"][0]["text"]
+    assert call(sidecar, thread, "echo", call_id="c2")["content"][0]["text"] == "ok"
+
+
+def test_an_mcp_server_answer_nested_600_deep_is_the_servers_failure(spawn, ws):
+    raw = Path(__file__).resolve().parent / "mcp_servers" / "raw_server.py"
+    deep = "x"
+    for _ in range(600):
+        deep = [deep]
+    answer = {"content": [{"type": "text", "text": "deep"}], "structuredContent": {"v": deep}}
+    sidecar = spawn()
+    thread = sidecar.call("thread/start", {"roots": [str(ws.root)], "mcpServers": [
+        {"name": "raw", "command": [sys.executable, str(raw), "--result", json.dumps(answer)]}]},
+                          timeout=60)["threadId"]
+    response = sidecar.request("tools/call", {"threadId": thread, "call": {"id": "m1", "name": "mcp__raw__say",
+                                                                           "arguments": {"text": "hi"}}}, timeout=60)
+    result = response["result"]["result"]
+    assert result["isError"] is True
+    assert "nested deeper than 512 levels" in json.dumps(result)
+
+
+def test_an_editor_answer_nested_600_deep_fails_its_call_closed(spawn, ws):
+    deep = "x"
+    for _ in range(600):
+        deep = [deep]
+    answer = {"result": {"contentItems": [{"type": "inputText", "text": "sel"}], "success": True, "extra": deep}}
+    sidecar = spawn(on_request=lambda message: Malformed(answer))  # deliberate: not checked against the schema
+    thread = start(sidecar, ws, [], dynamicTools=[{"name": "editor_selection", "description": "",
+                                                   "inputSchema": {"type": "object"}}])["threadId"]
+    result = call(sidecar, thread, "editor_selection", {}, call_id="d1")
+    assert result["isError"] is True and "nested deeper than 512 levels" in result["content"][0]["text"], result

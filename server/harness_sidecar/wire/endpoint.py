@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, stdjson
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, jsondepth, stdjson
 from harness_sidecar.errors import (
     DomainError,
     InternalError,
@@ -26,6 +26,7 @@ from harness_sidecar.errors import (
     RequestCancelled,
     RpcError,
     ServerNotInitialized,
+    TooDeep,
     as_rpc_error,
     object_params,
 )
@@ -137,7 +138,10 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = self.loads(raw)  # NaN and Infinity are not JSON
+            message = jsondepth.bounded_loads(self.loads, raw)  # NaN and Infinity are not JSON
+        except jsondepth.TooDeep as exc:
+            self._too_deep(exc.value)
+            return
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return
@@ -176,6 +180,28 @@ class Endpoint:
             self._on_notification(method, params)
         else:
             self._on_request(request_id, method, params)
+
+    def _too_deep(self, message: Any) -> None:
+        """A message nested deeper than 512 levels: a request is answered ``too_deep`` by its id, an
+        answer to the sidecar's own request fails that request (its asker fails closed)."""
+        error = TooDeep(f"the message is nested deeper than {jsondepth.MAX_DEPTH} levels of arrays and objects")
+        request_id = message.get("id", _NO_ID) if type(message) is dict else _NO_ID
+        if request_id is not _NO_ID and (type(request_id) is not int and type(request_id) is not str):
+            request_id = _NO_ID
+        if type(message) is dict and "method" not in message and request_id is not _NO_ID:
+            future = self._sent.get(request_id) if type(request_id) is int else None
+            if future is not None and not future.done():
+                future.set_exception(PeerError(f"the editor's answer is nested deeper than {jsondepth.MAX_DEPTH} "
+                                               f"levels"))
+                return
+        if request_id is _NO_ID and type(message) is dict and type(message.get("method")) is str:
+            logger.warning("dropped a %s notification nested deeper than %d levels", message["method"],
+                           jsondepth.MAX_DEPTH)
+            return
+        key = None if request_id is _NO_ID else _id_key(request_id)
+        if key is not None and key in self._served:
+            request_id = _NO_ID  # never a second answer to a request in flight
+        self.send_error(None if request_id is _NO_ID else request_id, error)
 
     # -- served requests ----------------------------------------------------------------------
 
