@@ -334,3 +334,96 @@ def test_an_editor_answer_nested_600_deep_fails_its_call_closed(spawn, ws):
                                                    "inputSchema": {"type": "object"}}])["threadId"]
     result = call(sidecar, thread, "editor_selection", {}, call_id="d1")
     assert result["isError"] is True and "nested deeper than 512 levels" in result["content"][0]["text"], result
+
+
+# -- every stdout line within --max-result-bytes ---------------------------------------------------------
+
+LIMIT = 65_536
+LOUD = """
+def loud(call_id, arguments, ctx):
+    big = arguments['fill'] * arguments['size']
+    ctx.ui.notify(big, 'warning')
+    ctx.ui.set_status('progress', big)
+    sent = ctx.ui.send_message(big)
+    answer = ctx.ui.confirm('Delete everything?', big)
+    trace('confirm', bool(answer), getattr(answer, 'outcome', None), sent)
+    small = ctx.ui.confirm('Small?', 'fits')
+    trace('small', bool(small))
+    return 'done'
+def activate(api):
+    api.register_tool(name='loud', description='', input_schema={}, execute=loud)
+"""
+
+
+def _bounded_editor(spawn, asked):
+    from harness_sidecar.client import sidecar_command
+
+    def on_request(message):
+        asked.append(message)
+        if message["method"] == "ui/confirm":
+            return {"result": {"confirmed": True}}
+        return {"result": {"contentItems": [{"type": "inputText", "text": "ran"}], "success": True}}
+
+    lines: list[tuple[str, int]] = []
+    sidecar = spawn(initialize=False, on_request=on_request,
+                    command=sidecar_command() + ["--max-result-bytes", str(LIMIT)],
+                    on_message=lambda direction, m: lines.append((direction, len(json.dumps(
+                        m, ensure_ascii=False, separators=(",", ":")).encode()))))
+    sidecar.call("initialize", {"capabilities": {"ui": {"confirm": True, "notify": True, "status": True,
+                                                        "sendMessage": True}}})
+    return sidecar, lines
+
+
+@pytest.mark.parametrize("fill", ["a", "é\"\\\n"])  # escapes and multi-byte characters count as written
+def test_over_long_notifications_are_cut_and_over_long_reverse_requests_fail_closed(spawn, ws, fill):
+    write(ws.root / "extensions" / "loud.py", ws.header() + LOUD)
+    asked: list[dict] = []
+    sidecar, lines = _bounded_editor(spawn, asked)
+    thread = start(sidecar, ws, ["loud"])["threadId"]
+    result = call(sidecar, thread, "loud", {"fill": fill, "size": 5 * LIMIT})
+    assert result["content"][0]["text"] == "done"
+    _pump_until(sidecar, lambda: {"ui/notify", "ui/status", "chat/send"} <= {n["method"] for n in sidecar.notifications})
+    by_method = {n["method"]: n["params"] for n in sidecar.notifications}
+    for method, field in (("ui/notify", "message"), ("ui/status", "text"), ("chat/send", "text")):
+        text = by_method[method][field]
+        assert text.startswith(fill * 100) and "cut by the sidecar" in text and f"is {LIMIT}]" in text, method
+    assert all(size <= LIMIT for direction, size in lines if direction == "<-"), max(s for _, s in lines)
+    # the big confirm never reached the editor and counted as not confirmed; a small one still works
+    assert [m["params"]["message"] for m in asked if m["method"] == "ui/confirm"] == ["fits"]
+    confirm = next(e for e in ws.events() if e[0] == "confirm")
+    assert confirm[1] is False and confirm[2] == "unavailable", confirm
+    assert ["small", True] in ws.events()
+
+
+def test_an_over_long_item_tool_call_is_a_failed_call_never_sent(spawn, ws):
+    asked: list[dict] = []
+    sidecar, lines = _bounded_editor(spawn, asked)
+    thread = start(sidecar, ws, [], dynamicTools=[{"name": "editor_run", "description": "",
+                                                   "inputSchema": {"type": "object"}}])["threadId"]
+    # arguments that fit the editor's request (16 MiB) but not a line of the sidecar's (--max-result-bytes)
+    big = call(sidecar, thread, "editor_run", {"text": "x" * (2 * LIMIT)}, call_id="d1")
+    assert big["isError"] is True and "over --max-result-bytes" in big["content"][0]["text"]
+    assert asked == []
+    small = call(sidecar, thread, "editor_run", {"text": "x"}, call_id="d2")
+    assert small["isError"] is False and small["content"][0]["text"] == "ran"
+    assert all(size <= LIMIT for direction, size in lines if direction == "<-")
+
+
+def _pump_until(sidecar, predicate, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, [n["method"] for n in sidecar.notifications]
+        try:
+            sidecar._dispatch(sidecar.next_message(0.05))
+        except Exception:  # noqa: BLE001 - queue.Empty: nothing yet
+            pass
+
+
+def test_an_over_long_error_response_is_cut_and_keeps_its_id(spawn, ws):
+    sidecar, lines = _bounded_editor(spawn, [])
+    method = "m" * (2 * LIMIT)
+    sidecar.send_raw(json.dumps({"jsonrpc": "2.0", "id": 7, "method": method}).encode() + b"\n", deliberate=True)
+    error = sidecar.wait_for(7)["error"]
+    assert error["code"] == -32601 and error["data"] == {"kind": "method_not_found"}
+    assert "cut by the sidecar" in error["message"]
+    assert all(size <= LIMIT for direction, size in lines if direction == "<-")

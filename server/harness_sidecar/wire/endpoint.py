@@ -30,6 +30,7 @@ from harness_sidecar.errors import (
     as_rpc_error,
     object_params,
 )
+from harness_sidecar.wire import linebound
 from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
@@ -415,10 +416,16 @@ class Endpoint:
             raise PeerError("the editor is gone")
         assert self._loop is not None
         request_id = next(self._sent_ids)
+        data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        if len(data) > self.max_result_bytes:  # never sent: the asker gets what a refusal gives it
+            logger.warning("did not send %s: %d bytes, over --max-result-bytes (%d)", method, len(data),
+                           self.max_result_bytes)
+            raise PeerError(f"the {method} request would be {len(data)} bytes, over --max-result-bytes "
+                            f"({self.max_result_bytes}); it was not sent")
         future = self._loop.create_future()
         self._sent[request_id] = future
         try:
-            self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            self.writer.write_encoded(data)
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
             self._cancel_sent(request_id)
@@ -448,7 +455,16 @@ class Endpoint:
     # -- output --------------------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
-        self.writer.write(message)
+        """A notification or an error response, cut to fit ``--max-result-bytes`` (``linebound``)."""
+        data = self.writer.encode(message)
+        if len(data) > self.max_result_bytes:
+            fitted = linebound.fit(message, self.writer.encode, self.max_result_bytes, len(data))
+            if fitted is None:
+                logger.warning("dropped %s: %d bytes, over --max-result-bytes (%d), and not cuttable",
+                               message.get("method") or "an error response", len(data), self.max_result_bytes)
+                return
+            data = fitted
+        self.writer.write_encoded(data)
 
     def send_error(self, request_id: Any, error: RpcError) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "error": error.to_error()})
