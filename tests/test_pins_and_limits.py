@@ -141,7 +141,7 @@ def _so_suffix() -> str:
     return importlib.machinery.EXTENSION_SUFFIXES[0]
 
 
-def test_a_package_imports_its_namespace_subpackages_from_hashed_bytes_and_writes_no_bytecode(spawn, ws):
+def test_a_package_imports_namespace_subpackages_and_reads_data_from_hashed_bytes_and_writes_no_bytecode(spawn, ws):
     package = ws.root / "extensions" / "layered"
     write(package / "__init__.py", ws.header() + """
 from .parts import inner
@@ -153,8 +153,13 @@ def activate(api):
     except ModuleNotFoundError as exc:
         trace('missing', exc.name)
     api.register_tool(name='layers', description='', input_schema={},
-                      execute=lambda c, a: inner.WHO + '+' + leaf.WHO)
+                      execute=lambda c, a: inner.WHO + '+' + leaf.WHO + '+' + data())
+def data():
+    import importlib.resources, pkgutil
+    via_files = importlib.resources.files(__name__).joinpath('parts/words.txt').read_text()
+    return via_files + '/' + pkgutil.get_data(__name__, 'parts/words.txt').decode()
 """)
+    write(package / "parts" / "words.txt", "hashed words")
     write(package / "parts" / "inner.py", "WHO = 'inner'\n")
     write(package / "parts" / "deeper" / "leaf.py", "WHO = 'leaf'\n")
     sidecar = spawn()
@@ -162,7 +167,9 @@ def activate(api):
     assert status_of(result, "layered")["status"] == "loaded", status_of(result, "layered")
     # the files change on disk after hashing: the host runs what was hashed, not what is there now
     write(package / "parts" / "inner.py", ws.header() + "trace('PLANTED', 'inner')\nWHO = 'changed'\n")
-    assert call(sidecar, result["threadId"], "layers")["content"][0]["text"] == "inner+leaf"
+    write(package / "parts" / "words.txt", "planted words")
+    assert call(sidecar, result["threadId"], "layers")["content"][0]["text"] == \
+        "inner+leaf+hashed words/hashed words"
     events = ws.events()
     assert [e[0] for e in events] == ["missing"] and events[0][1].endswith(".parts.missing"), events
     assert not list(package.rglob("*.pyc")) and not list(package.rglob("__pycache__"))
