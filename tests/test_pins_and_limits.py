@@ -197,7 +197,7 @@ def test_an_extension_over_limits_max_tools_fails_its_load_with_the_reason(spawn
     over = start(sidecar, ws, ["bulk"], limits={"maxTools": 50})
     entry = status_of(over, "bulk")
     assert entry["status"] == "failed"
-    assert "registers 51 tools, more than limits.maxTools (50)" in entry["error"]
+    assert "more than limits.maxTools (50)" in entry["error"] and "'t50'" in entry["error"], entry
     assert [t["name"] for t in over["tools"]] == ["load_skill"]  # nothing of it was registered
     assert any(d["kind"] == "extension_failed" and "limits.maxTools" in d["message"] for d in over["diagnostics"])
     at = start(sidecar, ws, ["bulk"], limits={"maxTools": 51})

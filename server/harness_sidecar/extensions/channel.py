@@ -7,7 +7,7 @@ an integer: the exchange a frame belongs to (0 when none). Both sides encode wit
 ``allow_nan=False``: nothing that is not standard JSON crosses.
 
 Sidecar → host
-  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes}
+  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes, maxTools}
   ``load``      seq  {id, code (base64 of the hashed bytes), codePath, package, directory,
                       settings, deadline}                                  → ``loaded``
   ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live

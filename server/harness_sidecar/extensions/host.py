@@ -623,6 +623,7 @@ class Host:
         self.ui: dict[str, bool] = {}
         self.settings: dict[str, dict[str, Any]] = {}
         self.max_result_bytes = 16 * 1024 * 1024
+        self.max_tools: int | None = None  # limits.maxTools (per extension)
         self.loaded: dict[str, Extension] = {}
         self.handlers: dict[str, list[Handler]] = collections.defaultdict(list)
         self.tools: dict[str, ToolSpec] = {}
@@ -798,6 +799,7 @@ class Host:
         self.ui = body.get("ui", {})
         self.settings = body.get("settings", {})
         self.max_result_bytes = body.get("maxResultBytes", self.max_result_bytes)
+        self.max_tools = body.get("maxTools")
         memory_mb = body.get("memoryMb")
         if memory_mb:
             import resource
@@ -808,7 +810,7 @@ class Host:
 
     def load(self, exchange: Exchange, body: dict[str, Any]) -> None:
         ext_id = body["id"]
-        api, staging = make_api(ext_id)
+        api, staging = make_api(ext_id, self.max_tools)
         _local.extension = ext_id
         try:
             exchange.begin(0, body["timeout"])
