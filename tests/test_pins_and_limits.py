@@ -302,6 +302,11 @@ def test_a_request_nested_deeper_than_512_levels_is_answered_too_deep_by_its_id(
             assert answer["error"]["code"] == -32602, answer
             assert answer["error"]["data"] == {"kind": "too_deep"}
             assert "deeper than 512 levels" in answer["error"]["message"]
+    # the id written after a part too deep to parse cannot be read: the error still comes, with id null
+    late_id = (b'{"jsonrpc":"2.0","method":"tools/call","params":{"threadId":"%s","call":{"id":"c","name":"echo",'
+               b'"arguments":{"a":' % thread.encode() + b"[" * 3_000 + b"]" * 3_000 + b'}}},"id":104}')
+    sidecar.send_raw(_frame(late_id, framing), deliberate=True)
+    assert sidecar.wait_for(None, timeout=30)["error"]["data"] == {"kind": "too_deep"}
     assert call(sidecar, thread, "echo")["content"][0]["text"] == "ok"  # still serving, same thread
 
 

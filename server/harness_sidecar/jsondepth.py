@@ -25,9 +25,10 @@ class TooDeep(ValueError):
     and ``method`` when they come first, as every client writes them.
     """
 
-    def __init__(self, value: object) -> None:
+    def __init__(self, value: object, whole: bool) -> None:
         super().__init__(f"JSON nested deeper than {MAX_DEPTH} levels")
         self.value = value
+        self.whole = whole  # ``value`` is the whole text's (else members after the deep part are unknown)
 
 
 def could_be_too_deep(data: bytes) -> bool:
@@ -57,10 +58,10 @@ def bounded_loads(loads: object, data: bytes) -> object:
     try:
         value = loads(data)  # type: ignore[operator]
     except RecursionError:
-        raise TooDeep(_head(loads, data)) from None
+        raise TooDeep(_head(loads, data), False) from None
     if (type(value) is dict or type(value) is list) and could_be_too_deep(data) and not _shallow(value) \
             and deeper_than_limit(value):
-        raise TooDeep(value)
+        raise TooDeep(value, True)
     return value
 
 

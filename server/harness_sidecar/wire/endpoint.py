@@ -141,7 +141,7 @@ class Endpoint:
         try:
             message = jsondepth.bounded_loads(self.loads, raw)  # NaN and Infinity are not JSON
         except jsondepth.TooDeep as exc:
-            self._too_deep(exc.value)
+            self._too_deep(exc.value, exc.whole)
             return
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
@@ -182,7 +182,7 @@ class Endpoint:
         else:
             self._on_request(request_id, method, params)
 
-    def _too_deep(self, message: Any) -> None:
+    def _too_deep(self, message: Any, whole: bool) -> None:
         """A message nested deeper than 512 levels: a request is answered ``too_deep`` by its id, an
         answer to the sidecar's own request fails that request (its asker fails closed)."""
         error = TooDeep(f"the message is nested deeper than {jsondepth.MAX_DEPTH} levels of arrays and objects")
@@ -195,7 +195,7 @@ class Endpoint:
                 future.set_exception(PeerError(f"the editor's answer is nested deeper than {jsondepth.MAX_DEPTH} "
                                                f"levels"))
                 return
-        if request_id is _NO_ID and type(message) is dict and type(message.get("method")) is str:
+        if whole and request_id is _NO_ID and type(message) is dict and type(message.get("method")) is str:
             logger.warning("dropped a %s notification nested deeper than %d levels", message["method"],
                            jsondepth.MAX_DEPTH)
             return

@@ -496,7 +496,7 @@ class Session:
         except jsondepth.TooDeep as exc:
             head = exc.value if type(exc.value) is dict else {}
             request_id = head.get("id") if "method" in head and type(head.get("id")) in (int, str) else None
-            if request_id is not None or "method" not in head:
+            if request_id is not None or "method" not in head or not exc.whole:
                 self.send_error(request_id, TooDeep(f"the message is nested deeper than {jsondepth.MAX_DEPTH} "
                                                     f"levels of arrays and objects"))
             return None
