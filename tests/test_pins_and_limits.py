@@ -439,3 +439,21 @@ def test_an_over_long_error_response_is_cut_and_keeps_its_id(spawn, ws):
     assert error["code"] == -32601 and error["data"] == {"kind": "method_not_found"}
     assert "cut by the sidecar" in error["message"]
     assert all(size <= LIMIT for direction, size in lines if direction == "<-")
+
+
+def test_the_lsp_mode_answers_a_request_nested_too_deep_by_its_id(spawn, ws):
+    lsp = [sys.executable, "-m", "harness_sidecar", "--lsp", "--stdio"]
+    asked: list[dict] = []
+    server = spawn(initialize=False, command=lsp, framing="content-length",
+                   on_request=lambda message: asked.append(message) or {"result": {
+                       "contentItems": [{"type": "inputText", "text": "ran"}], "success": True}})
+    server.call("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+    thread = server.call("thread/start", {"roots": [str(ws.root)], "dynamicTools": [
+        {"name": "echo", "description": "", "inputSchema": {}}]})["threadId"]
+    for request_id, arrays in ((50, 600), (51, 5_000)):
+        server.send_raw(_frame(_deep_call(request_id, thread, arrays), "content-length"), deliberate=True)
+        answer = server.wait_for(request_id, timeout=30)
+        assert answer["error"]["code"] == -32602 and answer["error"]["data"] == {"kind": "too_deep"}, answer
+    assert asked == []  # nothing of the deep calls reached the editor's tool
+    ok = server.call("tools/call", {"threadId": thread, "call": {"id": "c", "name": "echo", "arguments": {}}})
+    assert ok["result"]["content"][0]["text"] == "ran"
