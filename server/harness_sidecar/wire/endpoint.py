@@ -459,6 +459,12 @@ class Endpoint:
         data = self.writer.encode(message)
         if len(data) > self.max_result_bytes:
             fitted = linebound.fit(message, self.writer.encode, self.max_result_bytes, len(data))
+            error = message.get("error")
+            if fitted is None and type(error) is dict:  # a request is answered, always: its code and kind only
+                data_kind = error.get("data", {}).get("kind") if type(error.get("data")) is dict else None
+                fitted = self.writer.encode({"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                    "code": error.get("code"), "message": "the error was over --max-result-bytes",
+                    "data": {"kind": data_kind or "internal_error"}}})
             if fitted is None:
                 logger.warning("dropped %s: %d bytes, over --max-result-bytes (%d), and not cuttable",
                                message.get("method") or "an error response", len(data), self.max_result_bytes)
