@@ -54,6 +54,13 @@ class InvalidParams(RpcError):
         super().__init__(message, "invalid_params", field=field, **data)
 
 
+class TooDeep(RpcError):
+    """JSON nested deeper than 512 levels (``jsondepth``): invalid params, with a kind of its own."""
+
+    code = -32602
+    default_kind = "too_deep"
+
+
 class InternalError(RpcError):
     code = -32603
     default_kind = "internal_error"

@@ -31,6 +31,11 @@ class Limits:
     session_end_budget_ms: int = 1500
     command_hook_failure: str = "closed"  # "closed" | "open" (wire: commandHookFailure; not an integer)
     max_processes: int = 128  # tasks (processes and their threads) of the thread's processes, as pids.max counts
+    max_tools: int = 10000  # tools one extension may register; more fails its load
+
+    # Limits whose smaller values are nonsense (refused as invalid params, never read as "no limit"):
+    # below 64 MiB of address space no Python host can run, so 0 is not a way to say "unlimited".
+    MINIMUMS = {"hostMemoryMb": 64}
 
     WIRE_NAMES = {
         "catalogBytes": "catalog_bytes",
@@ -53,6 +58,7 @@ class Limits:
         "maxCommandHookTimeoutMs": "max_command_hook_timeout_ms",
         "sessionEndBudgetMs": "session_end_budget_ms",
         "maxProcesses": "max_processes",
+        "maxTools": "max_tools",
         "commandHookFailure": "command_hook_failure",
     }
     STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values

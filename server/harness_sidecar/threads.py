@@ -667,7 +667,8 @@ class Sidecar:
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
                 "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self._ui(k)},
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
-                "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes}
+                "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes,
+                "maxTools": limits.max_tools}
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
                              on_diagnostic=lambda params: self.peer.notify("thread/diagnostic", params),
                              ask=self._ask, notify=self._ui_notify, ui_timeout_s=limits.ui_timeout_ms / 1000)

@@ -56,6 +56,7 @@ export type Error =
   | Error_DuplicateId
   | Error_MethodNotFound
   | Error_InvalidParams
+  | Error_TooDeep
   | Error_NotInitialized
   | Error_Cancelled
   | Error_InternalError
@@ -882,6 +883,20 @@ export interface Error_InvalidParams {
   };
 }
 /**
+ * A message nested deeper than 512 levels of arrays and objects (id null when its id cannot be read before the deep part).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_TooDeep".
+ */
+export interface Error_TooDeep {
+  code: -32602;
+  message: string;
+  data: {
+    kind: "too_deep";
+    [k: string]: unknown;
+  };
+}
+/**
  * A request before initialize.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1491,6 +1506,7 @@ export interface Limits {
   maxCommandHookTimeoutMs?: number;
   sessionEndBudgetMs?: number;
   maxProcesses?: number;
+  maxTools?: number;
   /**
    * What a failed command hook of an event that can block does: "closed" (default) blocks (hook_failed); "open" reports a diagnostic and lets the call go on.
    */
@@ -2157,7 +2173,7 @@ export interface ServerNotifications {
 }
 
 /** The error kinds any request may get (x-request-errors). */
-export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "not_initialized" | "cancelled" | "internal_error" | "resources_exhausted";
+export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "too_deep" | "not_initialized" | "cancelled" | "internal_error" | "resources_exhausted";
 
 /** The domain error kinds each method may answer, besides RequestErrorKind. */
 export interface DomainErrorKinds {

@@ -89,6 +89,7 @@ class Staging:
     commands: list[CommandSpec] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
     open: bool = True
+    max_tools: int | None = None  # limits.maxTools: registering more fails at once (the sidecar checks too)
 
     def check_open(self) -> None:
         if not self.open:
@@ -119,9 +120,9 @@ RAW_ARGUMENTS_SCHEMA = {"type": "object", "properties": {"text": {"type": "strin
                         "additionalProperties": False}
 
 
-def make_api(extension_id: str) -> tuple[Any, Staging]:
+def make_api(extension_id: str, max_tools: int | None = None) -> tuple[Any, Staging]:
     """The ``api`` handed to ``activate``: registration only."""
-    staging = Staging(extension_id)
+    staging = Staging(extension_id, max_tools=max_tools)
     ext_logger = logging.getLogger(f"harness_sidecar.extension.{extension_id}")
 
     def register_tool(name: str, description: str, input_schema: dict[str, Any],
@@ -134,6 +135,8 @@ def make_api(extension_id: str) -> tuple[Any, Staging]:
         schema = _schema(input_schema, "input_schema")
         if not callable(execute):
             raise TypeError("execute must be callable")
+        if staging.max_tools is not None and len(staging.tools) >= staging.max_tools:
+            raise ValueError(f"more than limits.maxTools ({staging.max_tools}) tools: {name!r} was not registered")
         staging.tools.append(ToolSpec(extension_id, name, description, schema, execute, wants_ctx(execute, 2)))
 
     def register_command(name: str, description: str, handler: Callable[..., Any],

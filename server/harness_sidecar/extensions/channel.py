@@ -7,7 +7,7 @@ an integer: the exchange a frame belongs to (0 when none). Both sides encode wit
 ``allow_nan=False``: nothing that is not standard JSON crosses.
 
 Sidecar → host
-  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes}
+  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes, maxTools}
   ``load``      seq  {id, code (base64 of the hashed bytes), codePath, package, directory,
                       settings, deadline}                                  → ``loaded``
   ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live
@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import re
 
-from harness_sidecar import jsonio
+from harness_sidecar import jsondepth, jsonio
 
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault
@@ -66,8 +66,8 @@ class FrameError(Exception):
 def decode(line: bytes) -> tuple[str, int, object]:
     """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``."""
     try:
-        frame = jsonio.loads(line)
-    except (ValueError, RecursionError) as exc:  # NaN and Infinity are refused too
+        frame = jsondepth.bounded_loads(jsonio.loads, line)
+    except (ValueError, RecursionError) as exc:  # NaN, Infinity and nesting past 512 levels are refused too
         raise FrameError(f"not a JSON frame: {exc}") from None
     if (type(frame) is not list or len(frame) != 3 or type(frame[0]) is not str
             or type(frame[1]) is not int):

@@ -2,6 +2,12 @@
 
 The bytes hashed here are the bytes a trusted extension's host compiles: they travel over
 the channel, and the host never reads the path again (for a package, every ``.py`` file of it).
+
+Pins cover what is loaded: a package's hash covers every file under its folder but
+``__pycache__``, ``*.pyc``/``*.pyo`` and dot-entries, all of them are sent, and the host
+imports from the package only the ``.py`` files sent here (its finder refuses every other name
+under the package, so bytecode, extension modules and files planted after hashing are never
+executed) and serves ``importlib.resources``/``pkgutil.get_data`` from the sent bytes too.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ class ExtensionSource:
     sha256: str
     code: bytes  # the bytes hashed: the module, or the package's __init__.py
     code_path: str
-    files: dict[str, bytes] | None = None  # a package's .py files by relative path (hashed too)
+    files: dict[str, bytes] | None = None  # a package's hashed files by relative path (its modules and data)
     status: str = "skipped_untrusted"
     error: str | None = None
     origin: dict[str, Any] | None = None  # provenance when not its root's or the editor's (a plugin's)
@@ -78,8 +84,7 @@ def read_source(ext_id: str, path: str, root: Root | None, limits: Limits) -> Ex
                                      "extension file")
             if relative == "__init__.py":
                 code = data
-            if relative.endswith(".py"):
-                files[relative.replace(os.sep, "/")] = data
+            files[relative.replace(os.sep, "/")] = data  # modules and data alike: the host reads only these
             digest.update(relative.encode("utf-8") + b"\0" + str(len(data)).encode() + b"\0" + data)
         return ExtensionSource(ext_id, root, path, True, digest.hexdigest(), code, init, files)
     real, data = read_contained(path, boundary or os.path.realpath(os.path.dirname(path)), limits.max_file_bytes,

@@ -9,6 +9,7 @@ extensions were committed; the others' registrations never run.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -18,6 +19,8 @@ from harness_sidecar.extensions.supervisor import ExtensionHost, Stopped, load_b
 from harness_sidecar.limits import Limits
 from harness_sidecar.resources.catalog import Diagnostic
 from harness_sidecar.wire.params import TOOL_NAME, TrustedExtension
+
+_SCHEMAS_PER_TURN = 500  # compiled between two turns of the event loop (~10 ms)
 
 
 @dataclass
@@ -48,6 +51,8 @@ class Registrations:
     # event → each handler's own deadline in ms (api.on(..., timeout_ms=)) or None, parallel to ``handlers``
     handler_timeouts: dict[str, list[int | None]] = field(default_factory=lambda: {e: [] for e in EVENTS})
     loaded: list[str] = field(default_factory=list)
+    tool_owners: dict[str, str] = field(default_factory=dict)  # tool name → extension id (clash checks in O(1))
+    command_owners: dict[str, str] = field(default_factory=dict)  # command name → extension id
 
 
 def _report_problem(report: Any) -> str | None:
@@ -103,7 +108,7 @@ async def load_trusted(found: dict[str, ExtensionSource], trusted: list[TrustedE
         body = load_body(source.id, source.code, source.code_path, source.source if source.package else None,
                          source.files, timeout_s)
         report = await host.load(body)
-        error = _commit_problem(report, registrations, claimed, limits, check_schema)
+        error = await _commit_problem(report, registrations, claimed, limits, check_schema)
         if error is None:
             _commit(report, source.id, registrations)
             source.status, source.error = "loaded", None
@@ -117,8 +122,8 @@ async def load_trusted(found: dict[str, ExtensionSource], trusted: list[TrustedE
     return registrations
 
 
-def _commit_problem(report: Any, registrations: Registrations, claimed: Callable[[str], str | None],
-                    limits: Limits, check_schema: Callable[[dict[str, Any]], str | None]) -> str | None:
+async def _commit_problem(report: Any, registrations: Registrations, claimed: Callable[[str], str | None],
+                          limits: Limits, check_schema: Callable[[dict[str, Any]], str | None]) -> str | None:
     if isinstance(report, Stopped):
         if report.how == "timeout":
             return f"import and activate(api) did not finish within {limits.extension_timeout_ms} ms"
@@ -130,25 +135,35 @@ def _commit_problem(report: Any, registrations: Registrations, claimed: Callable
         if report.get("timedOut"):
             return f"import and activate(api) did not finish within {limits.extension_timeout_ms} ms"
         return str(report.get("error") or "import and activate(api) failed")
-    names = [t["name"] for t in report["tools"]]
-    for name in names:
+    if len(report["tools"]) > limits.max_tools:
+        return (f"registers {len(report['tools'])} tools, more than limits.maxTools "
+                f"({limits.max_tools}) allows one extension")
+    seen: set[str] = set()  # every check here is one dict or set look-up per name: O(N) in all
+    for tool in report["tools"]:
+        name = tool["name"]
         if not TOOL_NAME.fullmatch(name):
             return f"tool name {name!r} must be 1-64 letters, digits, '_' or '-'"
-        if names.count(name) > 1:
+        if name in seen:
             return f"registers the tool '{name}' twice"
-        owner = claimed(name) or next((f"extension '{t.extension_id}'" for t in registrations.tools
-                                       if t.name == name), None)
+        seen.add(name)
+        owner = claimed(name)
+        if owner is None and name in registrations.tool_owners:
+            owner = f"extension '{registrations.tool_owners[name]}'"
         if owner:
             return f"tool '{name}' is already registered by {owner}"
-    commands = [c["name"] for c in report["commands"]]
-    for name in commands:
-        if commands.count(name) > 1:
+    seen.clear()
+    for command in report["commands"]:
+        name = command["name"]
+        if name in seen:
             return f"registers the command '{name}' twice"
-        other = next((c.extension_id for c in registrations.commands if c.name == name), None)
+        seen.add(name)
+        other = registrations.command_owners.get(name)
         if other:
             return f"command '{name}' is already registered by extension '{other}'"
-    for item in report["tools"] + report["commands"]:
+    for index, item in enumerate(report["tools"] + report["commands"]):
         schema = item.get("inputSchema")
+        if index % _SCHEMAS_PER_TURN == _SCHEMAS_PER_TURN - 1:
+            await asyncio.sleep(0)  # thousands of schemas: let other threads' requests in between
         if schema is not None:
             why = check_schema(schema)
             if why:
@@ -159,9 +174,11 @@ def _commit_problem(report: Any, registrations: Registrations, claimed: Callable
 def _commit(report: dict[str, Any], ext_id: str, registrations: Registrations) -> None:
     for t in report["tools"]:
         registrations.tools.append(ExtensionTool(ext_id, t["name"], t["description"], t["inputSchema"]))
+        registrations.tool_owners[t["name"]] = ext_id
     for c in report["commands"]:
         registrations.commands.append(ExtensionCommand(ext_id, c["name"], c["description"], c.get("inputSchema"),
                                                        c.get("rawArguments", False), c.get("timeoutMs")))
+        registrations.command_owners[c["name"]] = ext_id
     timeouts = report.get("hookTimeouts", [None] * len(report["hooks"]))
     for event, timeout_ms in zip(report["hooks"], timeouts):
         registrations.handlers[event].append(ext_id)

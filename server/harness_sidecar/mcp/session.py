@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .. import jsonio
+from .. import jsondepth, jsonio
 from .messages import ERROR, METHOD_NOT_FOUND, NOTIFICATION, REQUEST, RESPONSE, Invalid, classify
 from .process import write_stderr
 
@@ -120,7 +120,13 @@ class Session:
     def receive(self, line: bytes) -> None:
         """One line the server wrote; ``Invalid`` (a ``ValueError``) when it is not a JSON-RPC message."""
         try:
-            message = jsonio.loads(line)
+            message = jsondepth.bounded_loads(jsonio.loads, line)
+        except jsondepth.TooDeep as exc:  # an answer that deep is the server's failure, never ours
+            head = exc.value
+            if type(head) is not dict or "method" in head or "id" not in head:
+                raise Invalid(f"nested deeper than {jsondepth.MAX_DEPTH} levels") from None
+            message = {"jsonrpc": "2.0", "id": head["id"], "error": {
+                "code": -32603, "message": f"the server's answer is nested deeper than {jsondepth.MAX_DEPTH} levels"}}
         except (ValueError, RecursionError):
             raise Invalid("not JSON") from None
         kind = classify(message)

@@ -14,7 +14,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, stdjson
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, jsondepth, stdjson
 from harness_sidecar.errors import (
     DomainError,
     InternalError,
@@ -26,9 +26,11 @@ from harness_sidecar.errors import (
     RequestCancelled,
     RpcError,
     ServerNotInitialized,
+    TooDeep,
     as_rpc_error,
     object_params,
 )
+from harness_sidecar.wire import linebound
 from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
@@ -137,7 +139,10 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = self.loads(raw)  # NaN and Infinity are not JSON
+            message = jsondepth.bounded_loads(self.loads, raw)  # NaN and Infinity are not JSON
+        except jsondepth.TooDeep as exc:
+            self._too_deep(exc.value, exc.whole)
+            return
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return
@@ -176,6 +181,28 @@ class Endpoint:
             self._on_notification(method, params)
         else:
             self._on_request(request_id, method, params)
+
+    def _too_deep(self, message: Any, whole: bool) -> None:
+        """A message nested deeper than 512 levels: a request is answered ``too_deep`` by its id, an
+        answer to the sidecar's own request fails that request (its asker fails closed)."""
+        error = TooDeep(f"the message is nested deeper than {jsondepth.MAX_DEPTH} levels of arrays and objects")
+        request_id = message.get("id", _NO_ID) if type(message) is dict else _NO_ID
+        if request_id is not _NO_ID and (type(request_id) is not int and type(request_id) is not str):
+            request_id = _NO_ID
+        if type(message) is dict and "method" not in message and request_id is not _NO_ID:
+            future = self._sent.get(request_id) if type(request_id) is int else None
+            if future is not None and not future.done():
+                future.set_exception(PeerError(f"the editor's answer is nested deeper than {jsondepth.MAX_DEPTH} "
+                                               f"levels"))
+                return
+        if whole and request_id is _NO_ID and type(message) is dict and type(message.get("method")) is str:
+            logger.warning("dropped a %s notification nested deeper than %d levels", message["method"],
+                           jsondepth.MAX_DEPTH)
+            return
+        key = None if request_id is _NO_ID else _id_key(request_id)
+        if key is not None and key in self._served:
+            request_id = _NO_ID  # never a second answer to a request in flight
+        self.send_error(None if request_id is _NO_ID else request_id, error)
 
     # -- served requests ----------------------------------------------------------------------
 
@@ -389,10 +416,16 @@ class Endpoint:
             raise PeerError("the editor is gone")
         assert self._loop is not None
         request_id = next(self._sent_ids)
+        data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+        if len(data) > self.max_result_bytes:  # never sent: the asker gets what a refusal gives it
+            logger.warning("did not send %s: %d bytes, over --max-result-bytes (%d)", method, len(data),
+                           self.max_result_bytes)
+            raise PeerError(f"the {method} request would be {len(data)} bytes, over --max-result-bytes "
+                            f"({self.max_result_bytes}); it was not sent")
         future = self._loop.create_future()
         self._sent[request_id] = future
         try:
-            self.send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            self.writer.write_encoded(data)
             return await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:
             self._cancel_sent(request_id)
@@ -422,7 +455,22 @@ class Endpoint:
     # -- output --------------------------------------------------------------------------------
 
     def send(self, message: dict[str, Any]) -> None:
-        self.writer.write(message)
+        """A notification or an error response, cut to fit ``--max-result-bytes`` (``linebound``)."""
+        data = self.writer.encode(message)
+        if len(data) > self.max_result_bytes:
+            fitted = linebound.fit(message, self.writer.encode, self.max_result_bytes, len(data))
+            error = message.get("error")
+            if fitted is None and type(error) is dict:  # a request is answered, always: its code and kind only
+                data_kind = error.get("data", {}).get("kind") if type(error.get("data")) is dict else None
+                fitted = self.writer.encode({"jsonrpc": "2.0", "id": message.get("id"), "error": {
+                    "code": error.get("code"), "message": "the error was over --max-result-bytes",
+                    "data": {"kind": data_kind or "internal_error"}}})
+            if fitted is None:
+                logger.warning("dropped %s: %d bytes, over --max-result-bytes (%d), and not cuttable",
+                               message.get("method") or "an error response", len(data), self.max_result_bytes)
+                return
+            data = fitted
+        self.writer.write_encoded(data)
 
     def send_error(self, request_id: Any, error: RpcError) -> None:
         self.send({"jsonrpc": "2.0", "id": request_id, "error": error.to_error()})

@@ -36,7 +36,7 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
-from harness_sidecar import SERVER_NAME, __version__
+from harness_sidecar import SERVER_NAME, __version__, jsondepth
 from harness_sidecar.errors import (
     InternalError,
     InvalidParams,
@@ -46,6 +46,7 @@ from harness_sidecar.errors import (
     RequestCancelled,
     RpcError,
     ServerNotInitialized,
+    TooDeep,
 )
 from harness_sidecar.wire.transport import (
     CONTENT_LENGTH,
@@ -76,6 +77,10 @@ GLOB_SPECIAL = frozenset("*?[]{}")
 
 
 # -- positions --------------------------------------------------------------------------------
+
+def _parse(data: bytes) -> Any:
+    return json.loads(data.decode("utf-8"))
+
 
 def choose_encoding(capabilities: Any) -> str:
     """The client's first position encoding that is supported (as pygls chooses), else UTF-16."""
@@ -487,7 +492,14 @@ class Session:
             self.send_error(None, ParseError(f"bad Content-Length frame: {item.reason}"))
             return None
         try:
-            message = json.loads(item.decode("utf-8"))
+            message = jsondepth.bounded_loads(_parse, item)
+        except jsondepth.TooDeep as exc:
+            head = exc.value if type(exc.value) is dict else {}
+            request_id = head.get("id") if "method" in head and type(head.get("id")) in (int, str) else None
+            if request_id is not None or "method" not in head or not exc.whole:
+                self.send_error(request_id, TooDeep(f"the message is nested deeper than {jsondepth.MAX_DEPTH} "
+                                                    f"levels of arrays and objects"))
+            return None
         except UnicodeDecodeError as exc:
             self.send_error(None, ParseError(f"the message is not valid UTF-8 (byte {exc.start})"))
             return None

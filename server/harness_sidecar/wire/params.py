@@ -221,7 +221,8 @@ DYNAMIC_TOOL = Obj(
     error="'{where}' must be an object {{name, description, inputSchema}}")
 _LIMIT_DEFAULTS = Limits()
 LIMITS = Obj(
-    [opt(wire, Int(minimum=0, default=getattr(_LIMIT_DEFAULTS, attr), error="'{where}' must be a non-negative integer"),
+    [opt(wire, Int(minimum=0, default=getattr(_LIMIT_DEFAULTS, attr), error="'{where}' must be a non-negative integer")
+         if wire not in Limits.MINIMUMS else Int(minimum=Limits.MINIMUMS[wire], default=getattr(_LIMIT_DEFAULTS, attr)),
          attr=attr) for wire, attr in Limits.WIRE_NAMES.items() if wire not in Limits.STRING_LIMITS]
     + [opt("commandHookFailure", Str(enum=Limits.STRING_LIMITS["commandHookFailure"], default="closed"),
            attr="command_hook_failure",

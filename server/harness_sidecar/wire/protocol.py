@@ -366,6 +366,8 @@ GENERIC_ERRORS = [
     ErrorKind("invalid_params", (-32602,), [Field("field", S(), description="The offending field: roots[0], call.id, "
                                                                             "limits.hookTimeoutMs.")],
               "Params of the wrong shape."),
+    ErrorKind("too_deep", (-32602,), [], "A message nested deeper than 512 levels of arrays and objects (id null "
+              "when its id cannot be read before the deep part)."),
     ErrorKind("not_initialized", (-32002,), [], "A request before initialize."),
     ErrorKind("cancelled", (-32800,), [], "Cancelled by $/cancelRequest, or by exit without shutdown."),
     ErrorKind("internal_error", (-32603,), [], "A bug in the sidecar (logged); it keeps serving."),
