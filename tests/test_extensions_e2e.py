@@ -336,6 +336,13 @@ def test_after_hook_faults_are_reported_and_change_nothing(spawn, workspace):
     thread = start(sidecar, workspace, ["faulty"], limits={"hookTimeoutMs": 300})["threadId"]
     result = call(sidecar, thread, "note", {"text": "x"})
     assert result["isError"] is False and result["content"] == [{"type": "text", "text": "noted x"}]
+    # v3 §2: observers run after the answer; their faults follow it
+    sidecar.request("tools/list", {"threadId": thread}, timeout=30)
+    deadline = time.monotonic() + 10
+    while len([n for n in sidecar.notifications if n["method"] == "thread/diagnostic"]) < 2 \
+            and time.monotonic() < deadline:
+        sidecar.request("tools/list", {"threadId": thread})
+        time.sleep(0.05)
     kinds = [n["params"]["kind"] for n in sidecar.notifications if n["method"] == "thread/diagnostic"]
     assert kinds == ["throw", "timeout"]
     assert all(n["params"]["hook"] == "tool_result" for n in sidecar.notifications)

@@ -43,7 +43,7 @@ from harness_sidecar.resources.search import (
 )
 from harness_sidecar.resources.templates import render
 from harness_sidecar.results import ToolCall, ToolResult
-from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
+from harness_sidecar.tools import Calls, Pipeline, Tool, ToolRegistry
 from harness_sidecar.wire import params as P
 
 logger = logging.getLogger(__name__)
@@ -102,6 +102,7 @@ class Thread:
     reported_changes: dict[str, str] = field(default_factory=dict)  # extension id → sha256 reported as changed
     closed: bool = False
     mcp: Any = None  # mcp.McpServers, when the thread names MCP servers
+    calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -240,7 +241,7 @@ class Sidecar:
     def _new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
         return Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
-                        thread.catalog)
+                        thread.catalog, thread.calls)
 
     def _snapshot(self, thread: Thread) -> dict[str, Any]:
         """What thread/start and thread/refresh answer: the current revision of the thread."""
@@ -590,6 +591,12 @@ class Sidecar:
         if thread.watch is not None:
             thread.watch.close()
             thread.watch = None
+        # Close keeps outcomes: calls whose core began finish (each within its deadline) with their
+        # real outcome; the others are answered blocked "closed".
+        thread.calls.closing = True
+        if thread.host is not None:
+            thread.host.close_calls()
+        await thread.calls.drained()
         if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
@@ -673,9 +680,17 @@ class Sidecar:
         thread = await self.thread(params)
         return {"commands": [c.to_wire() for c in thread.commands.values()]}
 
+    @staticmethod
+    def _refuse_if_failed(thread: Thread) -> None:
+        """A failed thread (3 host exits in 5 minutes) runs nothing: commands and input are refused."""
+        if thread.host is not None and thread.host.failed:
+            raise DomainError("extension_failed", f"the thread's extensions failed ({thread.host.failure}): "
+                                                  f"nothing of this thread runs", threadId=thread.id)
+
     async def commands_run(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_commands_run(params)
+        self._refuse_if_failed(thread)
         return await self._run_command(thread, request.name, request.arguments)
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -706,6 +721,7 @@ class Sidecar:
     async def input_submit(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_input_submit(params)
+        self._refuse_if_failed(thread)
         text = request.text
         if thread.handlers(INPUT):
             from harness_sidecar.extensions.handlers import run_event

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.extensions import channel
+from harness_sidecar.extensions.hooks import AFTER
 
 logger = logging.getLogger(__name__)
 
@@ -291,11 +292,24 @@ class Stopped:
     faults: list[Any] = field(default_factory=list)  # faults the host reported before it stopped
 
 
+@dataclass
+class Answered:
+    """A call answered before its exchange ended: the observers started with this final result.
+
+    ``rest`` resolves to the exchange's end (the host's report, or a ``Stopped``): the
+    observers' faults, reported after the answer; nothing in it changes the answer.
+    """
+
+    result: Any
+    faults: list[Any]
+    rest: asyncio.Future
+
+
 class Pending:
-    """An exchange in flight: the step the host last announced and its deadline."""
+    """An exchange in flight: the step the host last announced and its deadline (by the sidecar's clock)."""
 
     __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
-                 "carry", "faults", "ui")
+                 "carry", "faults", "ui", "core", "closing")
 
     def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: asyncio.Future,
                  deadline: float) -> None:
@@ -312,6 +326,8 @@ class Pending:
         self.carry: Any = None
         self.faults: list[Any] = []
         self.ui: set[int] = set()
+        self.core: int | None = None  # a call's core index in the plan
+        self.closing = False  # thread/close asked the host to drop this call unless its core began
 
     def limit(self) -> float:
         """When the sidecar answers for the current step, unless the host reports first."""
@@ -353,8 +369,6 @@ class ExtensionHost:
         self._watchdog: asyncio.TimerHandle | None = None
         self._watch_at = 0.0
         self.loop = asyncio.get_running_loop()  # made in thread/start, on the loop; looked up once
-        self._pings: dict[int, asyncio.TimerHandle] = {}
-        self._ping_ids = itertools.count(1)
         self._ui_tasks: dict[int, asyncio.Task] = {}
         self.loads: list[dict[str, Any]] = []  # the committed extensions' load bodies, for a restart
         self.reports: dict[str, Any] = {}  # what each registered when first loaded (a restart must match)
@@ -362,6 +376,8 @@ class ExtensionHost:
         self.schemas: dict[str, Any] = {}
         self._starting: asyncio.Future | None = None
         self.loading = False
+        self.closing = False  # thread/close: calls whose core has not begun are answered blocked "closed"
+        self.overrun: dict[int, float] = {}  # exchange answered for, whose step still runs → when its host is ended
 
     # -- the process
 
@@ -452,17 +468,15 @@ class ExtensionHost:
             diagnostic["signal"] = -code
             how = f"was killed by signal {-code}"
             if -code == signal.SIGKILL and getattr(process, "unresponsive", False):
-                how += " (it did not answer within hostGraceMs after a missed deadline)"
+                how += " (it did not answer: a step was still running hostGraceMs after its deadline)"
         else:
             diagnostic["exitCode"] = code
             how = f"exited with status {code}"
             if code == 3:
                 how += " (out of memory: limits.hostMemoryMb)"
+        self.overrun.clear()
         for ident in list(self.pending):
             self._stop(ident, "crash")
-        for timer in self._pings.values():
-            timer.cancel()
-        self._pings.clear()
         if self.closed or self.loading:
             return
         if self._count_exit():
@@ -481,6 +495,9 @@ class ExtensionHost:
         deadline = time.monotonic() + plan[first].timeout
         body["deadline"] = deadline
         pending = Pending(ident, tag, plan, first, self.loop.create_future(), deadline)
+        pending.carry = body.get("result")
+        if tag == channel.CALL:
+            pending.core = next((i for i, step in enumerate(plan) if step.kind == "core"), None)
         self.pending[ident] = pending
         process.send(tag, ident, body)
         self._arm(pending.limit())
@@ -547,35 +564,47 @@ class ExtensionHost:
     def _frame(self, tag: str, ident: int, body: Any) -> None:
         if tag == channel.STEP:
             pending = self.pending.get(ident)
-            if pending is None or type(body) is not list or len(body) < 2:
+            if pending is None or type(body) is not list or not body:
                 return
-            index, started = body[0], body[1]
-            if type(index) is not int or not pending.first <= index < len(pending.plan) or \
-                    type(started) not in (int, float):
+            index = body[0]
+            # Steps only move forward, within the plan: a host cannot restart a deadline. The
+            # step starts when the sidecar reads its frame, by the sidecar's clock.
+            if type(index) is not int or not pending.step < index < len(pending.plan):
                 return
+            step = pending.plan[index]
             pending.step = index
-            pending.deadline = float(started) + pending.plan[index].timeout
+            pending.deadline = time.monotonic() + step.timeout
             pending.shift = 0.0
             pending.paused = 0
             self._arm(pending.limit())
-            if len(body) > 3:
-                if body[2] is not None:
-                    pending.carry = body[2]
-                if type(body[3]) is list:
-                    pending.faults += body[3]
+            if len(body) >= 3:
+                if body[1] is not None:
+                    pending.carry = body[1]
+                if type(body[2]) is list:
+                    pending.faults += body[2]
+            if step.kind == AFTER and pending.tag == channel.CALL and pending.plan[index - 1].kind != AFTER \
+                    and pending.carry is not None and not pending.future.done():
+                # The observers start: the call is answered now, with the result they watch.
+                rest = self.loop.create_future()
+                answered = Answered(pending.carry, pending.faults, rest)
+                pending.faults = []
+                pending.future.set_result(answered)
+                pending.future = rest
         elif tag == channel.DONE:
+            self.overrun.pop(ident, None)
             pending = self.pending.pop(ident, None)
             if pending is not None and not pending.future.done():
                 if pending.faults and type(body) is dict and type(body.get("faults")) is list:
                     body["faults"] = pending.faults + body["faults"]
                 if type(body) is dict and body.get("carried") is True and pending.carry is not None:
-                    body["result"] = pending.carry  # sent once, in the frame that started the observers
+                    body["result"] = pending.carry  # sent once, in a step frame
                 pending.future.set_result(body)
                 self._end_ui(pending)
-        elif tag == channel.PONG:
-            timer = self._pings.pop(ident, None)
-            if timer is not None:
-                timer.cancel()
+        elif tag == channel.ENDED:
+            self.overrun.pop(ident, None)
+            pending = self.pending.get(ident)
+            if pending is not None and pending.closing:
+                self._stop(ident, "closed")  # thread/close: its core never began
         elif tag == channel.UI:
             self._ui(ident, body)
         elif tag == channel.NOTIFY:
@@ -592,49 +621,45 @@ class ExtensionHost:
         pending = self.pending.pop(ident, None)
         if pending is None:
             return
-        if self.process is not None and how != "crash":
+        if self.process is not None and how not in ("crash", "closed"):
             self.process.send(channel.ABORT, ident, None)
+            # The step may still run: if it has not ended hostGraceMs after its deadline, its host is.
+            self.overrun[ident] = max(pending.limit(), time.monotonic()) + self.grace_s
+            self._arm(self.overrun[ident])
         self._end_ui(pending)
         if how is not None and not pending.future.done():
             pending.future.set_result(Stopped(pending.step, how, pending.carry, pending.faults))
 
     def _watch(self) -> None:
         self._watchdog = None
-        if not self.pending:
+        if not self.pending and not self.overrun:
             return
         now = time.monotonic()
         late = [p for p in self.pending.values() if not p.paused and now > p.limit()]
-        if late and self.process is not None:
+        if (late or self.overrun) and self.process is not None:
             self.process.drain()  # what the host wrote before the deadline counts
             now = time.monotonic()
             late = [p for p in late if p.ident in self.pending and not p.paused and now > p.limit()]
         for pending in late:
             self._stop(pending.ident, "timeout")
-        if late:
-            self._ping()
-        waiting = [p.limit() for p in self.pending.values() if not p.paused]
+        if self.overrun and now > min(self.overrun.values()):
+            self._end_overrun()
+        waiting = [p.limit() for p in self.pending.values() if not p.paused] + list(self.overrun.values())
         if waiting:
             self._arm(max(min(waiting), now + WATCH_S))
         elif self.pending:
             self._arm(now + 1.0)  # all waiting for the user: look again later
 
-    def _ping(self) -> None:
-        """After a missed deadline: a host that does not answer within hostGraceMs is killed."""
+    def _end_overrun(self) -> None:
+        """A step still ran hostGraceMs after its deadline: its host is ended (restarted on the next need),
+        whether or not it still answers — a loop that never returns would burn the CPU for ever."""
+        self.overrun.clear()
         process = self.process
-        if process is None or self._pings:
-            return
-        ident = next(self._ping_ids)
-        process.send(channel.PING, ident, None)
-
-        def unresponsive() -> None:
-            self._pings.pop(ident, None)
-            if self.process is process:
-                logger.warning("%s did not answer a ping within %.0f ms; killing it", process.label,
-                               self.grace_s * 1000)
-                process.unresponsive = True  # type: ignore[attr-defined]
-                process.kill()
-
-        self._pings[ident] = self.loop.call_later(self.grace_s, unresponsive)
+        if process is not None:
+            logger.warning("%s still ran a step %.0f ms after its deadline; killing it", process.label,
+                           self.grace_s * 1000)
+            process.unresponsive = True  # type: ignore[attr-defined]
+            process.kill()
 
     # -- asking the user
 
@@ -689,6 +714,19 @@ class ExtensionHost:
                 task.cancel()  # the editor's request is cancelled; the host gets a fail-closed answer
 
     # -- the end
+
+    def close_calls(self) -> None:
+        """``thread/close``: every call whose core has not begun is dropped — the host confirms with
+        ``ended`` (then it is answered blocked ``closed``) or announces the core, which then runs to its
+        end within its deadline; calls past their core run on."""
+        self.closing = True
+        process = self.process
+        for pending in list(self.pending.values()):
+            if pending.tag != channel.CALL or pending.core is None or pending.step >= pending.core or pending.closing:
+                continue
+            pending.closing = True
+            if process is not None:
+                process.send(channel.ABORT, pending.ident, {"unlessAt": pending.core})
 
     async def close(self) -> None:
         self.closed = True

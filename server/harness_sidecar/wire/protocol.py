@@ -101,7 +101,10 @@ ACTIVATED_SKILL = Obj([
     Field("resources", Arr(RESOURCE), description="In request order, each request once."),
 ], name="ActivatedSkill")
 
-BLOCKED = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("deny", "throw", "timeout", "crash"))),
+BLOCKED = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("deny", "throw", "timeout", "crash", "closed",
+                                                                    "failed")),
+                     description="closed: thread/close came before the core began; failed: the thread's "
+                                 "extensions failed (3 host exits in 5 minutes) and none of its tools runs."),
                Field("reason", Str())], name="Blocked")
 WITHHELD = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("throw", "timeout", "crash"))),
                 Field("reason", Str())], name="Withheld")
@@ -243,6 +246,9 @@ GENERIC_ERRORS = [
     ErrorKind("not_initialized", (-32002,), [], "A request before initialize."),
     ErrorKind("cancelled", (-32800,), [], "Cancelled by $/cancelRequest, or by exit without shutdown."),
     ErrorKind("internal_error", (-32603,), [], "A bug in the sidecar (logged); it keeps serving."),
+    ErrorKind("overloaded", (DOMAIN_CODES["overloaded"],), [opt("limit", Int(minimum=0))],
+              "--max-in-flight requests are running and the request does not fit in the queue behind them "
+              "(--max-queued-bytes); nothing of it ran."),
 ]
 DOMAIN_ERRORS = [
     _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
@@ -266,6 +272,8 @@ DOMAIN_ERRORS = [
     _domain("command_not_found", [opt("name", S())], "No command of that name in the thread."),
     _domain("input_blocked", [Field("extensionId", S())], "An input handler failed (fail-closed)."),
     _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
+    _domain("extension_failed", [opt("threadId", S())], "The thread's extensions failed (3 host exits in 5 "
+            "minutes): commands/run and input/submit are refused."),
 ]
 ERROR_KINDS = {e.kind: e for e in GENERIC_ERRORS + [d for d in DOMAIN_ERRORS if d.kind != "too_large"]}
 ERROR = Union(*(e.shape() for e in ERROR_KINDS.values()), name="Error",
@@ -322,10 +330,11 @@ MESSAGES: list[Message] = [
         Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), opt("inputSchema", P.INPUT_SCHEMA),
         Field("origin", Obj([Field("kind", Const("extension")), Field("id", Str())], name="CommandOrigin"))],
         name="CommandSpec")))], name="CommandsListResult"), THREAD),
-    _request("commands/run", P.COMMANDS_RUN, COMMAND_RESULT, THREAD + ("command_not_found", "invalid_arguments")),
+    _request("commands/run", P.COMMANDS_RUN, COMMAND_RESULT, THREAD + ("command_not_found", "invalid_arguments",
+                                                                     "extension_failed")),
     _request("input/submit", P.INPUT_SUBMIT, INPUT_SUBMIT_RESULT,
              THREAD + ("invalid_arguments", "missing_argument", "template_not_found", "input_blocked",
-                       "command_not_found", *_FILE_ERRORS)),
+                       "command_not_found", "extension_failed", *_FILE_ERRORS)),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
     _notification("ui/notify", UI_NOTIFY),

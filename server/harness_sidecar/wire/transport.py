@@ -149,8 +149,6 @@ class Reader:
         self.deliver = deliver  # called from the reader thread; must be thread-safe
         self.on_framing = on_framing
         self.framing: str | None = None
-        self.may_read = threading.Event()  # cleared while too many requests are unanswered
-        self.may_read.set()
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="harness-stdin", daemon=True).start()
@@ -163,7 +161,8 @@ class Reader:
         self.deliver([EOFError()])
 
     def _read(self) -> bytes:
-        self.may_read.wait()
+        # Always read: the editor's answers to the sidecar's requests come this way (backpressure is
+        # the endpoint's queue, never a stopped pipe).
         try:
             return os.read(self.fd, READ_CHUNK)
         except OSError as exc:
