@@ -237,10 +237,7 @@ class Pipeline:
                 # Only observers are left: the call is answered now; they run after, and cannot change it.
                 if rewritten_by:
                     result = {**result, "details": {**result["details"], "argumentsRewrittenBy": rewritten_by}}
-                self.calls.enter()
-                task = asyncio.ensure_future(self._observe(body, plan, start))
-                self.calls._observers.add(task)
-                task.add_done_callback(self.calls._observers.discard)
+                self._observe_later({**body, "from": start, "result": result}, plan, start)
                 return ToolResult.from_body(call, result)
             outcome = await self.host.run("call", body, plan, start)
             if isinstance(outcome, Answered):  # the observers started: the call is answered with their result
@@ -248,7 +245,8 @@ class Pipeline:
                 if not _valid_body(outcome.result):
                     raise HostLied("a malformed result")
                 self.calls.enter()
-                outcome.rest.add_done_callback(lambda rest: self._observed(rest.result(), plan, True))
+                answered = {**body, "result": outcome.result}
+                outcome.rest.add_done_callback(lambda rest: self._observed(rest.result(), answered, plan, True))
                 return ToolResult.from_body(call, outcome.result)
             if not isinstance(outcome, Stopped):
                 return self._finish(call, tool, plan, outcome, end, result)
@@ -294,6 +292,13 @@ class Pipeline:
             start, result = resume, current
             body.update({"from": start, "result": current})
 
+    def _observe_later(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
+        """Run observers ``start``.. of a call already answered with ``body["result"]``."""
+        self.calls.enter()
+        task = asyncio.ensure_future(self._observe(body, plan, start))
+        self.calls._observers.add(task)
+        task.add_done_callback(self.calls._observers.discard)
+
     async def _observe(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
         """Observers of a call already answered (its core ran here, no transforms)."""
         assert self.host is not None
@@ -306,13 +311,14 @@ class Pipeline:
         except BaseException:
             self.calls.leave()
             raise
-        self._observed(outcome, plan, True)
+        self._observed(outcome, body, plan, True)
 
-    def _observed(self, outcome: Any, plan: list[StepPlan], leave: bool) -> None:
-        """The end of a call's observers, after its answer: their faults are reported; nothing else changes."""
+    def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool) -> None:
+        """The end of a call's observers, after its answer: their faults are reported, and after one
+        that timed out the next ones run; nothing changes the answer."""
         try:
             if isinstance(outcome, Answered):
-                outcome.rest.add_done_callback(lambda rest: self._observed(rest.result(), plan, leave))
+                outcome.rest.add_done_callback(lambda rest: self._observed(rest.result(), body, plan, leave))
                 leave = False
             elif isinstance(outcome, Stopped):
                 self._report_faults(outcome.faults)
@@ -321,6 +327,8 @@ class Pipeline:
                     ext = step.extension_id or "host"
                     self.report_fault(HookFault(ext, AFTER, "timeout", f"tool_result hook of '{ext}' did not "
                                                                        f"answer within {step.timeout * 1000:.0f} ms"))
+                    if outcome.step + 1 < len(plan) and self.host is not None:
+                        self._observe_later({**body, "from": outcome.step + 1}, plan, outcome.step + 1)
             elif type(outcome) is dict:
                 self._report_faults(outcome.get("faults"))
             else:
