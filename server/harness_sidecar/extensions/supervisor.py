@@ -203,6 +203,10 @@ class HostProcess:
     def _exited(self) -> None:
         if self.exited:
             return
+        try:
+            self._readable()  # what it wrote before it died counts (a result, the step it was in)
+        except (ValueError, OSError):
+            pass
         self.exited = True
         self.returncode = self.proc.returncode
         for fd in list(self._pipes):
