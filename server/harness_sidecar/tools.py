@@ -245,8 +245,9 @@ class Pipeline:
                 if not _valid_body(outcome.result):
                     raise HostLied("a malformed result")
                 self.calls.enter()
-                answered = {**body, "result": outcome.result}
-                outcome.rest.add_done_callback(lambda rest: self._observed(rest.result(), answered, plan, True))
+                answered = outcome.result
+                outcome.rest.add_done_callback(
+                    lambda rest: self._observed(rest.result(), body, plan, True, answered))
                 return ToolResult.from_body(call, outcome.result)
             if not isinstance(outcome, Stopped):
                 return self._finish(call, tool, plan, outcome, end, result)
@@ -313,12 +314,14 @@ class Pipeline:
             raise
         self._observed(outcome, body, plan, True)
 
-    def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool) -> None:
+    def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool,
+                  answered: Any = None) -> None:
         """The end of a call's observers, after its answer: their faults are reported, and after one
         that timed out the next ones run; nothing changes the answer."""
         try:
             if isinstance(outcome, Answered):
-                outcome.rest.add_done_callback(lambda rest: self._observed(rest.result(), body, plan, leave))
+                outcome.rest.add_done_callback(
+                    lambda rest: self._observed(rest.result(), body, plan, leave, outcome.result))
                 leave = False
             elif isinstance(outcome, Stopped):
                 self._report_faults(outcome.faults)
@@ -328,7 +331,10 @@ class Pipeline:
                     self.report_fault(HookFault(ext, AFTER, "timeout", f"tool_result hook of '{ext}' did not "
                                                                        f"answer within {step.timeout * 1000:.0f} ms"))
                     if outcome.step + 1 < len(plan) and self.host is not None:
-                        self._observe_later({**body, "from": outcome.step + 1}, plan, outcome.step + 1)
+                        later = {**body, "from": outcome.step + 1}
+                        if answered is not None:
+                            later["result"] = answered
+                        self._observe_later(later, plan, outcome.step + 1)
             elif type(outcome) is dict:
                 self._report_faults(outcome.get("faults"))
             else:
