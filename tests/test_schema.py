@@ -426,5 +426,5 @@ def test_the_document_covers_every_message_type_it_announces():
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
     assert len(messages) == 24 and len(requests) == 17 and len(notifications) == 7
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
-    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 24
+    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 26  # v3 §2: + overloaded, extension_failed
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -80,10 +80,11 @@ class Output:
 
     An *urgent* frame is written at once, with everything written before it. Others, written
     by the reading thread, wait for the next urgent frame or until that thread has nothing
-    more to do and flushes before it waits on the channel: under a stream of calls a call
-    costs one write instead of three. A frame from any other thread (a job the reading
-    passed on from, an answer of the loop) is written at once: nobody else would flush it.
-    The frame that announces a tool's core is always urgent (``channel`` says why).
+    more to do and flushes before it waits on the channel. A frame from any other thread (a
+    job the reading passed on from, an answer of the loop) is written at once: nobody else
+    would flush it. Every step announcement and every outcome is urgent: foreign code runs
+    right after it and may freeze or end this process, and the sidecar must have them first
+    (v3 §2; ``channel`` says why).
     """
 
     def __init__(self, sock: socket.socket) -> None:

@@ -4,9 +4,10 @@
 loop: no thread of ours waits on a host). ``Spares`` keeps one host started ahead, with no
 extension code in it, so a thread does not pay a cold Python start on the editor's clock.
 ``ExtensionHost`` is a thread's host: it loads the thread's extensions into a process, runs
-exchanges (tool calls, events, commands) with every step's deadline kept by the sidecar's
-clock, pings a host that missed one, kills a host that stays silent, answers in-flight
-exchanges when a host dies, and restarts it on the next need — at most 3 exits in 5 minutes.
+exchanges (tool calls, events, commands) with every step stamped and its deadline kept by
+the sidecar's clock, ends a host whose step still runs ``hostGraceMs`` after its deadline,
+answers in-flight exchanges when a host dies, and restarts it on the next need — at most 3
+exits in 5 minutes.
 Nothing here imports or runs extension code.
 """
 
