@@ -113,3 +113,24 @@ def test_a_request_that_does_not_fit_the_queue_is_overloaded_and_never_runs(spaw
     _pump(sidecar, 0.3)
     assert "third" not in [m["params"]["callId"] for m in held]
     assert sidecar.call("tools/list", {"threadId": thread})["tools"]  # serving on
+
+
+def test_a_queued_request_can_be_cancelled_and_never_runs(spawn, tmp_path):
+    root = tmp_path / "project"
+    add_skill(root, "review", "Use when reviewing.")
+    held = []
+    sidecar = spawn(command=sidecar_command() + ["--max-in-flight", "1"], on_request=lambda m: held.append(m) and None)
+    thread = sidecar.call("thread/start", {"roots": [str(root)], "dynamicTools": [
+        {"name": "edit", "description": "", "inputSchema": {}}]})["threadId"]
+    running = sidecar.request_async("tools/call", {"threadId": thread, "call": {"id": "running", "name": "edit"}})
+    deadline = time.monotonic() + 15
+    while not held and time.monotonic() < deadline:
+        _pump(sidecar, 0.05)
+    queued = sidecar.request_async("tools/call", {"threadId": thread, "call": {"id": "queued", "name": "edit"}})
+    sidecar.notify("$/cancelRequest", {"id": queued})
+    assert sidecar.wait_for(queued, 15)["error"]["data"]["kind"] == "cancelled"
+    sidecar.send({"jsonrpc": "2.0", "id": held[0]["id"], "result": {
+        "contentItems": [{"type": "inputText", "text": "done"}], "success": True}})
+    assert sidecar.wait_for(running, 15)["result"]["result"]["content"] == [{"type": "text", "text": "done"}]
+    _pump(sidecar, 0.3)
+    assert [m["params"]["callId"] for m in held] == ["running"]  # the cancelled one never reached the editor

@@ -53,6 +53,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         writer.framing = framing
 
     reader = Reader(claim_stdin(), relay, set_framing)
+    reader.max_in_transit = max_queued_bytes  # read ahead of the loop at most this much (it never waits)
     reader.start()
     first = relay.first_batch()
     answered = None

@@ -142,13 +142,17 @@ class Endpoint:
             self.writer.flush()
 
     def receive_batch(self, batch: list[Any]) -> None:
-        for item in batch:
-            if self.exiting:
-                return  # nothing is read after 'exit'
-            try:
-                self.receive(item)
-            except Exception:  # noqa: BLE001 - one bad message must never end the session
-                logger.exception("failed to handle an incoming message")
+        try:
+            for item in batch:
+                if self.exiting:
+                    return  # nothing is read after 'exit'
+                try:
+                    self.receive(item)
+                except Exception:  # noqa: BLE001 - one bad message must never end the session
+                    logger.exception("failed to handle an incoming message")
+        finally:
+            if self.reader is not None:
+                self.reader.handled(batch)
 
     def receive(self, item: Any) -> None:
         if isinstance(item, EOFError):
