@@ -126,7 +126,10 @@ class HostProcess:
 
     # -- receiving
 
-    def _readable(self) -> None:
+    def _readable(self, all_of_it: bool = False) -> None:
+        """Read and handle what the host wrote. On the loop's wake-up a short read is all there was
+        (no second ``recv`` to learn so: a wake-up per step frame is the common case); ``all_of_it``
+        reads until nothing is left (before a deadline is judged, after an exit)."""
         while True:
             try:
                 data = self.sock.recv(1 << 20)
@@ -154,11 +157,13 @@ class HostProcess:
                     self.ready.set_result(body)
                 elif self.on_frame is not None:
                     self.on_frame(tag, ident, body)
+            if len(data) < 1 << 20 and not all_of_it:
+                return
 
     def drain(self) -> None:
         """Read whatever the host has written: called before a deadline is judged."""
         if not self.exited:
-            self._readable()
+            self._readable(True)
 
     def _pipe_readable(self, fd: int) -> None:
         buf = self._pipes[fd]
@@ -205,7 +210,7 @@ class HostProcess:
         if self.exited:
             return
         try:
-            self._readable()  # what it wrote before it died counts (a result, the step it was in)
+            self._readable(True)  # what it wrote before it died counts (a result, the step it was in)
         except (ValueError, OSError):
             pass
         self.exited = True
