@@ -510,6 +510,9 @@ class ExtensionHost:
             pending.core = next((i for i, step in enumerate(plan) if step.kind == "core"), None)
         self.pending[ident] = pending
         process.send(tag, ident, body)
+        if self.closing and pending.core is not None and first < pending.core:  # sent while thread/close runs
+            pending.closing = True
+            process.send(channel.ABORT, ident, {"unlessAt": pending.core})
         self._arm(pending.limit())
         return pending
 
