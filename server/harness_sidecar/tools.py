@@ -207,7 +207,6 @@ class Pipeline:
             self.host.process.kill()
         return blocked(call, "host", "crash", "the extension host answered with a malformed report")
 
-
     async def _core(self, tool: Tool, call: ToolCall) -> ToolResult:
         assert tool.run is not None
         try:
@@ -245,9 +244,7 @@ class Pipeline:
                 if not _valid_body(outcome.result):
                     raise HostLied("a malformed result")
                 self.calls.enter()
-                answered = outcome.result
-                outcome.rest.add_done_callback(
-                    lambda rest: self._observed(rest.result(), body, plan, True, answered))
+                self._after(outcome, body, plan, True)
                 return ToolResult.from_body(call, outcome.result)
             if not isinstance(outcome, Stopped):
                 return self._finish(call, tool, plan, outcome, end, result)
@@ -314,14 +311,25 @@ class Pipeline:
             raise
         self._observed(outcome, body, plan, True)
 
+    def _after(self, answered: Answered, body: dict[str, Any], plan: list[StepPlan], leave: bool) -> None:
+        """When the observers of an answered call end, ``_observed`` takes their outcome."""
+
+        def ended(rest: Any) -> None:
+            if rest.cancelled() or rest.exception() is not None:
+                if leave:
+                    self.calls.leave()
+                return
+            self._observed(rest.result(), body, plan, leave, answered.result)
+
+        answered.rest.add_done_callback(ended)
+
     def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool,
                   answered: Any = None) -> None:
         """The end of a call's observers, after its answer: their faults are reported, and after one
         that timed out the next ones run; nothing changes the answer."""
         try:
             if isinstance(outcome, Answered):
-                outcome.rest.add_done_callback(
-                    lambda rest: self._observed(rest.result(), body, plan, leave, outcome.result))
+                self._after(outcome, body, plan, leave)
                 leave = False
             elif isinstance(outcome, Stopped):
                 self._report_faults(outcome.faults)
