@@ -252,6 +252,10 @@ class Pipeline:
             step = plan[outcome.step]
             if outcome.how == "closed":
                 return blocked(call, "host", "closed", "the thread was closed before the call's core began")
+            if not outcome.started and outcome.how in ("timeout", "crash"):  # no step of it ran: no extension to blame
+                why = (f"did not begin the call within {step.timeout * 1000:.0f} ms" if outcome.how == "timeout"
+                       else "exited before the call began")
+                return blocked(call, "host", outcome.how, f"the extension host {why}")
             if outcome.how == "too_large":
                 return ToolResult.error(call, "the tool's result is larger than --max-result-bytes", kind="too_large")
             ext = step.extension_id or "host"

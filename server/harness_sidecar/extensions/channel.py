@@ -35,9 +35,10 @@ Host → sidecar
   ``notify``    0    {method, params}   ``ui/notify``, ``ui/status``
   ``pong``      n    null
 
-Deadlines: every step has one. The sidecar keeps them by its own clock: an exchange's first
-step starts when the sidecar sends it, every later one when the sidecar reads its ``step``
-frame (no time the host states counts; a step index only moves forward within the plan).
+Deadlines: every step has one. The sidecar keeps them by its own clock: every step starts
+when the sidecar reads its ``step`` frame (no time the host states counts; a step index only
+moves forward within the plan); an exchange not yet begun is bounded by its first step's
+deadline counted from when the sidecar sent it (the host begins none after that).
 The host sends ``step`` *before* it starts a step and runs the step only if the previous
 one ended by its own deadline (which is never later than the sidecar's); the sidecar decides
 a timeout only at ``deadline + MARGIN_S`` and only after reading everything the host wrote.

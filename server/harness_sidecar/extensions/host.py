@@ -189,20 +189,24 @@ class Exchange:
               urgent: bool = True) -> None:
         """Start step ``index``; raise ``Abandoned`` if the sidecar gave up or may have.
 
-        Every step but an exchange's first (whose start the sidecar knows: it sent the exchange)
-        is announced to the sidecar at once, before its code runs: the sidecar stamps it by its own
-        clock on receipt and, should this process freeze or die inside it, blames this step and
-        answers by its stage and deadline. ``carry``: the result so far, when it changed since
+        Every step is announced to the sidecar at once, before its code runs: the sidecar stamps it
+        by its own clock on receipt and, should this process freeze or die inside it, blames this
+        step and answers by its stage and deadline. ``carry``: the result so far, when it changed since
         the sidecar last had it; ``faults``: faults of the steps before, not yet reported — both
         travel with the frame, so that the sidecar keeps them even if this step never ends.
         (``urgent`` is accepted for old callers: every announcement is urgent.)
         """
-        if self.first:
+        if self.first:  # announced too: a call queued here behind another is not charged for the wait
             self.first = False
+            now = time.monotonic()
             with self.lock:
                 if self.aborted:
                     raise Abandoned
-                self.step, self.timeout = index, timeout
+                self.host.out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
+                limit = self.deadline + channel.MARGIN_S  # the sidecar's bound for a call that has not begun
+                self.step, self.deadline, self.timeout = index, now + timeout, timeout
+            if time.monotonic() > limit:  # the sidecar may have answered for it: never begin it
+                raise Abandoned
             return
         now = time.monotonic()
         with self.lock:
@@ -652,7 +656,9 @@ class Host:
             self.exchanges.pop(exchange.id, None)
 
     def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = True) -> None:
-        """The exchange's outcome, written at once: the next job's code may freeze or end this process."""
+        """The exchange's outcome, written at once: code of another thread of this process (a handler
+        the reading passed on from, a coroutine) may freeze or end it any moment, and the outcome — a
+        result, perhaps — must be the sidecar's by then."""
         data = channel.encode(channel.DONE, exchange.id, report)
         if len(data) > self.max_result_bytes:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})

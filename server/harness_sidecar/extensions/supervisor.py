@@ -297,9 +297,10 @@ class Stopped:
     """An exchange the sidecar answered for: the step it was in, and how it ended."""
 
     step: int
-    how: str  # timeout | crash | too_large
+    how: str  # timeout | crash | too_large | closed
     carry: Any = None  # the last result the host reported (a call's result before its observers)
     faults: list[Any] = field(default_factory=list)  # faults the host reported before it stopped
+    started: bool = True  # False: the host never began the exchange (it was busy, frozen or died before)
 
 
 @dataclass
@@ -319,7 +320,7 @@ class Pending:
     """An exchange in flight: the step the host last announced and its deadline (by the sidecar's clock)."""
 
     __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
-                 "carry", "faults", "ui", "core", "closing")
+                 "carry", "faults", "ui", "core", "closing", "started")
 
     def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: asyncio.Future,
                  deadline: float) -> None:
@@ -338,6 +339,7 @@ class Pending:
         self.ui: set[int] = set()
         self.core: int | None = None  # a call's core index in the plan
         self.closing = False  # thread/close asked the host to drop this call unless its core began
+        self.started = False  # the host announced the first step (until then the deadline runs from the send)
 
     def limit(self) -> float:
         """When the sidecar answers for the current step, unless the host reports first."""
@@ -582,8 +584,10 @@ class ExtensionHost:
             index = body[0]
             # Steps only move forward, within the plan: a host cannot restart a deadline. The
             # step starts when the sidecar reads its frame, by the sidecar's clock.
-            if type(index) is not int or not pending.step < index < len(pending.plan):
+            if type(index) is not int or not (pending.step < index < len(pending.plan) or
+                                              (not pending.started and index == pending.step)):
                 return
+            pending.started = True
             step = pending.plan[index]
             pending.step = index
             pending.deadline = time.monotonic() + step.timeout
@@ -641,7 +645,7 @@ class ExtensionHost:
             self._arm(self.overrun[ident])
         self._end_ui(pending)
         if how is not None and not pending.future.done():
-            pending.future.set_result(Stopped(pending.step, how, pending.carry, pending.faults))
+            pending.future.set_result(Stopped(pending.step, how, pending.carry, pending.faults, pending.started))
 
     def _watch(self) -> None:
         self._watchdog = None
