@@ -418,3 +418,18 @@ def test_a_failed_thread_runs_no_tool_command_or_input(spawn, ws, tmp_path):
         response = sidecar.request(method, {"threadId": thread, **params})
         assert response["error"]["data"]["kind"] == "extension_failed", response
         assert -32099 <= response["error"]["code"] <= -32000
+
+
+def test_a_call_waiting_behind_a_frozen_one_blames_the_host_not_an_extension(spawn, ws):
+    ws.extension("tooler", TOOLER)
+    ws.extension("alpha", GATES.format(ext="alpha"))
+    sidecar = spawn()
+    thread = start(sidecar, ws, ["tooler", "alpha"], limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
+    frozen = call_async(sidecar, thread, "fast", {"freeze": "alpha"}, call_id="frozen")
+    wait_for(lambda: ["freezing", "alpha"] in ws.events(), 15)
+    waiting = call_async(sidecar, thread, "fast", call_id="waiting")  # its hook never begins: the GIL is held
+    first = sidecar.wait_for(frozen, 30)["result"]["result"]["details"]["blocked"]
+    second = sidecar.wait_for(waiting, 30)["result"]["result"]["details"]["blocked"]
+    assert first["extensionId"] == "alpha" and first["kind"] == "timeout"
+    assert second["extensionId"] == "host", second  # alpha's hook did not run for this call
+    assert not [e for e in ws.events() if e[0] == "core"]
