@@ -242,6 +242,9 @@ def test_hooks_cannot_change_what_others_see(spawn, workspace):
     result = call(sidecar, thread, "note", {"text": "fine"}, call_id=7)
     assert result == {"toolCallId": 7, "toolName": "note", "content": [{"type": "text", "text": "noted fine"}],
                       "details": {"n": 1}, "isError": False}
+    deadline = time.monotonic() + 10  # v3 §2: observers run after the answer
+    while ["after", "again", "noted fine", False] not in workspace.events() and time.monotonic() < deadline:
+        time.sleep(0.02)
     events = workspace.events()
     assert ["before", "deny", 7, "note", {"text": "fine"}] in events  # nor the next before hook
     assert ["core", 7, {"text": "fine"}] in events  # the before hook's mutation did not reach the core
