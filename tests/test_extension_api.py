@@ -398,6 +398,9 @@ def test_a_transform_redacts_and_observers_see_the_transformed_result(spawn, ws)
     result = call(sidecar, thread, "leak")
     assert result["content"] == [{"type": "text", "text": "key=[redacted] and more"}]
     assert result["details"] == {"transformedBy": ["masker"]}
+    deadline = time.monotonic() + 10  # v3 §2: observers run after the answer
+    while not [e for e in ws.events() if e[0] == "observer"] and time.monotonic() < deadline:
+        time.sleep(0.02)
     (observed,) = [e[1] for e in ws.events() if e[0] == "observer"]
     assert observed == {"content": result["content"], "details": result["details"], "isError": False}
 
@@ -417,6 +420,9 @@ def test_a_failing_transform_withholds_the_result_and_leaks_nothing(spawn, ws, m
     assert result["toolCallId"] == "w" and result["isError"] is True
     assert result["details"]["withheld"]["extensionId"] == "masker" and result["details"]["withheld"]["kind"] == "throw"
     assert "sk-live" not in json.dumps(sidecar.notifications)
+    deadline = time.monotonic() + 10  # v3 §2: observers run after the answer
+    while not [e for e in ws.events() if e[0] == "observer"] and time.monotonic() < deadline:
+        time.sleep(0.02)
     (observed,) = [e[1] for e in ws.events() if e[0] == "observer"]
     assert "withheld" in observed["details"] and "sk-live" not in json.dumps(observed)
 

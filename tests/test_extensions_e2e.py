@@ -243,6 +243,9 @@ def test_hooks_cannot_change_what_others_see(spawn, workspace):
     result = call(sidecar, thread, "note", {"text": "fine"}, call_id=7)
     assert result == {"toolCallId": 7, "toolName": "note", "content": [{"type": "text", "text": "noted fine"}],
                       "details": {"n": 1}, "isError": False}
+    deadline = time.monotonic() + 10  # v3 §2: observers run after the answer
+    while ["after", "again", "noted fine", False] not in workspace.events() and time.monotonic() < deadline:
+        time.sleep(0.02)
     events = workspace.events()
     assert ["before", "deny", 7, "note", {"text": "fine"}] in events  # nor the next before hook
     assert ["core", 7, {"text": "fine"}] in events  # the before hook's mutation did not reach the core
@@ -337,6 +340,13 @@ def test_after_hook_faults_are_reported_and_change_nothing(spawn, workspace):
     thread = start(sidecar, workspace, ["faulty"], limits={"hookTimeoutMs": 300})["threadId"]
     result = call(sidecar, thread, "note", {"text": "x"})
     assert result["isError"] is False and result["content"] == [{"type": "text", "text": "noted x"}]
+    # v3 §2: observers run after the answer; their faults follow it
+    sidecar.request("tools/list", {"threadId": thread}, timeout=30)
+    deadline = time.monotonic() + 10
+    while len([n for n in sidecar.notifications if n["method"] == "thread/diagnostic"]) < 2 \
+            and time.monotonic() < deadline:
+        sidecar.request("tools/list", {"threadId": thread})
+        time.sleep(0.05)
     kinds = [n["params"]["kind"] for n in sidecar.notifications if n["method"] == "thread/diagnostic"]
     assert kinds == ["throw", "timeout"]
     assert all(n["params"]["hook"] == "tool_result" for n in sidecar.notifications)

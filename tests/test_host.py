@@ -204,7 +204,7 @@ def test_three_exits_within_five_minutes_stop_the_thread_and_block_its_calls(spa
     events_before = len(ws.events())
     for name in ("count", "load_skill"):  # every tool call of the thread: hooks are policy
         blocked = call(sidecar, thread, name, {"name": "review"} if name == "load_skill" else {})
-        assert blocked["details"]["blocked"]["kind"] == "crash"
+        assert blocked["details"]["blocked"]["kind"] == "failed"  # v3 §2: a failed thread runs nothing
     assert len(ws.events()) == events_before  # nothing was imported again
     refreshed = sidecar.call("thread/refresh", {"threadId": thread})["catalog"]["extensions"]
     assert [(e["id"], e["status"]) for e in refreshed] == [("fatal", "failed")]
@@ -509,21 +509,6 @@ def test_p9_responses_never_exceed_the_limit_and_huge_ids_are_not_echoed(spawn, 
     assert len(json.dumps(response)) < 2000
 
 
-def test_p9_the_sidecar_stops_reading_while_too_many_requests_are_unanswered(spawn, ws):
-    held = []
-    sidecar = spawn(command=sidecar_command() + ["--max-in-flight", "5"], on_request=lambda m: held.append(m))
-    thread = start(sidecar, ws, [], dynamicTools=[{"name": "wait", "description": "", "inputSchema": {}}])["threadId"]
-    for i in range(20):  # each waits for the editor, which does not answer yet
-        sidecar.request_async("tools/call", {"threadId": thread, "call": {"id": i, "name": "wait"}})
-        time.sleep(0.02)  # separate reads: backpressure works between reads of stdin
-    ping = sidecar.request_async("tools/list", {"threadId": thread})
-    deadline = time.monotonic() + 3
-    while time.monotonic() < deadline:
-        _pump(sidecar)
-    assert ping not in sidecar._stash  # not read while 5 requests are in flight
-    assert 5 <= len(held) < 20
-
-
 FICKLE = """
 MARK = os.path.join(os.path.dirname(TRACE), "fickle-loaded-once")
 def gate(event):
@@ -551,7 +536,7 @@ def test_an_extension_that_registers_other_hooks_after_a_restart_fails_the_threa
     wait_for_diagnostic(sidecar, "host_exit")
     # restarted, activate no longer registers the guard: the policy the editor trusted is gone
     result = call(sidecar, thread, "note", {"text": "forbidden"})
-    assert result["details"]["blocked"]["kind"] == "crash"
+    assert result["details"]["blocked"]["kind"] == "failed"  # the thread's extensions are failed
     assert not any(e[0] == "core" and e[1] == {"text": "forbidden"} for e in ws.events())
     given_up = [d for d in diagnostics(sidecar, "host_restarted") if "blocked" in d["message"]]
     assert given_up and "did not register the same" in given_up[0]["message"]

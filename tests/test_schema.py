@@ -430,5 +430,5 @@ def test_the_document_covers_every_message_type_it_announces():
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
     assert len(messages) == 26 and len(requests) == 18 and len(notifications) == 8  # v3 §4: loop/event, chat/send
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
-    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 28
+    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 30
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

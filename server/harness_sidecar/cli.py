@@ -8,7 +8,7 @@ from typing import Any
 
 USAGE = """\
 usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-result-bytes N] [--max-threads N]
-                                                      serve JSON-RPC on stdin/stdout
+                       [--max-queued-bytes N]         serve JSON-RPC on stdin/stdout
        harness-sidecar --lsp [--stdio] [--log-level LEVEL]
                                                       serve as a language server (needs the 'lsp' extra)
        harness-sidecar check [--json] ROOT [ROOT ...]  lint resource trees (earlier root wins)
@@ -18,7 +18,9 @@ usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-
 
 The protocol is documented in protocol.md. Logs go to stderr; stdout carries protocol
 messages only. LEVEL is one of debug, info, warning (default), error.
---max-in-flight N: stop reading stdin while N requests are unanswered (default 1000).
+--max-in-flight N: run at most N requests at once (default 1000); the others wait in
+arrival order, up to --max-queued-bytes N of them (default 64 MiB); one that does not fit is
+answered 'overloaded'. stdin is always read: answers to the sidecar's own requests never wait.
 --max-result-bytes N: no response line is longer (default 16 MiB); see protocol.md.
 --max-threads N: at most N open threads; thread/start beyond is error too_many_threads (default 64).
 --stdio (what language clients add) names the only transport there is; --pipe, --socket
@@ -55,7 +57,8 @@ def flush_stderr() -> None:
     SINK.flush(1.0)
 
 
-def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> int:
+def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024,
+          max_queued_bytes: int = 64 * 1024 * 1024) -> int:
     """Serve JSON-RPC on stdio. A first ``initialize`` is answered before asyncio is imported."""
     from harness_sidecar.wire.lifecycle import (
         Relay,
@@ -71,6 +74,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         writer.framing = framing
 
     reader = Reader(claim_stdin(), relay, set_framing)
+    reader.max_in_transit = max_queued_bytes  # read ahead of the loop at most this much (it never waits)
     reader.start()
     first = relay.first_batch()
     answered = None
@@ -85,7 +89,8 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
 
     from harness_sidecar.wire.endpoint import Endpoint
 
-    endpoint = Endpoint(writer, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes)
+    endpoint = Endpoint(writer, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes,
+                        max_queued_bytes=max_queued_bytes)
     endpoint.reader = reader
     if answered is not None:
         endpoint.initialized = True
@@ -150,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     options = {"--log-level": "warning", "--max-in-flight": "1000", "--max-result-bytes": str(16 * 1024 * 1024),
                "--max-threads": "64"}
+    options["--max-queued-bytes"] = str(64 * 1024 * 1024)
     rest: list[str] = []
     i = 0
     while i < len(args):
@@ -171,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"harness-sidecar: unknown log level {level!r}\n\n{USAGE}", file=sys.stderr)
         return 2
     numbers = {}
-    for name in ("--max-in-flight", "--max-result-bytes", "--max-threads"):
+    for name in ("--max-in-flight", "--max-result-bytes", "--max-threads", "--max-queued-bytes"):
         if not options[name].isdigit() or int(options[name]) < 1:
             print(f"harness-sidecar: {name} takes a positive integer, not {options[name]!r}\n\n{USAGE}",
                   file=sys.stderr)
@@ -181,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
 
     SIDECAR.max_threads = numbers["--max-threads"]
     if not rest:
-        return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"])
+        return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"], numbers["--max-queued-bytes"])
     configure_logging(level)
     command, options = rest[0], rest[1:]
     if command == "--lsp" and not options:

@@ -93,7 +93,9 @@ DOMAIN_CODES: dict[str, int] = {
     "missing_argument": -32021,
     "command_not_found": -32030,
     "input_blocked": -32031,
+    "extension_failed": -32032,
     "mcp_unavailable": -32040,
+    "overloaded": -32050,
     "resources_exhausted": -32070,
     "too_many_threads": -32071,
 }

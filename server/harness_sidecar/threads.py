@@ -46,7 +46,7 @@ from harness_sidecar.resources.search import index_of as search_index_of
 from harness_sidecar.resources.templates import render
 from harness_sidecar.results import ToolCall, ToolResult
 from harness_sidecar.stderr import SINK
-from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
+from harness_sidecar.tools import Calls, Pipeline, Tool, ToolRegistry
 from harness_sidecar.wire import params as P
 
 logger = logging.getLogger(__name__)
@@ -112,6 +112,7 @@ class Thread:
     handler_timeouts: dict[str, list[int | None]] = field(default_factory=dict)  # event → each handler's own ms
     hooks: Any = None  # hooks.boundaries.ThreadHooks, when a root declares command hooks (protocol-v3 §5)
     hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
+    calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -309,7 +310,7 @@ class Sidecar:
     def _new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
         pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
-                            thread.catalog)
+                            thread.catalog, thread.calls)
         pipeline.command_hooks = thread.hooks
         return pipeline
 
@@ -745,6 +746,12 @@ class Sidecar:
         if thread.watch is not None:
             thread.watch.close()
             thread.watch = None
+        # Close keeps outcomes: calls whose core began finish (each within its deadline) with their
+        # real outcome; the others are answered blocked "closed".
+        thread.calls.closing = True
+        if thread.host is not None:
+            thread.host.close_calls()
+        await thread.calls.drained()
         if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})
         if thread.hooks is not None:
@@ -851,9 +858,17 @@ class Sidecar:
         thread = await self.thread(params)
         return {"commands": [c.to_wire() for c in thread.commands.values()]}
 
+    @staticmethod
+    def _refuse_if_failed(thread: Thread) -> None:
+        """A failed thread (3 host exits in 5 minutes) runs nothing: commands and input are refused."""
+        if thread.host is not None and thread.host.failed:
+            raise DomainError("extension_failed", f"the thread's extensions failed ({thread.host.failure}): "
+                                                  f"nothing of this thread runs", threadId=thread.id)
+
     async def commands_run(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_commands_run(params)
+        self._refuse_if_failed(thread)
         if request.text is None:
             return await self._run_command(thread, request.name, request.arguments)
         command = thread.commands.get(request.name)
@@ -899,6 +914,7 @@ class Sidecar:
     async def input_submit(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_input_submit(params)
+        self._refuse_if_failed(thread)
         text = request.text
         hook_context = await self._prompt_hooks(thread, text)
         if thread.handlers(INPUT):

@@ -11,12 +11,14 @@ run late, die — each step is answered by its deadline here (``extensions.super
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.extensions.supervisor import (
+    Answered,
     ExtensionHost,
     HostLied,
     HostUnavailable,
@@ -103,6 +105,30 @@ def _valid_faults(faults: Any, handlers: dict[str, list[str]]) -> bool:
 
 
 @dataclass
+class Calls:
+    """A thread's tool calls in flight (observers after the answer included): ``thread/close`` lets
+    those whose core has begun finish, and answers the others blocked ``closed``."""
+
+    count: int = 0
+    closing: bool = False
+    _idle: asyncio.Future | None = None
+    _observers: set = field(default_factory=set)  # tasks running observers after the answer
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if not self.count and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def drained(self) -> None:
+        while self.count:
+            self._idle = asyncio.get_running_loop().create_future()
+            await self._idle
+
+
+@dataclass
 class Pipeline:
     """One tools/call of a thread on its way through its steps."""
 
@@ -113,6 +139,7 @@ class Pipeline:
     validate: Callable[[Tool, dict[str, Any]], tuple[str, str] | None]  # (message, JSON path) of a mismatch
     catalog: Any = None  # the catalog snapshot of this revision: what load_skill and find_skills see
     command_hooks: Any = None  # hooks.boundaries.ThreadHooks when the thread declares command hooks
+    calls: Calls = field(default_factory=Calls)  # the thread's, shared by its revisions' pipelines
 
     async def call(self, call: ToolCall, hooked: bool = False) -> ToolResult:
         """The whole pipeline of one call. Never raises for anything an extension, editor or server did.
@@ -120,6 +147,25 @@ class Pipeline:
         Command hooks (PreToolUse, PostToolUse) wrap the rest: their merged decision runs before the
         extensions' before hooks, and the call goes on through here again (``hooked``).
         """
+        if hooked:  # counted once, by the outer call
+            return await self._call(call, hooked)
+        self.calls.enter()
+        try:
+            return await self._call(call, hooked)
+        finally:
+            self.calls.leave()
+
+    def _unavailable(self, call: ToolCall, exc: Exception) -> ToolResult:
+        host = self.host
+        kind = "failed" if host is not None and host.failed else "closed" if self.calls.closing else "crash"
+        return blocked(call, "host", kind, f"the thread's extensions cannot run: {exc}")
+
+    async def _call(self, call: ToolCall, hooked: bool) -> ToolResult:
+        if self.host is not None and self.host.failed:  # a failed thread runs nothing: no tool kind
+            return blocked(call, "host", "failed", f"the thread's extensions failed ({self.host.failure}): "
+                                                   f"no tool of this thread runs")
+        if self.calls.closing:
+            return blocked(call, "host", "closed", "the thread was closed before the call began")
         tool = self.registry.tools.get(call.name)
         if tool is None:
             return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
@@ -139,7 +185,7 @@ class Pipeline:
                 if not self.host.running:
                     await self.host.ensure()
             except HostUnavailable as exc:
-                return blocked(call, "host", "crash", f"the thread's extensions cannot run: {exc}")
+                return self._unavailable(call, exc)
         try:
             if tool.run is None:
                 return await self._exchange(call, tool, plan, 0, None, [])
@@ -149,20 +195,31 @@ class Pipeline:
                 if isinstance(outcome, ToolResult):
                     return outcome
                 call, rewritten_by = outcome
-            result = await self._core(tool, call)
-            if core + 1 < len(plan):
+                if self.calls.closing:
+                    return blocked(call, "host", "closed", "the thread was closed before the call's core began")
+        except HostUnavailable as exc:
+            return self._unavailable(call, exc)
+        except HostLied as exc:
+            return self._lied(call, exc)
+        result = await self._core(tool, call)  # from here on the call has run: never reported as blocked
+        if core + 1 < len(plan):
+            try:
                 await self.host.ensure()  # type: ignore[union-attr]
                 return await self._exchange(call, tool, plan, core + 1, result.body(), rewritten_by)
-            if rewritten_by:
-                result.details = {**result.details, "argumentsRewrittenBy": rewritten_by}
-            return result
-        except HostUnavailable as exc:
-            return blocked(call, "host", "crash", f"the thread's extensions cannot run: {exc}")
-        except HostLied as exc:
-            logger.error("the extension host of %s broke the channel's rules: %s; killing it", self.thread_id, exc)
-            if self.host is not None and self.host.process is not None:
-                self.host.process.kill()
-            return blocked(call, "host", "crash", "the extension host answered with a malformed report")
+            except (HostUnavailable, HostLied) as exc:
+                if isinstance(exc, HostLied):
+                    self._lied(call, exc)
+                if any(step.kind == TRANSFORM for step in plan[core + 1:]):  # they cannot run: fail closed
+                    return withheld(call, "host", "crash", f"the result transforms cannot run: {exc}")
+        if rewritten_by:
+            result.details = {**result.details, "argumentsRewrittenBy": rewritten_by}
+        return result
+
+    def _lied(self, call: ToolCall, exc: HostLied) -> ToolResult:
+        logger.error("the extension host of %s broke the channel's rules: %s; killing it", self.thread_id, exc)
+        if self.host is not None and self.host.process is not None:
+            self.host.process.kill()
+        return blocked(call, "host", "crash", "the extension host answered with a malformed report")
 
     async def _core(self, tool: Tool, call: ToolCall) -> ToolResult:
         assert tool.run is not None
@@ -189,11 +246,30 @@ class Pipeline:
         if rewritten_by:
             body["rewrittenBy"] = rewritten_by
         while True:
+            if plan[start].kind == AFTER and result is not None:
+                # Only observers are left: the call is answered now; they run after, and cannot change it.
+                if rewritten_by:
+                    result = {**result, "details": {**result["details"], "argumentsRewrittenBy": rewritten_by}}
+                self._observe_later({**body, "from": start, "result": result}, plan, start)
+                return ToolResult.from_body(call, result)
             outcome = await self.host.run("call", body, plan, start)
+            if isinstance(outcome, Answered):  # the observers started: the call is answered with their result
+                self._report_faults(outcome.faults)
+                if not _valid_body(outcome.result):
+                    raise HostLied("a malformed result")
+                self.calls.enter()
+                self._after(outcome, body, plan, True)
+                return ToolResult.from_body(call, outcome.result)
             if not isinstance(outcome, Stopped):
                 return self._finish(call, tool, plan, outcome, end, result)
             self._report_faults(outcome.faults)
             step = plan[outcome.step]
+            if outcome.how == "closed":
+                return blocked(call, "host", "closed", "the thread was closed before the call's core began")
+            if not outcome.started and outcome.how in ("timeout", "crash"):  # no step of it ran: no extension to blame
+                why = (f"did not begin the call within {step.timeout * 1000:.0f} ms" if outcome.how == "timeout"
+                       else "exited before the call began")
+                return blocked(call, "host", outcome.how, f"the extension host {why}")
             if outcome.how == "too_large":
                 return ToolResult.error(call, "the tool's result is larger than --max-result-bytes", kind="too_large")
             ext = step.extension_id or "host"
@@ -231,6 +307,71 @@ class Pipeline:
             await self.host.ensure()
             start, result = resume, current
             body.update({"from": start, "result": current})
+
+    def _observe_later(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
+        """Run observers ``start``.. of a call already answered with ``body["result"]``."""
+        self.calls.enter()
+        task = asyncio.ensure_future(self._observe(body, plan, start))
+        self.calls._observers.add(task)
+        task.add_done_callback(self.calls._observers.discard)
+
+    async def _observe(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
+        """Observers of a call already answered (its core ran here, no transforms)."""
+        assert self.host is not None
+        try:
+            await self.host.ensure()
+            outcome = await self.host.run("call", body, plan, start)
+        except HostUnavailable:
+            self.calls.leave()  # the answer stands; the observers cannot run
+            return
+        except BaseException:
+            self.calls.leave()
+            raise
+        self._observed(outcome, body, plan, True)
+
+    def _after(self, answered: Answered, body: dict[str, Any], plan: list[StepPlan], leave: bool) -> None:
+        """When the observers of an answered call end, ``_observed`` takes their outcome."""
+
+        def ended(rest: Any) -> None:
+            if rest.cancelled() or rest.exception() is not None:
+                if leave:
+                    self.calls.leave()
+                return
+            self._observed(rest.result(), body, plan, leave, answered.result)
+
+        answered.rest.add_done_callback(ended)
+
+    def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool,
+                  answered: Any = None) -> None:
+        """The end of a call's observers, after its answer: their faults are reported, and after one
+        that timed out the next ones run; nothing changes the answer."""
+        try:
+            if isinstance(outcome, Answered):
+                self._after(outcome, body, plan, leave)
+                leave = False
+            elif isinstance(outcome, Stopped):
+                self._report_faults(outcome.faults)
+                if outcome.how == "timeout":
+                    step = plan[outcome.step]
+                    ext = step.extension_id or "host"
+                    self.report_fault(HookFault(ext, AFTER, "timeout", f"tool_result hook of '{ext}' did not "
+                                                                       f"answer within {step.timeout * 1000:.0f} ms"))
+                    if outcome.step + 1 < len(plan) and self.host is not None:
+                        later = {**body, "from": outcome.step + 1}
+                        if answered is not None:
+                            later["result"] = answered
+                        self._observe_later(later, plan, outcome.step + 1)
+            elif type(outcome) is dict:
+                self._report_faults(outcome.get("faults"))
+            else:
+                raise HostLied("a report is an object")
+        except HostLied as exc:
+            logger.error("the extension host of %s broke the channel's rules: %s; killing it", self.thread_id, exc)
+            if self.host is not None and self.host.process is not None:
+                self.host.process.kill()
+        finally:
+            if leave:
+                self.calls.leave()
 
     def _report_faults(self, faults: Any) -> None:
         if not _valid_faults(faults, self.registry.handlers):

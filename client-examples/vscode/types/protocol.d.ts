@@ -61,6 +61,7 @@ export type Error =
   | Error_Cancelled
   | Error_InternalError
   | Error_ResourcesExhausted
+  | Error_Overloaded
   | Error_ThreadNotFound
   | Error_SkillNotFound
   | Error_InvalidArguments
@@ -75,7 +76,8 @@ export type Error =
   | Error_CommandNotFound
   | Error_InputBlocked
   | Error_McpUnavailable
-  | Error_TooManyThreads;
+  | Error_TooManyThreads
+  | Error_ExtensionFailed;
 /**
  * An extension's id: the skill-name rule (lower-case letters and digits in groups joined by single hyphens, at most 64 characters, not a Windows device name).
  *
@@ -297,10 +299,13 @@ export interface PluginRef {
  */
 export interface Blocked {
   /**
-   * The extension whose before hook blocked (absent for command hooks: see by).
+   * The extension whose before hook blocked ("host" when the thread's host could not run it; absent for command hooks: see by).
    */
   extensionId?: string;
-  kind: "deny" | "throw" | "timeout" | "crash" | "hook" | "hook_failed" | "hook_conflict";
+  /**
+   * closed: thread/close came before the core began; failed: the thread's extensions failed (3 host exits in 5 minutes) and none of its tools runs.
+   */
+  kind: "deny" | "throw" | "timeout" | "crash" | "closed" | "failed" | "hook" | "hook_failed" | "hook_conflict";
   reason: string;
   /**
    * Command hooks: the sources that blocked (root:<path>, plugin:<name>).
@@ -954,6 +959,21 @@ export interface Error_ResourcesExhausted {
   };
 }
 /**
+ * --max-in-flight requests are running and the request does not fit in the queue behind them (--max-queued-bytes); nothing of it ran.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_Overloaded".
+ */
+export interface Error_Overloaded {
+  code: -32050;
+  message: string;
+  data: {
+    kind: "overloaded";
+    limit?: number;
+    [k: string]: unknown;
+  };
+}
+/**
  * An unknown or closed threadId (not echoed when it is over 200 characters long).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1197,6 +1217,21 @@ export interface Error_TooManyThreads {
   data: {
     kind: "too_many_threads";
     limit: number;
+    [k: string]: unknown;
+  };
+}
+/**
+ * The thread's extensions failed (3 host exits in 5 minutes): commands/run and input/submit are refused.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_ExtensionFailed".
+ */
+export interface Error_ExtensionFailed {
+  code: -32032;
+  message: string;
+  data: {
+    kind: "extension_failed";
+    threadId?: string;
     [k: string]: unknown;
   };
 }
@@ -2173,7 +2208,7 @@ export interface ServerNotifications {
 }
 
 /** The error kinds any request may get (x-request-errors). */
-export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "too_deep" | "not_initialized" | "cancelled" | "internal_error" | "resources_exhausted";
+export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" | "shutting_down" | "already_initialized" | "duplicate_id" | "method_not_found" | "invalid_params" | "too_deep" | "not_initialized" | "cancelled" | "internal_error" | "resources_exhausted" | "overloaded";
 
 /** The domain error kinds each method may answer, besides RequestErrorKind. */
 export interface DomainErrorKinds {
@@ -2186,7 +2221,7 @@ export interface DomainErrorKinds {
   "tools/list": "thread_not_found";
   "tools/call": "thread_not_found";
   "commands/list": "thread_not_found";
-  "commands/run": "thread_not_found" | "command_not_found" | "invalid_arguments";
-  "input/submit": "thread_not_found" | "invalid_arguments" | "missing_argument" | "template_not_found" | "input_blocked" | "command_not_found" | "path_escape" | "not_utf8" | "too_large" | "invalid_frontmatter";
+  "commands/run": "thread_not_found" | "command_not_found" | "invalid_arguments" | "extension_failed";
+  "input/submit": "thread_not_found" | "invalid_arguments" | "missing_argument" | "template_not_found" | "input_blocked" | "command_not_found" | "extension_failed" | "path_escape" | "not_utf8" | "too_large" | "invalid_frontmatter";
   "loop/event": "thread_not_found";
 }

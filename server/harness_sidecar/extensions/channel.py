@@ -16,7 +16,8 @@ Sidecar → host
                       hookTimeout, toolTimeout}                            → ``step``…, ``done``
   ``event``     x    {event, payload, deadline, hookTimeout}  lifecycle, context, input handlers
   ``command``   x    {name, arguments, deadline, timeout}
-  ``abort``     x    null   the sidecar gave up on exchange x: run none of its further steps
+  ``abort``     x    null | {unlessAt}   the sidecar gave up on exchange x: run none of its further
+                     steps (with ``unlessAt``: unless step ``unlessAt``, a call's core, has begun)
   ``uiAnswer``  u    {value, shift}  the editor's answer; ``shift``: seconds of user time so far
   ``ping``      n    null   → ``pong``
   ``close``     0    null   exit now
@@ -24,18 +25,26 @@ Sidecar → host
 Host → sidecar
   ``ready``     0    {pid}
   ``loaded``    seq  {ok, error?, tools: [...], hooks: [event, ...], commands: [...]}
-  ``step``      x    [index, started]   step ``index`` of exchange x started at ``started``
-                                        (``time.monotonic()``: one clock for both processes)
+  ``step``      x    [index] or [index, carry, faults]   step ``index`` of exchange x begins now
+                     (sent before its code runs; the sidecar stamps it on receipt by its own
+                     clock; ``carry``: the call's result when it changed since the sidecar last
+                     had it — the first step after a core carries the core's result)
   ``done``      x    {...}   the exchange's outcome (see ``extensions.exchanges``)
+  ``ended``     x    null    the code of an exchange the sidecar aborted (or that ran late) returned
   ``ui``        u    {exchange, method, params}   ask the editor (``ui/confirm`` …)
   ``notify``    0    {method, params}   ``ui/notify``, ``ui/status``
   ``pong``      n    null
 
-Deadlines: every step has one, on ``time.monotonic()`` (CLOCK_MONOTONIC, the same clock in
-both processes). The host sends ``step`` *before* it starts a step and runs the step only
-if the previous one ended by its deadline; the sidecar decides a timeout only at
-``deadline + MARGIN_S`` and only after reading everything the host wrote. So a step the
-sidecar has answered as timed out is never followed by the next one in the host.
+Deadlines: every step has one. The sidecar keeps them by its own clock: every step starts
+when the sidecar reads its ``step`` frame (no time the host states counts; a step index only
+moves forward within the plan); an exchange not yet begun is bounded by its first step's
+deadline counted from when the sidecar sent it (the host begins none after that).
+The host sends ``step`` *before* it starts a step and runs the step only if the previous
+one ended by its own deadline (which is never later than the sidecar's); the sidecar decides
+a timeout only at ``deadline + MARGIN_S`` and only after reading everything the host wrote.
+So a step the sidecar has answered as timed out is never followed by the next one in the
+host. A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
+or ``ended`` came) ends its host.
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE
     "init", "load", "commit", "schemas", "call", "event", "command", "abort", "uiAnswer", "ping", "close")
 # Tags (host → sidecar)
 READY, LOADED, STEP, DONE, UI, NOTIFY, PONG = "ready", "loaded", "step", "done", "ui", "notify", "pong"
+ENDED = "ended"
 
 def encode(tag: str, ident: int, body: object) -> bytes:
     """One frame. Raises ``ValueError``/``TypeError`` for what is not JSON data (callers check beforehand)."""

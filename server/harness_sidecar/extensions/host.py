@@ -84,10 +84,11 @@ class Output:
 
     An *urgent* frame is written at once, with everything written before it. Others, written
     by the reading thread, wait for the next urgent frame or until that thread has nothing
-    more to do and flushes before it waits on the channel: under a stream of calls a call
-    costs one write instead of three. A frame from any other thread (a job the reading
-    passed on from, an answer of the loop) is written at once: nobody else would flush it.
-    The frame that announces a tool's core is always urgent (``channel`` says why).
+    more to do and flushes before it waits on the channel. A frame from any other thread (a
+    job the reading passed on from, an answer of the loop) is written at once: nobody else
+    would flush it. Every step announcement and every outcome is urgent: foreign code runs
+    right after it and may freeze or end this process, and the sidecar must have them first
+    (v3 §2; ``channel`` says why).
     """
 
     def __init__(self, sock: socket.socket) -> None:
@@ -189,30 +190,36 @@ class Exchange:
         self.waiters: set[int] = set()
 
     def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None,
-              urgent: bool = False) -> None:
+              urgent: bool = True) -> None:
         """Start step ``index``; raise ``Abandoned`` if the sidecar gave up or may have.
 
-        ``carry``: the result so far (when the observers start); ``faults``: faults of the steps
-        before, not yet reported — both travel with the step frame, so that the sidecar has them
-        even if this step never ends.
+        Every step is announced to the sidecar at once, before its code runs: the sidecar stamps it
+        by its own clock on receipt and, should this process freeze or die inside it, blames this
+        step and answers by its stage and deadline. ``carry``: the result so far, when it changed since
+        the sidecar last had it; ``faults``: faults of the steps before, not yet reported — both
+        travel with the frame, so that the sidecar keeps them even if this step never ends.
+        (``urgent`` is accepted for old callers: every announcement is urgent.)
         """
-        if self.first:
+        if self.first:  # announced too: a call queued here behind another is not charged for the wait
             self.first = False
+            now = time.monotonic()
             with self.lock:
                 if self.aborted:
                     raise Abandoned
-                self.step, self.timeout = index, timeout
+                self.host.out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
+                limit = self.deadline + channel.MARGIN_S  # the sidecar's bound for a call that has not begun
+                self.step, self.deadline, self.timeout = index, now + timeout, timeout
+            if time.monotonic() > limit:  # the sidecar may have answered for it: never begin it
+                raise Abandoned
             return
         now = time.monotonic()
         with self.lock:
             if self.aborted:
                 raise Abandoned
-            # Before the step runs. Only a core must be announced at once: were the sidecar to
-            # time out the before hook while the core runs, the core would run after a block.
             if carry is None and not faults:
-                self.host.out.send_bytes(b'["step",%d,[%d,%r]]\n' % (self.id, index, now), urgent)
+                self.host.out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
             else:
-                self.host.out.send(channel.STEP, self.id, [index, now, carry, faults or []], urgent=urgent)
+                self.host.out.send(channel.STEP, self.id, [index, carry, faults or []])
             limit = self.deadline + self.shift + channel.MARGIN_S
             self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
         if time.monotonic() > limit:
@@ -221,8 +228,12 @@ class Exchange:
     def in_time(self) -> bool:
         return not self.aborted and time.monotonic() <= self.deadline + self.shift
 
-    def abort(self) -> None:
+    def abort(self, unless_at: int | None = None) -> None:
+        """Run no further step. With ``unless_at``: only if step ``unless_at`` (a call's core) has not
+        begun — a core that has begun runs to its end (``thread/close`` keeps outcomes)."""
         with self.lock:
+            if unless_at is not None and self.step >= unless_at:
+                return
             self.aborted = True
             future = self.future
             waiters = list(self.waiters)
@@ -263,6 +274,8 @@ class CallState:
 
 
 def with_metadata(body: dict[str, Any], rewritten_by: list[str], transformed_by: list[str]) -> dict[str, Any]:
+    if not rewritten_by and not transformed_by:
+        return body
     details = dict(body["details"])
     if rewritten_by:
         details["argumentsRewrittenBy"] = list(rewritten_by)
@@ -750,7 +763,8 @@ class Host:
         elif tag == channel.ABORT:
             exchange = self.exchanges.get(ident)
             if exchange is not None:
-                exchange.abort()
+                unless_at = body.get("unlessAt") if type(body) is dict else None
+                exchange.abort(unless_at if type(unless_at) is int else None)
         elif tag == channel.UI_ANSWER:
             self.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"), body.get("outcome"))
         elif tag == channel.LOAD:
@@ -777,17 +791,22 @@ class Host:
         try:
             run(exchange, body)
         except Abandoned:
-            pass
+            # The code of the step that ran has returned: the sidecar stops counting it as
+            # overrunning (a step that never returns ends the host at deadline + hostGraceMs).
+            self.out.send_bytes(b'["ended",%d,null]\n' % exchange.id)
         finally:
             self.exchanges.pop(exchange.id, None)
 
-    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
+    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = True) -> None:
+        """The exchange's outcome, written at once: code of another thread of this process (a handler
+        the reading passed on from, a coroutine) may freeze or end it any moment, and the outcome — a
+        result, perhaps — must be the sidecar's by then."""
         data = channel.encode(channel.DONE, exchange.id, report)
         if len(data) > self.max_result_bytes:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
         with exchange.lock:
             if exchange.aborted:
-                return
+                data = b'["ended",%d,null]\n' % exchange.id
             self.out.send_bytes(data, urgent)
 
     # -- init, load, commit
@@ -1037,32 +1056,37 @@ class Host:
         return plan
 
     def run_call(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        """Run steps ``from``..``to`` of a call. Each step is announced before it runs (``begin``);
+        the first step after the core carries the core's result, so the sidecar has it before any
+        transform or observer runs, and answers the call when the observers start."""
         call = body["call"]
         state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", [])))
         state.known = state.result
         hook_timeout, tool_timeout = body["hookTimeout"], body["toolTimeout"]
         plan = self.call_plan(call["name"])
         end = min(body["to"], len(plan))
-        for index in range(body["from"], end):
+        index = body["from"]
+        while index < end:
             kind, target = plan[index]
             if kind == BEFORE:
                 exchange.begin(index, hook_timeout, faults=state.take_faults())
                 if not self._before(exchange, index, target, state):
                     break
             elif kind == "core":
-                exchange.begin(index, tool_timeout, faults=state.take_faults(), urgent=True)
+                exchange.begin(index, tool_timeout, faults=state.take_faults())
                 self._core(exchange, index, target, state, tool_timeout)
             elif kind == TRANSFORM:
-                exchange.begin(index, hook_timeout, faults=state.take_faults())
+                exchange.begin(index, hook_timeout, carry=_news(state), faults=state.take_faults())
                 if not self._transform(exchange, index, target, state):
                     # withheld: the rest of the transforms do not run; observers see the withheld result
-                    while index + 1 < end and plan[index + 1][0] == TRANSFORM:
+                    index += 1
+                    while index < end and plan[index][0] == TRANSFORM:
                         index += 1
-                    self._observe(exchange, index + 1, end, plan, state, hook_timeout)
-                    break
+                    continue
             else:
                 self._observe(exchange, index, end, plan, state, hook_timeout)
                 break
+            index += 1
         else:
             if state.result is not None and "withheld" not in state.result["details"]:
                 state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
@@ -1180,15 +1204,14 @@ class Host:
 
     def _observe(self, exchange: Exchange, start: int, end: int, plan: list[tuple[str, Any]], state: CallState,
                  timeout: float) -> None:
+        """The observers: the first one's frame carries the final result (the sidecar answers the
+        call with it at once); nothing they do changes it."""
         if state.result is not None and "withheld" not in state.result["details"]:
             state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
         for index in range(start, end):
             handler = plan[index][1]
-            first = exchange.first
-            exchange.begin(index, timeout, carry=state.result if index == start else None,
+            exchange.begin(index, timeout, carry=_news(state) if index == start else None,
                            faults=state.take_faults())
-            if index == start and not first:
-                state.known = state.result
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                                "result": state.result}, state.call)
             failure = outcome.failure(f"tool_result hook of '{handler.extension_id}'", exchange, "finish")
@@ -1293,6 +1316,14 @@ class Host:
                 result = _error_body(f"command '{name}' returned an unusable value: {exc}", kind="command_error",
                                      extensionId=ext)
         self.finish(exchange, {"result": result})
+
+
+def _news(state: CallState) -> Any:
+    """The call's result if the sidecar does not have it yet (it then has it: the frame carries it)."""
+    if state.result is state.known:
+        return None
+    state.known = state.result
+    return state.result
 
 
 def _settle(future: asyncio.Future, value: Any) -> None:

@@ -4,9 +4,10 @@
 loop: no thread of ours waits on a host). ``Spares`` keeps one host started ahead, with no
 extension code in it, so a thread does not pay a cold Python start on the editor's clock.
 ``ExtensionHost`` is a thread's host: it loads the thread's extensions into a process, runs
-exchanges (tool calls, events, commands) with every step's deadline kept by the sidecar's
-clock, pings a host that missed one, kills a host that stays silent, answers in-flight
-exchanges when a host dies, and restarts it on the next need — at most 3 exits in 5 minutes.
+exchanges (tool calls, events, commands) with every step stamped and its deadline kept by
+the sidecar's clock, ends a host whose step still runs ``hostGraceMs`` after its deadline,
+answers in-flight exchanges when a host dies, and restarts it on the next need — at most 3
+exits in 5 minutes.
 Nothing here imports or runs extension code.
 """
 
@@ -28,6 +29,7 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, lifetimes, pythonpath
 from harness_sidecar.extensions import channel
+from harness_sidecar.hooks.python import AFTER
 from harness_sidecar.stderr import SINK
 
 logger = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ EXIT_WINDOW_S = 300.0
 CLOSE_GRACE_S = 2.0
 FRAME_SLACK = 1 << 20  # a frame's own fields beside the largest result it may carry
 READS_PER_TURN = 8  # channel reads of up to 1 MiB each per event-loop turn
+DRAIN_READS = 128  # and before a deadline is judged or after an exit (a host still flooding is its own fault)
 
 
 def _loop_time(loop: asyncio.AbstractEventLoop, monotonic_at: float) -> float:
@@ -134,8 +137,12 @@ class HostProcess:
     def frame_limit(self, limit: int) -> None:
         self._splitter.limit = min(limit, channel.MAX_FRAME_BYTES)
 
-    def _readable(self) -> None:
-        for _ in range(READS_PER_TURN):  # then other threads' turn: the loop calls again while more waits
+    def _readable(self, all_of_it: bool = False) -> None:
+        """Read and handle what the host wrote. On the loop's wake-up a short read is all there was
+        (no second ``recv`` to learn so: a wake-up per step frame is the common case), and a turn reads
+        at most ``READS_PER_TURN`` MiB, so a flooding host cannot starve the other threads; ``all_of_it``
+        reads until nothing is left (before a deadline is judged, after an exit), at most ``DRAIN_READS`` MiB."""
+        for _ in range(DRAIN_READS if all_of_it else READS_PER_TURN):
             try:
                 data = self.sock.recv(1 << 20)
             except (BlockingIOError, InterruptedError):
@@ -150,7 +157,7 @@ class HostProcess:
                 if isinstance(line, channel.TooLong) or channel.too_many_values(line) is not None:
                     head = channel.peek_id(line.head if isinstance(line, channel.TooLong) else line)
                     if self.on_frame is not None and head is not None:
-                        self.on_frame("tooLarge", head[1], None)
+                        self.on_frame("tooLarge", head[1], head[0])  # body: the refused frame's tag
                     continue
                 try:
                     tag, ident, body = channel.decode(line)
@@ -162,11 +169,13 @@ class HostProcess:
                     self.ready.set_result(body)
                 elif self.on_frame is not None:
                     self.on_frame(tag, ident, body)
+            if len(data) < 1 << 20 and not all_of_it:
+                return
 
     def drain(self) -> None:
         """Read whatever the host has written: called before a deadline is judged."""
         if not self.exited:
-            self._readable()
+            self._readable(True)
 
     def _pipe_readable(self, fd: int) -> None:
         buf = self._pipes[fd]
@@ -218,6 +227,10 @@ class HostProcess:
     def _exited(self) -> None:
         if self.exited:
             return
+        try:
+            self._readable(True)  # what it wrote before it died counts (a result, the step it was in)
+        except (ValueError, OSError):
+            pass
         self.exited = True
         self.returncode = self.proc.returncode
         lifetimes.get().end_process(self.pid, launcher.HOST, self.owner)  # what it started ends with it
@@ -303,16 +316,30 @@ class Stopped:
     """An exchange the sidecar answered for: the step it was in, and how it ended."""
 
     step: int
-    how: str  # timeout | crash | too_large
+    how: str  # timeout | crash | too_large | closed
     carry: Any = None  # the last result the host reported (a call's result before its observers)
     faults: list[Any] = field(default_factory=list)  # faults the host reported before it stopped
+    started: bool = True  # False: the host never began the exchange (it was busy, frozen or died before)
+
+
+@dataclass
+class Answered:
+    """A call answered before its exchange ended: the observers started with this final result.
+
+    ``rest`` resolves to the exchange's end (the host's report, or a ``Stopped``): the
+    observers' faults, reported after the answer; nothing in it changes the answer.
+    """
+
+    result: Any
+    faults: list[Any]
+    rest: asyncio.Future
 
 
 class Pending:
-    """An exchange in flight: the step the host last announced and its deadline."""
+    """An exchange in flight: the step the host last announced and its deadline (by the sidecar's clock)."""
 
     __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
-                 "carry", "faults", "ui")
+                 "carry", "faults", "ui", "core", "closing", "started")
 
     def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: asyncio.Future,
                  deadline: float) -> None:
@@ -329,6 +356,9 @@ class Pending:
         self.carry: Any = None
         self.faults: list[Any] = []
         self.ui: set[int] = set()
+        self.core: int | None = None  # a call's core index in the plan
+        self.closing = False  # thread/close asked the host to drop this call unless its core began
+        self.started = False  # the host announced the first step (until then the deadline runs from the send)
 
     def limit(self) -> float:
         """When the sidecar answers for the current step, unless the host reports first."""
@@ -370,8 +400,6 @@ class ExtensionHost:
         self._watchdog: asyncio.TimerHandle | None = None
         self._watch_at = 0.0
         self.loop = asyncio.get_running_loop()  # made in thread/start, on the loop; looked up once
-        self._pings: dict[int, asyncio.TimerHandle] = {}
-        self._ping_ids = itertools.count(1)
         self._ui_tasks: dict[int, asyncio.Task] = {}
         self.loads: list[dict[str, Any]] = []  # the committed extensions' load bodies, for a restart
         self.reports: dict[str, Any] = {}  # what each registered when first loaded (a restart must match)
@@ -379,6 +407,8 @@ class ExtensionHost:
         self.schemas: dict[str, Any] = {}
         self._starting: asyncio.Future | None = None
         self.loading = False
+        self.closing = False  # thread/close: calls whose core has not begun are answered blocked "closed"
+        self.overrun: dict[int, float] = {}  # exchange answered for, whose step still runs → when its host is ended
 
     # -- the process
 
@@ -473,17 +503,15 @@ class ExtensionHost:
             diagnostic["signal"] = -code
             how = f"was killed by signal {-code}"
             if -code == signal.SIGKILL and getattr(process, "unresponsive", False):
-                how += " (it did not answer within hostGraceMs after a missed deadline)"
+                how += " (it did not answer: a step was still running hostGraceMs after its deadline)"
         else:
             diagnostic["exitCode"] = code
             how = f"exited with status {code}"
             if code == 3:
                 how += " (out of memory: limits.hostMemoryMb)"
+        self.overrun.clear()
         for ident in list(self.pending):
             self._stop(ident, "crash")
-        for timer in self._pings.values():
-            timer.cancel()
-        self._pings.clear()
         if self.closed or self.loading:
             return
         if self._count_exit():
@@ -502,8 +530,14 @@ class ExtensionHost:
         deadline = time.monotonic() + plan[first].timeout
         body["deadline"] = deadline
         pending = Pending(ident, tag, plan, first, self.loop.create_future(), deadline)
+        pending.carry = body.get("result")
+        if tag == channel.CALL:
+            pending.core = next((i for i, step in enumerate(plan) if step.kind == "core"), None)
         self.pending[ident] = pending
         process.send(tag, ident, body)
+        if self.closing and pending.core is not None and first < pending.core:  # sent while thread/close runs
+            pending.closing = True
+            process.send(channel.ABORT, ident, {"unlessAt": pending.core})
         self._arm(pending.limit())
         return pending
 
@@ -568,35 +602,49 @@ class ExtensionHost:
     def _frame(self, tag: str, ident: int, body: Any) -> None:
         if tag == channel.STEP:
             pending = self.pending.get(ident)
-            if pending is None or type(body) is not list or len(body) < 2:
+            if pending is None or type(body) is not list or not body:
                 return
-            index, started = body[0], body[1]
-            if type(index) is not int or not pending.first <= index < len(pending.plan) or \
-                    type(started) not in (int, float):
+            index = body[0]
+            # Steps only move forward, within the plan: a host cannot restart a deadline. The
+            # step starts when the sidecar reads its frame, by the sidecar's clock.
+            if type(index) is not int or not (pending.step < index < len(pending.plan) or
+                                              (not pending.started and index == pending.step)):
                 return
+            pending.started = True
+            step = pending.plan[index]
             pending.step = index
-            pending.deadline = float(started) + pending.plan[index].timeout
+            pending.deadline = time.monotonic() + step.timeout
             pending.shift = 0.0
             pending.paused = 0
             self._arm(pending.limit())
-            if len(body) > 3:
-                if body[2] is not None:
-                    pending.carry = body[2]
-                if type(body[3]) is list:
-                    pending.faults += body[3]
+            if len(body) >= 3:
+                if body[1] is not None:
+                    pending.carry = body[1]
+                if type(body[2]) is list:
+                    pending.faults += body[2]
+            if step.kind == AFTER and pending.tag == channel.CALL and pending.plan[index - 1].kind != AFTER \
+                    and pending.carry is not None and not pending.future.done():
+                # The observers start: the call is answered now, with the result they watch.
+                rest = self.loop.create_future()
+                answered = Answered(pending.carry, pending.faults, rest)
+                pending.faults = []
+                pending.future.set_result(answered)
+                pending.future = rest
         elif tag == channel.DONE:
+            self.overrun.pop(ident, None)
             pending = self.pending.pop(ident, None)
             if pending is not None and not pending.future.done():
                 if pending.faults and type(body) is dict and type(body.get("faults")) is list:
                     body["faults"] = pending.faults + body["faults"]
                 if type(body) is dict and body.get("carried") is True and pending.carry is not None:
-                    body["result"] = pending.carry  # sent once, in the frame that started the observers
+                    body["result"] = pending.carry  # sent once, in a step frame
                 pending.future.set_result(body)
                 self._end_ui(pending)
-        elif tag == channel.PONG:
-            timer = self._pings.pop(ident, None)
-            if timer is not None:
-                timer.cancel()
+        elif tag == channel.ENDED:
+            self.overrun.pop(ident, None)
+            pending = self.pending.get(ident)
+            if pending is not None and pending.closing:
+                self._stop(ident, "closed")  # thread/close: its core never began
         elif tag == channel.UI:
             self._ui(ident, body)
         elif tag == channel.NOTIFY:
@@ -604,59 +652,60 @@ class ExtensionHost:
                                                              "thread/diagnostic") and \
                     type(body.get("params")) is dict:
                 self.notify(body["method"], body["params"])
-        elif tag == "tooLarge":
-            pending = self.pending.get(ident)
-            if pending is not None:
-                self._stop(ident, "too_large")
+        elif tag == "tooLarge":  # a frame refused unparsed (longer than any answer may be): body is its tag
+            if body == channel.UI:  # a question too long to ask: not asked, answered as no UI (fail closed)
+                self._answer_ui(ident, None, None, None, "unavailable")
+            elif body in (channel.STEP, channel.DONE, channel.LOADED):
+                if ident in self.pending:
+                    self._stop(ident, "too_large")
+            else:
+                logger.warning("%s sent a %s frame longer than --max-result-bytes allows; dropped", self.thread_id,
+                               body)
 
     def _stop(self, ident: int, how: str | None) -> None:
         """Answer for an exchange: tell the host to stop it, resolve it as ``Stopped``."""
         pending = self.pending.pop(ident, None)
         if pending is None:
             return
-        if self.process is not None and how != "crash":
+        if self.process is not None and how not in ("crash", "closed"):
             self.process.send(channel.ABORT, ident, None)
+            # The step may still run: if it has not ended hostGraceMs after its deadline, its host is.
+            self.overrun[ident] = max(pending.limit(), time.monotonic()) + self.grace_s
+            self._arm(self.overrun[ident])
         self._end_ui(pending)
         if how is not None and not pending.future.done():
-            pending.future.set_result(Stopped(pending.step, how, pending.carry, pending.faults))
+            pending.future.set_result(Stopped(pending.step, how, pending.carry, pending.faults, pending.started))
 
     def _watch(self) -> None:
         self._watchdog = None
-        if not self.pending:
+        if not self.pending and not self.overrun:
             return
         now = time.monotonic()
         late = [p for p in self.pending.values() if not p.paused and now > p.limit()]
-        if late and self.process is not None:
+        if (late or self.overrun) and self.process is not None:
             self.process.drain()  # what the host wrote before the deadline counts
             now = time.monotonic()
             late = [p for p in late if p.ident in self.pending and not p.paused and now > p.limit()]
         for pending in late:
             self._stop(pending.ident, "timeout")
-        if late:
-            self._ping()
-        waiting = [p.limit() for p in self.pending.values() if not p.paused]
+        if self.overrun and now > min(self.overrun.values()):
+            self._end_overrun()
+        waiting = [p.limit() for p in self.pending.values() if not p.paused] + list(self.overrun.values())
         if waiting:
             self._arm(max(min(waiting), now + WATCH_S))
         elif self.pending:
             self._arm(now + 1.0)  # all waiting for the user: look again later
 
-    def _ping(self) -> None:
-        """After a missed deadline: a host that does not answer within hostGraceMs is killed."""
+    def _end_overrun(self) -> None:
+        """A step still ran hostGraceMs after its deadline: its host is ended (restarted on the next need),
+        whether or not it still answers — a loop that never returns would burn the CPU for ever."""
+        self.overrun.clear()
         process = self.process
-        if process is None or self._pings:
-            return
-        ident = next(self._ping_ids)
-        process.send(channel.PING, ident, None)
-
-        def unresponsive() -> None:
-            self._pings.pop(ident, None)
-            if self.process is process:
-                logger.warning("%s did not answer a ping within %.0f ms; killing it", process.label,
-                               self.grace_s * 1000)
-                process.unresponsive = True  # type: ignore[attr-defined]
-                process.kill()
-
-        self._pings[ident] = self.loop.call_later(self.grace_s, unresponsive)
+        if process is not None:
+            logger.warning("%s still ran a step %.0f ms after its deadline; killing it", process.label,
+                           self.grace_s * 1000)
+            process.unresponsive = True  # type: ignore[attr-defined]
+            process.kill()
 
     # -- asking the user
 
@@ -716,6 +765,19 @@ class ExtensionHost:
                 task.cancel()  # the editor's request is cancelled; the host gets a fail-closed answer
 
     # -- the end
+
+    def close_calls(self) -> None:
+        """``thread/close``: every call whose core has not begun is dropped — the host confirms with
+        ``ended`` (then it is answered blocked ``closed``) or announces the core, which then runs to its
+        end within its deadline; calls past their core run on."""
+        self.closing = True
+        process = self.process
+        for pending in list(self.pending.values()):
+            if pending.tag != channel.CALL or pending.core is None or pending.step >= pending.core or pending.closing:
+                continue
+            pending.closing = True
+            if process is not None:
+                process.send(channel.ABORT, pending.ident, {"unlessAt": pending.core})
 
     async def close(self) -> None:
         self.closed = True

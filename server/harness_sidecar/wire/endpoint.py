@@ -3,11 +3,18 @@
 Served requests (the editor's) and sent requests (``item/tool/call``) live in separate
 tables. Every served request is answered exactly once, whatever happens: an error in a
 handler, a ``$/cancelRequest``, ``exit``, or stdin reaching EOF while it is in flight.
+
+Backpressure never stops answers: stdin is always read, so the editor's answers to the
+sidecar's own requests (``ui/*``, ``item/tool/call``) and its notifications are applied at
+once. At most ``max_in_flight`` requests run; the ones over it wait in arrival order in a
+queue of at most ``max_queued_bytes`` (their raw frames: they are parsed again when they
+start); one that does not fit is answered ``overloaded`` and nothing of it runs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import gc
 import itertools
 import logging
@@ -67,14 +74,33 @@ def _id_key(request_id: Any) -> tuple[type, Any]:
     return (type(request_id), request_id)
 
 
+class _Queued:
+    """A request waiting for one of the ``max_in_flight`` places: its raw frame, parsed again when it starts."""
+
+    __slots__ = ("request_id", "method", "handler", "raw", "cancelled")
+
+    def __init__(self, request_id: Any, method: str, handler: Callable[..., Any], raw: bytes) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.handler = handler
+        self.raw = raw
+        self.cancelled = False
+
+
 class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
-                 max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024) -> None:
+                 max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024,
+                 max_queued_bytes: int = 64 * 1024 * 1024) -> None:
         self.writer = writer
         self.loads: Callable[[bytes], Any] = stdjson.loads  # jsonio.loads once preloaded
         self.max_in_flight = max_in_flight
         self.max_result_bytes = max_result_bytes
-        self.reader: Any = None  # a transport.Reader, paused while too many requests are unanswered
+        self.max_queued_bytes = max_queued_bytes
+        self.reader: Any = None  # the transport.Reader (never paused: answers must always be read)
+        self._running = 0  # served requests holding one of the max_in_flight places
+        self._queue: collections.deque[_Queued] = collections.deque()  # the others, in arrival order
+        self._queued: dict[tuple[type, Any], _Queued] = {}
+        self._queued_bytes = 0
         self._service_factory = service_factory
         self._service: Sidecar | None = None
         self.initialized = False
@@ -118,13 +144,17 @@ class Endpoint:
             self.writer.flush()
 
     def receive_batch(self, batch: list[Any]) -> None:
-        for item in batch:
-            if self.exiting:
-                return  # nothing is read after 'exit'
-            try:
-                self.receive(item)
-            except Exception:  # noqa: BLE001 - one bad message must never end the session
-                logger.exception("failed to handle an incoming message")
+        try:
+            for item in batch:
+                if self.exiting:
+                    return  # nothing is read after 'exit'
+                try:
+                    self.receive(item)
+                except Exception:  # noqa: BLE001 - one bad message must never end the session
+                    logger.exception("failed to handle an incoming message")
+        finally:
+            if self.reader is not None:
+                self.reader.handled(batch)
 
     def receive(self, item: Any) -> None:
         if isinstance(item, EOFError):
@@ -180,7 +210,7 @@ class Endpoint:
         if request_id is _NO_ID:
             self._on_notification(method, params)
         else:
-            self._on_request(request_id, method, params)
+            self._on_request(request_id, method, params, raw)
 
     def _too_deep(self, message: Any, whole: bool) -> None:
         """A message nested deeper than 512 levels: a request is answered ``too_deep`` by its id, an
@@ -206,7 +236,7 @@ class Endpoint:
 
     # -- served requests ----------------------------------------------------------------------
 
-    def _on_request(self, request_id: Any, method: str, params: Any) -> None:
+    def _on_request(self, request_id: Any, method: str, params: Any, raw: bytes = b"") -> None:
         if method == "initialize":
             self._initialize(request_id, params)
             return
@@ -217,7 +247,7 @@ class Endpoint:
             self.send_error(request_id, InvalidRequest(f"'{method}' after 'shutdown'", "shutting_down"))
             return
         key = _id_key(request_id)
-        if key in self._served:
+        if key in self._served or key in self._queued:
             self.send_error(request_id, InvalidRequest(f"request id {request_id!r} is already in flight",
                                                        "duplicate_id"))
             return
@@ -234,20 +264,60 @@ class Endpoint:
         except InvalidParams as exc:
             self.send_error(request_id, exc)
             return
-        assert self._loop is not None
-        task = self._loop.create_task(self._answer(request_id, method, handler, params))
-        task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method))
-        self._served[key] = task
-        if self.reader is not None and len(self._served) >= self.max_in_flight and self.reader.may_read.is_set():
-            self.reader.may_read.clear()  # backpressure: the editor's requests wait in its pipe
+        if method != "shutdown" and self._running >= self.max_in_flight:
+            if self._queued_bytes + len(raw) > self.max_queued_bytes:
+                self.send_error(request_id, DomainError(
+                    "overloaded", f"'{method}' was not run: {self.max_in_flight} requests are running and the "
+                                  f"queue behind them is full (--max-queued-bytes {self.max_queued_bytes})",
+                    limit=self.max_in_flight))
+                return
+            entry = _Queued(request_id, method, handler, raw)
+            self._queue.append(entry)
+            self._queued[key] = entry
+            self._queued_bytes += len(raw)
+            return
+        self._start_request(request_id, method, handler, params)
 
-    def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str) -> None:
+    def _start_request(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
+        assert self._loop is not None
+        counted = method != "shutdown"  # shutdown waits for the others: it must not hold a place
+        if counted:
+            self._running += 1
+        task = self._loop.create_task(self._answer(request_id, method, handler, params, counted))
+        task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method, counted))
+        self._served[_id_key(request_id)] = task
+
+    def _admit(self) -> None:
+        """Start queued requests, in arrival order, while places are free."""
+        while self._queue and self._running < self.max_in_flight:
+            entry = self._queue.popleft()
+            if entry.cancelled:
+                continue
+            del self._queued[_id_key(entry.request_id)]
+            self._queued_bytes -= len(entry.raw)
+            try:
+                params = object_params(self.loads(entry.raw).get("params", {}))
+            except Exception as exc:  # noqa: BLE001 - it parsed when it arrived; never leave it unanswered
+                self.send_error(entry.request_id, as_rpc_error(entry.method, exc))
+                continue
+            self._start_request(entry.request_id, entry.method, entry.handler, params)
+
+    def _cancel_queued(self, entry: _Queued, why: str) -> None:
+        entry.cancelled = True
+        self._queued.pop(_id_key(entry.request_id), None)
+        self._queued_bytes -= len(entry.raw)
+        self.send_error(entry.request_id, RequestCancelled(f"'{entry.method}' was cancelled {why}"))
+
+    def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str, counted: bool) -> None:
         # A task cancelled before its first step never runs _answer: answer for it here.
         if task.cancelled():
             self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
+            if counted:
+                self._running -= 1
             self._answered(request_id)
 
-    async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
+    async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict,
+                      counted: bool = True) -> None:
         try:
             result = await handler(params)
         except asyncio.CancelledError:
@@ -260,19 +330,16 @@ class Endpoint:
         else:
             self._send_result(request_id, method, result)
         finally:
+            if counted:
+                self._running -= 1
             self._answered(request_id)
 
     def _answered(self, request_id: Any) -> None:
-        """A served request is answered: it leaves the table, reading may resume, EOF may end the session."""
+        """A served request is answered: it leaves the table, a queued one may start, EOF may end the session."""
         self._served.pop(_id_key(request_id), None)
-        self._resume_reading()
+        if self._queue:
+            self._admit()
         self._maybe_finish()
-
-    def _resume_reading(self) -> None:
-        # Reading resumes once half of the limit is answered: not a wake-up per answer.
-        if self.reader is not None and len(self._served) <= self.max_in_flight // 2 \
-                and not self.reader.may_read.is_set():
-            self.reader.may_read.set()
 
     def _send_result(self, request_id: Any, method: str, result: Any) -> None:
         """A response, never over ``max_result_bytes`` and never anything but standard JSON."""
@@ -338,8 +405,10 @@ class Endpoint:
         threading.Thread(target=_preload, args=(self,), name="harness-preload", daemon=True).start()
 
     async def _shutdown(self, params: dict) -> None:
-        others = [t for t in self._served.values() if t is not asyncio.current_task()]
-        if others:
+        while True:  # the requests in flight, and the queued ones as they start
+            others = [t for t in self._served.values() if t is not asyncio.current_task()]
+            if not others:
+                break
             await asyncio.wait(others)
         await self._close_service("shutdown")
         return None
@@ -358,9 +427,12 @@ class Endpoint:
             self._exit(0 if self.shutting_down else 1)
         elif method == "$/cancelRequest":
             target = params.get("id") if isinstance(params, dict) else None
-            task = self._served.get(_id_key(target)) if isinstance(target, (int, str)) else None
+            key = _id_key(target) if isinstance(target, (int, str)) else None
+            task = self._served.get(key) if key is not None else None
             if task is not None:
                 task.cancel()
+            elif key is not None and key in self._queued:
+                self._cancel_queued(self._queued[key], "before it started")
         elif method == "initialized":
             pass
         else:
@@ -371,6 +443,8 @@ class Endpoint:
         assert self.exit_code is not None
         self.exiting = True
         self._fail_sent_requests("the editor sent 'exit'")
+        for entry in list(self._queued.values()):
+            self._cancel_queued(entry, "by exit before it started")
         pending = list(self._served.values())
         if not self.shutting_down:
             for task in pending:
@@ -396,7 +470,8 @@ class Endpoint:
                 future.set_exception(PeerError(reason))
 
     def _maybe_finish(self) -> None:
-        if self.eof and not self._served and self.exit_code is not None and not self.exit_code.done() \
+        if self.eof and not self._served and not self._queued and self.exit_code is not None \
+                and not self.exit_code.done() \
                 and not self._finishing:
             self._finishing = True
             asyncio.ensure_future(self._finish_eof())

@@ -167,9 +167,13 @@ ACTIVATED_SKILL = Obj([
     Field("resources", Arr(RESOURCE), description="In request order, each request once."),
 ], name="ActivatedSkill")
 
-BLOCKED = Obj([opt("extensionId", Str(), description="The extension whose before hook blocked (absent for command "
-                                                        "hooks: see by)."),
-               Field("kind", Str(enum=("deny", "throw", "timeout", "crash", "hook", "hook_failed", "hook_conflict"))),
+BLOCKED = Obj([opt("extensionId", Str(), description="The extension whose before hook blocked (\"host\" when the "
+                                                        "thread's host could not run it; absent for command hooks: "
+                                                        "see by)."),
+               Field("kind", Str(enum=("deny", "throw", "timeout", "crash", "closed", "failed", "hook", "hook_failed",
+                                       "hook_conflict")),
+                     description="closed: thread/close came before the core began; failed: the thread's "
+                                 "extensions failed (3 host exits in 5 minutes) and none of its tools runs."),
                Field("reason", Str()),
                opt("by", Arr(Str()), description="Command hooks: the sources that blocked (root:<path>, plugin:<name>).")],
               name="Blocked")
@@ -374,6 +378,9 @@ GENERIC_ERRORS = [
     ErrorKind("resources_exhausted", (DOMAIN_CODES["resources_exhausted"],), [opt("errno", Int(minimum=0))],
               "The system refused the sidecar what the request needed (no file descriptors, no memory, no "
               "processes): this request fails, nothing of it ran half, the sidecar keeps serving."),
+    ErrorKind("overloaded", (DOMAIN_CODES["overloaded"],), [opt("limit", Int(minimum=0))],
+              "--max-in-flight requests are running and the request does not fit in the queue behind them "
+              "(--max-queued-bytes); nothing of it ran."),
 ]
 DOMAIN_ERRORS = [
     _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
@@ -403,6 +410,8 @@ DOMAIN_ERRORS = [
     _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
     _domain("too_many_threads", [Field("limit", Int(minimum=1))],
             "thread/start while --max-threads threads are open or starting."),
+    _domain("extension_failed", [opt("threadId", S())], "The thread's extensions failed (3 host exits in 5 "
+            "minutes): commands/run and input/submit are refused."),
 ]
 ERROR_KINDS = {e.kind: e for e in GENERIC_ERRORS + [d for d in DOMAIN_ERRORS if d.kind != "too_large"]}
 ERROR = Union(*(e.shape() for e in ERROR_KINDS.values()), name="Error",
@@ -463,10 +472,11 @@ MESSAGES: list[Message] = [
         opt("rawArguments", Const(True), description="The command takes the rest of the slash line as {text}: "
                                                      "send commands/run {name, text}.")],
         name="CommandSpec")))], name="CommandsListResult"), THREAD),
-    _request("commands/run", P.COMMANDS_RUN, COMMAND_RESULT, THREAD + ("command_not_found", "invalid_arguments")),
+    _request("commands/run", P.COMMANDS_RUN, COMMAND_RESULT, THREAD + ("command_not_found", "invalid_arguments",
+                                                                     "extension_failed")),
     _request("input/submit", P.INPUT_SUBMIT, INPUT_SUBMIT_RESULT,
              THREAD + ("invalid_arguments", "missing_argument", "template_not_found", "input_blocked",
-                       "command_not_found", *_FILE_ERRORS)),
+                       "command_not_found", "extension_failed", *_FILE_ERRORS)),
     _request("loop/event", P.LOOP_EVENT, LOOP_EVENT_RESULT, THREAD,
              "The editor's agent loop reports a boundary; the extensions' (and command hooks') verdicts, merged."),
     _notification("chat/send", CHAT_SEND),

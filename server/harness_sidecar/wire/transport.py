@@ -141,6 +141,10 @@ class Writer:
                 _log().warning("cannot write to the protocol stream: %s", exc)
 
 
+def batch_bytes(batch: list[Any]) -> int:
+    return sum(len(item) for item in batch if type(item) is bytes)
+
+
 class Reader:
     """Splits fd input into frames on a daemon thread and delivers them in batches."""
 
@@ -149,8 +153,12 @@ class Reader:
         self.deliver = deliver  # called from the reader thread; must be thread-safe
         self.on_framing = on_framing
         self.framing: str | None = None
-        self.may_read = threading.Event()  # cleared while too many requests are unanswered
-        self.may_read.set()
+        # Frames read but not yet handled by the event loop may total at most this many bytes (None: no
+        # bound; the JSONL endpoint reports back with ``handled``). The loop only parses and dispatches
+        # them — never waits — so reading goes on within moments: answers are never held back for long.
+        self.max_in_transit: int | None = None
+        self._in_transit = 0
+        self._handled = threading.Condition()
 
     def start(self) -> None:
         threading.Thread(target=self._run, name="harness-stdin", daemon=True).start()
@@ -162,8 +170,26 @@ class Reader:
             _log().exception("stdin reader failed")
         self.deliver([EOFError()])
 
+    def _hand_over(self, batch: list[Any]) -> None:
+        if self.max_in_transit is not None:
+            size = batch_bytes(batch)
+            with self._handled:
+                while self._in_transit > self.max_in_transit:
+                    self._handled.wait()
+                self._in_transit += size
+        self.deliver(batch)
+
+    def handled(self, batch: list[Any]) -> None:
+        """The event loop handled ``batch`` (called on the loop)."""
+        if self.max_in_transit is not None:
+            size = batch_bytes(batch)
+            with self._handled:
+                self._in_transit -= size
+                self._handled.notify()
+
     def _read(self) -> bytes:
-        self.may_read.wait()
+        # Always read: the editor's answers to the sidecar's requests come this way (backpressure is
+        # the endpoint's queue, never a stopped pipe).
         try:
             return os.read(self.fd, READ_CHUNK)
         except OSError as exc:
@@ -220,7 +246,7 @@ class Reader:
                 buf.clear()
             searched = len(buf)
             if out:
-                self.deliver(out)
+                self._hand_over(out)
             if not chunk:
                 break
             chunk = self._read()
@@ -275,7 +301,7 @@ class Reader:
                 out.append(bytes(buf[end + 4: end + 4 + length]))
                 del buf[: end + 4 + length]
             if out:
-                self.deliver(out)
+                self._hand_over(out)
             if eof:
                 return
             chunk = self._read()
