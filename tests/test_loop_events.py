@@ -374,22 +374,26 @@ def test_ui_answers_tell_their_outcome_and_still_work_as_plain_values(spawn, ws,
 
 
 def test_the_merge_takes_command_hook_verdicts_too_and_depends_only_on_declaration_order():
-    """The command hooks of §5 (Stop, PermissionRequest… hooks) feed loop.merge with their own
-    sources; this is the contract that work builds on."""
-    from harness_sidecar.loop import Verdict, merge
+    """The command hooks of §5 (Stop, PermissionRequest… hooks) feed the one merge (hooks.decision.merge,
+    answered by loop.result) with their own sources, beside the extensions'."""
+    from harness_sidecar.hooks.decision import Verdict, merge
+    from harness_sidecar.loop import result
+
+    def answer(event, verdicts):  # loop/event's answer, as the sidecar builds it
+        return result(event, merge(verdicts))
 
     hook = Verdict("root:/p/hooks.json", decision="ask", context=["hook context"])
     ext = Verdict("extension:reads-ok", decision="allow", context=["ext context"])
-    asked = merge("permission_request", [hook, ext]).to_wire()
+    asked = answer("permission_request", [hook, ext])
     assert asked == {"blocked": None, "decision": None, "additionalContext": ["hook context", "ext context"],
                      "systemMessages": []}  # ask beats allow: the editor asks as usual
-    assert merge("permission_request", [ext]).to_wire()["decision"] == "allow"
-    deny_hook = Verdict("plugin:safety", block=True, reason="rm -rf /", system_message="safety net said no")
+    assert answer("permission_request", [ext])["decision"] == "allow"
+    deny_hook = Verdict("plugin:safety", decision="deny", reason="rm -rf /", system_message="safety net said no")
     deny_ext = Verdict("extension:no-bash", decision="deny")
     for order in ([deny_hook, hook, deny_ext], [hook, deny_hook, deny_ext]):
-        merged = merge("permission_request", order).to_wire()
+        merged = answer("permission_request", order)
         assert merged["blocked"] == {"reason": "rm -rf /; blocked by extension:no-bash",
                                      "by": ["plugin:safety", "extension:no-bash"]}
         assert merged["decision"] == "deny" and merged["systemMessages"] == ["safety net said no"]
-    stop = merge("stop", [deny_hook]).to_wire()
+    stop = answer("stop", [deny_hook])
     assert "decision" not in stop and stop["blocked"]["by"] == ["plugin:safety"]

@@ -843,13 +843,18 @@ class Sidecar:
         return await self._run_command(thread, request.name, arguments)
 
     async def loop_event(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``loop/event``: the thread's extensions' verdicts on a boundary of the editor's loop, merged."""
+        """``loop/event``: the command hooks' and the extensions' verdicts on a boundary of the editor's
+        loop, run side by side and merged once (hooks first, then extensions: declaration order)."""
         from harness_sidecar import loop
+        from harness_sidecar.hooks.boundaries import run_event_hooks
+        from harness_sidecar.hooks.decision import merge
 
         thread = await self.thread(params)
         request = P.parse_loop_event(params)
-        verdicts = await loop.extension_verdicts(self, thread, request.event, request.payload)
-        return loop.merge(request.event, verdicts).to_wire()
+        hooks, extensions = await asyncio.gather(
+            run_event_hooks(request.event, request.payload, thread.hooks),
+            loop.extension_verdicts(self, thread, request.event, request.payload))
+        return loop.result(request.event, merge([*hooks, *extensions]))
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         from harness_sidecar.extensions.handlers import run_command

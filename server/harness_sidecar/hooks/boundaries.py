@@ -223,9 +223,10 @@ def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
 
 
 async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: ThreadHooks | None) -> list[Verdict]:
-    """The command hooks' verdicts on a ``loop/event`` (protocol-v3 §4): merge them with the extensions'
-    verdicts by ``decision.merge`` (a block on ``permission_request`` is ``"deny"``). ``turn_start`` and
-    ``turn_end`` have no command-hook event: no verdicts."""
+    """The command hooks' verdicts on a ``loop/event`` (protocol-v3 §4), in declaration order: the
+    caller merges them, then the extensions' verdicts, by ``decision.merge`` and answers with
+    ``loop.result`` (a block on ``permission_request`` is ``"deny"``). ``turn_start`` and ``turn_end``
+    have no command-hook event: no verdicts."""
     mapped = LOOP_EVENTS.get(event_name)
     if hooks is None or mapped is None:
         return []
@@ -237,7 +238,10 @@ async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: Threa
     stdin = {key: payload[wire] for key, wire in fields.items() if wire in payload}
     if event == "PermissionRequest":
         stdin.setdefault("tool_use_id", None)
-    return await hooks.run(event, hooks.matching(event, value), stdin)
+    verdicts = await hooks.run(event, hooks.matching(event, value), stdin)
+    for verdict in verdicts:
+        verdict.updated_input = None  # nothing to rewrite on a loop event
+    return verdicts
 
 
 def thread_cwd(cwd: str | None) -> str:
