@@ -129,6 +129,7 @@ def main(args: list[str]) -> int:
 
     hooks = read_roots(roots, [])  # command hooks: listed and linted, trusted by the editor alone
     catalog.diagnostics.extend(d for declared in hooks for d in declared.diagnostics)
+    hooks += catalog.plugins.hooks  # a plugin's: linted where it was read (resources.plugins)
     catalog.diagnostics.extend(lint_problems(catalog, roots, limits))
     for d in catalog.diagnostics:
         if d.kind in WARNING_KINDS:

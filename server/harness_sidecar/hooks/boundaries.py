@@ -65,8 +65,15 @@ class ThreadHooks:
     def to_wire(self) -> list[dict[str, Any]]:
         return [h.to_wire() for h in self.handlers()]
 
-    def diagnostics(self) -> list[Diagnostic]:
-        return [x for d in self.declared for x in d.diagnostics]
+    def diagnostics(self, roots_only: bool = False) -> list[Diagnostic]:
+        """What is wrong with the declarations (``roots_only``: the roots' ``hooks.json`` alone — a plugin's
+        are reported where the plugin is read, ``resources.plugins``)."""
+        return [x for d in self.declared if not roots_only or d.source.source.startswith("root:")
+                for x in d.diagnostics]
+
+    def root_files(self) -> set[str]:
+        """The roots' ``hooks.json`` files among the sources."""
+        return {d.source.path for d in self.declared if d.source.source.startswith("root:")}
 
     def fingerprint(self) -> dict[str, Any]:
         """What a change of is a ``catalog/changed``: each source's file digest and listed handlers."""
@@ -83,8 +90,8 @@ class ThreadHooks:
             self.notify({"threadId": self.thread_id, "kind": "hook_untrusted", "source": source.source,
                          "path": source.path, "sha256": source.sha256 or "",
                          "message": f"{len(d.handlers)} command hook(s) of {source.source} do not run: "
-                                    f"{source.why_untrusted or 'the editor does not trust this source'}; trust it "
-                                    f"with thread/start.trustedHooks [{{path, sha256}}]"})
+                                    f"{source.why_untrusted or 'the editor does not trust this source'}; "
+                                    f"{_how_to_trust(source.source)}"})
 
     def matching(self, event: str, value: str | None) -> list[Handler]:
         """The trusted handlers of ``event`` whose matcher takes ``value`` (None: matchers are not used),
@@ -212,6 +219,12 @@ class ThreadHooks:
         handlers = self.matching("SessionEnd", reason)
         if handlers:
             await self.run("SessionEnd", handlers, {"reason": reason}, budget_s=self.session_end_budget_ms / 1000)
+
+
+def _how_to_trust(source: str) -> str:
+    if source.startswith("plugin:"):
+        return f"trust its hooks with thread/start.trustedPlugins [{{name: \"{source[7:]}\", sha256?}}]"
+    return "trust it with thread/start.trustedHooks [{path, sha256}]"
 
 
 def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
