@@ -172,8 +172,9 @@ def main(args: list[str]) -> int:
     for declared in hooks:
         for h in declared.handlers:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
-            out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.path} "
-                      f"sha256={(declared.source.sha256 or '')[:12]}…; runs only when trusted)\n")
+            digest = f" sha256={declared.source.sha256[:12]}…" if declared.source.sha256 else ""
+            out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.source}: "
+                      f"{declared.source.path}{digest}; runs only when trusted)\n")
     _write_plugins(out, catalog)
     if not (catalog.instructions or catalog.skills or catalog.templates or found or hooks or catalog.plugins.plugins
             or catalog.plugins.command_templates):
