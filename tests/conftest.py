@@ -16,6 +16,12 @@ def _no_unbuffered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _own_state_dir(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The sidecars a test starts keep their state (plugins' data folders) out of the user's home."""
+    monkeypatch.setenv("HARNESS_SIDECAR_STATE_DIR", str(tmp_path_factory.getbasetemp() / "sidecar-state"))
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Callable[[str], Path]:
     """Make named roots under a temporary directory."""

@@ -19,7 +19,7 @@ import json
 import time
 
 import pytest
-from helpers import error_kind
+from helpers import error_kind, write
 from test_extension_api import UI, call, diagnostics, start, start_editor, ws  # noqa: F401 - ws is a fixture
 
 STATUS_LINE = """
@@ -374,22 +374,125 @@ def test_ui_answers_tell_their_outcome_and_still_work_as_plain_values(spawn, ws,
 
 
 def test_the_merge_takes_command_hook_verdicts_too_and_depends_only_on_declaration_order():
-    """The command hooks of §5 (Stop, PermissionRequest… hooks) feed loop.merge with their own
-    sources; this is the contract that work builds on."""
-    from harness_sidecar.loop import Verdict, merge
+    """The command hooks of §5 (Stop, PermissionRequest… hooks) feed the one merge (hooks.decision.merge,
+    answered by loop.result) with their own sources, beside the extensions'."""
+    from harness_sidecar.hooks.decision import Verdict, merge
+    from harness_sidecar.loop import result
+
+    def answer(event, verdicts):  # loop/event's answer, as the sidecar builds it
+        return result(event, merge(verdicts))
 
     hook = Verdict("root:/p/hooks.json", decision="ask", context=["hook context"])
     ext = Verdict("extension:reads-ok", decision="allow", context=["ext context"])
-    asked = merge("permission_request", [hook, ext]).to_wire()
+    asked = answer("permission_request", [hook, ext])
     assert asked == {"blocked": None, "decision": None, "additionalContext": ["hook context", "ext context"],
                      "systemMessages": []}  # ask beats allow: the editor asks as usual
-    assert merge("permission_request", [ext]).to_wire()["decision"] == "allow"
-    deny_hook = Verdict("plugin:safety", block=True, reason="rm -rf /", system_message="safety net said no")
+    assert answer("permission_request", [ext])["decision"] == "allow"
+    deny_hook = Verdict("plugin:safety", decision="deny", reason="rm -rf /", system_message="safety net said no")
     deny_ext = Verdict("extension:no-bash", decision="deny")
     for order in ([deny_hook, hook, deny_ext], [hook, deny_hook, deny_ext]):
-        merged = merge("permission_request", order).to_wire()
+        merged = answer("permission_request", order)
         assert merged["blocked"] == {"reason": "rm -rf /; blocked by extension:no-bash",
                                      "by": ["plugin:safety", "extension:no-bash"]}
         assert merged["decision"] == "deny" and merged["systemMessages"] == ["safety net said no"]
-    stop = merge("stop", [deny_hook]).to_wire()
+    stop = answer("stop", [deny_hook])
     assert "decision" not in stop and stop["blocked"]["by"] == ["plugin:safety"]
+
+
+# -- command hooks on loop events (protocol-v3 §5: Stop, PermissionRequest, PreCompact… → loop/event) -----
+
+def _hook_script(ws, name: str, body: str) -> str:
+    """A command hook of the project: a shell script that keeps its stdin in ``<name>.stdin.json``."""
+    path = write(ws.tmp / "hooks" / name, f"#!/bin/sh\ncat > {ws.tmp}/{name}.stdin.json\n{body}")
+    path.chmod(0o755)
+    return str(path)
+
+
+def _declare(ws, event: str, command: str, matcher: str | None = None) -> dict:
+    group: dict = {"hooks": [{"type": "command", "command": command}]}
+    if matcher is not None:
+        group["matcher"] = matcher
+    write(ws.root / "hooks.json", json.dumps({"hooks": {event: [group]}}))
+    return {"trustedHooks": [{"path": str(ws.root / "hooks.json")}]}
+
+
+def test_a_stop_hook_that_exits_2_keeps_the_loop_going_with_its_reason(spawn, ws):
+    trusted = _declare(ws, "Stop", _hook_script(ws, "stop.sh", "echo 'the tests still fail' >&2\nexit 2\n"))
+    source = f"root:{ws.root / 'hooks.json'}"
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, [], cwd=str(ws.tmp), **trusted)["threadId"]
+    stopped = loop_event(sidecar, thread, "stop", {"stopHookActive": False, "lastAssistantMessage": "All done."})
+    assert stopped == {"blocked": {"reason": "the tests still fail", "by": [source]}, "additionalContext": [],
+                       "systemMessages": []}
+    assert json.loads((ws.tmp / "stop.sh.stdin.json").read_text()) == {
+        "session_id": thread, "transcript_path": None, "cwd": str(ws.tmp),
+        "hook_event_name": "Stop", "permission_mode": "default", "stop_hook_active": False,
+        "last_assistant_message": "All done."}
+    # the same hook, not trusted: it never runs, and the editor was told so
+    (ws.tmp / "stop.sh.stdin.json").unlink()
+    untrusted = start(sidecar, ws, [])["threadId"]
+    assert loop_event(sidecar, untrusted, "stop", {"stopHookActive": False})["blocked"] is None
+    assert not (ws.tmp / "stop.sh.stdin.json").exists()
+    assert [d["source"] for d in diagnostics(sidecar, "hook_untrusted") if d["threadId"] == untrusted] == [source]
+
+
+def test_a_permission_request_hook_that_denies_beats_an_extension_that_allows(spawn, ws):
+    ws.extension("allow-all", """
+def permission(event):
+    return {"decision": "allow", "context": "allow-all looked at " + event["toolName"]}
+def activate(api):
+    api.on("permission_request", permission)
+""")
+    deny = json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+                                              "decision": {"behavior": "deny", "message": "not on main"}}})
+    trusted = _declare(ws, "PermissionRequest", _hook_script(ws, "guard.sh", f"echo '{deny}'\n"), matcher="Bash")
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["allow-all"], **trusted)["threadId"]
+    push = loop_event(sidecar, thread, "permission_request", {"toolName": "Bash", "toolInput": {"command": "git push"}})
+    assert push == {"blocked": {"reason": "not on main", "by": [f"root:{ws.root / 'hooks.json'}"]},
+                    "decision": "deny", "additionalContext": ["allow-all looked at Bash"], "systemMessages": []}
+    stdin = json.loads((ws.tmp / "guard.sh.stdin.json").read_text())
+    assert (stdin["hook_event_name"], stdin["tool_name"], stdin["tool_input"]) == \
+        ("PermissionRequest", "Bash", {"command": "git push"})
+    # the hook's matcher does not take Read: the extension's allow stands alone
+    read = loop_event(sidecar, thread, "permission_request", {"toolName": "Read", "toolInput": {"path": "a"}})
+    assert (read["blocked"], read["decision"]) == (None, "allow")
+
+
+def test_pre_compact_hook_context_comes_first_then_the_extensions(spawn, ws):
+    ws.extension("notes", """
+def compact(event):
+    return {"context": "notes: keep the open questions"}
+def activate(api):
+    api.on("compact_before", compact)
+""")
+    said = json.dumps({"hookSpecificOutput": {"hookEventName": "PreCompact",
+                                              "additionalContext": "keep the API decisions"}})
+    trusted = _declare(ws, "PreCompact", _hook_script(ws, "pre.sh", f"echo '{said}'\n"), matcher="manual")
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["notes"], **trusted)["threadId"]
+    manual = loop_event(sidecar, thread, "compact_before", {"trigger": "manual"})
+    assert manual == {"blocked": None, "additionalContext": ["keep the API decisions", "notes: keep the open questions"],
+                      "systemMessages": []}
+    assert json.loads((ws.tmp / "pre.sh.stdin.json").read_text())["trigger"] == "manual"
+    auto = loop_event(sidecar, thread, "compact_before", {"trigger": "auto"})  # the matcher does not take it
+    assert auto["additionalContext"] == ["notes: keep the open questions"]
+
+
+@pytest.mark.parametrize("event, hook_event, payload", [
+    ("stop", "Stop", {"stopHookActive": True}),
+    ("subagent_stop", "SubagentStop", {"agentType": "reviewer"}),
+    ("permission_request", "PermissionRequest", {"toolName": "Bash", "toolInput": {"command": "ls"}}),
+])
+def test_a_failing_hook_of_a_blocking_loop_event_blocks_unless_failures_are_open(spawn, ws, event, hook_event,
+                                                                                  payload):
+    trusted = _declare(ws, hook_event, _hook_script(ws, "broken.sh", "echo 'jq: command not found' >&2\nexit 127\n"))
+    sidecar, _ = start_editor(spawn)
+    closed = loop_event(sidecar, start(sidecar, ws, [], **trusted)["threadId"], event, payload)
+    assert closed["blocked"]["by"] == [f"root:{ws.root / 'hooks.json'}"]
+    assert "exited with code 127" in closed["blocked"]["reason"] and "jq: command not found" in closed["blocked"]["reason"]
+    assert closed.get("decision", "deny") == "deny"
+    thread = start(sidecar, ws, [], limits={"commandHookFailure": "open"}, **trusted)["threadId"]
+    opened = loop_event(sidecar, thread, event, payload)
+    assert opened["blocked"] is None and opened.get("decision") is None
+    assert [d["event"] for d in diagnostics(sidecar, "hook_failed") if d["threadId"] == thread] == [hook_event]

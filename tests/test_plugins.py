@@ -245,6 +245,32 @@ def test_trust_is_granted_in_parts_and_data_needs_none(spawn, tree):
     assert "superpowers:executing-plans" in by_name(result["catalog"]["skills"])
 
 
+def test_a_real_plugins_session_start_hook_fires_only_when_its_hooks_are_trusted(spawn, tree, tmp_path):
+    """superpowers' own SessionStart hook (hooks/run-hook.cmd session-start, bash): it answers Claude
+    Code's JSON only when it sees CLAUDE_PLUGIN_ROOT, so its context arriving shows the plugin's variables
+    reached it; untrusted (or trusted with ``hooks: false``) it never runs and the editor is told."""
+    root = root_with_plugins(tree, ["superpowers"])
+    state = tmp_path / "state"
+    spawn_here = lambda: spawn(env=child_env({"HARNESS_SIDECAR_STATE_DIR": str(state)}))  # noqa: E731
+    for trusted in ([], [{"name": "superpowers", "hooks": False}]):
+        sidecar = spawn_here()
+        result = sidecar.call("thread/start", {"roots": [str(root)], "watch": False, "trustedPlugins": trusted})
+        assert "hookContext" not in result
+        [said] = [n["params"] for n in sidecar.notifications if n["method"] == "thread/diagnostic"
+                  and n["params"]["kind"] == "hook_untrusted"]
+        assert said["source"] == "plugin:superpowers" and "trustedPlugins" in said["message"]
+        assert not (state / "plugin-data" / "superpowers").exists()  # its data folder: made on first use only
+
+    sidecar = spawn_here()
+    result = sidecar.call("thread/start", {"roots": [str(root)], "watch": False,
+                                           "trustedPlugins": [{"name": "superpowers"}]}, timeout=60)
+    [context] = result["hookContext"]
+    assert context.startswith("<EXTREMELY_IMPORTANT>\nYou have superpowers.")
+    assert not [n for n in sidecar.notifications if n["method"] == "thread/diagnostic"
+                and n["params"]["kind"] in ("hook_untrusted", "hook_failed")]
+    assert (state / "plugin-data" / "superpowers").is_dir()  # CLAUDE_PLUGIN_DATA, under the state directory
+
+
 def test_trusted_plugins_is_checked_like_every_param(spawn, tree):
     sidecar = spawn()
     root = tree("project")

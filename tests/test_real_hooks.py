@@ -94,3 +94,36 @@ def test_rm_guard_python_hook_and_its_bare_hooks_file(spawn, tmp_path):
     work.mkdir()
     sidecar, started, editor = start(spawn, tmp_path, root, work)
     refuses_rm_rf_root_and_lets_ls_through(sidecar, started, editor, "rm targets path outside working directory")
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+def test_safety_net_as_a_plugin_guards_bash_only_when_the_editor_trusts_it(spawn, tmp_path):
+    """kenryu42/claude-code-safety-net laid out as its repository ships it (``hooks/hooks.json`` naming
+    ``${CLAUDE_PLUGIN_ROOT}/dist/bin/cc-safety-net.js``; both files unchanged) under a root's ``plugins/``,
+    with a one-line manifest of ours: the sidecar substitutes the plugin's folder and runs it."""
+    plugin = tmp_path / "project" / "plugins" / "safety-net"
+    shutil.copytree(FIXTURES / "safety-net" / "dist", plugin / "dist")
+    write(plugin / "hooks" / "hooks.json", (FIXTURES / "safety-net" / "hooks.json").read_text())
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "safety-net"}))
+    work = tmp_path / "work"
+    work.mkdir()
+
+    def thread(trusted: list) -> tuple:
+        editor = Editor()
+        sidecar = spawn(on_request=editor, env={**child_env(), "HOME": str(tmp_path / "home")})
+        started = sidecar.call("thread/start", {"roots": [str(plugin.parent.parent)], "cwd": str(work),
+                                                "dynamicTools": [BASH], "trustedPlugins": trusted})
+        return sidecar, started, editor
+
+    sidecar, started, editor = thread([{"name": "safety-net"}])
+    [entry] = started["catalog"]["hooks"]
+    assert (entry["source"], entry["event"], entry["matcher"], entry["trusted"]) == \
+        ("plugin:safety-net", "PreToolUse", "Bash", True)
+    refuses_rm_rf_root_and_lets_ls_through(sidecar, started, editor, "BLOCKED by Safety Net")
+    refused = bash(sidecar, started, "rm -rf /", call_id="c3")
+    assert refused["details"]["blocked"]["by"] == ["plugin:safety-net"]
+
+    sidecar, started, editor = thread([{"name": "safety-net", "hooks": False}])
+    assert [h["trusted"] for h in started["catalog"]["hooks"]] == [False]
+    assert not bash(sidecar, started, "rm -rf /")["isError"]  # not trusted: the editor's own shell decides
+    assert editor.ran == [{"command": "rm -rf /"}]

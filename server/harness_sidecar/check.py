@@ -129,6 +129,7 @@ def main(args: list[str]) -> int:
 
     hooks = read_roots(roots, [])  # command hooks: listed and linted, trusted by the editor alone
     catalog.diagnostics.extend(d for declared in hooks for d in declared.diagnostics)
+    hooks += catalog.plugins.hooks  # a plugin's: linted where it was read (resources.plugins)
     catalog.diagnostics.extend(lint_problems(catalog, roots, limits))
     for d in catalog.diagnostics:
         if d.kind in WARNING_KINDS:
@@ -171,8 +172,9 @@ def main(args: list[str]) -> int:
     for declared in hooks:
         for h in declared.handlers:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
-            out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.path} "
-                      f"sha256={(declared.source.sha256 or '')[:12]}…; runs only when trusted)\n")
+            digest = f" sha256={declared.source.sha256[:12]}…" if declared.source.sha256 else ""
+            out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.source}: "
+                      f"{declared.source.path}{digest}; runs only when trusted)\n")
     _write_plugins(out, catalog)
     if not (catalog.instructions or catalog.skills or catalog.templates or found or hooks or catalog.plugins.plugins
             or catalog.plugins.command_templates):

@@ -10,20 +10,22 @@ Three parts, one idea each:
 
 - ``EVENTS`` and ``parse_payload``: the events and their payloads (a wrong payload is
   ``invalid_params`` naming the field: ``payload.prompt``);
-- ``Verdict`` and ``interpret``: what one source (an extension's handler, a command hook)
-  said about one event, as a dataclass; ``interpret`` reads an extension handler's return value
-  (it runs in the extension host, which imports this module for it);
-- ``merge``: the one deterministic merge of many verdicts into the wire result.
+- ``interpret``: an extension handler's return value as a ``hooks.decision.Verdict`` — the one
+  verdict type of every hook, Python or command (it runs in the extension host, which imports
+  this module for it);
+- ``result``: the wire answer of the one decision ``hooks.decision.merge`` makes of all the
+  event's verdicts (command hooks first, then extensions); ``extension_verdicts``: the
+  extensions' side of it.
 
 This module imports nothing of the extension machinery at import time (the host imports it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.errors import InvalidParams
+from harness_sidecar.hooks.decision import ALLOW, BLOCKED, DENY, Decision, Verdict
 
 TURN_START = "turn_start"
 TURN_END = "turn_end"
@@ -90,52 +92,13 @@ def parse_payload(event: Any, payload: Any) -> dict[str, Any]:
     return out
 
 
-@dataclass
-class Verdict:
-    """What one source said about one loop event.
-
-    ``source``: ``extension:<id>`` for an extension's handler, ``root:<path>`` or
-    ``plugin:<name>`` for a command hook. ``decision``: ``allow`` | ``deny`` | ``ask`` (a command
-    hook's ``ask``/``defer``: the editor asks the user as it would without hooks) | ``None``.
-    """
-
-    source: str
-    block: bool = False
-    reason: str = ""
-    decision: str | None = None
-    context: list[str] = field(default_factory=list)
-    system_message: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        """The host → sidecar form (the channel's ``done`` report of a loop event)."""
-        out: dict[str, Any] = {"source": self.source, "block": self.block, "context": self.context}
-        if self.reason:
-            out["reason"] = self.reason
-        if self.decision is not None:
-            out["decision"] = self.decision
-        if self.system_message is not None:
-            out["systemMessage"] = self.system_message
-        return out
-
-    @classmethod
-    def from_wire(cls, value: Any) -> Verdict:
-        """A verdict the host reported; ``ValueError`` when it is not one."""
-        if (type(value) is not dict or type(value.get("source")) is not str or type(value.get("block")) is not bool
-                or type(value.get("reason", "")) is not str or value.get("decision") not in (None, *DECISIONS)
-                or type(value.get("context")) is not list or not all(type(c) is str for c in value["context"])
-                or type(value.get("systemMessage", "")) is not str):
-            raise ValueError("malformed verdict")
-        return cls(value["source"], value["block"], value.get("reason", ""), value.get("decision"),
-                   list(value["context"]), value.get("systemMessage"))
-
-
 def interpret(event: str, source: str, value: Any) -> Verdict:
     """An extension handler's return value (plain JSON) as a verdict; ``TypeError`` for anything else.
 
-    ``None`` and ``{}`` say nothing; ``{"block": True, "reason": str}`` blocks (on
-    ``permission_request``: denies); ``{"context": str | [str]}`` adds context; ``{"systemMessage":
-    str}`` a message for the user; ``{"decision": "allow"|"deny", "reason"?}`` decides a
-    ``permission_request``. The keys combine (``{"block": True, "reason": …, "context": …}``).
+    ``None`` and ``{}`` say nothing; ``{"block": True, "reason": str}`` blocks (a ``deny``; on
+    ``permission_request`` the decision is ``deny``); ``{"context": str | [str]}`` adds context;
+    ``{"systemMessage": str}`` a message for the user; ``{"decision": "allow"|"deny", "reason"?}``
+    decides a ``permission_request``. The keys combine (``{"block": True, "reason": …, "context": …}``).
     """
     verdict = Verdict(source)
     if value is None:
@@ -160,66 +123,38 @@ def interpret(event: str, source: str, value: Any) -> Verdict:
     decision = value.get("decision")
     if decision is not None and decision not in DECISIONS:
         raise TypeError("'decision' must be 'allow' or 'deny'")
-    verdict.block = block
+    verdict.decision = DENY if block else decision
     verdict.reason = reason
     verdict.context = [c for c in context if c.strip()]
     verdict.system_message = message
-    verdict.decision = decision
     return verdict
 
 
-@dataclass
-class Merged:
-    """``loop/event``'s result."""
+def result(event: str, decision: Decision) -> dict[str, Any]:
+    """``loop/event``'s wire result of the one decision (``hooks.decision.merge``) of ``event``'s sources.
 
-    event: str
-    blocked: dict[str, Any] | None = None  # {reason, by: [source]}
-    decision: str | None = None  # permission_request only: allow | deny | None (the editor asks as usual)
-    additional_context: list[str] = field(default_factory=list)
-    system_messages: list[str] = field(default_factory=list)
+    The sources come in *declaration order*: the thread's command hooks of the matching Claude Code
+    event (``root:<path>``, ``plugin:<name>``) first, in the order their files declare them, then
+    the extensions' handlers (``extension:<id>``) in load order — as for PreToolUse, where the
+    hooks' decision runs before the extensions' before hooks. By §5's rules:
 
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"blocked": self.blocked}
-        if self.event == PERMISSION_REQUEST:
-            out["decision"] = self.decision
-        out["additionalContext"] = self.additional_context
-        out["systemMessages"] = self.system_messages
-        return out
-
-
-def merge(event: str, verdicts: list[Verdict]) -> Merged:
-    """The one decision of many sources on one loop event — deterministic, by protocol-v3 §5's rules.
-
-    ``verdicts`` come from any source — extension handlers (``extension:<id>``) and command
-    hooks (``root:<path>``, ``plugin:<name>``: Stop, SubagentStop, PermissionRequest,
-    PreCompact… hooks) — in *declaration order*: the caller lists command hooks first (in the
-    order their files declare them), then extensions in load order, as for PreToolUse, where the
-    hooks' decision runs before the extensions' before hooks. The result depends only on that
-    list, never on which source finished first:
-
-    1. any block, or a ``deny`` decision → ``blocked = {reason, by}``: ``reason`` joins every
-       blocking source's reason (``"; "``) in declaration order, ``by`` lists those sources; on
-       ``permission_request`` the decision is ``deny``;
-    2. else any ``ask`` → decision ``None`` (the editor asks the user as it would without hooks);
-    3. else any ``allow`` → ``allow``; else ``None``.
-
-    ``additionalContext`` and ``systemMessages`` keep every source's strings in declaration
-    order, whatever the decision. There is no rewrite on a loop event (nothing to rewrite).
+    1. blocked (any deny or block, or a failure of an event that fails closed) → ``blocked =
+       {reason, by}``: ``reason`` joins every blocking source's reason (``"; "``) in declaration
+       order, ``by`` lists those sources; on ``permission_request`` the decision is ``deny``;
+    2. else any ``ask`` (a command hook's ``ask``/``defer``) → decision ``None`` (the editor asks the
+       user as it would without hooks); else any ``allow`` → ``allow``; else ``None``;
+    3. ``additionalContext`` and ``systemMessages`` keep every source's strings in declaration
+       order, whatever the decision. There is no rewrite on a loop event (nothing to rewrite).
     """
-    merged = Merged(event)
-    blocking = [v for v in verdicts if v.block or v.decision == "deny"]
-    if blocking:
-        reasons = [v.reason or f"blocked by {v.source}" for v in blocking]
-        merged.blocked = {"reason": "; ".join(reasons), "by": [v.source for v in blocking]}
-        merged.decision = "deny" if event == PERMISSION_REQUEST else None
-    elif event == PERMISSION_REQUEST:
-        decisions = {v.decision for v in verdicts}
-        merged.decision = None if "ask" in decisions else "allow" if "allow" in decisions else None
-    for v in verdicts:
-        merged.additional_context += v.context
-        if v.system_message:
-            merged.system_messages.append(v.system_message)
-    return merged
+    out: dict[str, Any] = {"blocked": None}
+    if decision.outcome == BLOCKED:
+        out["blocked"] = {"reason": decision.reason, "by": decision.by}
+    if event == PERMISSION_REQUEST:
+        out["decision"] = ("deny" if decision.outcome == BLOCKED else
+                           "allow" if decision.outcome == ALLOW and decision.allowed_by else None)
+    out["additionalContext"] = decision.context
+    out["systemMessages"] = decision.system_messages
+    return out
 
 
 async def extension_verdicts(sidecar: Any, thread: Any, event: str, payload: dict[str, Any]) -> list[Verdict]:
@@ -250,4 +185,4 @@ async def extension_verdicts(sidecar: Any, thread: Any, event: str, payload: dic
         return outcome.verdicts
     if event not in FAIL_CLOSED:
         return []
-    return [Verdict(f"extension:{ext}", True, why) for ext in dict.fromkeys(handlers)]
+    return [Verdict(f"extension:{ext}", failure=why) for ext in dict.fromkeys(handlers)]

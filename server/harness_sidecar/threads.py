@@ -275,9 +275,9 @@ class Sidecar:
         except BaseException:
             await self._end(thread, "close")
             raise
-        thread.hooks = self._command_hooks(thread_id, start)
-        if thread.hooks is not None:
-            catalog.diagnostics.extend(thread.hooks.diagnostics())
+        thread.hooks = self._command_hooks(thread_id, start, catalog)
+        if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
+            catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
         thread.pipeline = self._new_pipeline(thread)
         hook_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
@@ -316,15 +316,18 @@ class Sidecar:
 
     # -- command hooks (protocol-v3 §5; hooks.boundaries) -------------------------------------------
 
-    def _command_hooks(self, thread_id: str, start: P.ThreadStartParams) -> Any:
-        """The command hooks the roots declare (``<root>/hooks.json``), or None when none does."""
-        if not any(os.path.isfile(os.path.join(root, "hooks.json")) for root in start.roots):
+    def _command_hooks(self, thread_id: str, start: P.ThreadStartParams, catalog: Catalog) -> Any:
+        """The command hooks the roots (``<root>/hooks.json``) and the plugins (``catalog.plugins.hooks``)
+        declare, roots first; None when none declares any."""
+        plugin_hooks = catalog.plugins.hooks if catalog.plugins is not None else []
+        if not plugin_hooks and not any(os.path.isfile(os.path.join(root, "hooks.json")) for root in start.roots):
             return None
         from harness_sidecar.hooks.boundaries import ThreadHooks, thread_cwd
         from harness_sidecar.hooks.declared import read_roots
 
         limits = start.limits
-        return ThreadHooks(thread_id, thread_cwd(start.cwd), read_roots(list(start.roots), start.trusted_hooks),
+        declared = read_roots(list(start.roots), start.trusted_hooks) + plugin_hooks
+        return ThreadHooks(thread_id, thread_cwd(start.cwd), declared,
                            limits.command_hook_timeout_ms, limits.max_command_hook_timeout_ms,
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
@@ -338,10 +341,13 @@ class Sidecar:
 
     def _hooks_change(self, thread: Thread, catalog: Catalog) -> list[dict[str, str]]:
         """A rescan: the hooks files again. A change is pending until thread/refresh; its entries for catalog/changed."""
-        fresh = self._command_hooks(thread.id, thread.start)
-        if fresh is not None:
-            catalog.diagnostics.extend(fresh.diagnostics())
+        fresh = self._command_hooks(thread.id, thread.start, catalog)
+        if fresh is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
+            catalog.diagnostics.extend(fresh.diagnostics(roots_only=True))
         current = thread.hooks_pending if thread.hooks_pending is not None else thread.hooks
+        # a plugin's hooks changing is a change of kind "plugin" (resources.diff): listed once, there
+        fresh_roots = fresh.root_files() if fresh is not None else set()
+        current_roots = current.root_files() if current else set()
         before = current.fingerprint() if current else {}
         after = fresh.fingerprint() if fresh is not None else {}
         if before == after:
@@ -350,6 +356,7 @@ class Sidecar:
             fresh.reported_untrusted = thread.hooks.reported_untrusted
         thread.hooks_pending = fresh if fresh is not None else False
         return [{"kind": "hooks", "name": path} for path in sorted(before.keys() | after.keys())
+                if path in fresh_roots | current_roots
                 if before.get(path) != after.get(path)]
 
     def _apply_hooks(self, thread: Thread) -> None:
@@ -877,13 +884,18 @@ class Sidecar:
         return await self._run_command(thread, request.name, arguments)
 
     async def loop_event(self, params: dict[str, Any]) -> dict[str, Any]:
-        """``loop/event``: the thread's extensions' verdicts on a boundary of the editor's loop, merged."""
+        """``loop/event``: the command hooks' and the extensions' verdicts on a boundary of the editor's
+        loop, run side by side and merged once (hooks first, then extensions: declaration order)."""
         from harness_sidecar import loop
+        from harness_sidecar.hooks.boundaries import run_event_hooks
+        from harness_sidecar.hooks.decision import merge
 
         thread = await self.thread(params)
         request = P.parse_loop_event(params)
-        verdicts = await loop.extension_verdicts(self, thread, request.event, request.payload)
-        return loop.merge(request.event, verdicts).to_wire()
+        hooks, extensions = await asyncio.gather(
+            run_event_hooks(request.event, request.payload, thread.hooks),
+            loop.extension_verdicts(self, thread, request.event, request.payload))
+        return loop.result(request.event, merge([*hooks, *extensions]))
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         from harness_sidecar.extensions.handlers import run_command

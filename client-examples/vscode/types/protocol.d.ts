@@ -341,7 +341,7 @@ export interface Catalog {
    */
   extensions: ExtensionEntry[];
   /**
-   * Every declared command hook, trusted or not, in declaration order (protocol.md § Command hooks).
+   * Every declared command hook, trusted or not, in declaration order: the roots' hooks.json, then the plugins' (protocol.md § Command hooks).
    */
   hooks?: HookEntry[];
   /**
@@ -438,7 +438,7 @@ export interface HookEntry {
     [k: string]: unknown;
   };
   /**
-   * Only trusted handlers run (thread/start.trustedHooks).
+   * Only trusted handlers run (thread/start.trustedHooks for a root's, trustedPlugins for a plugin's).
    */
   trusted: boolean;
 }

@@ -29,7 +29,7 @@ class EventOutcome:
     text: str | None = None  # input: the text after the transforms
     handled: dict[str, Any] | None = None  # input: {extensionId, reason?}
     blocked: dict[str, Any] | None = None  # input: {extensionId, kind, message}
-    verdicts: list[Any] = field(default_factory=list)  # loop events: loop.Verdict, in load order
+    verdicts: list[Any] = field(default_factory=list)  # loop events: hooks.decision.Verdict, in load order
 
 
 def _faults(value: Any, handlers: list[str], event: str) -> list[HookFault]:
@@ -52,7 +52,7 @@ def _sections(value: Any, handlers: list[str]) -> list[dict[str, str]]:
 
 
 def _verdicts(value: Any, handlers: list[str]) -> list[Any]:
-    from harness_sidecar.loop import Verdict
+    from harness_sidecar.hooks.decision import Verdict
 
     if type(value) is not list:
         raise HostLied("malformed 'verdicts'")
@@ -74,7 +74,8 @@ async def run_event(host: ExtensionHost, handlers: list[str], event: str, payloa
     handler order; default ``hook_timeout_s`` for all.
     """
     from harness_sidecar.loop import EVENTS as LOOP_EVENTS
-    from harness_sidecar.loop import FAIL_CLOSED, Verdict
+    from harness_sidecar.hooks.decision import Verdict
+    from harness_sidecar.loop import FAIL_CLOSED
 
     outcome = EventOutcome(text=payload.get("text") if event == INPUT else None)
     if not handlers:
@@ -105,7 +106,7 @@ async def run_event(host: ExtensionHost, handlers: list[str], event: str, payloa
             else:
                 message = f"{event} handler of '{ext}' was running when the extension host exited"
             if is_loop and event in FAIL_CLOSED:  # a handler that cannot answer blocks (§5: fail closed)
-                outcome.verdicts.append(Verdict(f"extension:{ext}", True, message))
+                outcome.verdicts.append(Verdict(f"extension:{ext}", failure=message))
             if event == INPUT:  # input handlers are policy: one that cannot answer stops the input
                 outcome.blocked = {"extensionId": ext, "kind": answer.how, "message": message}
                 return outcome

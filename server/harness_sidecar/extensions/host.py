@@ -59,6 +59,7 @@ from harness_sidecar.hooks.python import (
 )
 from harness_sidecar.extensions.jsondata import NotJsonData, to_json
 from harness_sidecar import loop
+from harness_sidecar.hooks.decision import Verdict
 from harness_sidecar.loop import EVENTS as LOOP_EVENTS
 from harness_sidecar.results import describe_exception
 
@@ -1250,7 +1251,7 @@ class Host:
                     except TypeError as exc:
                         failure = "throw", f"{event} handler of '{ext}' failed: {exc}"
                 if failure is not None and event in loop.FAIL_CLOSED:  # a handler that cannot answer blocks
-                    verdicts.append(loop.Verdict(f"extension:{ext}", True, failure[1]).to_wire())
+                    verdicts.append(Verdict(f"extension:{ext}", failure=failure[1]).to_wire())
             if failure is None and event == CONTEXT:
                 if type(outcome.value) is str:
                     if outcome.value.strip():

@@ -5,10 +5,12 @@
   it imports nothing of the sidecar's.
 - *Command hooks* (protocol-v3 §5: Claude Code's and Codex's ``hooks.json``), run as processes:
   ``declared`` reads a declaration file into handlers (any source: a root's ``hooks.json``, a
-  plugin's), ``matcher`` decides which handlers an event reaches, ``command`` runs one handler and
-  reads its answer, ``decision`` merges many answers into one decision (deterministically: deny >
-  ask > one rewrite), ``boundaries`` ties them to the thread's boundaries (tools/call,
-  input/submit, thread start and close, and the loop events).
+  plugin's, each under a ``HookSource``), ``matcher`` decides which handlers an event reaches,
+  ``command`` runs one handler and reads its answer, ``boundaries`` ties them to the thread's
+  boundaries (tools/call, input/submit, thread start and close, and the loop events).
+- ``decision``: the one ``Verdict`` of any hook and the one merge (deterministic: deny > ask > one
+  rewrite) — for a tool call's command hooks, and for a loop event's command hooks and extension
+  handlers together (``loop.interpret`` makes an extension handler's return a ``Verdict``).
 
 This ``__init__`` imports nothing: the extension host imports ``hooks.python`` alone.
 """

@@ -65,8 +65,15 @@ class ThreadHooks:
     def to_wire(self) -> list[dict[str, Any]]:
         return [h.to_wire() for h in self.handlers()]
 
-    def diagnostics(self) -> list[Diagnostic]:
-        return [x for d in self.declared for x in d.diagnostics]
+    def diagnostics(self, roots_only: bool = False) -> list[Diagnostic]:
+        """What is wrong with the declarations (``roots_only``: the roots' ``hooks.json`` alone — a plugin's
+        are reported where the plugin is read, ``resources.plugins``)."""
+        return [x for d in self.declared if not roots_only or d.source.source.startswith("root:")
+                for x in d.diagnostics]
+
+    def root_files(self) -> set[str]:
+        """The roots' ``hooks.json`` files among the sources."""
+        return {d.source.path for d in self.declared if d.source.source.startswith("root:")}
 
     def fingerprint(self) -> dict[str, Any]:
         """What a change of is a ``catalog/changed``: each source's file digest and listed handlers."""
@@ -83,8 +90,8 @@ class ThreadHooks:
             self.notify({"threadId": self.thread_id, "kind": "hook_untrusted", "source": source.source,
                          "path": source.path, "sha256": source.sha256 or "",
                          "message": f"{len(d.handlers)} command hook(s) of {source.source} do not run: "
-                                    f"{source.why_untrusted or 'the editor does not trust this source'}; trust it "
-                                    f"with thread/start.trustedHooks [{{path, sha256}}]"})
+                                    f"{source.why_untrusted or 'the editor does not trust this source'}; "
+                                    f"{_how_to_trust(source.source)}"})
 
     def matching(self, event: str, value: str | None) -> list[Handler]:
         """The trusted handlers of ``event`` whose matcher takes ``value`` (None: matchers are not used),
@@ -214,6 +221,12 @@ class ThreadHooks:
             await self.run("SessionEnd", handlers, {"reason": reason}, budget_s=self.session_end_budget_ms / 1000)
 
 
+def _how_to_trust(source: str) -> str:
+    if source.startswith("plugin:"):
+        return f"trust its hooks with thread/start.trustedPlugins [{{name: \"{source[7:]}\", sha256?}}]"
+    return "trust it with thread/start.trustedHooks [{path, sha256}]"
+
+
 def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
     names = ", ".join(decision.by)
     details: dict[str, Any] = {"blocked": decision.blocked_to_wire()}
@@ -223,9 +236,10 @@ def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
 
 
 async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: ThreadHooks | None) -> list[Verdict]:
-    """The command hooks' verdicts on a ``loop/event`` (protocol-v3 §4): merge them with the extensions'
-    verdicts by ``decision.merge`` (a block on ``permission_request`` is ``"deny"``). ``turn_start`` and
-    ``turn_end`` have no command-hook event: no verdicts."""
+    """The command hooks' verdicts on a ``loop/event`` (protocol-v3 §4), in declaration order: the
+    caller merges them, then the extensions' verdicts, by ``decision.merge`` and answers with
+    ``loop.result`` (a block on ``permission_request`` is ``"deny"``). ``turn_start`` and ``turn_end``
+    have no command-hook event: no verdicts."""
     mapped = LOOP_EVENTS.get(event_name)
     if hooks is None or mapped is None:
         return []
@@ -237,7 +251,10 @@ async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: Threa
     stdin = {key: payload[wire] for key, wire in fields.items() if wire in payload}
     if event == "PermissionRequest":
         stdin.setdefault("tool_use_id", None)
-    return await hooks.run(event, hooks.matching(event, value), stdin)
+    verdicts = await hooks.run(event, hooks.matching(event, value), stdin)
+    for verdict in verdicts:
+        verdict.updated_input = None  # nothing to rewrite on a loop event
+    return verdicts
 
 
 def thread_cwd(cwd: str | None) -> str:

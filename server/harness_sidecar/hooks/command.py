@@ -145,7 +145,7 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
     env = {**os.environ, **values}
     if handler.source.plugin_data is not None:
         try:
-            os.makedirs(handler.source.plugin_data, exist_ok=True)
+            os.makedirs(handler.source.plugin_data, mode=0o700, exist_ok=True)
         except OSError as exc:
             answer.failure = f"cannot create its data folder {handler.source.plugin_data}: {exc.strerror}"
             return answer

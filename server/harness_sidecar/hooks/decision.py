@@ -1,8 +1,10 @@
 """Many hooks, one decision — deterministic (protocol-v3 §5 "Many hooks, one decision").
 
-Every hook that decides — a command hook's answer (``verdict_of``), or, for the loop's events, an
-extension handler's return — becomes a source-agnostic ``Verdict``; ``merge`` turns the verdicts of
-one event, given in declaration order, into one ``Decision``:
+The one merge of the sidecar, for tool calls, input and the loop's events alike. Every hook that
+decides — a command hook's answer (``verdict_of``), or, for the loop's events, an extension
+handler's return (``loop.interpret``, run in the extension host, which imports this module) —
+becomes a source-agnostic ``Verdict``; ``merge`` turns the verdicts of one event, given in
+declaration order (command hooks first, then extensions in load order), into one ``Decision``:
 
 1. any ``block`` (a deny, a ``decision: "block"``, ``continue: false``, exit code 2, or a failure of
    an event that can block while failures fail closed) → blocked: every blocking reason joined in
@@ -22,6 +24,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+# This module imports nothing of the sidecar's: the extension host imports it (through ``loop``).
 
 ALLOW = "allow"
 DENY = "deny"
@@ -43,6 +47,27 @@ class Verdict:
     system_message: str | None = None
     failure: str | None = None  # it failed (and its event fails closed): it blocks as hook_failed
     feedback: str | None = None  # PostToolUse: a decision "block" + reason, which cannot undo the call
+
+    def to_wire(self) -> dict[str, Any]:
+        """The extension host → sidecar form (the channel's report of a loop event's handlers)."""
+        out: dict[str, Any] = {"source": self.source, "context": self.context}
+        for key, value in (("decision", self.decision), ("reason", self.reason or None),
+                           ("systemMessage", self.system_message), ("failure", self.failure)):
+            if value is not None:
+                out[key] = value
+        return out
+
+    @classmethod
+    def from_wire(cls, value: Any) -> Verdict:
+        """A verdict the extension host reported; ``ValueError`` when it is not one."""
+        if (type(value) is not dict or type(value.get("source")) is not str
+                or value.get("decision") not in (None, ALLOW, DENY, ASK)
+                or type(value.get("context")) is not list or not all(type(c) is str for c in value["context"])
+                or any(type(value.get(k, "")) is not str for k in ("reason", "systemMessage", "failure"))):
+            raise ValueError("malformed verdict")
+        return cls(value["source"], decision=value.get("decision"), reason=value.get("reason", ""),
+                   context=list(value["context"]), system_message=value.get("systemMessage"),
+                   failure=value.get("failure"))
 
 
 @dataclass
@@ -73,7 +98,7 @@ def merge(verdicts: list[Verdict]) -> Decision:
     blockers = [v for v in verdicts if v.decision == DENY or v.failure is not None]
     if blockers:
         only_failures = all(v.decision != DENY for v in blockers)
-        reasons = [v.reason or v.failure or "blocked" for v in blockers]
+        reasons = [v.reason or v.failure or f"blocked by {v.source}" for v in blockers]
         return Decision(BLOCKED, "hook_failed" if only_failures else "hook", "; ".join(reasons),
                         _unique([v.source for v in blockers]), context=context, system_messages=messages)
     asking = [v for v in verdicts if v.decision == ASK]

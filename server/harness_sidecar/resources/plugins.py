@@ -9,8 +9,10 @@ out. What a plugin brings, from its default folders and its manifest's paths:
 - ``commands/*.md`` (the manifest's ``commands`` replaces the folder): command templates
   ``<plugin>:<name>`` (``resources.command_templates``);
 - ``agents/*.md`` (``agents`` replaces the folder): listed as metadata, never run;
-- ``hooks/hooks.json`` and the manifest's ``hooks`` (paths or inline): command hooks, handed to
-  the command-hooks code as ``HookSource`` records with their trust;
+- ``hooks/hooks.json`` and the manifest's ``hooks`` (paths or inline): command hooks, read by
+  ``hooks.declared`` (data: nothing runs) into one ``Declared`` per declaration, whose
+  ``HookSource`` (``plugin:<name>``) carries the plugin's trust and its folders for
+  ``CLAUDE_PLUGIN_ROOT``/``CLAUDE_PLUGIN_DATA``; the thread's command hooks run them beside the roots';
 - ``.mcp.json`` and the manifest's ``mcpServers`` (paths or inline): MCP servers, run as
   ``plugin_<plugin>_<server>`` (tools ``mcp__plugin_<plugin>_<server>__<tool>``) only when trusted;
 - ``extensions/``: Python extensions ``<plugin>:<id>``, listed with their trust.
@@ -31,6 +33,7 @@ import stat
 from typing import Any
 
 from harness_sidecar.errors import DomainError
+from harness_sidecar.hooks.declared import Declared, HookSource, Handler, read_hooks
 from harness_sidecar.limits import Limits
 from harness_sidecar.names import (
     MCP_SERVER_NAME,
@@ -44,6 +47,7 @@ from harness_sidecar.resources.catalog import Diagnostic, Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
 from harness_sidecar.resources.records import Record
+from harness_sidecar.state_dir import plugin_data_dir
 
 MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
 DEFAULT_HOOKS = "hooks/hooks.json"
@@ -55,7 +59,7 @@ _VARIABLE = re.compile(r"\$\{(CLAUDE_PLUGIN_ROOT|PLUGIN_ROOT)\}")
 
 class Plugin(Record):
     __slots__ = ("name", "version", "path", "boundary", "dialect", "manifest_path", "manifest", "root",
-                 "skills", "commands", "agents", "hooks", "hook_sources", "mcp_servers", "extensions", "extension_paths", "trust", "origin", "entries")
+                 "skills", "commands", "agents", "hook_documents", "hook_sets", "mcp_servers", "extensions", "extension_paths", "trust", "origin", "entries")
 
     def __init__(self, name: str, version: str | None, path: str, boundary: Root, dialect: str,
                  manifest_path: str, manifest: dict[str, Any], root: Root | None) -> None:
@@ -70,14 +74,19 @@ class Plugin(Record):
         self.skills: list[C.SkillEntry] = []
         self.commands: list[T.CommandTemplate] = []
         self.agents: list[Agent] = []
-        self.hooks: list[HookEntry] = []
-        self.hook_sources: list[HookSource] = []
+        self.hook_documents: list[tuple[str, dict[str, Any]]] = []  # (declaring file, {"hooks": ...}) as read
+        self.hook_sets: list[Declared] = []  # the same, read into handlers once its trust is known (_grant)
         self.mcp_servers: list[McpServer] = []
         self.extensions: list[str] = []  # ids, <plugin>:<id>
         self.extension_paths: dict[str, str] = {}  # <plugin>:<id> -> its .py file or package folder
         self.trust = Trust()
         self.entries: frozenset[str] = frozenset()  # the names in its folder: one listing, not a stat per part
         self.origin = self._origin()  # provenance of everything it brings (``source`` on the wire)
+
+    @property
+    def hooks(self) -> list[Handler]:
+        """Its command hook handlers, in declaration order."""
+        return [h for d in self.hook_sets for h in d.handlers]
 
     def _origin(self) -> dict[str, Any]:
         plugin: dict[str, Any] = {"name": self.name}
@@ -144,53 +153,6 @@ class Agent(Record):
                 "source": self.origin}
 
 
-class HookSource(Record):
-    """One place a plugin declares command hooks, for the command-hooks code (§5) to run.
-
-    ``path`` is the hooks file, or the manifest when the hooks are inline (``inline`` holds them).
-    """
-
-    __slots__ = ("source", "path", "plugin_root", "plugin_data", "trusted", "inline")
-
-    def __init__(self, source: str, path: str, plugin_root: str, plugin_data: str | None, trusted: bool,
-                 inline: dict[str, Any] | None = None) -> None:
-        self.source = source  # plugin:<name>
-        self.path = path
-        self.plugin_root = plugin_root
-        self.plugin_data = plugin_data  # None: the command-hooks code makes it under its state directory
-        self.trusted = trusted
-        self.inline = inline
-
-
-class HookEntry(Record):
-    """One declared handler, as the catalog lists it."""
-
-    __slots__ = ("source", "event", "matcher", "type", "command", "args", "timeout", "trusted", "path", "origin")
-
-    def __init__(self, source: str, event: str, matcher: str | None, type: str, command: str | None,
-                 args: list[str] | None, timeout: Any, trusted: bool, path: str, origin: dict[str, Any]) -> None:
-        self.source = source
-        self.event = event
-        self.matcher = matcher
-        self.type = type
-        self.command = command
-        self.args = args
-        self.timeout = timeout
-        self.trusted = trusted
-        self.path = path
-        self.origin = origin
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"source": self.source, "event": self.event, "matcher": self.matcher,
-                               "type": self.type, "command": self.command}
-        if self.args is not None:
-            out["args"] = self.args
-        if self.timeout is not None:
-            out["timeout"] = self.timeout
-        out.update(trusted=self.trusted, path=self.path, plugin=self.origin["plugin"]["name"])
-        return out
-
-
 class McpServer(Record):
     __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
                  "origin")
@@ -249,13 +211,10 @@ class PluginSet(Record):
         return [a for p in self.plugins for a in p.agents]
 
     @property
-    def hooks(self) -> list[HookEntry]:
-        return [h for p in self.plugins for h in p.hooks]
-
-    @property
-    def hook_sources(self) -> list[HookSource]:
-        """Every plugin's hook declarations with their trust: what the command-hooks code consumes."""
-        return [s for p in self.plugins for s in p.hook_sources]
+    def hooks(self) -> list[Declared]:
+        """Every plugin's hook declarations, read, with their trust: the thread's command hooks run them
+        (``hooks.boundaries.ThreadHooks``) and ``catalog.hooks`` lists them beside the roots'."""
+        return [d for p in self.plugins for d in p.hook_sets]
 
     @property
     def mcp_servers(self) -> list[McpServer]:
@@ -306,7 +265,6 @@ class PluginSet(Record):
         return {"plugins": [p.to_wire() for p in self.plugins],
                 "commandTemplates": [c.to_wire() for c in self.command_templates.values()],
                 "agents": [a.to_wire() for a in self.agents],
-                "hooks": [h.to_wire() for h in self.hooks],
                 "mcpServers": [m.to_wire() for m in self.mcp_servers]}
 
 
@@ -660,38 +618,22 @@ def _agents(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
         plugin.agents.append(Agent(name, description, plugin.name, path, plugin.origin))
 
 
-def _hook_entries(plugin: Plugin, data: Any, path: str, diagnostics: list[Diagnostic]) -> bool:
-    """Add the handlers of one hooks declaration (``{"hooks": {Event: [...]}}``); False if it is malformed."""
+def _hook_document(path: str, data: Any, diagnostics: list[Diagnostic]) -> dict[str, Any] | None:
+    """One hooks declaration (``{"hooks": {Event: [...]}}``) if it has that shape and declares something.
+
+    Only the wrapper is checked here (``invalid_hooks``: the file contributes nothing); the events,
+    matchers and handlers are read by ``hooks.declared.read_hooks``, as a root's ``hooks.json`` is.
+    """
     if not isinstance(data, dict):
         diagnostics.append(Diagnostic("invalid_hooks", f"{path}: hooks must be a JSON object; they are ignored", path))
-        return False
+        return None
     if not data:
-        return True  # "hooks": {} (Codex's manifests): nothing declared
-    events = data.get("hooks")
-    if not isinstance(events, dict):
+        return None  # "hooks": {} (Codex's manifests): nothing declared
+    if not isinstance(data.get("hooks"), dict):
         diagnostics.append(Diagnostic("invalid_hooks", f"{path} has no \"hooks\" object wrapping the events; its "
                                       "hooks are ignored", path, "write {\"hooks\": {\"PreToolUse\": [...]}}"))
-        return False
-    source = f"plugin:{plugin.name}"
-    for event, groups in events.items():
-        for group in groups if isinstance(groups, list) else []:
-            if not isinstance(group, dict):
-                continue
-            matcher = group.get("matcher") if isinstance(group.get("matcher"), str) else None
-            for handler in group.get("hooks") or []:
-                if not isinstance(handler, dict):
-                    continue
-                kind = handler.get("type") if isinstance(handler.get("type"), str) else "command"
-                command = handler.get("command") if isinstance(handler.get("command"), str) else None
-                args = handler.get("args") if isinstance(handler.get("args"), list) else None
-                entry = HookEntry(source, event, matcher, kind, command, args, handler.get("timeout"),
-                                  plugin.trust.hooks, path, plugin.origin)
-                plugin.hooks.append(entry)
-                if kind != "command":
-                    diagnostics.append(Diagnostic("hook_type_unsupported", f"{path}: a {event} handler of type "
-                                                  f"'{kind}' is listed but never run", path,
-                                                  extra={"plugin": plugin.name, "severity": "warning"}))
-    return True
+        return None
+    return data
 
 
 def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
@@ -702,9 +644,9 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
     declared += _paths(plugin, "hooks", text, diagnostics, allow_inline=True)
     for item in declared:
         if isinstance(item, dict):
-            if _hook_entries(plugin, item, plugin.manifest_path, diagnostics) and item:
-                plugin.hook_sources.append(HookSource(f"plugin:{plugin.name}", plugin.manifest_path, plugin.path,
-                                                      None, False, item))
+            document = _hook_document(plugin.manifest_path, item, diagnostics)
+            if document is not None:
+                plugin.hook_documents.append((plugin.manifest_path, document))
             continue
         try:
             parsed = json.loads(reader.read(item, plugin.boundary, limits.max_file_bytes, "hooks file"))
@@ -715,8 +657,21 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
         except (DomainError, UnicodeDecodeError, OSError) as exc:
             diagnostics.append(Diagnostic("invalid_hooks", f"{item} cannot be read: {exc}", item))
             continue
-        if _hook_entries(plugin, parsed, item, diagnostics):
-            plugin.hook_sources.append(HookSource(f"plugin:{plugin.name}", item, plugin.path, None, False))
+        document = _hook_document(item, parsed, diagnostics)
+        if document is not None:
+            plugin.hook_documents.append((item, document))
+
+
+def _read_hook_sets(plugin: Plugin, why_untrusted: str, diagnostics: list[Diagnostic]) -> None:
+    """The plugin's hook declarations read into handlers, under one ``plugin:<name>`` source with its trust."""
+    plugin.hook_sets = []
+    for path, document in plugin.hook_documents:
+        source = HookSource(f"plugin:{plugin.name}", path, plugin_root=plugin.path,
+                            plugin_data=plugin_data_dir(plugin.name), trusted=plugin.trust.hooks,
+                            why_untrusted="" if plugin.trust.hooks else why_untrusted)
+        handlers, problems = read_hooks(source, document)
+        diagnostics.extend(problems)
+        plugin.hook_sets.append(Declared(source, handlers, problems))
 
 
 def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
@@ -811,6 +766,7 @@ def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic
     """Apply ``trustedPlugins``: code is trusted only when the plugin is listed and its pin holds."""
     grant = trusted.get(plugin.name)
     trust = Trust()
+    why = "thread/start.trustedPlugins does not name it"
     if grant is not None:
         trust.listed = True
         if grant.sha256 is not None:
@@ -820,16 +776,15 @@ def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic
                     "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to {trust.sha256}, not the "
                     f"pinned {grant.sha256}; its hooks, MCP servers and extensions are not trusted",
                     plugin.path, extra={"name": plugin.name, "expected": grant.sha256, "actual": trust.sha256}))
+                why = f"its tree hashes to {trust.sha256}, not the pinned {grant.sha256} (it changed)"
                 grant = None
         if grant is not None:
             trust.hooks = grant.hooks
+            why = "thread/start.trustedPlugins grants it with hooks: false"
             trust.mcp_servers = grant.mcp_servers
             trust.extensions = grant.extensions
     plugin.trust = trust
-    for hook in plugin.hooks:
-        hook.trusted = trust.hooks
-    for source in plugin.hook_sources:
-        source.trusted = trust.hooks
+    _read_hook_sets(plugin, why, diagnostics)
     for server in plugin.mcp_servers:
         server.trusted = trust.mcp(server.server)
 

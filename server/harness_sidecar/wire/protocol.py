@@ -86,11 +86,6 @@ PLUGIN_ENTRY = Obj([
     name="PluginEntry")
 AGENT_ENTRY = Obj([Field("name", Str()), Field("description", Str()), Field("plugin", Str()), Field("path", Str()),
                    Field("source", SOURCE)], name="AgentEntry", description="Listed as metadata; never run.")
-PLUGIN_HOOK_ENTRY = Obj([
-    Field("source", Str(description="plugin:<name>")), Field("event", Str()), Field("matcher", Either(Str(), Null())),
-    Field("type", Str()), Field("command", Either(Str(), Null())), opt("args", Arr(Str())),
-    opt("timeout", AnyValue()), Field("trusted", Bool()), Field("path", Str()), Field("plugin", Str())],
-    name="PluginHookEntry")
 PLUGIN_MCP_ENTRY = Obj([
     Field("name", Str(description="plugin_<plugin>_<server>: its tools are mcp__<name>__<tool>.")),
     Field("server", Str()), Field("plugin", Str()), Field("transport", Str(enum=("stdio", "http", "sse"))),
@@ -123,9 +118,10 @@ CATALOG = Obj([
         Field("matcher", Nullable(Str()), description="As declared; null when absent."),
         Field("command", Str()), opt("args", Arr(Str())),
         opt("timeout", AnyValue(), description="Seconds (a positive number), as declared."),
-        Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks).")],
-        name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order "
-                                        "(protocol.md § Command hooks)."),
+        Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks for a root's, "
+                                             "trustedPlugins for a plugin's).")],
+        name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order: the "
+                                        "roots' hooks.json, then the plugins' (protocol.md § Command hooks)."),
     opt("plugins", Arr(PLUGIN_ENTRY), description="The thread's plugins, in discovery order (protocol.md § Plugins)."),
     opt("commandTemplates", Arr(COMMAND_TEMPLATE_ENTRY), description="Sorted by name."),
     opt("agents", Arr(AGENT_ENTRY)),
