@@ -338,7 +338,7 @@ def test_close_during_a_running_core_answers_its_real_result_and_blocks_unstarte
     wait_for(lambda: ["holding", "wait"] in ws.events(), 15)
     closing = sidecar.request_async("thread/close", {"threadId": thread})
     ran = sidecar.wait_for(running, 30)["result"]["result"]
-    assert ran["isError"] is False and ran["content"] == [{"type": "text", "text": "finished run"}]
+    assert ran["isError"] is False and ran["content"] == [{"type": "text", "text": "finished run"}], ran
     unstarted = sidecar.wait_for(waiting, 30)["result"]["result"]
     assert unstarted["details"]["blocked"]["kind"] == "closed"
     assert sidecar.wait_for(closing, 30)["result"] is None

@@ -310,7 +310,7 @@ class Sidecar:
     def _new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
         pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
-                            thread.catalog, thread.calls)
+                            thread.catalog, calls=thread.calls)
         pipeline.command_hooks = thread.hooks
         return pipeline
 
