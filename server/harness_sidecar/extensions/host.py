@@ -355,7 +355,7 @@ class Ui:
         if not self._ended("notify"):
             self._host.out.send(channel.NOTIFY, 0, {"method": "ui/notify", "params": {
                 "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level,
-                "message": message}})
+                "message": self._host.bounded(message)}})
         return _Ready(None) if self._host.on_loop() else None  # an async handler may await it
 
     def set_status(self, key: str, text: str | None) -> Any:
@@ -364,7 +364,8 @@ class Ui:
             _strings(text=text)
         if not self._ended("set_status"):
             self._host.out.send(channel.NOTIFY, 0, {"method": "ui/status", "params": {
-                "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key, "text": text}})
+                "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key,
+                "text": None if text is None else self._host.bounded(text)}})
         return _Ready(None) if self._host.on_loop() else None
 
     def send_message(self, text: str) -> Any:
@@ -377,7 +378,8 @@ class Ui:
         sent = False
         if not self._ended("send_message") and self._host.ui.get("sendMessage"):
             self._host.out.send(channel.NOTIFY, 0, {"method": "chat/send", "params": {
-                "threadId": self._host.thread_id, "extensionId": self._extension_id, "text": text}})
+                "threadId": self._host.thread_id, "extensionId": self._extension_id,
+                "text": self._host.bounded(text)}})
             sent = True
         return _Ready(sent) if self._host.on_loop() else sent
 
@@ -656,6 +658,11 @@ class Host:
         if self._loop is None:
             self._loop = Loop()
         return self._loop
+
+    def bounded(self, text: str) -> str:
+        """A notification's text, cut to --max-result-bytes characters: the frame stays small enough for the
+        sidecar to read (it cuts the line further, with its mark, to fit a line of --max-result-bytes)."""
+        return text if len(text) <= self.max_result_bytes else text[:self.max_result_bytes]
 
     def on_loop(self) -> bool:
         return self._loop is not None and threading.current_thread() is self._loop.thread

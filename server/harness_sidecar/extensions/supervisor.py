@@ -75,6 +75,7 @@ class HostProcess:
         self.sock = ours
         ours.setblocking(False)
         self.label = f"extension host {self.pid}"
+        self._answer_limit = channel.MAX_FRAME_BYTES  # set with the thread's --max-result-bytes (frame_limit)
         self.owner = ""  # the thread it serves, once a thread took it (its dropped stderr is counted there)
         self.ready: asyncio.Future = loop.create_future()
         self.on_frame: Callable[[str, int, Any], None] | None = None
@@ -134,8 +135,12 @@ class HostProcess:
 
     # -- receiving
 
-    def frame_limit(self, limit: int) -> None:
-        self._splitter.limit = min(limit, channel.MAX_FRAME_BYTES)
+    def frame_limit(self, max_result_bytes: int) -> None:
+        """Frames carrying a result (step, done, loaded) longer than any answer may be are refused unparsed;
+        a notification or question may be longer (its text is cut by the host to --max-result-bytes
+        characters, which JSON escaping can double), and the sidecar cuts it to fit a line."""
+        self._answer_limit = max_result_bytes + FRAME_SLACK
+        self._splitter.limit = min(4 * max_result_bytes + FRAME_SLACK, channel.MAX_FRAME_BYTES)
 
     def _readable(self, all_of_it: bool = False) -> None:
         """Read and handle what the host wrote. On the loop's wake-up a short read is all there was
@@ -154,7 +159,8 @@ class HostProcess:
                 self._channel_closed()
                 return
             for line in self._splitter.feed(data):
-                if isinstance(line, channel.TooLong) or channel.too_many_values(line) is not None:
+                if isinstance(line, channel.TooLong) or channel.too_many_values(line) is not None or (
+                        len(line) > self._answer_limit and _carries_result(line)):
                     head = channel.peek_id(line.head if isinstance(line, channel.TooLong) else line)
                     if self.on_frame is not None and head is not None:
                         self.on_frame("tooLarge", head[1], head[0])  # body: the refused frame's tag
@@ -268,6 +274,11 @@ class HostProcess:
         self.send(channel.CLOSE, 0, None)
         self.flush()
         self.loop.call_later(CLOSE_GRACE_S, self.kill)
+
+
+def _carries_result(line: bytes) -> bool:
+    head = channel.peek_id(line)
+    return head is None or head[0] not in (channel.NOTIFY, channel.UI)
 
 
 class Spares:
@@ -417,7 +428,7 @@ class ExtensionHost:
         process.adopt(self.thread_id)
         process.label = f"extension host of {self.thread_id}"
         # No answer may be longer than --max-result-bytes: a longer frame is refused before it is parsed.
-        process.frame_limit(self.init.get("maxResultBytes", channel.MAX_FRAME_BYTES) + FRAME_SLACK)
+        process.frame_limit(self.init.get("maxResultBytes", channel.MAX_FRAME_BYTES))
         process.owner = self.thread_id
         process.on_frame = self._frame
         process.on_exit = self._exit
