@@ -102,9 +102,11 @@ test('a workspace cannot choose the command or trust an extension (attacker test
   assert.equal(properties['harnessSidecar.trustedExtensions'].scope, 'machine');
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(),
-    ['harnessSidecar.command', 'harnessSidecar.mcpServers', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions',
-      'harnessSidecar.trustedHooks']);
-  assert.equal(properties['harnessSidecar.trustedHooks'].scope, 'machine');
+    ['harnessSidecar.command', 'harnessSidecar.disabledPlugins', 'harnessSidecar.mcpServers', 'harnessSidecar.plugins',
+      'harnessSidecar.roots', 'harnessSidecar.trustedExtensions', 'harnessSidecar.trustedHooks', 'harnessSidecar.trustedPlugins']);
+  for (const key of ['trustedHooks', 'plugins', 'disabledPlugins', 'trustedPlugins']) {
+    assert.equal(properties[`harnessSidecar.${key}`].scope, 'machine', key);
+  }
 });
 
 test('command hooks are listed with their trust state, trusted from user settings only (attacker test)', async () => {
