@@ -10,7 +10,7 @@ local function hs()
 end
 
 vim.api.nvim_create_user_command('HarnessCatalog', function() hs().cmd_catalog() end,
-  { desc = 'Show the harness catalog (skills, templates, extensions, diagnostics)' })
+  { desc = 'Show the harness catalog (skills, templates, extensions, command hooks, plugins, diagnostics)' })
 vim.api.nvim_create_user_command('HarnessActivate', function(o) hs().cmd_activate(o.fargs[1]) end,
   { nargs = '?', complete = function(lead) return hs().complete_activate(lead) end,
     desc = 'Activate a skill (a picker without an argument)' })
