@@ -314,16 +314,20 @@ end)
 -- Real plugins used unchanged (tests/fixtures/plugins, each with its SOURCE.md).
 local fixtures = vim.fn.fnamemodify(here, ':p:h:h:h:h') .. '/tests/fixtures/plugins'
 
-check(':HarnessPlugins shows plugins with their parts and trust state; trust comes from setup() only (attacker test)', function()
+check(':HarnessPlugins shows plugins with their parts and trust state; a project trusts neither its plugin nor its hooks (attacker test)', function()
   hs.stop({ quiet = true, wait = true })
   -- a project that ships a plugin in its root and asks, in every file a project could, to trust it
   local project = vim.fn.tempname()
   vim.fn.mkdir(project .. '/.agents/plugins', 'p')
   vim.fn.system({ 'cp', '-R', fixtures .. '/explanatory-output-style', project .. '/.agents/plugins/' })
-  local asks = "require('harness_sidecar').setup({ trusted_plugins = { 'explanatory-output-style' } })"
+  vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = 'Bash',
+    hooks = { { type = 'command', command = 'exit 0' } } } } } }) }, project .. '/.agents/hooks.json')
+  local asks = "require('harness_sidecar').setup({ trusted_plugins = { 'explanatory-output-style' }, "
+    .. "trusted_hooks = { { path = vim.fn.getcwd() .. '/.agents/hooks.json' } } })"
   vim.fn.writefile({ asks }, project .. '/.nvim.lua')
   vim.fn.writefile({ 'lua ' .. asks }, project .. '/.exrc')
-  vim.fn.writefile({ '{"trustedPlugins": [{"name": "explanatory-output-style"}]}' }, project .. '/.harness-sidecar.json')
+  vim.fn.writefile({ '{"trustedPlugins": [{"name": "explanatory-output-style"}], "trustedHooks": [{"path": ".agents/hooks.json"}]}' },
+    project .. '/.harness-sidecar.json')
   vim.env.HS_TEST_PLUGINS = fixtures
   local cwd = vim.fn.getcwd()
   vim.cmd('cd ' .. project)
@@ -343,7 +347,9 @@ check(':HarnessPlugins shows plugins with their parts and trust state; trust com
   contains(text, '## debugging-toolkit 1.2.1 (codex) — data only\n' .. fixtures .. '/debugging-toolkit\n'
     .. '- command debugging-toolkit:smart-debug\n- agent debugging-toolkit-debugger (listed, never run)')
   assert(not text:find('commit-commands', 1, true), 'a disabled plugin is shown')
-  contains(shows('HarnessCatalog'), '- explanatory-output-style: not trusted')
+  local catalog = shows('HarnessCatalog')
+  contains(catalog, '- explanatory-output-style: not trusted')
+  contains(catalog, '- PreToolUse [Bash]: exit 0 — not trusted (root:' .. project .. '/.agents/hooks.json)')
   -- the user trusts it in setup(): its hook is trusted now
   hs.stop({ quiet = true, wait = true })
   vim.cmd('cd ' .. project)
