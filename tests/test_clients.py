@@ -60,7 +60,7 @@ def nvim_binaries() -> dict[str, str | None]:
     return found
 
 
-@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 22), ("ui.lua", 9), ("live.lua", 10)])
+@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 24), ("ui.lua", 9), ("live.lua", 11)])
 @pytest.mark.parametrize("version", ["0.7", "0.11"])
 def test_neovim_plugin_headless(version, scenario, checks):
     """scenario.lua: the catalog, skills, templates, tools, trust, completion that never waits;
@@ -182,7 +182,7 @@ def test_vscode_client_and_extension_with_node():
     report = proc.stdout + proc.stderr
     assert proc.returncode == 0, report
     passed = int(re.search(r"^# pass (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
-    assert passed >= 22 and re.search(r"^# fail 0$", proc.stdout, re.M), report
+    assert passed >= 26 and re.search(r"^# fail 0$", proc.stdout, re.M), report
     assert not re.search(r"^# (skipped|cancelled) [1-9]", proc.stdout, re.M), report
 
 

@@ -1,6 +1,6 @@
 'use strict';
-// VS Code extension for harness-sidecar: a catalog tree (skills, templates, extensions,
-// diagnostics), a status-bar item, commands (show catalog, activate skill, render template,
+// VS Code extension for harness-sidecar: a catalog tree (skills, templates and command templates,
+// extensions, command hooks, plugins with their parts and trust state, diagnostics), a status-bar item, commands (show catalog, activate skill, render template,
 // show system prompt, refresh, restart), catalog diagnostics in the Problems panel, read-only
 // documents for what the sidecar returns, and the editor's side of the protocol (requests the
 // sidecar sends, dispatched by method in REVERSE_REQUESTS; notifications in NOTIFICATIONS).
@@ -124,7 +124,31 @@ class Documents {
   }
 }
 
-/** The catalog tree: Skills, Templates, Extensions, Diagnostics. */
+/**
+ * What of a plugin's code may run (`trusted` of its catalog entry), in words: "data only" (it
+ * brings no code), "trusted", "not trusted", or "partly trusted: …" naming what is granted.
+ * @param {import('./types/protocol').PluginEntry} p
+ */
+function pluginTrust(p) {
+  const code = (p.hooks ? 1 : 0) + p.mcpServers.length + p.extensions.length;
+  if (!code) return 'data only';
+  const granted = [];
+  if (p.hooks && p.trusted.hooks) granted.push('hooks');
+  if (p.trusted.mcpServers.length) granted.push(`MCP ${p.trusted.mcpServers.join(', ')}`);
+  if (p.trusted.extensions.length) granted.push(`extensions ${p.trusted.extensions.join(', ')}`);
+  const all = (!p.hooks || p.trusted.hooks) && p.trusted.mcpServers.length === p.mcpServers.length
+    && p.trusted.extensions.length === p.extensions.length;
+  if (!granted.length) return 'not trusted';
+  return all ? 'trusted' : `partly trusted: ${granted.join('; ')}`;
+}
+
+/** A plugin's extension id as listed, with or without its `<plugin>:` prefix, is granted. */
+function extensionTrusted(p, id) {
+  const bare = id.startsWith(`${p.name}:`) ? id.slice(p.name.length + 1) : id;
+  return p.trusted.extensions.some((t) => t === id || t === bare || t === `${p.name}:${t}`);
+}
+
+/** The catalog tree: Skills, Templates (and command templates), Extensions, Command hooks, Plugins, Diagnostics. */
 class CatalogTree {
   constructor() {
     this.started = null;
@@ -144,7 +168,9 @@ class CatalogTree {
     const started = this.started;
     if (!started) return false;
     const { catalog } = started;
-    return !catalog.skills.length && !catalog.templates.length && !catalog.extensions.length && !this.shown.length;
+    const none = (list) => !list || !list.length;
+    return none(catalog.skills) && none(catalog.templates) && none(catalog.extensions) && none(catalog.hooks)
+      && none(catalog.plugins) && none(catalog.commandTemplates) && none(this.shown);
   }
 
   getTreeItem(node) {
@@ -164,8 +190,10 @@ class CatalogTree {
     };
     if (!node) {
       const hooks = catalog.hooks && catalog.hooks.length ? [group('hooks', 'Command hooks', catalog.hooks.length)] : [];
-      return [group('skills', 'Skills', catalog.skills.length), group('templates', 'Templates', catalog.templates.length),
-        group('extensions', 'Extensions', catalog.extensions.length), ...hooks,
+      const plugins = catalog.plugins && catalog.plugins.length ? [group('plugins', 'Plugins', catalog.plugins.length)] : [];
+      const templates = catalog.templates.length + (catalog.commandTemplates || []).length;
+      return [group('skills', 'Skills', catalog.skills.length), group('templates', 'Templates', templates),
+        group('extensions', 'Extensions', catalog.extensions.length), ...hooks, ...plugins,
         group('diagnostics', 'Diagnostics', diagnostics.length)];
     }
     const open = (file, line) => ({ command: 'vscode.open', title: 'Open', arguments: [vscode.Uri.file(file),
@@ -175,20 +203,33 @@ class CatalogTree {
       Object.assign(item, { description, tooltip, iconPath: new vscode.ThemeIcon(icon), command });
       return { item };
     };
+    const hookLeaf = (h) => leaf(`${h.event}${h.matcher ? ` [${h.matcher}]` : ''}`,
+      `${h.trusted ? 'trusted' : 'not trusted'} · ${h.command}`, `${h.command}\n${h.source}`, h.trusted ? 'pass' : 'lock',
+      open(h.path || h.source.replace(/^root:/, '')));
+    if (node.plugin) return pluginParts(node.plugin, catalog, leaf, hookLeaf, open);
     switch (node.group) {
       case 'skills':
         return catalog.skills.map((s) => leaf(s.name, s.description, `${s.description}\n${s.path}`, 'book',
           open(s.path)));
       case 'templates':
-        return catalog.templates.map((t) => leaf(t.name, t.variables.length ? t.variables.join(', ') : 'no variables',
-          `${t.description || ''}\n${t.path}`, 'file-text', open(t.path)));
+        return [...catalog.templates.map((t) => leaf(t.name, t.variables.length ? t.variables.join(', ') : 'no variables',
+          `${t.description || ''}\n${t.path}`, 'file-text', open(t.path))),
+        ...(catalog.commandTemplates || []).map((c) => leaf(c.name, c.argumentHint || 'free text',
+          `${c.description || ''}\n${c.path}`, 'terminal', open(c.path)))];
       case 'extensions':
         return catalog.extensions.map((e) => leaf(e.id, e.status, e.error || e.path,
           e.status === 'loaded' ? 'pass' : e.status === 'skipped_untrusted' ? 'lock' : 'error', open(e.path)));
       case 'hooks': // declared is not granted: each with its trust state
-        return catalog.hooks.map((h) => leaf(`${h.event}${h.matcher ? ` [${h.matcher}]` : ''}`,
-          `${h.trusted ? 'trusted' : 'not trusted'} · ${h.command}`, `${h.command}\n${h.source}`, h.trusted ? 'pass' : 'lock',
-          open(h.source.replace(/^root:/, ''))));
+        return catalog.hooks.map(hookLeaf);
+      case 'plugins':
+        return catalog.plugins.map((p) => {
+          const item = new vscode.TreeItem(p.version ? `${p.name} ${p.version}` : p.name,
+            vscode.TreeItemCollapsibleState.Collapsed);
+          const trust = pluginTrust(p);
+          Object.assign(item, { id: `plugin:${p.name}`, description: trust, tooltip: `${p.path}\n${p.dialect} manifest: ${p.manifest}`,
+            iconPath: new vscode.ThemeIcon(trust === 'not trusted' ? 'lock' : 'package') });
+          return { plugin: p, item };
+        });
       case 'diagnostics':
         return diagnostics.map((d) => leaf(d.kind, d.message, d.hint ? `${d.message}\n${d.hint}` : d.message,
           isProblem(d) ? 'warning' : 'info', d.path ? open(d.path, d.line) : undefined));
@@ -198,20 +239,79 @@ class CatalogTree {
   }
 }
 
+/**
+ * A plugin's parts, each with what it is and (for code) its trust state: skills, command templates,
+ * agents (metadata, never run), command hooks, MCP servers, extensions.
+ * @param {import('./types/protocol').PluginEntry} p
+ */
+function pluginParts(p, catalog, leaf, hookLeaf, open) {
+  const find = (list, name) => (list || []).find((e) => e.name === name);
+  const rows = [];
+  for (const name of p.skills) {
+    const s = find(catalog.skills, name);
+    rows.push(leaf(name, 'skill', s ? `${s.description}\n${s.path}` : name, 'book', s ? open(s.path) : undefined));
+  }
+  for (const name of p.commands) {
+    const c = find(catalog.commandTemplates, name);
+    rows.push(leaf(name, `command${c && c.argumentHint ? ` ${c.argumentHint}` : ''}`, c ? `${c.description || ''}\n${c.path}` : name,
+      'terminal', c ? open(c.path) : undefined));
+  }
+  for (const name of p.agents) {
+    const a = find(catalog.agents, name);
+    rows.push(leaf(name, 'agent · listed, never run', a ? `${a.description}\n${a.path}` : name, 'person', a ? open(a.path) : undefined));
+  }
+  const hooks = (catalog.hooks || []).filter((h) => h.source === `plugin:${p.name}`);
+  if (hooks.length) rows.push(...hooks.map(hookLeaf));
+  else if (p.hooks) {
+    rows.push(leaf(`command hooks (${p.hooks})`, p.trusted.hooks ? 'trusted' : 'not trusted', `${p.hooks} hook handlers of ${p.name}`,
+      p.trusted.hooks ? 'pass' : 'lock', undefined));
+  }
+  for (const server of p.mcpServers) {
+    const m = (catalog.mcpServers || []).find((e) => e.plugin === p.name && e.server === server);
+    const trusted = p.trusted.mcpServers.includes(server);
+    const how = m ? (m.transport === 'stdio' ? [m.command, ...(m.args || [])].join(' ') : `${m.transport} ${m.url || ''} (not started here)`) : '';
+    rows.push(leaf(`MCP ${server}`, `${trusted ? 'trusted' : 'not trusted'}${how ? ` · ${how}` : ''}`,
+      m ? `${m.name}\n${m.path}` : server, trusted ? 'pass' : 'lock', m ? open(m.path) : undefined));
+  }
+  for (const id of p.extensions) {
+    const trusted = extensionTrusted(p, id);
+    const e = (catalog.extensions || []).find((x) => x.id === id || x.id === `${p.name}:${id}`);
+    rows.push(leaf(`extension ${id}`, `${trusted ? 'trusted' : 'not trusted'}${e ? ` · ${e.status}` : ''}`, e ? e.path : id,
+      trusted ? 'pass' : 'lock', e ? open(e.path) : undefined));
+  }
+  return rows;
+}
+
 function catalogText(started, settings) {
   const { catalog, diagnostics } = started;
   const lines = ['# Harness catalog', ''];
-  if (!settings.trusted) lines.push('_This workspace is not trusted: no extension code is loaded._', '');
+  if (!settings.trusted) lines.push('_This workspace is not trusted: no extension code is loaded, no hooks or plugin code run._', '');
   lines.push('## Skills');
   for (const s of catalog.skills) lines.push(`- **${s.name}**: ${s.description} (${s.path})`);
   lines.push('', '## Templates');
   for (const t of catalog.templates) lines.push(`- **${t.name}** (${t.variables.join(', ') || 'no variables'}): ${t.description || ''}`);
+  for (const c of catalog.commandTemplates || []) {
+    lines.push(`- **${c.name}** (command${c.argumentHint ? ` ${c.argumentHint}` : ''}): ${c.description || ''}`);
+  }
   lines.push('', '## Extensions');
   for (const e of catalog.extensions) lines.push(`- **${e.id}**: ${e.status}${e.error ? ` (${e.error})` : ''}`);
   if (catalog.hooks && catalog.hooks.length) {
     lines.push('', '## Command hooks');
     for (const h of catalog.hooks) {
       lines.push(`- **${h.event}**${h.matcher ? ` [${h.matcher}]` : ''}: \`${h.command}\` — ${h.trusted ? 'trusted' : 'not trusted'} (${h.source})`);
+    }
+  }
+  if (catalog.plugins && catalog.plugins.length) {
+    lines.push('', '## Plugins');
+    for (const p of catalog.plugins) {
+      lines.push(`- **${p.name}**${p.version ? ` ${p.version}` : ''} (${p.dialect}): ${pluginTrust(p)} — ${p.path}`);
+      const part = (label, list) => { if (list.length) lines.push(`  - ${label}: ${list.join(', ')}`); };
+      part('skills', p.skills);
+      part('commands', p.commands);
+      part('agents (listed, never run)', p.agents);
+      if (p.hooks) lines.push(`  - command hooks: ${p.hooks} — ${p.trusted.hooks ? 'trusted' : 'not trusted'}`);
+      part('MCP servers', p.mcpServers.map((m) => `${m} (${p.trusted.mcpServers.includes(m) ? 'trusted' : 'not trusted'})`));
+      part('extensions', p.extensions.map((e) => `${e} (${extensionTrusted(p, e) ? 'trusted' : 'not trusted'})`));
     }
   }
   lines.push('', '## Diagnostics');
@@ -266,7 +366,7 @@ class Harness {
       this.output.warn(`${key} is set by this workspace and ignored: only your user settings choose the command and the trusted extensions`);
     }
     if (!settings.trusted) {
-      this.output.info('this workspace is not trusted: no extension is trusted and no MCP server is started '
+      this.output.info('this workspace is not trusted: no extension, hooks file or plugin is trusted and no MCP server is started '
         + '(skills and templates still work)');
     }
     this.setStatus('Harness: starting', `starting ${settings.command.join(' ')}`);
@@ -343,10 +443,13 @@ class Harness {
   /** The thread of this window, started on first use (and again after a restart or refresh). */
   thread(token) {
     if (!this.threadPromise) {
-      const { roots, trustedExtensions, trustedHooks, mcpServers } = this.settings;
+      const { roots, trustedExtensions, trustedHooks, mcpServers, plugins, disabledPlugins, trustedPlugins } = this.settings;
       const params = { roots, trustedExtensions, dynamicTools: EDITOR_TOOLS };
       if (trustedHooks.length) params.trustedHooks = trustedHooks;
       if (mcpServers.length) params.mcpServers = mcpServers;
+      if (plugins.length) params.plugins = plugins;
+      if (disabledPlugins.length) params.disabledPlugins = disabledPlugins;
+      if (trustedPlugins.length) params.trustedPlugins = trustedPlugins;
       this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })
         .catch((err) => { this.threadPromise = null; throw err; });
@@ -532,12 +635,26 @@ function activate(context) {
       const result = await h.live().request('skills/activate', { threadId, name: skill }, token);
       return h.documents.show(`skill/${skill}.md`, `# ${result.skill.name}\n\n${result.skill.body}`);
     }),
+    // A {{variable}} template asks each variable; a command template (commands/*.md) asks one free text,
+    // as typed after /<name> (`args` a string when called with one).
     'harnessSidecar.renderTemplate': (name, args) => h.run('Harness: rendering a template', async (token) => {
       const { threadId, catalog } = await h.thread(token);
-      const template = name || await h.pick(catalog.templates.map((t) => ({ label: t.name,
-        description: t.variables.length ? t.variables.join(', ') : 'no variables', detail: t.description || t.path })),
-      'Template to render');
+      const commandTemplates = catalog.commandTemplates || [];
+      const template = name || await h.pick([
+        ...catalog.templates.map((t) => ({ label: t.name,
+          description: t.variables.length ? t.variables.join(', ') : 'no variables', detail: t.description || t.path })),
+        ...commandTemplates.map((c) => ({ label: c.name, description: c.argumentHint || 'free text',
+          detail: c.description || c.path }))], 'Template to render');
       if (!template) return undefined;
+      const command = commandTemplates.find((c) => c.name === template);
+      if (command && !catalog.templates.some((t) => t.name === template)) {
+        const text = typeof args === 'string' ? args : await vscode.window.showInputBox({ title: `Command ${template}`,
+          prompt: command.argumentHint || `what you would type after /${template}`, placeHolder: command.argumentHint });
+        if (text === undefined) return undefined;
+        const result = await h.live().request('templates/render', { threadId, name: template, text }, token);
+        for (const d of result.diagnostics || []) h.output.warn(`${template}: ${d.kind}: ${d.message}`);
+        return h.documents.show(`render/${template}.md`, result.message.content);
+      }
       const entry = catalog.templates.find((t) => t.name === template);
       const values = Object.assign({}, args);
       for (const variable of entry ? entry.variables : []) {

@@ -9,7 +9,10 @@
 //   `restrictedConfigurations`; on top, they are read here from the user's own values only
 //   (`inspect().globalValue`, else the default): a workspace or folder value is never used, even
 //   if a VS Code version or a remote setup let one through.
-// - In an untrusted workspace no extension is trusted and no MCP server is started at all, and
+//   The plugins settings (`plugins`: plugin folders, `disabledPlugins`, `trustedPlugins`: whose
+//   hooks, MCP servers and extensions may run) are kept the same way.
+// - In an untrusted workspace no extension, hooks file or plugin is trusted and no MCP server is
+//   started at all, and
 //   `roots` too comes from the user's settings only.
 
 const os = require('os');
@@ -17,7 +20,8 @@ const path = require('path');
 
 const SECTION = 'harnessSidecar';
 /** The settings only the user's own settings may give. */
-const TRUST_KEYS = ['command', 'trustedExtensions', 'trustedHooks', 'mcpServers'];
+const TRUST_KEYS = ['command', 'trustedExtensions', 'trustedHooks', 'mcpServers', 'plugins', 'disabledPlugins',
+  'trustedPlugins'];
 
 /** The user's own value of `key` (user or remote-machine settings), else the default. */
 function userValue(config, key, fallback) {
@@ -84,10 +88,22 @@ function trustedHooks(value) {
   return value.filter((h) => h && typeof h === 'object' && typeof h.path === 'string');
 }
 
+/** Strings of a list setting (anything else left out). */
+function strings(value) {
+  return Array.isArray(value) ? value.filter((v) => typeof v === 'string') : [];
+}
+
+/** The user's trusted plugins: objects with a string `name` (the sidecar checks the rest). */
+function trustedPlugins(value) {
+  if (!Array.isArray(value)) return [];
+  return value.filter((p) => p && typeof p === 'object' && typeof p.name === 'string');
+}
+
 /**
- * The settings the extension runs with: {command, roots, trustedExtensions, mcpServers, mode,
- * trusted, ignored}. `trusted` is whether the workspace is trusted (else trustedExtensions and
- * mcpServers are always empty).
+ * The settings the extension runs with: {command, roots, trustedExtensions, trustedHooks, mcpServers,
+ * plugins, disabledPlugins, trustedPlugins, mode, trusted, ignored}. `trusted` is whether the
+ * workspace is trusted (else trustedExtensions, trustedHooks, mcpServers and trustedPlugins are
+ * always empty: plugins still bring their skills, command templates and agents, never their code).
  */
 function read(vscode) {
   const config = vscode.workspace.getConfiguration(SECTION);
@@ -103,6 +119,13 @@ function read(vscode) {
     if ('path' in expanded) roots.push(expanded.path);
     else rootNotes.push(`harnessSidecar.roots: ${expanded.error}; left out`);
   }
+  // Plugin folders (the user's Claude Code or Codex plugins), written as roots are.
+  const plugins = [];
+  for (const folder of strings(userValue(config, 'plugins', []))) {
+    const expanded = expandRoot(folder, workspaceFolder(vscode));
+    if ('path' in expanded) plugins.push(expanded.path);
+    else rootNotes.push(`harnessSidecar.plugins: ${expanded.error}; left out`);
+  }
   return {
     command: Array.isArray(command) && command.length && command.every((a) => typeof a === 'string') ? command : ['harness-sidecar'],
     roots: rootsConfigured ? roots : defaultRoots(vscode),
@@ -111,6 +134,9 @@ function read(vscode) {
     trustedExtensions: trusted ? (userValue(config, 'trustedExtensions', []) || []) : [],
     trustedHooks: trusted ? trustedHooks(userValue(config, 'trustedHooks', [])) : [],
     mcpServers: trusted ? mcpServers(userValue(config, 'mcpServers', [])) : [],
+    plugins,
+    disabledPlugins: strings(userValue(config, 'disabledPlugins', [])),
+    trustedPlugins: trusted ? trustedPlugins(userValue(config, 'trustedPlugins', [])) : [],
     mode,
     trusted,
     ignored: ignoredWorkspaceValues(config),

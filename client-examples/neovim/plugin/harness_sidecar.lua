@@ -10,14 +10,16 @@ local function hs()
 end
 
 vim.api.nvim_create_user_command('HarnessCatalog', function() hs().cmd_catalog() end,
-  { desc = 'Show the harness catalog (skills, templates, extensions, diagnostics)' })
+  { desc = 'Show the harness catalog (skills, templates, extensions, command hooks, plugins, diagnostics)' })
 vim.api.nvim_create_user_command('HarnessActivate', function(o) hs().cmd_activate(o.fargs[1]) end,
   { nargs = '?', complete = function(lead) return hs().complete_activate(lead) end,
     desc = 'Activate a skill (a picker without an argument)' })
 vim.api.nvim_create_user_command('HarnessRender', function(o)
-  hs().cmd_render(o.fargs[1], vim.list_slice(o.fargs, 2))
+  hs().cmd_render(o.fargs[1], vim.list_slice(o.fargs, 2), o.args)
 end, { nargs = '*', complete = function(lead, line) return hs().complete_render(lead, line) end,
-  desc = 'Render a template: :HarnessRender {template} key=value ... (a picker without arguments)' })
+  desc = 'Render a template: :HarnessRender {template} key=value ..., or {command} free text (a picker without arguments)' })
+vim.api.nvim_create_user_command('HarnessPlugins', function() hs().cmd_plugins() end,
+  { desc = 'Show the plugins with their parts (skills, commands, agents, hooks, MCP servers, extensions) and trust' })
 vim.api.nvim_create_user_command('HarnessContext', function() hs().cmd_context() end,
   { desc = 'Show the system prompt' })
 vim.api.nvim_create_user_command('HarnessDiagnostics', function() hs().cmd_diagnostics() end,

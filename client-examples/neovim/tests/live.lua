@@ -174,6 +174,37 @@ check('catalog/changed: the same thread is refreshed; completion, pickers, quick
   hs.stop({ quiet = true })
 end)
 
+check('a plugin changing under a root: a shown :HarnessPlugins and :HarnessRender completion follow', function()
+  hs.stop({ quiet = true })
+  local root = vim.fn.tempname()
+  local plugin = root .. '/plugins/mine'
+  vim.fn.mkdir(plugin .. '/.claude-plugin', 'p')
+  vim.fn.mkdir(plugin .. '/commands', 'p')
+  vim.fn.writefile({ '{"name": "mine", "version": "0.1.0"}' }, plugin .. '/.claude-plugin/plugin.json')
+  vim.fn.writefile({ '---', 'description: Say hello', '---', 'Hello $ARGUMENTS' }, plugin .. '/commands/hello.md')
+  hs.setup({ roots = { root }, trusted_extensions = {} })
+  vim.cmd('HarnessPlugins')
+  wait_for(function() return hs.output_buf and buffer_text(hs.output_buf):find('- command mine:hello', 1, true) end,
+    'the plugins view')
+  contains(buffer_text(hs.output_buf), '## mine 0.1.0 (claude) — data only')
+  local refreshes = hs.refresh_count
+  -- The sidecar arms its watch after thread/start's answer (protocol.md), so a file written at once
+  -- may come before it: written again (as a user saves again) until a refresh comes. What is tested
+  -- here is the view following the refresh.
+  for attempt = 1, 5 do
+    vim.fn.writefile({ '---', 'argument-hint: <who>', '---', 'Bye $1', string.rep(' ', attempt) }, plugin .. '/commands/bye.md')
+    if vim.wait(2000, function() return hs.refresh_count > refreshes end, 10) then
+      break
+    end
+  end
+  wait_for(function()
+    return hs.refresh_count > refreshes and buffer_text(hs.output_buf):find('- command mine:bye <who>', 1, true)
+  end, 'the refreshed plugins view', 10000)
+  local names = vim.fn.getcompletion('HarnessRender mine:', 'cmdline')
+  assert(vim.deep_equal(names, { 'mine:bye', 'mine:hello' }), vim.inspect(names))
+  hs.stop({ quiet = true })
+end)
+
 check(':HarnessLog shows what the sidecar wrote to stderr', function()
   local root = vim.fn.tempname()
   vim.fn.mkdir(root .. '/extensions', 'p')

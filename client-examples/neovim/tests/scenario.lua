@@ -311,5 +311,86 @@ check(':HarnessCatalog lists command hooks with their trust state; trust comes f
   hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' }, trusted_hooks = {} })
 end)
 
+-- Real plugins used unchanged (tests/fixtures/plugins, each with its SOURCE.md).
+local fixtures = vim.fn.fnamemodify(here, ':p:h:h:h:h') .. '/tests/fixtures/plugins'
+
+check(':HarnessPlugins shows plugins with their parts and trust state; a project trusts neither its plugin nor its hooks (attacker test)', function()
+  hs.stop({ quiet = true, wait = true })
+  -- a project that ships a plugin in its root and asks, in every file a project could, to trust it
+  local project = vim.fn.tempname()
+  vim.fn.mkdir(project .. '/.agents/plugins', 'p')
+  vim.fn.system({ 'cp', '-R', fixtures .. '/explanatory-output-style', project .. '/.agents/plugins/' })
+  vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = 'Bash',
+    hooks = { { type = 'command', command = 'exit 0' } } } } } }) }, project .. '/.agents/hooks.json')
+  local asks = "require('harness_sidecar').setup({ trusted_plugins = { 'explanatory-output-style' }, "
+    .. "trusted_hooks = { { path = vim.fn.getcwd() .. '/.agents/hooks.json' } } })"
+  vim.fn.writefile({ asks }, project .. '/.nvim.lua')
+  vim.fn.writefile({ 'lua ' .. asks }, project .. '/.exrc')
+  vim.fn.writefile({ '{"trustedPlugins": [{"name": "explanatory-output-style"}], "trustedHooks": [{"path": ".agents/hooks.json"}]}' },
+    project .. '/.harness-sidecar.json')
+  vim.env.HS_TEST_PLUGINS = fixtures
+  local cwd = vim.fn.getcwd()
+  vim.cmd('cd ' .. project)
+  hs.reset()
+  -- plugins written as roots are: $VAR and relative to the cwd
+  hs.setup({ cmd = cmd, roots = { '.agents' }, plugins = { '$HS_TEST_PLUGINS/example-plugin',
+    vim.fn.fnamemodify(fixtures, ':.') .. '/debugging-toolkit', fixtures .. '/commit-commands' },
+    disabled_plugins = { 'commit-commands' }, trusted_plugins = { { name = 'debugging-toolkit' } } })
+  local text = shows('HarnessPlugins')
+  vim.cmd('cd ' .. cwd)
+  contains(text, '## explanatory-output-style 1.0.0 (claude) — not trusted\n' .. project .. '/.agents/plugins/explanatory-output-style')
+  contains(text, '- hooks: 1 — not trusted')
+  contains(text, '## example-plugin (claude) — not trusted\n' .. fixtures .. '/example-plugin\n'
+    .. '- skill example-plugin:example-command\n- skill example-plugin:example-skill\n'
+    .. '- command example-plugin:example-command <required-arg> [optional-arg]\n'
+    .. '- MCP server example-server (http https://mcp.example.com/api, not started here) — not trusted')
+  contains(text, '## debugging-toolkit 1.2.1 (codex) — data only\n' .. fixtures .. '/debugging-toolkit\n'
+    .. '- command debugging-toolkit:smart-debug\n- agent debugging-toolkit-debugger (listed, never run)')
+  assert(not text:find('commit-commands', 1, true), 'a disabled plugin is shown')
+  local catalog = shows('HarnessCatalog')
+  contains(catalog, '- explanatory-output-style: not trusted')
+  contains(catalog, '- PreToolUse [Bash]: exit 0 — not trusted (root:' .. project .. '/.agents/hooks.json)')
+  -- the user trusts it in setup(): its hook is trusted now
+  hs.stop({ quiet = true, wait = true })
+  vim.cmd('cd ' .. project)
+  hs.setup({ trusted_plugins = { { name = 'explanatory-output-style' } } })
+  text = shows('HarnessPlugins')
+  vim.cmd('cd ' .. cwd)
+  contains(text, '## explanatory-output-style 1.0.0 (claude) — trusted')
+  assert(not text:find('- hooks: 1 — not trusted', 1, true), text)
+end)
+
+check(':HarnessRender completes command templates and renders one from the rest of the line', function()
+  local names = vim.fn.getcompletion('HarnessRender example', 'cmdline')
+  assert(vim.deep_equal(names, { 'example-plugin:example-command' }), vim.inspect(names))
+  local text = shows('HarnessRender example-plugin:example-command fix "the flaky test"  now')
+  contains(text, '# Example Command (Legacy `commands/` Format)')
+  contains(text, 'The user invoked this command with: fix "the flaky test"  now\n')
+  -- from the picker: the command template, then one free text
+  local select, input = vim.ui.select, vim.ui.input
+  local offered, asked
+  vim.ui.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    for _, item in ipairs(items) do
+      if item.name == 'debugging-toolkit:smart-debug' then
+        return on_choice(item)
+      end
+    end
+  end
+  vim.ui.input = function(opts, on_confirm)
+    asked = opts.prompt
+    on_confirm('a crash in parse()')
+  end
+  text = shows('HarnessRender')
+  vim.ui.select, vim.ui.input = select, input
+  assert(vim.tbl_contains(offered, 'example-plugin:example-command — An example slash command that demonstrates command '
+    .. 'frontmatter options (legacy format)'), vim.inspect(offered))
+  contains(asked, 'debugging-toolkit:smart-debug')
+  contains(text, 'a crash in parse()')
+  hs.stop({ quiet = true, wait = true })
+  hs.reset()
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+end)
+
 hs.stop({ quiet = true, wait = true })
 t.finish()

@@ -102,9 +102,11 @@ test('a workspace cannot choose the command or trust an extension (attacker test
   assert.equal(properties['harnessSidecar.trustedExtensions'].scope, 'machine');
   assert.equal(manifest.capabilities.untrustedWorkspaces.supported, 'limited');
   assert.deepEqual(manifest.capabilities.untrustedWorkspaces.restrictedConfigurations.sort(),
-    ['harnessSidecar.command', 'harnessSidecar.mcpServers', 'harnessSidecar.roots', 'harnessSidecar.trustedExtensions',
-      'harnessSidecar.trustedHooks']);
-  assert.equal(properties['harnessSidecar.trustedHooks'].scope, 'machine');
+    ['harnessSidecar.command', 'harnessSidecar.disabledPlugins', 'harnessSidecar.mcpServers', 'harnessSidecar.plugins',
+      'harnessSidecar.roots', 'harnessSidecar.trustedExtensions', 'harnessSidecar.trustedHooks', 'harnessSidecar.trustedPlugins']);
+  for (const key of ['trustedHooks', 'plugins', 'disabledPlugins', 'trustedPlugins']) {
+    assert.equal(properties[`harnessSidecar.${key}`].scope, 'machine', key);
+  }
 });
 
 test('command hooks are listed with their trust state, trusted from user settings only (attacker test)', async () => {
@@ -131,6 +133,102 @@ test('command hooks are listed with their trust state, trusted from user setting
   assert.deepEqual(tree.getChildren(group).map((n) => [n.item.label, n.item.description, n.item.iconPath.id]), [
     ['PreToolUse [Bash]', 'trusted · exit 2', 'pass'], ['PreToolUse [Write]', 'not trusted · exit 2', 'lock']]);
   assert.ok(state.output.some((l) => l.includes('harnessSidecar.trustedHooks is set by this workspace and ignored')));
+  await extension.deactivate();
+});
+
+// Real plugins used unchanged (tests/fixtures/plugins, each with its SOURCE.md): a Claude Code one with
+// skills, a command template and an http MCP server; one whose only part is a SessionStart hook;
+// a Codex one with agents and a command template.
+const PLUGINS = path.resolve(__dirname, '..', '..', '..', 'tests', 'fixtures', 'plugins');
+const pluginSettings = () => {
+  process.env.HS_TEST_PLUGINS = PLUGINS;
+  return {
+    command: sidecarCommand(), roots: [fs.mkdtempSync(path.join(os.tmpdir(), 'hs-empty-'))],
+    // written as users write roots: ${env:NAME} expanded by the extension
+    plugins: ['${env:HS_TEST_PLUGINS}/example-plugin', path.join(PLUGINS, 'explanatory-output-style'),
+      path.join(PLUGINS, 'debugging-toolkit'), path.join(PLUGINS, 'commit-commands')],
+    disabledPlugins: ['commit-commands'],
+    trustedPlugins: [{ name: 'explanatory-output-style' }],
+  };
+};
+const pluginTree = (state) => {
+  const tree = state.trees.get('harnessSidecar.catalog');
+  const group = tree.getChildren().find((g) => /^Plugins/.test(g.item.label));
+  const plugins = tree.getChildren(group);
+  const parts = (name) => tree.getChildren(plugins.find((p) => p.plugin.name === name))
+    .map((n) => [n.item.label, n.item.description, n.item.iconPath.id]);
+  return { tree, group, plugins, parts };
+};
+
+test('plugins from user settings: the tree shows each with its parts and trust state; a workspace trusts none (attacker test)', async () => {
+  const { state, extension, api } = await activated({
+    user: pluginSettings(),
+    // What a cloned repository's .vscode/settings.json says:
+    workspace: { trustedPlugins: [{ name: 'example-plugin' }], disabledPlugins: ['explanatory-output-style'],
+      plugins: [path.join(PLUGINS, 'block-no-verify')] },
+  });
+  await run(state, 'harnessSidecar.showCatalog');
+  const started = await api.harness.thread();
+  assert.deepEqual(started.catalog.plugins.map((p) => p.name), ['example-plugin', 'explanatory-output-style', 'debugging-toolkit']);
+  const { tree, group, plugins, parts } = pluginTree(state);
+  assert.equal(group.item.label, 'Plugins (3)');
+  assert.deepEqual(plugins.map((p) => [p.item.label, p.item.description, p.item.iconPath.id]), [
+    ['example-plugin', 'not trusted', 'lock'], // its MCP server is code: not granted
+    ['explanatory-output-style 1.0.0', 'trusted', 'package'],
+    ['debugging-toolkit 1.2.1', 'data only', 'package']]);
+  assert.deepEqual(parts('example-plugin'), [
+    ['example-plugin:example-command', 'skill', 'book'], ['example-plugin:example-skill', 'skill', 'book'],
+    ['example-plugin:example-command', 'command <required-arg> [optional-arg]', 'terminal'],
+    ['MCP example-server', 'not trusted · http https://mcp.example.com/api (not started here)', 'lock']]);
+  // its one hook (SessionStart), granted by the user's trustedPlugins
+  const hooks = parts('explanatory-output-style');
+  assert.ok(hooks.length >= 1 && hooks.every(([, description, icon]) => /^trusted/.test(description) && icon === 'pass'), hooks);
+  assert.deepEqual(parts('debugging-toolkit'), [
+    ['debugging-toolkit:smart-debug', 'command', 'terminal'],
+    ['debugging-toolkit-debugger', 'agent · listed, never run', 'person'],
+    ['debugging-toolkit-dx-optimizer', 'agent · listed, never run', 'person']]);
+  // command templates are listed where templates are
+  const templates = tree.getChildren(tree.getChildren().find((g) => /^Templates/.test(g.item.label)));
+  assert.deepEqual(templates.map((n) => [n.item.label, n.item.description]), [
+    ['debugging-toolkit:smart-debug', 'free text'], ['example-plugin:example-command', '<required-arg> [optional-arg]']]);
+  const catalog = text(state.shown.at(-1));
+  assert.match(catalog, /- \*\*example-plugin\*\* \(claude\): not trusted/);
+  assert.match(catalog, /- \*\*debugging-toolkit\*\* 1\.2\.1 \(codex\): data only/);
+  assert.match(catalog, /  - MCP servers: example-server \(not trusted\)/);
+  for (const key of ['plugins', 'disabledPlugins', 'trustedPlugins']) {
+    assert.ok(state.output.some((l) => l.includes(`harnessSidecar.${key} is set by this workspace and ignored`)), key);
+  }
+  await extension.deactivate();
+});
+
+test('Render Template offers command templates and renders one from free text (templates/render text)', async () => {
+  const { state, extension } = await activated({ user: pluginSettings() });
+  state.answers.inputBox = () => 'fix "the flaky test"';
+  await run(state, 'harnessSidecar.renderTemplate', 'example-plugin:example-command');
+  assert.equal(state.inputs.at(-1).prompt, '<required-arg> [optional-arg]');
+  assert.match(text(state.shown.at(-1)), /The user invoked this command with: fix "the flaky test"\n/);
+  assert.match(text(state.shown.at(-1)), /^# Example Command \(Legacy `commands\/` Format\)/);
+  // from the picker: both command templates, with their argument hints; a string argument is the text
+  await run(state, 'harnessSidecar.renderTemplate');
+  assert.deepEqual(state.quickPicks.at(-1).items.map((i) => [i.label, i.description]), [
+    ['debugging-toolkit:smart-debug', 'free text'], ['example-plugin:example-command', '<required-arg> [optional-arg]']]);
+  await run(state, 'harnessSidecar.renderTemplate', 'example-plugin:example-command', 'a b');
+  assert.match(text(state.shown.at(-1)), /The user invoked this command with: a b\n/);
+  assert.deepEqual(state.errors, []);
+  await extension.deactivate();
+});
+
+test('an untrusted workspace trusts no plugin: their skills and commands stay, their code is not trusted', async () => {
+  const { state, extension, api } = await activated({ user: pluginSettings(), trusted: false });
+  await run(state, 'harnessSidecar.showCatalog');
+  const started = await api.harness.thread();
+  const explanatory = started.catalog.plugins.find((p) => p.name === 'explanatory-output-style');
+  assert.equal(explanatory.trusted.hooks, false);
+  const { plugins, parts } = pluginTree(state);
+  assert.deepEqual(plugins.map((p) => p.item.description), ['not trusted', 'not trusted', 'data only']);
+  assert.ok(parts('explanatory-output-style').every(([, description, icon]) => /^not trusted/.test(description) && icon === 'lock'));
+  assert.ok(started.catalog.skills.some((s) => s.name === 'example-plugin:example-skill'));
+  assert.match(text(state.shown.at(-1)), /no hooks or plugin code run/);
   await extension.deactivate();
 });
 

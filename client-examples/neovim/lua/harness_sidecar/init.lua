@@ -9,6 +9,9 @@
 --     trusted_hooks = { { path = '/home/me/.agents/hooks.json' } },  -- hooks files whose command hooks run
 --     lsp = true,                                        -- also the language server (Neovim 0.8+)
 --     mcp_servers = { { name = 'files', command = { 'mcp-server-files' } } },  -- thread/start.mcpServers
+--     plugins = { '~/.claude/plugins/cache/official/commit-commands/1.0.0' },  -- plugin folders, as roots
+--     disabled_plugins = { 'some-plugin' },              -- plugins left out
+--     trusted_plugins = { { name = 'commit-commands', hooks = true, mcpServers = false } },  -- whose code runs
 --   })
 --
 -- Trusted extensions ask the user through vim.ui.select / vim.ui.input / vim.notify and set status
@@ -36,6 +39,14 @@ local DEFAULTS = {
   -- MCP servers each thread starts (thread/start.mcpServers): a list of
   -- { name, command = { argv... }, env?, cwd?, required?, startupTimeoutMs?, tools? = { allow?, deny? } }
   mcp_servers = {},
+  -- Plugins (Claude Code's .claude-plugin or Codex's .codex-plugin folders) besides each root's
+  -- plugins/<name>/: folders written as roots are (~, $VAR, relative to the cwd). From setup() only.
+  plugins = {},
+  disabled_plugins = {}, -- plugin names left out
+  -- Plugins whose code may run, in parts: { { name, sha256?, hooks? = true, mcpServers? = true | false |
+  -- { server... }, extensions? = true | false | { id... } } } (mcp_servers is read as mcpServers too).
+  -- Without it a plugin brings its skills, command templates and agents, never its code.
+  trusted_plugins = {},
 }
 
 M.config = vim.deepcopy(DEFAULTS)
@@ -216,6 +227,27 @@ function M.roots()
   return vim.tbl_map(M.expand_root, M.config.roots or { '.agents', '~/.agents' })
 end
 
+--- setup()'s plugins as thread/start.plugins: absolute folders, expanded as roots are.
+function M.plugin_paths()
+  return vim.tbl_map(M.expand_root, type(M.config.plugins) == 'table' and M.config.plugins or {})
+end
+
+--- setup()'s trusted_plugins as thread/start.trustedPlugins (`mcp_servers` accepted for `mcpServers`).
+function M.trusted_plugins()
+  local out = {}
+  for _, entry in ipairs(type(M.config.trusted_plugins) == 'table' and M.config.trusted_plugins or {}) do
+    if type(entry) == 'string' then
+      entry = { name = entry }
+    end
+    entry = vim.deepcopy(entry)
+    if entry.mcp_servers ~= nil and entry.mcpServers == nil then
+      entry.mcpServers, entry.mcp_servers = entry.mcp_servers, nil
+    end
+    table.insert(out, entry)
+  end
+  return out
+end
+
 local function flush(err, thread)
   local callbacks = waiting
   waiting = {}
@@ -293,6 +325,16 @@ function M.ensure(callback)
     if type(M.config.trusted_hooks) == 'table' and #M.config.trusted_hooks > 0 then
       start.trustedHooks = M.config.trusted_hooks
     end
+    local plugins, trusted_plugins = M.plugin_paths(), M.trusted_plugins()
+    if #plugins > 0 then
+      start.plugins = plugins
+    end
+    if type(M.config.disabled_plugins) == 'table' and #M.config.disabled_plugins > 0 then
+      start.disabledPlugins = M.config.disabled_plugins
+    end
+    if #trusted_plugins > 0 then
+      start.trustedPlugins = trusted_plugins
+    end
     client:request('thread/start', start, function(start_err, started)
       if start_err then
         return flush(start_err)
@@ -323,10 +365,11 @@ local function apply_refresh(state)
   if M.quickfix_id and vim.fn.getqflist({ id = M.quickfix_id }).id == M.quickfix_id then
     vim.fn.setqflist({}, 'r', { id = M.quickfix_id, title = QF_TITLE, items = M.quickfix_items(M.thread) })
   end
-  if M.output_what == 'catalog' and M.output_buf and vim.fn.bufwinid(M.output_buf) ~= -1 then
+  local view = ({ catalog = M.catalog_text, plugins = M.plugins_text })[M.output_what or '']
+  if view and M.output_buf and vim.fn.bufwinid(M.output_buf) ~= -1 then
     local buf = M.output_buf
     vim.bo[buf].modifiable = true
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(M.catalog_text(M.thread), '\n', { plain = true }))
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(view(M.thread), '\n', { plain = true }))
     vim.bo[buf].modifiable = false
     vim.bo[buf].modified = false
   end
@@ -391,6 +434,11 @@ end
 
 function M.render(name, arguments, callback)
   M.call('templates/render', { name = name, arguments = next(arguments or {}) and arguments or vim.empty_dict() }, callback)
+end
+
+--- A command template (commands/*.md) rendered from free text, as typed after /<name>.
+function M.render_text(name, text, callback)
+  M.call('templates/render', { name = name, text = text or '' }, callback)
 end
 
 function M.context(callback)
@@ -484,6 +532,9 @@ function M.catalog_text(started)
   for _, t in ipairs(started.catalog.templates) do
     table.insert(lines, string.format('- %s [%s]', t.name, table.concat(t.variables, ', ')))
   end
+  for _, c in ipairs(started.catalog.commandTemplates or {}) do
+    table.insert(lines, string.format('- %s (command%s)', c.name, c.argumentHint and (' ' .. c.argumentHint) or ''))
+  end
   table.insert(lines, '')
   table.insert(lines, '## Extensions')
   for _, e in ipairs(started.catalog.extensions) do
@@ -499,12 +550,121 @@ function M.catalog_text(started)
         h.trusted and 'trusted' or 'not trusted', h.source))
     end
   end
+  if #(started.catalog.plugins or {}) > 0 then
+    table.insert(lines, '')
+    table.insert(lines, '## Plugins (:HarnessPlugins for their parts)')
+    for _, p in ipairs(started.catalog.plugins) do
+      table.insert(lines, string.format('- %s: %s', p.name, M.plugin_trust(p)))
+    end
+  end
   table.insert(lines, '')
   table.insert(lines, '## Diagnostics (:HarnessDiagnostics for the quickfix list)')
   for _, d in ipairs(M.shown_diagnostics(started)) do
     table.insert(lines, string.format('- %s: %s', d.kind, d.message))
   end
   return table.concat(lines, '\n')
+end
+
+--- What of a plugin's code may run, in words: 'data only' (it brings no code), 'trusted', 'not
+--- trusted', or 'partly trusted: ...' naming what is granted (its catalog entry's `trusted`).
+function M.plugin_trust(p)
+  local code = (p.hooks > 0 and 1 or 0) + #p.mcpServers + #p.extensions
+  if code == 0 then
+    return 'data only'
+  end
+  local granted = {}
+  if p.hooks > 0 and p.trusted.hooks then
+    table.insert(granted, 'hooks')
+  end
+  if #p.trusted.mcpServers > 0 then
+    table.insert(granted, 'MCP ' .. table.concat(p.trusted.mcpServers, ', '))
+  end
+  if #p.trusted.extensions > 0 then
+    table.insert(granted, 'extensions ' .. table.concat(p.trusted.extensions, ', '))
+  end
+  if #granted == 0 then
+    return 'not trusted'
+  end
+  local all = (p.hooks == 0 or p.trusted.hooks) and #p.trusted.mcpServers == #p.mcpServers
+    and #p.trusted.extensions == #p.extensions
+  return all and 'trusted' or ('partly trusted: ' .. table.concat(granted, '; '))
+end
+
+local function trust_word(trusted)
+  return trusted and 'trusted' or 'not trusted'
+end
+
+--- :HarnessPlugins: each plugin with its parts (skills, command templates, agents, hooks, MCP servers,
+--- extensions) and what of its code may run.
+function M.plugins_text(started)
+  local catalog = started.catalog
+  local lines = { '# Harness plugins', '',
+    "Trust comes from setup({ trusted_plugins = ... }) only; skills, commands and agents need none." }
+  local plugins = catalog.plugins or {}
+  if #plugins == 0 then
+    table.insert(lines, '')
+    table.insert(lines, "(no plugins: a root's plugins/<name>/, or setup({ plugins = { folder } }))")
+  end
+  local function find(list, pred)
+    for _, e in ipairs(list or {}) do
+      if pred(e) then
+        return e
+      end
+    end
+  end
+  for _, p in ipairs(plugins) do
+    table.insert(lines, '')
+    table.insert(lines, string.format('## %s%s (%s) — %s', p.name, p.version and (' ' .. p.version) or '', p.dialect,
+      M.plugin_trust(p)))
+    table.insert(lines, p.path)
+    for _, name in ipairs(p.skills) do
+      table.insert(lines, '- skill ' .. name)
+    end
+    for _, name in ipairs(p.commands) do
+      local c = find(catalog.commandTemplates, function(e) return e.name == name end)
+      table.insert(lines, '- command ' .. name .. ((c and c.argumentHint) and (' ' .. c.argumentHint) or ''))
+    end
+    for _, name in ipairs(p.agents) do
+      table.insert(lines, '- agent ' .. name .. ' (listed, never run)')
+    end
+    local listed = 0
+    for _, h in ipairs(catalog.hooks or {}) do
+      if h.source == 'plugin:' .. p.name then
+        listed = listed + 1
+        local matcher = (type(h.matcher) == 'string' and h.matcher ~= '') and (' [' .. h.matcher .. ']') or ''
+        table.insert(lines, string.format('- hook %s%s: %s — %s', h.event, matcher, tostring(h.command), trust_word(h.trusted)))
+      end
+    end
+    if listed == 0 and p.hooks > 0 then
+      table.insert(lines, string.format('- hooks: %d — %s', p.hooks, trust_word(p.trusted.hooks)))
+    end
+    for _, server in ipairs(p.mcpServers) do
+      local m = find(catalog.mcpServers, function(e) return e.plugin == p.name and e.server == server end)
+      local how = ''
+      if m and m.transport == 'stdio' then
+        how = ' (' .. table.concat(vim.list_extend({ m.command }, m.args or {}), ' ') .. ')'
+      elseif m then
+        how = string.format(' (%s %s, not started here)', m.transport, m.url or '')
+      end
+      table.insert(lines, string.format('- MCP server %s%s — %s', server, how,
+        trust_word(vim.tbl_contains(p.trusted.mcpServers, server))))
+    end
+    for _, id in ipairs(p.extensions) do
+      local bare = id:sub(1, #p.name + 1) == p.name .. ':' and id:sub(#p.name + 2) or id
+      local trusted = vim.tbl_contains(p.trusted.extensions, id) or vim.tbl_contains(p.trusted.extensions, bare)
+      table.insert(lines, string.format('- extension %s — %s', id, trust_word(trusted)))
+    end
+  end
+  return table.concat(lines, '\n')
+end
+
+function M.cmd_plugins()
+  M.ensure(function(err, started)
+    if err then
+      return report(err)
+    end
+    M.show(M.plugins_text(started), 'markdown', 'plugins')
+  end)
 end
 
 -- The user commands' actions (plugin/harness_sidecar.lua defines the commands). Each returns at
@@ -538,13 +698,16 @@ local function pick(kind, prompt, callback)
       return report(err)
     end
     local entries = started.catalog[kind]
+    if kind == 'templates' then -- and the command templates (commands/*.md), one free text each
+      entries = vim.list_extend(vim.list_extend({}, entries), started.catalog.commandTemplates or {})
+    end
     if #entries == 0 then
       return notify('the catalog has no ' .. kind, vim.log.levels.WARN)
     end
     ui.select(entries, {
       prompt = prompt,
       format_item = function(entry)
-        return entry.name .. ' — ' .. (entry.description or table.concat(entry.variables or {}, ', '))
+        return entry.name .. ' — ' .. (entry.description or entry.argumentHint or table.concat(entry.variables or {}, ', '))
       end,
     }, function(choice)
       if choice then
@@ -638,8 +801,38 @@ local function render_and_show(name, arguments)
   end)
 end
 
+local function show_rendered(name)
+  return function(err, result)
+    if err then
+      return report(err)
+    end
+    M.show(result.message.content)
+    for _, d in ipairs(result.diagnostics or {}) do
+      notify(name .. ': ' .. d.kind .. ': ' .. d.message, vim.log.levels.WARN)
+    end
+  end
+end
+
+--- The command template named `name` (and no {{variable}} template of that name, which wins), or nil.
+local function command_template(name)
+  local catalog = M.thread and M.thread.catalog or {}
+  if named(catalog.templates or {}, name) then
+    return nil
+  end
+  return named(catalog.commandTemplates or {}, name)
+end
+
 --- Ask for the variables not given yet, one vim.ui.input each, then render.
 local function ask_variables(name, arguments)
+  local command = command_template(name)
+  if command then
+    return ui.input({ prompt = name .. (command.argumentHint and (' ' .. command.argumentHint) or '') .. ': ' },
+      function(text)
+        if text ~= nil then
+          M.render_text(name, text, show_rendered(name))
+        end
+      end)
+  end
   local entry = named(M.thread and M.thread.catalog.templates or {}, name)
   for _, variable in ipairs(entry and entry.variables or {}) do
     if arguments[variable] == nil then
@@ -656,17 +849,28 @@ end
 
 --- :HarnessRender {template} key=value ...; a word without '=' continues the previous value,
 --- so `focus=error handling` is one argument. Without a template: a picker, then a prompt per variable.
-function M.cmd_render(name, words)
+--- A command template (commands/*.md) takes the rest of the line as typed (`raw`: the whole argument
+--- text), as after /<name>: :HarnessRender commit-commands:commit fix "the bug".
+function M.cmd_render(name, words, raw)
   if not name or name == '' then
     return pick('templates', 'Template to render', function(choice)
       ask_variables(choice, {})
     end)
   end
-  local arguments, usage = key_values(words, TEMPLATE_KEY)
-  if not arguments then
-    return report({ kind = 'usage', message = usage })
-  end
-  render_and_show(name, arguments)
+  M.ensure(function(err)
+    if err then
+      return report(err)
+    end
+    if command_template(name) then
+      local text = raw and raw:match('^%s*%S+%s*(.-)%s*$') or table.concat(words or {}, ' ')
+      return M.render_text(name, text, show_rendered(name))
+    end
+    local arguments, usage = key_values(words, TEMPLATE_KEY)
+    if not arguments then
+      return report({ kind = 'usage', message = usage })
+    end
+    render_and_show(name, arguments)
+  end)
 end
 
 function M.cmd_context()
@@ -884,7 +1088,7 @@ function M.skill_names()
 end
 
 function M.template_names()
-  return names_of('templates')
+  return vim.list_extend(names_of('templates'), names_of('commandTemplates'))
 end
 
 function M.complete_activate(lead)
