@@ -339,7 +339,7 @@ check(':HarnessPlugins shows plugins with their parts and trust state; a project
   local text = shows('HarnessPlugins')
   vim.cmd('cd ' .. cwd)
   contains(text, '## explanatory-output-style 1.0.0 (claude) — not trusted\n' .. project .. '/.agents/plugins/explanatory-output-style')
-  contains(text, '- hooks: 1 — not trusted')
+  contains(text, '- hook SessionStart: bash "${CLAUDE_PLUGIN_ROOT}/hooks-handlers/session-start.sh" — not trusted')
   contains(text, '## example-plugin (claude) — not trusted\n' .. fixtures .. '/example-plugin\n'
     .. '- skill example-plugin:example-command\n- skill example-plugin:example-skill\n'
     .. '- command example-plugin:example-command <required-arg> [optional-arg]\n'
@@ -357,7 +357,7 @@ check(':HarnessPlugins shows plugins with their parts and trust state; a project
   text = shows('HarnessPlugins')
   vim.cmd('cd ' .. cwd)
   contains(text, '## explanatory-output-style 1.0.0 (claude) — trusted')
-  assert(not text:find('- hooks: 1 — not trusted', 1, true), text)
+  contains(text, '- hook SessionStart: bash "${CLAUDE_PLUGIN_ROOT}/hooks-handlers/session-start.sh" — trusted')
 end)
 
 check(':HarnessRender completes command templates and renders one from the rest of the line', function()
