@@ -106,7 +106,12 @@ def popen(launch: Launch, *, stdin: Any, stdout: Any, stderr: Any) -> subprocess
 
 async def spawn(launch: Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *, stdin: Any = None,
                 stdout: Any = None, stderr: Any = None) -> tuple[asyncio.SubprocessTransport, Any]:
-    """Start ``launch`` through the running event loop; ``OSError`` propagates."""
+    """Start ``launch`` through the running event loop; ``OSError`` propagates. A command hook is
+    started by its owner's zygote (``containment.zygote``: fenced once, it ``vfork``s its hooks)."""
+    from harness_sidecar.containment import zygote
+
+    if zygote.takes(launch):
+        return await zygote.spawn(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
     loop = asyncio.get_running_loop()
     return await loop.subprocess_exec(protocol_factory, *_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr,
                                       env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds,
