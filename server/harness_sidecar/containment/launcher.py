@@ -10,7 +10,9 @@ thread), ``spawn`` through the event loop (MCP servers, command hooks). Either w
   fires when the *thread that forked* exits, so processes are started from the event-loop thread,
   which lives as long as the sidecar serves.
 
-Everything that fences a started process is added here, in ``_child_setup``, and nowhere else.
+Everything that fences a started process is added here, in ``_child_setup``, and nowhere else. A
+command hook (``spawn`` of kind ``HOOK``) is started by its owner's zygote (``containment.zygote``),
+itself started here, whose fences its hooks inherit: a ``vfork`` per hook instead of a ``fork``.
 """
 
 from __future__ import annotations

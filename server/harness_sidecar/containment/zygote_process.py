@@ -22,7 +22,6 @@ import os
 import selectors
 import signal
 import socket
-import subprocess
 import sys
 
 MAX_REQUEST = 1 << 20
@@ -44,7 +43,8 @@ def _prctl(option: int, value: int) -> None:
 class Zygote:
     def __init__(self, control: socket.socket) -> None:
         self.control = control
-        self.children: dict[int, subprocess.Popen] = {}  # pid → its Popen
+        self.children: dict[int, bool] = {}  # the pids we started and have not reaped
+        self._devnull = -1
         self.pidfds: dict[int, int] = {}  # pidfd → pid
         self.selector = selectors.DefaultSelector()
         self.selector.register(control, selectors.EVENT_READ)
@@ -58,35 +58,37 @@ class Zygote:
     def start(self, data: bytes, fds: list[int]) -> None:
         try:
             request = json.loads(data)
-            stdio = []
             given = iter(fds)
-            for how in request["stdio"]:
-                stdio.append(next(given) if how == "fd" else subprocess.DEVNULL)
-            proc = subprocess.Popen(request["argv"], stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                                    env=request["env"], cwd=request["cwd"], start_new_session=True, close_fds=True)
+            stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
+            pid = spawn(request["argv"], request["env"], request["cwd"], stdio)
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
             return
-        except (ValueError, KeyError, TypeError, StopIteration) as exc:
+        except (ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
             self.send({"errno": 22, "error": f"bad request: {exc}"})
             return
         finally:
             for fd in fds:
                 os.close(fd)
-        self.children[proc.pid] = proc
-        self.send({"pid": proc.pid})
+        self.children[pid] = True
+        self.send({"pid": pid})
         try:
-            pidfd = os.pidfd_open(proc.pid)
-        except OSError:  # already gone and reaped? (it is our child: it cannot be reaped by anyone else)
-            self.exited(proc.pid)
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # cannot watch it: wait for it here
+            self.exited(pid)
             return
-        self.pidfds[pidfd] = proc.pid
+        self.pidfds[pidfd] = pid
         self.selector.register(pidfd, selectors.EVENT_READ)
 
+    def devnull(self) -> int:
+        if self._devnull < 0:
+            self._devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        return self._devnull
+
     def exited(self, pid: int) -> None:
-        proc = self.children.pop(pid)
-        code = proc.wait()
-        self.send({"exit": pid, "code": code})
+        del self.children[pid]
+        _pid, status = os.waitpid(pid, 0)
+        self.send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
 
     def run(self) -> None:
         fd_size = array.array("i").itemsize
@@ -95,7 +97,7 @@ class Zygote:
                 if key.fileobj is self.control:
                     try:
                         data, ancillary, _flags, _addr = self.control.recvmsg(
-                            MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size))
+                            MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size), socket.MSG_CMSG_CLOEXEC)
                     except InterruptedError:
                         continue
                     except OSError:
@@ -127,8 +129,43 @@ class Zygote:
         os._exit(0)
 
 
+def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: list[int]) -> int:
+    """Start ``argv`` in a session of its own with ``stdio`` as its fds 0-2: ``posix_spawn`` (glibc:
+    ``clone(CLONE_VM|CLONE_VFORK)``, no Python in the child). Every other descriptor of ours is
+    close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
+    if not argv or not all(type(a) is str for a in argv):
+        raise ValueError("argv must be a non-empty list of strings")
+    environ = os.environ if env is None else env
+    program = argv[0]
+    if "/" not in program:  # as execvp would, but in the hook's PATH
+        for folder in environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder or ".", program)
+            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+                program = candidate
+                break
+        else:
+            raise FileNotFoundError(2, os.strerror(2), program)
+    os.chdir(cwd if cwd is not None else HOME)
+    if hasattr(os, "posix_spawn"):
+        try:
+            actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+            return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True)
+        except NotImplementedError:  # a C library without POSIX_SPAWN_SETSID
+            pass
+    import subprocess
+
+    proc = subprocess.Popen(argv, executable=program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                            env=environ, start_new_session=True, close_fds=True)
+    proc.returncode = 0  # we reap it ourselves (waitpid): its Popen must not
+    return proc.pid
+
+
+HOME = os.getcwd()
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
+    os.set_inheritable(control.fileno(), False)
     zygote = Zygote(control)
     signal.signal(signal.SIGTERM, zygote.end)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
