@@ -197,3 +197,31 @@ def test_a_killed_zygote_fails_its_running_hook_and_the_next_call_gets_a_new_one
     (tmp_path / "one.json").unlink()
     assert bash(sidecar, thread)["isError"] is False
     assert report(tmp_path, "one")["zygote"] != ids[2][0]
+
+
+COUNTER = r'''
+import hashlib, json, os, sys
+data = sys.stdin.buffer.read()  # all of it, then EOF
+event = json.loads(data)
+with open(os.path.join(sys.argv[1], "stdin.json"), "w") as f:
+    json.dump({"bytes": len(data), "sha256": hashlib.sha256(event["tool_input"]["command"].encode()).hexdigest()}, f)
+sys.stdout.write(json.dumps({"hookSpecificOutput": {"permissionDecision": "allow",
+                                                    "additionalContext": "x" * 200000}}))
+'''
+
+
+def test_a_large_stdin_and_stdout_pass_whole_through_the_zygotes_pipes(spawn, tmp_path):
+    import hashlib
+
+    root = tmp_path / "big"
+    script = write(tmp_path / "counter.py", COUNTER)
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": sys.executable, "args": [str(script), str(tmp_path)]}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    thread = start(sidecar, root)
+    command = "echo " + "y" * 300_000  # several times a pipe's buffer: written as the hook drains it
+    result = bash(sidecar, thread, command)
+    assert result["isError"] is False, result
+    seen = json.loads((tmp_path / "stdin.json").read_text())
+    assert seen["bytes"] > 300_000 and seen["sha256"] == hashlib.sha256(command.encode()).hexdigest()
+    assert result["details"]["hookContext"] == ["x" * 200000]

@@ -43,6 +43,15 @@ class Launch:
     env: dict[str, str] | None = None
     cwd: str | None = None
     pass_fds: tuple[int, ...] = field(default=())
+    # with ``env`` None: the sidecar's environment plus these (a zygote adds them to its own copy of it,
+    # taken when it started: the sidecar never changes its environment)
+    env_add: dict[str, str] | None = None
+
+    def environment(self) -> dict[str, str] | None:
+        """The child's whole environment (None: the sidecar's as it is)."""
+        if self.env is None and self.env_add:
+            return {**os.environ, **self.env_add}
+        return self.env
 
 
 def _prctl() -> Any:
@@ -88,7 +97,7 @@ def _lifetime_argv(launch: Launch) -> list[str]:
     synchronisation is not waited for in ``fork`` on the event loop. Evaluated before ``_child_setup``."""
     from harness_sidecar.containment import lifetimes
 
-    return lifetimes.get().argv(launch.kind, launch.owner, launch.argv, launch.env, launch.cwd)
+    return lifetimes.get().argv(launch.kind, launch.owner, launch.argv, launch.environment(), launch.cwd)
 
 
 def _lifetime_fence(launch: Launch) -> Callable[[], None] | None:
@@ -102,7 +111,7 @@ def _lifetime_fence(launch: Launch) -> Callable[[], None] | None:
 def popen(launch: Launch, *, stdin: Any, stdout: Any, stderr: Any) -> subprocess.Popen:
     """Start ``launch`` now; ``OSError`` (not found, no fds, no memory) propagates."""
     return subprocess.Popen(_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=launch.pass_fds,
-                            start_new_session=True, env=launch.env, cwd=launch.cwd,
+                            start_new_session=True, env=launch.environment(), cwd=launch.cwd,
                             preexec_fn=_child_setup(launch))
 
 
@@ -114,7 +123,13 @@ async def spawn(launch: Launch, protocol_factory: Callable[[], asyncio.Subproces
 
     if zygote.takes(launch):
         return await zygote.spawn(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
+    return await spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
+
+
+async def spawn_direct(launch: Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *, stdin: Any = None,
+                       stdout: Any = None, stderr: Any = None) -> tuple[asyncio.SubprocessTransport, Any]:
+    """Start ``launch`` through the running event loop, fenced in its child (``_child_setup``)."""
     loop = asyncio.get_running_loop()
     return await loop.subprocess_exec(protocol_factory, *_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr,
-                                      env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds,
+                                      env=launch.environment(), cwd=launch.cwd, pass_fds=launch.pass_fds,
                                       start_new_session=True, preexec_fn=_child_setup(launch))

@@ -35,7 +35,6 @@ import signal
 import socket
 import subprocess
 import sys
-from asyncio import base_subprocess
 from typing import Any, Callable
 
 from harness_sidecar.containment import launcher
@@ -53,31 +52,39 @@ _USABLE = sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and has
 
 def takes(launch: launcher.Launch) -> bool:
     """Whether ``launch`` is started through its owner's zygote (a command hook, where the kernel allows)."""
-    if not _USABLE or launch.kind != launcher.HOOK or launch.pass_fds or SWITCH_OFF == os.environ.get(SWITCH):
-        return False
-    size = sum(len(a) for a in launch.argv) + sum(len(k) + len(v) for k, v in (launch.env or {}).items())
-    return size < MAX_REQUEST * 3 // 4
+    return _USABLE and launch.kind == launcher.HOOK and not launch.pass_fds and os.environ.get(SWITCH) != SWITCH_OFF
 
 
 SWITCH = "HARNESS_SIDECAR_ZYGOTE"  # "off": hooks are started by the launcher, one fork each (to compare)
 SWITCH_OFF = "off"
 
 
-class _Started:
-    """What ``BaseSubprocessTransport`` needs of a ``Popen``, for a process the zygote started."""
+class _Transport(asyncio.SubprocessTransport):
+    """A hook the zygote started, as asyncio's subprocess transports show a process: its pid, its
+    return code, its pipes (read and written straight from the loop's callbacks: a hook's start is on
+    a tool call's clock), signals through a pidfd (never a reused pid)."""
 
-    def __init__(self, pid: int, stdin: Any, stdout: Any, stderr: Any) -> None:
-        self.pid = pid
-        self.stdin, self.stdout, self.stderr = stdin, stdout, stderr
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol) -> None:
+        super().__init__()
+        self.loop = loop
+        self.protocol = protocol
+        self.pid: int | None = None
         self.returncode: int | None = None
-        self.transport: _Transport | None = None
-        try:
-            self.pidfd: int | None = os.pidfd_open(pid)  # signals reach this process, never a reused pid
-        except OSError:
-            self.pidfd = None
+        self.pidfd: int | None = None
+        self.pipes: dict[int, Any] = {}
+        self.closed = False
+        self._lost = False
 
-    def poll(self) -> int | None:
+    # -- asyncio.SubprocessTransport
+
+    def get_pid(self) -> int | None:
+        return self.pid
+
+    def get_returncode(self) -> int | None:
         return self.returncode
+
+    def get_pipe_transport(self, fd: int) -> Any:
+        return self.pipes.get(fd)
 
     def send_signal(self, sig: int) -> None:
         if self.returncode is None and self.pidfd is not None:
@@ -86,29 +93,163 @@ class _Started:
             except ProcessLookupError:
                 pass
 
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
 
-    def terminate(self) -> None:
-        self.send_signal(signal.SIGTERM)
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        """As asyncio's: the pipes close, and a process still running is killed."""
+        if self.closed:
+            return
+        self.closed = True
+        for pipe in list(self.pipes.values()):
+            pipe.close()
+        if self.returncode is None:
+            self.kill()
+
+    # -- the zygote's side
+
+    def started(self, pid: int) -> None:
+        self.pid = pid
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except OSError:  # gone already (its exit is on its way)
+            self.pidfd = None
+        self.protocol.connection_made(self)
 
     def exited(self, code: int) -> None:
         if self.returncode is not None:
             return
+        self.returncode = code
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
-        if self.transport is not None:
-            self.transport._process_exited(code)  # sets returncode
-        self.returncode = code
+        self.protocol.process_exited()
+        self.finish()
+
+    def finish(self) -> None:
+        if not self._lost and self.returncode is not None and all(p.is_closing() for p in self.pipes.values()):
+            self._lost = True
+            self.protocol.connection_lost(None)
 
 
-class _Transport(base_subprocess.BaseSubprocessTransport):
-    """asyncio's own subprocess transport (pipes, protocol calls, ``_wait``), over a process it did not fork."""
+class _ReadPipe(asyncio.ReadTransport):
+    """The sidecar's end of a hook's stdout or stderr."""
 
-    def _start(self, args: Any, shell: Any, stdin: Any, stdout: Any, stderr: Any, bufsize: Any,  # type: ignore[override]
-               started: _Started, **kwargs: Any) -> None:
-        self._proc = started
+    def __init__(self, transport: _Transport, number: int, fd: int) -> None:
+        super().__init__()
+        self.transport, self.number, self.fd = transport, number, fd
+        self.closed = False
+        self.paused = False
+        transport.loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.transport.protocol.pipe_data_received(self.number, data)
+        else:
+            self.close()
+
+    def pause_reading(self) -> None:
+        if not self.closed and not self.paused:
+            self.paused = True
+            self.transport.loop.remove_reader(self.fd)
+
+    def resume_reading(self) -> None:
+        if not self.closed and self.paused:
+            self.paused = False
+            self.transport.loop.add_reader(self.fd, self._readable)
+
+    def is_reading(self) -> bool:
+        return not self.closed and not self.paused
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.transport.loop.remove_reader(self.fd)
+        os.close(self.fd)
+        self.transport.protocol.pipe_connection_lost(self.number, None)
+        self.transport.finish()
+
+
+class _WritePipe(asyncio.WriteTransport):
+    """The sidecar's end of a hook's stdin: what fits the pipe is written at once, the rest when it drains."""
+
+    def __init__(self, transport: _Transport, fd: int) -> None:
+        super().__init__()
+        self.transport, self.fd = transport, fd
+        self.buffer = bytearray()
+        self.eof = False
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed or self.eof:
+            raise RuntimeError("the hook's stdin is closed")
+        if not self.buffer:
+            try:
+                data = data[os.write(self.fd, data):]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # the hook closed its stdin: its business
+                self.close()
+                return
+            if not data:
+                return
+            self.transport.loop.add_writer(self.fd, self._writable)
+        self.buffer += data
+
+    def _writable(self) -> None:
+        try:
+            del self.buffer[:os.write(self.fd, self.buffer)]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        if not self.buffer:
+            self.transport.loop.remove_writer(self.fd)
+            if self.eof:
+                self.close()
+
+    def write_eof(self) -> None:
+        self.eof = True
+        if not self.buffer:
+            self.close()
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.buffer)
+
+    def is_closing(self) -> bool:
+        return self.closed or self.eof
+
+    def abort(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.transport.loop.remove_writer(self.fd)
+        os.close(self.fd)
+        self.transport.protocol.pipe_connection_lost(0, None)
+        self.transport.finish()
 
 
 class Zygote:
@@ -132,66 +273,52 @@ class Zygote:
         self.control = ours
         ours.setblocking(False)
         self.loop = asyncio.get_running_loop()
-        self.waiting: collections.deque[asyncio.Future] = collections.deque()  # starts, in order
-        self.running: dict[int, _Started] = {}
+        self.waiting: collections.deque[tuple[asyncio.Future, _Transport]] = collections.deque()  # starts, in order
+        self.running: dict[int, _Transport] = {}
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
 
     async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
                     stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
-        ours: list[Any] = []
+        protocol = protocol_factory()
+        transport = _Transport(self.loop, protocol)
         theirs: list[int] = []
         stdio: list[str] = []
         try:
             for n, how in enumerate((stdin, stdout, stderr)):
                 if how == subprocess.PIPE:
-                    read, write = os.pipe2(os.O_CLOEXEC)
+                    read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
                     if n == 0:
-                        ours.append(open(write, "wb", buffering=0))
+                        os.set_blocking(read, True)  # the hook's end: as any program expects it
+                        transport.pipes[0] = _WritePipe(transport, write)
                         theirs.append(read)
                     else:
-                        ours.append(open(read, "rb", buffering=0))
+                        os.set_blocking(write, True)
+                        transport.pipes[n] = _ReadPipe(transport, n, read)
                         theirs.append(write)
                     stdio.append("fd")
                 elif how in (None, subprocess.DEVNULL):
-                    ours.append(None)
                     stdio.append("devnull")
                 else:
                     raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
-            request = json.dumps({"argv": launch.argv, "env": launch.env, "cwd": launch.cwd, "stdio": stdio}).encode()
-            if len(request) > MAX_REQUEST:
-                raise OSError(7, "the command line and environment are too large")  # E2BIG
+            request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
+                                  "stdio": stdio}).encode()
+            if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
+                transport.close()
+                return await launcher.spawn_direct(launch, lambda: protocol, stdin=stdin, stdout=stdout, stderr=stderr)
             answer = self.loop.create_future()
             await self._send(request, theirs)
-            self.waiting.append(answer)
+            self.waiting.append((answer, transport))
         except BaseException:
-            for f in ours:
-                if f is not None:
-                    f.close()
+            transport.close()
             raise
         finally:
             for fd in theirs:
                 os.close(fd)
         try:
-            started: _Started = await answer  # it may have exited already: then its returncode is set
-        except BaseException:
-            for f in ours:
-                if f is not None:
-                    f.close()
-            raise
-        started.stdin, started.stdout, started.stderr = ours
-        waiter = self.loop.create_future()
-        protocol = protocol_factory()
-        transport = _Transport(self.loop, protocol, launch.argv, False, stdin, stdout, stderr, 0, waiter=waiter,
-                               started=started)
-        started.transport = transport
-        if started.returncode is not None:
-            transport._process_exited(started.returncode)
-        try:
-            await waiter
+            await answer
         except BaseException:
             transport.close()
-            await transport._wait()
             raise
         return transport, protocol
 
@@ -233,18 +360,19 @@ class Zygote:
     def _answer(self, message: dict) -> None:
         if "exit" in message:
             pid, code = int(message["exit"]), int(message["code"])
-            started = self.running.pop(pid, None)
-            if started is not None:
-                started.exited(code)
+            transport = self.running.pop(pid, None)
+            if transport is not None:
+                transport.exited(code)
             return
-        answer = self.waiting.popleft()
+        answer, transport = self.waiting.popleft()
         if "pid" in message:
             pid = int(message["pid"])
             if pid <= 1:
                 raise ValueError("not a pid")
-            started = self.running[pid] = _Started(pid, None, None, None)
+            self.running[pid] = transport
+            transport.started(pid)
             if not answer.done():
-                answer.set_result(started)
+                answer.set_result(None)
         else:
             code = int(message.get("errno") or 0)
             if not answer.done():
@@ -260,15 +388,15 @@ class Zygote:
         self.loop.remove_reader(self.control.fileno())
         self.control.close()
         while self.waiting:
-            answer = self.waiting.popleft()
+            answer, _transport = self.waiting.popleft()
             if not answer.done():
                 answer.set_exception(ConnectionResetError("the hooks' zygote has exited"))
-        for pid, started in list(self.running.items()):
+        for pid, transport in list(self.running.items()):
             try:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
-            started.exited(-signal.SIGKILL)
+            transport.exited(-signal.SIGKILL)
         self.running.clear()
         from harness_sidecar.containment import lifetimes
 
@@ -291,7 +419,11 @@ async def spawn(launch: launcher.Launch, protocol_factory: Callable[[], asyncio.
                 stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
     """Start ``launch`` (a command hook) through its owner's zygote, started now if it has none."""
     zygote = _zygotes.get(launch.owner)
-    if zygote is None or not zygote.alive or zygote.loop is not asyncio.get_running_loop():
+    if zygote is not None and zygote.alive and zygote.loop is not asyncio.get_running_loop():
+        zygote.alive = False  # made under an event loop that is gone (tests, benches): EOF ends it
+        zygote.control.close()
+        zygote = None
+    if zygote is None or not zygote.alive:
         zygote = _zygotes[launch.owner] = Zygote(launch.owner)
     return await zygote.spawn(launch, protocol_factory, stdin, stdout, stderr)
 

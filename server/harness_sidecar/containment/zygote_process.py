@@ -7,7 +7,8 @@ Its children inherit its fences, and since it has no ``preexec_fn`` to run, Pyth
 ``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
 
 The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON request per
-message — ``{"argv", "env", "cwd", "stdio": [how, how, how]}`` (``how``: ``"fd"``, one of the
+message — ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
+the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the
 message's ``SCM_RIGHTS`` descriptors in order, or ``"devnull"``) — answered in order by ``{"pid"}``
 or ``{"errno", "error"}``; and, when a child exits, ``{"exit": pid, "code": returncode}`` (negative:
 the signal). EOF on the socket, or SIGTERM (its parent-death signal: the sidecar died), ends every
@@ -60,7 +61,10 @@ class Zygote:
             request = json.loads(data)
             given = iter(fds)
             stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
-            pid = spawn(request["argv"], request["env"], request["cwd"], stdio)
+            env = request["env"]
+            if env is None and request.get("add"):
+                env = {**os.environ, **request["add"]}
+            pid = spawn(request["argv"], env, request["cwd"], stdio)
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
             return
