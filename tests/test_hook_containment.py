@@ -225,3 +225,33 @@ def test_a_large_stdin_and_stdout_pass_whole_through_the_zygotes_pipes(spawn, tm
     seen = json.loads((tmp_path / "stdin.json").read_text())
     assert seen["bytes"] > 300_000 and seen["sha256"] == hashlib.sha256(command.encode()).hexdigest()
     assert result["details"]["hookContext"] == ["x" * 200000]
+
+
+def test_a_pid_the_zygote_names_is_believed_only_for_its_own_child():
+    """The sidecar signals what a zygote names (the deadline's killpg); a zygote shares its hooks' domain,
+    so one taken over by a hook could name the editor. Such a pid is refused and never signalled."""
+    import asyncio
+    import subprocess
+
+    from harness_sidecar.containment import zygote
+
+    victim = subprocess.Popen(["sleep", "30"], start_new_session=True)  # not the zygote's child
+    try:
+        async def named() -> tuple[str, int | None]:
+            transport = zygote._Transport(asyncio.get_running_loop(), asyncio.SubprocessProtocol())
+            try:
+                transport.started(victim.pid, os.getpid() + 1)
+            except ValueError as exc:
+                outcome = str(exc)
+            else:
+                outcome = "believed"
+            transport.close()  # would kill a believed, still running process
+            return outcome, transport.get_pid()
+
+        outcome, pid = asyncio.run(named())
+        assert "not the zygote's child" in outcome and pid is None
+        time.sleep(0.1)
+        assert victim.poll() is None  # never signalled
+    finally:
+        victim.kill()
+        victim.wait()

@@ -6,8 +6,9 @@ tables and then faulting its pages back — where it would otherwise ``vfork``: 
 ~5 ms start on a quiet machine, paid on every tool call a ``PreToolUse`` hook matches. So a thread's
 hooks are started by a small process of its own, the *zygote* (``zygote_process.py``): started once
 through the launcher, it runs in the thread's cgroup and in a Landlock domain of its own, dies with
-the sidecar, and starts each hook with a plain ``subprocess.Popen`` (``vfork``, nothing to run in the
-child), which inherits all of that.
+the sidecar, and starts each hook with ``posix_spawn`` (``vfork``-like, nothing to run in the
+child), which inherits all of that. The sidecar's side is a lean subprocess transport: the hook's
+pipes are read and written straight from the event loop's callbacks.
 
 What it changes, and what it keeps (protocol.md, "Containment"):
 - one Landlock domain per thread's command hooks (the zygote's), not per hook: a thread's hooks can
@@ -19,8 +20,9 @@ What it changes, and what it keeps (protocol.md, "Containment"):
 - nothing else: the hook's pid is its own process group (the deadline's ``killpg`` from the sidecar),
   its stdin/stdout/stderr are the sidecar's pipes, passed over the control socket.
 
-The zygote is untrusted as its hooks are: what it says is parsed with bounds, and a zygote that dies
-or says nonsense fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
+The zygote is untrusted as its hooks are: what it says is parsed with bounds, a pid it names is
+believed only for its own child (the sidecar signals it), and a zygote that dies or says nonsense
+fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
 """
 
 from __future__ import annotations
@@ -74,11 +76,13 @@ class _Transport(asyncio.SubprocessTransport):
         self.pipes: dict[int, Any] = {}
         self.closed = False
         self._lost = False
+        self._checked = False
 
     # -- asyncio.SubprocessTransport
 
     def get_pid(self) -> int | None:
-        return self.pid
+        """The hook's pid (its process group's id), once it is known to be the zygote's child."""
+        return self.pid if self._checked else None
 
     def get_returncode(self) -> int | None:
         return self.returncode
@@ -114,12 +118,28 @@ class _Transport(asyncio.SubprocessTransport):
 
     # -- the zygote's side
 
-    def started(self, pid: int) -> None:
+    def started(self, pid: int, zygote: int) -> None:
+        """The zygote says it started ``pid``. Believed only for its own child: a zygote is as trusted as
+        the hooks that share its domain, and the sidecar signals what it names (the deadline's ``killpg``)."""
         self.pid = pid
         try:
             self.pidfd = os.pidfd_open(pid)
-        except OSError:  # gone already (its exit is on its way)
+        except OSError:  # gone already and reaped (its exit is on its way): nothing to signal
             self.pidfd = None
+        else:
+            if _parent_of(pid) == zygote:
+                self._checked = True
+            else:
+                try:
+                    signal.pidfd_send_signal(self.pidfd, 0)
+                except ProcessLookupError:  # it ended and was reaped meanwhile: nothing to signal
+                    gone = True
+                else:
+                    gone = False
+                os.close(self.pidfd)
+                self.pidfd = None
+                if not gone:
+                    raise ValueError(f"{pid} is not the zygote's child")
         self.protocol.connection_made(self)
 
     def exited(self, code: int) -> None:
@@ -136,6 +156,14 @@ class _Transport(asyncio.SubprocessTransport):
         if not self._lost and self.returncode is not None and all(p.is_closing() for p in self.pipes.values()):
             self._lost = True
             self.protocol.connection_lost(None)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class _ReadPipe(asyncio.ReadTransport):
@@ -352,7 +380,7 @@ class Zygote:
             try:
                 message = json.loads(data)
                 self._answer(message)
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
                 logger.warning("the zygote of %s said %r (%s): ending it", self.owner or "no thread", data[:200], exc)
                 self.end()
                 return
@@ -369,8 +397,13 @@ class Zygote:
             pid = int(message["pid"])
             if pid <= 1:
                 raise ValueError("not a pid")
+            try:
+                transport.started(pid, self.proc.pid)
+            except ValueError as exc:
+                if not answer.done():
+                    answer.set_exception(OSError(0, f"the hooks' zygote misbehaved: {exc}"))
+                raise
             self.running[pid] = transport
-            transport.started(pid)
             if not answer.done():
                 answer.set_result(None)
         else:
