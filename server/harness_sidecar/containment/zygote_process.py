@@ -62,8 +62,8 @@ class Zygote:
             given = iter(fds)
             stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
             env = request["env"]
-            if env is None and request.get("add"):
-                env = {**os.environ, **request["add"]}
+            if env is None:
+                env = {**ENVIRON, **request["add"]} if request.get("add") else ENVIRON
             pid = spawn(request["argv"], env, request["cwd"], stdio)
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
@@ -139,7 +139,7 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
     close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
     if not argv or not all(type(a) is str for a in argv):
         raise ValueError("argv must be a non-empty list of strings")
-    environ = os.environ if env is None else env
+    environ = ENVIRON if env is None else env
     program = argv[0]
     if "/" not in program:  # as execvp would, but in the hook's PATH
         for folder in environ.get("PATH", os.defpath).split(os.pathsep):
@@ -165,6 +165,7 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
 
 
 HOME = os.getcwd()
+ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)
 
 
 def main() -> None:
