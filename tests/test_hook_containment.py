@@ -4,8 +4,8 @@ A thread's command hooks are started by a zygote of its own (``containment/zygot
 Landlock domain, one cgroup and one death signal per thread's hooks. These tests drive the real
 sidecar; the hook is a hostile Python script, run as the user (root on CI) with the hooks file
 trusted, that reports what it could reach: the sidecar (every one of its threads), another thread's
-hooks and zygote, its own zygote. Lifetimes run with the cgroups the kernel offers and without them
-(the subreaper path), as in ``test_lifetimes.py``.
+hooks and zygote, its own zygote. Lifetimes run with the cgroups the kernel offers, with cgroup v2
+alone and without cgroups (the subreaper path), as in ``test_lifetimes.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 from harness_sidecar.client import child_env
 from helpers import write
 from test_containment import KERNEL_ABI, REFUSED, needs_scopes
-from test_lifetimes import alive, assert_gone_within, cgroups_offered, identity
+from test_lifetimes import alive, assert_gone_within, cgroup_mounts, cgroups_offered, identity
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="containment is Linux's")
 
@@ -145,10 +145,12 @@ def test_hooks_run_in_their_threads_cgroup(spawn, tmp_path):
     assert any(f"/harness-sidecar-{sidecar.proc.pid}/" in g and g.endswith(f"/hook-{zygote}") for g in groups), groups
 
 
-@pytest.fixture(params=["cgroups", "subreaper"])
+@pytest.fixture(params=["cgroups", "cgroup2", "subreaper"])
 def mode(request):
     if request.param == "cgroups" and not cgroups_offered():
         pytest.skip("this machine offers no writable cgroups")
+    if request.param == "cgroup2" and not cgroup_mounts(version2=True):
+        pytest.skip("this machine offers no writable cgroup2 hierarchy")
     return request.param
 
 
@@ -168,7 +170,8 @@ def lingering(sidecar, thread: str, tmp_path: Path, name: str) -> tuple[list[tup
 
 @pytest.mark.parametrize("how", ["SIGKILL", "thread/close"])
 def test_a_running_hook_and_what_it_started_end_with_its_owner(spawn, tmp_path, mode, how):
-    env = child_env({"HARNESS_SIDECAR_CGROUPS": "off"} if mode == "subreaper" else {})
+    switch = {"subreaper": "off", "cgroup2": "v2"}.get(mode)
+    env = child_env({"HARNESS_SIDECAR_CGROUPS": switch} if switch else {})
     sidecar = spawn(env=env, on_request=editor)
     thread = start(sidecar, hooked_root(tmp_path, "one"))
     ids, pending = lingering(sidecar, thread, tmp_path, "one")
