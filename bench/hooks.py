@@ -81,33 +81,46 @@ def spawn_true_ms(runs: int) -> list[float]:
     return times
 
 
-def launcher_true_ms(runs: int) -> list[float]:
-    """``containment.launcher.spawn`` of ``/bin/true`` from an event loop, waiting for its exit: the floor
-    every hook pays for the launcher's fences (its ``preexec_fn`` makes Python fork instead of vfork)."""
-    import asyncio
+class LauncherTrue:
+    """``containment.launcher.spawn`` of ``/bin/true`` as a command hook (kind ``HOOK``: through its
+    owner's zygote, started at the first run) from one event loop kept for the whole run, waiting for
+    its exit: the floor every hook pays for the launcher and its fences."""
 
-    from harness_sidecar.containment import launcher
+    def __init__(self) -> None:
+        import asyncio
 
-    class Exit(asyncio.SubprocessProtocol):
-        def __init__(self) -> None:
-            self.done = asyncio.get_running_loop().create_future()
+        from harness_sidecar.containment import launcher
 
-        def process_exited(self) -> None:
-            self.done.set_result(None)
+        self.asyncio, self.launcher = asyncio, launcher
+        self.loop = asyncio.new_event_loop()
 
-    async def measure() -> list[float]:
-        times = []
-        for _ in range(runs):
+    def run_ms(self) -> float:
+        asyncio, launcher = self.asyncio, self.launcher
+
+        class Exit(asyncio.SubprocessProtocol):
+            def __init__(self) -> None:
+                self.done = asyncio.get_running_loop().create_future()
+
+            def process_exited(self) -> None:
+                self.done.set_result(None)
+
+        async def once() -> float:
             started = time.perf_counter()
-            transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK), Exit,
+            transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK, owner="bench"), Exit,
                                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                     stderr=subprocess.PIPE)
             await proto.done
             transport.close()
-            times.append((time.perf_counter() - started) * 1000)
-        return times
+            return (time.perf_counter() - started) * 1000
 
-    return asyncio.run(measure())
+        return self.loop.run_until_complete(once())
+
+    def close(self) -> None:
+        from harness_sidecar.containment import zygote
+
+        zygote.end("bench")
+        self.loop.run_until_complete(self.asyncio.sleep(0.1))
+        self.loop.close()
 
 
 def trivial_hook(tmp: Path, runs: int) -> dict:
@@ -116,11 +129,12 @@ def trivial_hook(tmp: Path, runs: int) -> dict:
     plain_thread = open_thread(plain, make_root(tmp / "plain", None))
     hooked_thread = open_thread(hooked, make_root(tmp / "trivial", [{"type": "command", "command": "exit 0"}]))
     without, with_hook, floor, fenced = [], [], [], []
+    through_launcher = LauncherTrue()
     for i in range(1, runs + 6):  # interleaved, so both see the same load; 5 warm-up rounds
         a = round_trip_ms(plain, plain_thread, i)
         b = round_trip_ms(hooked, hooked_thread, i)
         f = spawn_true_ms(1)[0]
-        g = launcher_true_ms(1)[0]
+        g = through_launcher.run_ms()
         if i > 5:
             without.append(a)
             with_hook.append(b)
@@ -128,6 +142,7 @@ def trivial_hook(tmp: Path, runs: int) -> dict:
             fenced.append(g)
     plain.close()
     hooked.close()
+    through_launcher.close()
     w, h, fl, fe = summary(without), summary(with_hook), summary(floor), summary(fenced)
     added = h["median"] - w["median"]
     return {"without_ms": w, "with_ms": h, "floor_ms": fl, "launcher_ms": fe, "added_ms": added,

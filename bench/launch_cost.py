@@ -2,9 +2,12 @@
 
 Command hooks are started per tool call, so a launch must stay cheap. For each mode (Landlock as
 the kernel offers it; ``HARNESS_SIDECAR_LANDLOCK=5``, the pre-scope ruleset; ``off``) this starts
-``/bin/true`` N times through ``containment.launcher.popen`` and waits for it, and separately times
-what the forked child spends entering its domain (``landlock.enter_domain()``: NO_NEW_PRIVS and
-landlock_restrict_self). Medians in microseconds; noisy on a loaded machine.
+``/bin/true`` N times and waits for it: with ``subprocess.run`` (the floor: vfork, no fences),
+through ``containment.launcher.popen`` (how hosts start: a ``preexec_fn``, so a fork), and through
+``launcher.spawn`` as a command hook (its owner's zygote vforks it; the zygote is started before
+timing); and separately times what a forked child spends entering its domain
+(``landlock.enter_domain()``: NO_NEW_PRIVS and landlock_restrict_self). Medians in microseconds,
+the kinds interleaved; noisy on a loaded machine.
 """
 
 from __future__ import annotations
@@ -21,16 +24,41 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def measure(n: int) -> dict[str, float]:
-    from harness_sidecar.containment import landlock, launcher
+    import asyncio
 
+    from harness_sidecar.containment import landlock, launcher, zygote
+
+    class Exit(asyncio.SubprocessProtocol):
+        def __init__(self) -> None:
+            self.done = asyncio.get_running_loop().create_future()
+
+        def process_exited(self) -> None:
+            self.done.set_result(None)
+
+    async def hook_once() -> None:
+        transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK, owner="bench"), Exit,
+                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        await proto.done
+        transport.close()
+
+    loop = asyncio.new_event_loop()
     enter = landlock.enter_domain()
-    launches = []
+    floor, launches, hooks = [], [], []
     for i in range(n + 20):
         started = time.perf_counter()
+        subprocess.run(["/bin/true"], check=True)
+        middle = time.perf_counter()
         launcher.popen(launcher.Launch(["/bin/true"], launcher.HOOK), stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
+        last = time.perf_counter()
+        loop.run_until_complete(hook_once())
         if i >= 20:
-            launches.append((time.perf_counter() - started) * 1e6)
+            floor.append((middle - started) * 1e6)
+            launches.append((last - middle) * 1e6)
+            hooks.append((time.perf_counter() - last) * 1e6)
+    zygote.end("bench")
+    loop.run_until_complete(asyncio.sleep(0.1))
+    loop.close()
     inside = []
     for _ in range(n):
         read, write = os.pipe()
@@ -44,7 +72,8 @@ def measure(n: int) -> dict[str, float]:
         inside.append(float(os.read(read, 64)))
         os.close(read)
         os.waitpid(pid, 0)
-    return {"landlockAbi": landlock.abi(), "launch_us": statistics.median(launches),
+    return {"landlockAbi": landlock.abi(), "floor_us": statistics.median(floor),
+            "launch_us": statistics.median(launches), "hook_us": statistics.median(hooks),
             "enter_domain_us": statistics.median(inside)}
 
 
@@ -59,8 +88,10 @@ def main() -> None:
         out = subprocess.run([sys.executable, "-m", "bench.launch_cost", str(n)], env=env, cwd=REPO,
                              capture_output=True, text=True, check=True).stdout
         figures = json.loads(out)
-        print(f"Landlock {mode or 'as offered':>10} (ABI {figures['landlockAbi']}): launch+wait of /bin/true "
-              f"{figures['launch_us']:8.0f} µs median; entering the domain in the child {figures['enter_domain_us']:6.1f} µs")
+        print(f"Landlock {mode or 'as offered':>10} (ABI {figures['landlockAbi']}): start+wait of /bin/true: "
+              f"subprocess.run {figures['floor_us']:6.0f} µs, launcher.popen {figures['launch_us']:6.0f} µs, "
+              f"as a hook (zygote) {figures['hook_us']:6.0f} µs; entering the domain in the child "
+              f"{figures['enter_domain_us']:6.1f} µs (medians)")
 
 
 if __name__ == "__main__":

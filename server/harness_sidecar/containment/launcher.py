@@ -10,7 +10,9 @@ thread), ``spawn`` through the event loop (MCP servers, command hooks). Either w
   fires when the *thread that forked* exits, so processes are started from the event-loop thread,
   which lives as long as the sidecar serves.
 
-Everything that fences a started process is added here, in ``_child_setup``, and nowhere else.
+Everything that fences a started process is added here, in ``_child_setup``, and nowhere else. A
+command hook (``spawn`` of kind ``HOOK``) is started by its owner's zygote (``containment.zygote``),
+itself started here, whose fences its hooks inherit: a ``vfork`` per hook instead of a ``fork``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,15 @@ class Launch:
     env: dict[str, str] | None = None
     cwd: str | None = None
     pass_fds: tuple[int, ...] = field(default=())
+    # with ``env`` None: the sidecar's environment plus these (a zygote adds them to its own copy of it,
+    # taken when it started: the sidecar never changes its environment)
+    env_add: dict[str, str] | None = None
+
+    def environment(self) -> dict[str, str] | None:
+        """The child's whole environment (None: the sidecar's as it is)."""
+        if self.env is None and self.env_add:
+            return {**os.environ, **self.env_add}
+        return self.env
 
 
 def _prctl() -> Any:
@@ -86,7 +97,7 @@ def _lifetime_argv(launch: Launch) -> list[str]:
     synchronisation is not waited for in ``fork`` on the event loop. Evaluated before ``_child_setup``."""
     from harness_sidecar.containment import lifetimes
 
-    return lifetimes.get().argv(launch.kind, launch.owner, launch.argv, launch.env, launch.cwd)
+    return lifetimes.get().argv(launch.kind, launch.owner, launch.argv, launch.environment(), launch.cwd)
 
 
 def _lifetime_fence(launch: Launch) -> Callable[[], None] | None:
@@ -100,14 +111,25 @@ def _lifetime_fence(launch: Launch) -> Callable[[], None] | None:
 def popen(launch: Launch, *, stdin: Any, stdout: Any, stderr: Any) -> subprocess.Popen:
     """Start ``launch`` now; ``OSError`` (not found, no fds, no memory) propagates."""
     return subprocess.Popen(_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr, pass_fds=launch.pass_fds,
-                            start_new_session=True, env=launch.env, cwd=launch.cwd,
+                            start_new_session=True, env=launch.environment(), cwd=launch.cwd,
                             preexec_fn=_child_setup(launch))
 
 
 async def spawn(launch: Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *, stdin: Any = None,
                 stdout: Any = None, stderr: Any = None) -> tuple[asyncio.SubprocessTransport, Any]:
-    """Start ``launch`` through the running event loop; ``OSError`` propagates."""
+    """Start ``launch`` through the running event loop; ``OSError`` propagates. A command hook is
+    started by its owner's zygote (``containment.zygote``: fenced once, it ``vfork``s its hooks)."""
+    from harness_sidecar.containment import zygote
+
+    if zygote.takes(launch):
+        return await zygote.spawn(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
+    return await spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
+
+
+async def spawn_direct(launch: Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *, stdin: Any = None,
+                       stdout: Any = None, stderr: Any = None) -> tuple[asyncio.SubprocessTransport, Any]:
+    """Start ``launch`` through the running event loop, fenced in its child (``_child_setup``)."""
     loop = asyncio.get_running_loop()
     return await loop.subprocess_exec(protocol_factory, *_lifetime_argv(launch), stdin=stdin, stdout=stdout, stderr=stderr,
-                                      env=launch.env, cwd=launch.cwd, pass_fds=launch.pass_fds,
+                                      env=launch.environment(), cwd=launch.cwd, pass_fds=launch.pass_fds,
                                       start_new_session=True, preexec_fn=_child_setup(launch))

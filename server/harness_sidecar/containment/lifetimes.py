@@ -395,6 +395,10 @@ class Lifetimes:
 
     def end_owner(self, owner: str) -> None:
         """A thread closed: end everything left in its group (hosts and servers were stopped first)."""
+        if owner:  # its hooks' zygote (containment.zygote) ends its hooks' process groups, and itself
+            from harness_sidecar.containment import zygote
+
+            zygote.end(owner)
         if self.cgroups is not None and owner:
             self.cgroups.wanted.pop(owner, None)
             slot = self.cgroups.slots.pop(owner, None)

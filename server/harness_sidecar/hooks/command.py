@@ -142,7 +142,6 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
     started = loop.time()
     answer = Answer(handler)
     values = variables(handler, cwd)
-    env = {**os.environ, **values}
     if handler.source.plugin_data is not None:
         try:
             os.makedirs(handler.source.plugin_data, mode=0o700, exist_ok=True)
@@ -152,7 +151,7 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
     label = f"{thread_id} hook {handler.source.source} {handler.event}"
     try:
         transport, proto = await launcher.spawn(
-            launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env=env, cwd=cwd),
+            launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd),
             lambda: _Collector(label), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE)
     except (OSError, ValueError) as exc:

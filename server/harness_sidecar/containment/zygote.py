@@ -1,0 +1,468 @@
+"""Command hooks are started by a zygote per thread, so that a hook costs a ``vfork``, not a ``fork``.
+
+Every fence the launcher puts on a process is added between fork and exec (``launcher._child_setup``,
+a ``preexec_fn``), and any ``preexec_fn`` makes CPython ``fork`` the sidecar — copying its page
+tables and then faulting its pages back — where it would otherwise ``vfork``: ~4 ms of a hook's
+~5 ms start on a quiet machine, paid on every tool call a ``PreToolUse`` hook matches. So a thread's
+hooks are started by a small process of its own, the *zygote* (``zygote_process.py``): started once
+through the launcher, it runs in the thread's cgroup and in a Landlock domain of its own, dies with
+the sidecar, and starts each hook with ``posix_spawn`` (``vfork``-like, nothing to run in the
+child), which inherits all of that. The sidecar's side is a lean subprocess transport: the hook's
+pipes are read and written straight from the event loop's callbacks.
+
+What it changes, and what it keeps (protocol.md, "Containment"):
+- one Landlock domain per thread's command hooks (the zygote's), not per hook: a thread's hooks can
+  reach each other and their zygote — never the sidecar, the editor, or another thread's processes;
+- the cgroup: the thread's hooks share one group (``<slot>/hook-<zygote pid>``) in the thread's slot,
+  so ``maxProcesses`` counts them as before, and they end with the thread;
+- the sidecar's death: the zygote gets SIGTERM (its parent-death signal) and kills its hooks'
+  process groups; the reaper ends the cgroups as before;
+- nothing else: the hook's pid is its own process group (the deadline's ``killpg`` from the sidecar),
+  its stdin/stdout/stderr are the sidecar's pipes, passed over the control socket.
+
+The zygote is untrusted as its hooks are: what it says is parsed with bounds, a pid it names is
+believed only for its own child (the sidecar signals it), and a zygote that dies or says nonsense
+fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
+"""
+
+from __future__ import annotations
+
+import array
+import asyncio
+import collections
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+from typing import Any, Callable
+
+from harness_sidecar.containment import launcher
+
+logger = logging.getLogger(__name__)
+
+PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_process.py")
+MAX_ANSWER = 4096
+MAX_REQUEST = 60 * 1024  # one datagram; a larger request (a huge environment) is started by the launcher itself
+
+
+_USABLE = sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and hasattr(socket, "SOCK_SEQPACKET") \
+    and hasattr(signal, "pidfd_send_signal")
+
+
+def takes(launch: launcher.Launch) -> bool:
+    """Whether ``launch`` is started through its owner's zygote (a command hook, where the kernel allows)."""
+    return _USABLE and launch.kind == launcher.HOOK and not launch.pass_fds and os.environ.get(SWITCH) != SWITCH_OFF
+
+
+SWITCH = "HARNESS_SIDECAR_ZYGOTE"  # "off": hooks are started by the launcher, one fork each (to compare)
+SWITCH_OFF = "off"
+
+
+class _Transport(asyncio.SubprocessTransport):
+    """A hook the zygote started, as asyncio's subprocess transports show a process: its pid, its
+    return code, its pipes (read and written straight from the loop's callbacks: a hook's start is on
+    a tool call's clock), signals through a pidfd (never a reused pid)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol) -> None:
+        super().__init__()
+        self.loop = loop
+        self.protocol = protocol
+        self.pid: int | None = None
+        self.returncode: int | None = None
+        self.pidfd: int | None = None
+        self.pipes: dict[int, Any] = {}
+        self.closed = False
+        self._lost = False
+        self._checked = False
+
+    # -- asyncio.SubprocessTransport
+
+    def get_pid(self) -> int | None:
+        """The hook's pid (its process group's id), once it is known to be the zygote's child."""
+        return self.pid if self._checked else None
+
+    def get_returncode(self) -> int | None:
+        return self.returncode
+
+    def get_pipe_transport(self, fd: int) -> Any:
+        return self.pipes.get(fd)
+
+    def send_signal(self, sig: int) -> None:
+        if self.returncode is None and self.pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.pidfd, sig)
+            except ProcessLookupError:
+                pass
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        """As asyncio's: the pipes close, and a process still running is killed."""
+        if self.closed:
+            return
+        self.closed = True
+        for pipe in list(self.pipes.values()):
+            pipe.close()
+        if self.returncode is None:
+            self.kill()
+
+    # -- the zygote's side
+
+    def started(self, pid: int, zygote: int) -> None:
+        """The zygote says it started ``pid``. Believed only for its own child: a zygote is as trusted as
+        the hooks that share its domain, and the sidecar signals what it names (the deadline's ``killpg``)."""
+        self.pid = pid
+        try:
+            self.pidfd = os.pidfd_open(pid)
+        except OSError:  # gone already and reaped (its exit is on its way): nothing to signal
+            self.pidfd = None
+        else:
+            if _parent_of(pid) == zygote:
+                self._checked = True
+            else:
+                try:
+                    signal.pidfd_send_signal(self.pidfd, 0)
+                except ProcessLookupError:  # it ended and was reaped meanwhile: nothing to signal
+                    gone = True
+                else:
+                    gone = False
+                os.close(self.pidfd)
+                self.pidfd = None
+                if not gone:
+                    raise ValueError(f"{pid} is not the zygote's child")
+        self.protocol.connection_made(self)
+
+    def exited(self, code: int) -> None:
+        if self.returncode is not None:
+            return
+        self.returncode = code
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
+        self.protocol.process_exited()
+        self.finish()
+
+    def finish(self) -> None:
+        if not self._lost and self.returncode is not None and all(p.is_closing() for p in self.pipes.values()):
+            self._lost = True
+            self.protocol.connection_lost(None)
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return int(f.read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class _ReadPipe(asyncio.ReadTransport):
+    """The sidecar's end of a hook's stdout or stderr."""
+
+    def __init__(self, transport: _Transport, number: int, fd: int) -> None:
+        super().__init__()
+        self.transport, self.number, self.fd = transport, number, fd
+        self.closed = False
+        self.paused = False
+        transport.loop.add_reader(fd, self._readable)
+
+    def _readable(self) -> None:
+        try:
+            data = os.read(self.fd, 65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if data:
+            self.transport.protocol.pipe_data_received(self.number, data)
+        else:
+            self.close()
+
+    def pause_reading(self) -> None:
+        if not self.closed and not self.paused:
+            self.paused = True
+            self.transport.loop.remove_reader(self.fd)
+
+    def resume_reading(self) -> None:
+        if not self.closed and self.paused:
+            self.paused = False
+            self.transport.loop.add_reader(self.fd, self._readable)
+
+    def is_reading(self) -> bool:
+        return not self.closed and not self.paused
+
+    def is_closing(self) -> bool:
+        return self.closed
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.transport.loop.remove_reader(self.fd)
+        os.close(self.fd)
+        self.transport.protocol.pipe_connection_lost(self.number, None)
+        self.transport.finish()
+
+
+class _WritePipe(asyncio.WriteTransport):
+    """The sidecar's end of a hook's stdin: what fits the pipe is written at once, the rest when it drains."""
+
+    def __init__(self, transport: _Transport, fd: int) -> None:
+        super().__init__()
+        self.transport, self.fd = transport, fd
+        self.buffer = bytearray()
+        self.eof = False
+        self.closed = False
+
+    def write(self, data: bytes) -> None:
+        if self.closed or self.eof:
+            raise RuntimeError("the hook's stdin is closed")
+        if not self.buffer:
+            try:
+                data = data[os.write(self.fd, data):]
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError:  # the hook closed its stdin: its business
+                self.close()
+                return
+            if not data:
+                return
+            self.transport.loop.add_writer(self.fd, self._writable)
+        self.buffer += data
+
+    def _writable(self) -> None:
+        try:
+            del self.buffer[:os.write(self.fd, self.buffer)]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            self.close()
+            return
+        if not self.buffer:
+            self.transport.loop.remove_writer(self.fd)
+            if self.eof:
+                self.close()
+
+    def write_eof(self) -> None:
+        self.eof = True
+        if not self.buffer:
+            self.close()
+
+    def can_write_eof(self) -> bool:
+        return True
+
+    def get_write_buffer_size(self) -> int:
+        return len(self.buffer)
+
+    def is_closing(self) -> bool:
+        return self.closed or self.eof
+
+    def abort(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self.transport.loop.remove_writer(self.fd)
+        os.close(self.fd)
+        self.transport.protocol.pipe_connection_lost(0, None)
+        self.transport.finish()
+
+
+class Zygote:
+    """One thread's zygote, as the sidecar sees it: the control socket, the starts awaiting their pid."""
+
+    def __init__(self, owner: str) -> None:
+        self.owner = owner
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            argv = [sys.executable, "-I", "-S", PROGRAM, str(theirs.fileno()), str(os.getpid())]
+            self.proc = launcher.popen(launcher.Launch(argv, launcher.HOOK, owner=owner, pass_fds=(theirs.fileno(),)),
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=None)
+        except BaseException:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        from harness_sidecar.containment import lifetimes
+
+        lifetimes.get().started_process(self.proc.pid, launcher.HOOK, owner)
+        self.control = ours
+        ours.setblocking(False)
+        self.loop = asyncio.get_running_loop()
+        self.waiting: collections.deque[tuple[asyncio.Future, _Transport]] = collections.deque()  # starts, in order
+        self.running: dict[int, _Transport] = {}
+        self.alive = True
+        self.loop.add_reader(ours.fileno(), self._read)
+
+    async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
+                    stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
+        protocol = protocol_factory()
+        transport = _Transport(self.loop, protocol)
+        theirs: list[int] = []
+        stdio: list[str] = []
+        try:
+            for n, how in enumerate((stdin, stdout, stderr)):
+                if how == subprocess.PIPE:
+                    read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+                    if n == 0:
+                        os.set_blocking(read, True)  # the hook's end: as any program expects it
+                        transport.pipes[0] = _WritePipe(transport, write)
+                        theirs.append(read)
+                    else:
+                        os.set_blocking(write, True)
+                        transport.pipes[n] = _ReadPipe(transport, n, read)
+                        theirs.append(write)
+                    stdio.append("fd")
+                elif how in (None, subprocess.DEVNULL):
+                    stdio.append("devnull")
+                else:
+                    raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
+            request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
+                                  "stdio": stdio}).encode()
+            if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
+                transport.close()
+                return await launcher.spawn_direct(launch, lambda: protocol, stdin=stdin, stdout=stdout, stderr=stderr)
+            answer = self.loop.create_future()
+            await self._send(request, theirs)
+            self.waiting.append((answer, transport))
+        except BaseException:
+            transport.close()
+            raise
+        finally:
+            for fd in theirs:
+                os.close(fd)
+        try:
+            await answer
+        except BaseException:
+            transport.close()
+            raise
+        return transport, protocol
+
+    async def _send(self, request: bytes, fds: list[int]) -> None:
+        if not self.alive:
+            raise ConnectionResetError("the hooks' zygote has exited")
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
+        while True:
+            try:
+                self.control.sendmsg([request], ancillary)
+                return
+            except BlockingIOError:
+                ready = self.loop.create_future()
+                self.loop.add_writer(self.control.fileno(), lambda: ready.done() or ready.set_result(None))
+                try:
+                    await ready
+                finally:
+                    self.loop.remove_writer(self.control.fileno())
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = self.control.recv(MAX_ANSWER)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self.end()
+                return
+            try:
+                message = json.loads(data)
+                self._answer(message)
+            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+                logger.warning("the zygote of %s said %r (%s): ending it", self.owner or "no thread", data[:200], exc)
+                self.end()
+                return
+
+    def _answer(self, message: dict) -> None:
+        if "exit" in message:
+            pid, code = int(message["exit"]), int(message["code"])
+            transport = self.running.pop(pid, None)
+            if transport is not None:
+                transport.exited(code)
+            return
+        answer, transport = self.waiting.popleft()
+        if "pid" in message:
+            pid = int(message["pid"])
+            if pid <= 1:
+                raise ValueError("not a pid")
+            try:
+                transport.started(pid, self.proc.pid)
+            except ValueError as exc:
+                if not answer.done():
+                    answer.set_exception(OSError(0, f"the hooks' zygote misbehaved: {exc}"))
+                raise
+            self.running[pid] = transport
+            if not answer.done():
+                answer.set_result(None)
+        else:
+            code = int(message.get("errno") or 0)
+            if not answer.done():
+                answer.set_exception(OSError(code, str(message.get("error", "cannot start"))[:500]))
+
+    def end(self) -> None:
+        """Close the control socket (the zygote then ends its hooks' groups and exits); fail what waits."""
+        if not self.alive:
+            return
+        self.alive = False
+        if _zygotes.get(self.owner) is self:
+            del _zygotes[self.owner]
+        self.loop.remove_reader(self.control.fileno())
+        self.control.close()
+        while self.waiting:
+            answer, _transport = self.waiting.popleft()
+            if not answer.done():
+                answer.set_exception(ConnectionResetError("the hooks' zygote has exited"))
+        for pid, transport in list(self.running.items()):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            transport.exited(-signal.SIGKILL)
+        self.running.clear()
+        from harness_sidecar.containment import lifetimes
+
+        lifetimes.get().end_process(self.proc.pid, launcher.HOOK, self.owner)
+        _reap(self.proc)
+
+
+def _reap(proc: subprocess.Popen, tries: int = 60) -> None:
+    if proc.poll() is None and tries > 0:
+        try:
+            asyncio.get_running_loop().call_later(0.05, _reap, proc, tries - 1)
+        except RuntimeError:
+            pass
+
+
+_zygotes: dict[str, Zygote] = {}
+
+
+async def spawn(launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *,
+                stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
+    """Start ``launch`` (a command hook) through its owner's zygote, started now if it has none."""
+    zygote = _zygotes.get(launch.owner)
+    if zygote is not None and zygote.alive and zygote.loop is not asyncio.get_running_loop():
+        zygote.alive = False  # made under an event loop that is gone (tests, benches): EOF ends it
+        zygote.control.close()
+        zygote = None
+    if zygote is None or not zygote.alive:
+        zygote = _zygotes[launch.owner] = Zygote(launch.owner)
+    return await zygote.spawn(launch, protocol_factory, stdin, stdout, stderr)
+
+
+def end(owner: str) -> None:
+    """The thread closed: its zygote goes (and with it whatever hook still runs)."""
+    zygote = _zygotes.pop(owner, None)
+    if zygote is not None:
+        zygote.end()

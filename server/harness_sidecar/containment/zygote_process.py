@@ -1,0 +1,186 @@
+"""The zygote's own program: a small process, one per thread, that starts that thread's command hooks.
+
+Run by ``containment.zygote`` through the launcher (so it is fenced as any started process: its own
+session, its owner's cgroup, a Landlock domain, killed when the sidecar dies) as
+``python -I -S zygote_process.py FD``; it imports only the standard library and none of the sidecar.
+Its children inherit its fences, and since it has no ``preexec_fn`` to run, Python starts them with
+``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
+
+The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON request per
+message — ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
+the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the
+message's ``SCM_RIGHTS`` descriptors in order, or ``"devnull"``) — answered in order by ``{"pid"}``
+or ``{"errno", "error"}``; and, when a child exits, ``{"exit": pid, "code": returncode}`` (negative:
+the signal). EOF on the socket, or SIGTERM (its parent-death signal: the sidecar died), ends every
+child's process group and then the zygote.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+
+MAX_REQUEST = 1 << 20
+MAX_FDS = 3
+_PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+
+
+def _prctl(option: int, value: int) -> None:
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class Zygote:
+    def __init__(self, control: socket.socket) -> None:
+        self.control = control
+        self.children: dict[int, bool] = {}  # the pids we started and have not reaped
+        self._devnull = -1
+        self.pidfds: dict[int, int] = {}  # pidfd → pid
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(control, selectors.EVENT_READ)
+
+    def send(self, message: dict) -> None:
+        try:
+            self.control.sendall(json.dumps(message).encode())
+        except OSError:
+            self.end()
+
+    def start(self, data: bytes, fds: list[int]) -> None:
+        try:
+            request = json.loads(data)
+            given = iter(fds)
+            stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
+            env = request["env"]
+            if env is None:
+                env = {**ENVIRON, **request["add"]} if request.get("add") else ENVIRON
+            pid = spawn(request["argv"], env, request["cwd"], stdio)
+        except OSError as exc:
+            self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
+            return
+        except (ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
+            self.send({"errno": 22, "error": f"bad request: {exc}"})
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.children[pid] = True
+        self.send({"pid": pid})
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # cannot watch it: wait for it here
+            self.exited(pid)
+            return
+        self.pidfds[pidfd] = pid
+        self.selector.register(pidfd, selectors.EVENT_READ)
+
+    def devnull(self) -> int:
+        if self._devnull < 0:
+            self._devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        return self._devnull
+
+    def exited(self, pid: int) -> None:
+        del self.children[pid]
+        _pid, status = os.waitpid(pid, 0)
+        self.send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+    def run(self) -> None:
+        fd_size = array.array("i").itemsize
+        while True:
+            for key, _events in self.selector.select():
+                if key.fileobj is self.control:
+                    try:
+                        data, ancillary, _flags, _addr = self.control.recvmsg(
+                            MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size), socket.MSG_CMSG_CLOEXEC)
+                    except InterruptedError:
+                        continue
+                    except OSError:
+                        self.end()
+                    fds: list[int] = []
+                    for level, kind, payload in ancillary:
+                        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                            received = array.array("i")
+                            received.frombytes(payload[:len(payload) - len(payload) % fd_size])
+                            fds += list(received)
+                    if not data:
+                        for fd in fds:
+                            os.close(fd)
+                        self.end()
+                    self.start(data, fds)
+                else:
+                    pidfd = key.fd
+                    self.selector.unregister(pidfd)
+                    os.close(pidfd)
+                    self.exited(self.pidfds.pop(pidfd))
+
+    def end(self, *_args: object) -> None:
+        """The sidecar is gone or done with us: what we started ends with us."""
+        for pid in list(self.children):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        os._exit(0)
+
+
+def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: list[int]) -> int:
+    """Start ``argv`` in a session of its own with ``stdio`` as its fds 0-2: ``posix_spawn`` (glibc:
+    ``clone(CLONE_VM|CLONE_VFORK)``, no Python in the child). Every other descriptor of ours is
+    close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
+    if not argv or not all(type(a) is str for a in argv):
+        raise ValueError("argv must be a non-empty list of strings")
+    environ = ENVIRON if env is None else env
+    program = argv[0]
+    if "/" not in program:  # as execvp would, but in the hook's PATH
+        for folder in environ.get("PATH", os.defpath).split(os.pathsep):
+            candidate = os.path.join(folder or ".", program)
+            if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+                program = candidate
+                break
+        else:
+            raise FileNotFoundError(2, os.strerror(2), program)
+    os.chdir(cwd if cwd is not None else HOME)
+    if hasattr(os, "posix_spawn"):
+        try:
+            actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
+            return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True)
+        except NotImplementedError:  # a C library without POSIX_SPAWN_SETSID
+            pass
+    import subprocess
+
+    proc = subprocess.Popen(argv, executable=program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                            env=environ, start_new_session=True, close_fds=True)
+    proc.returncode = 0  # we reap it ourselves (waitpid): its Popen must not
+    return proc.pid
+
+
+HOME = os.getcwd()
+ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    os.set_inheritable(control.fileno(), False)
+    zygote = Zygote(control)
+    signal.signal(signal.SIGTERM, zygote.end)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The launcher asked for SIGKILL at the sidecar's death; SIGTERM lets us end our children first.
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    if os.getppid() != int(sys.argv[2]):  # the sidecar died before that took effect
+        zygote.end()
+    zygote.run()
+
+
+if __name__ == "__main__":
+    main()
