@@ -287,6 +287,9 @@ class Sidecar:
         runs_hooks = thread.hooks is not None and any(h.source.trusted for h in thread.hooks.handlers())
         if thread.host is not None or servers is not None or runs_hooks:
             self._say_containment(thread_id)
+        if runs_hooks:  # the process that starts its hooks, after the answer is written
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, self._warm_hooks, thread_id)
         if start.watch and self.watching:
             # after the answer is written: watching never adds to thread/start's time
             loop = asyncio.get_running_loop()
@@ -297,6 +300,13 @@ class Sidecar:
         if hook_context:
             snapshot["hookContext"] = hook_context
         return snapshot
+
+    def _warm_hooks(self, thread_id: str) -> None:
+        """Start the thread's command-hook zygote ahead of its first hook, unless it closed meanwhile."""
+        if thread_id in self.threads:
+            from harness_sidecar.containment import zygote
+
+            zygote.warm(thread_id)
 
     def _say_containment(self, thread_id: str) -> None:
         """Where the kernel fences less than protocol.md promises, a thread running foreign code is told once."""
@@ -758,6 +768,8 @@ class Sidecar:
         thread.calls.closing = True
         if thread.host is not None:
             thread.host.close_calls()
+        if thread.hooks is not None:
+            thread.hooks.close_calls()
         await thread.calls.drained()
         if thread.host is not None and thread.handlers(THREAD_CLOSE):
             await self._lifecycle(thread, THREAD_CLOSE, {"threadId": thread.id, "reason": reason})

@@ -461,6 +461,16 @@ async def spawn(launch: launcher.Launch, protocol_factory: Callable[[], asyncio.
     return await zygote.spawn(launch, protocol_factory, stdin, stdout, stderr)
 
 
+def warm(owner: str) -> None:
+    """Start ``owner``'s zygote ahead of its first hook (its Python start is then off that hook's clock)."""
+    zygote = _zygotes.get(owner)
+    if zygote is None or not zygote.alive or zygote.loop is not asyncio.get_running_loop():
+        try:
+            _zygotes[owner] = Zygote(owner)
+        except OSError as exc:  # the first hook will try again, and say why if it cannot
+            logger.warning("cannot start the command-hook zygote of %s ahead: %s", owner, exc)
+
+
 def end(owner: str) -> None:
     """The thread closed: its zygote goes (and with it whatever hook still runs)."""
     zygote = _zygotes.pop(owner, None)

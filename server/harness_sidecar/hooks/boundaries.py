@@ -26,7 +26,7 @@ from harness_sidecar.hooks import command
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
 from harness_sidecar.resources.catalog import Diagnostic
-from harness_sidecar.results import ToolCall, ToolResult
+from harness_sidecar.results import ToolCall, ToolResult, blocked
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +56,8 @@ class ThreadHooks:
     ask: Callable[[str, dict[str, Any], float], Awaitable[Any]] | None = None  # Sidecar._ask
     ui_timeout_s: float = 120.0
     reported_untrusted: set[str] = field(default_factory=set)
+    deciding: set[asyncio.Task] = field(default_factory=set)  # PreToolUse runs of calls whose core has not begun
+    closing: bool = False  # thread/close: calls still deciding are answered blocked "closed"
 
     # -- what is declared --------------------------------------------------------------------------
 
@@ -79,6 +81,13 @@ class ThreadHooks:
         """What a change of is a ``catalog/changed``: each source's file digest and listed handlers."""
         return {d.source.path: (d.source.sha256, d.source.trusted, json.dumps([h.to_wire() for h in d.handlers]))
                 for d in self.declared}
+
+    def close_calls(self) -> None:
+        """``thread/close``: PreToolUse hooks still deciding are stopped (their process groups killed) and
+        their calls answered blocked ``closed`` — a call whose core has not begun never runs."""
+        self.closing = True
+        for task in list(self.deciding):
+            task.cancel()
 
     def report_untrusted(self) -> None:
         """One ``hook_untrusted`` diagnostic per untrusted source that declares handlers, per thread."""
@@ -145,8 +154,20 @@ class ThreadHooks:
         pre = self.matching("PreToolUse", call.name)
         extra: dict[str, Any] = {}
         if pre:
-            verdicts = await self.run("PreToolUse", pre, {"tool_name": call.name, "tool_input": call.arguments,
-                                                          "tool_use_id": str(call.id)})
+            if self.closing:
+                return blocked(call, "host", "closed", "the thread was closed before the call began")
+            deciding = asyncio.ensure_future(self.run("PreToolUse", pre, {
+                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id)}))
+            self.deciding.add(deciding)
+            try:
+                verdicts = await deciding
+            except asyncio.CancelledError:
+                if not self.closing:
+                    raise  # the call itself was cancelled ($/cancelRequest)
+                return blocked(call, "host", "closed", "the thread was closed while its PreToolUse hooks decided "
+                                                       "(they were stopped)")
+            finally:
+                self.deciding.discard(deciding)
             decision = merge(verdicts)
             if decision.outcome == ASK:
                 decision = await self._confirm(call, decision)

@@ -172,6 +172,9 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
         except asyncio.TimeoutError:
             kill_group(transport)
             answer.failure = f"it did not finish within {timeout_s * 1000:.0f} ms (its process group was killed)"
+        except asyncio.CancelledError:  # nobody waits for its answer any more (thread/close, a cancelled call)
+            kill_group(transport)
+            raise
         code = transport.get_returncode()
     finally:
         transport.close()
