@@ -82,13 +82,17 @@ class Abandoned(Exception):
 class Output:
     """Frames to the sidecar, written whole under a lock.
 
-    An *urgent* frame is written at once, with everything written before it. Others, written
-    by the reading thread, wait for the next urgent frame or until that thread has nothing
-    more to do and flushes before it waits on the channel. A frame from any other thread (a
-    job the reading passed on from, an answer of the loop) is written at once: nobody else
-    would flush it. Every step announcement and every outcome is urgent: foreign code runs
-    right after it and may freeze or end this process, and the sidecar must have them first
-    (v3 §2; ``channel`` says why).
+    An *urgent* frame is written at once, with everything written before it. Every step
+    announcement is urgent: foreign code runs right after it and may freeze or end this
+    process, and the sidecar must have it first (v3 §2; ``channel`` says why).
+
+    A frame that is not urgent (an exchange's outcome, ``done``) waits only while no foreign
+    code can run before it is written: it is written by the reading thread, and this process
+    has no thread but ours (the reading thread, the monitor, a reader parked for good) — no
+    job the reading passed on from, no event loop for coroutines, no thread extension code
+    started. Then nothing runs before the reading thread's next step announcement (which
+    carries it along: a pipelined call's outcome and the next call's first step share one
+    write) or before it flushes to wait on the channel. Otherwise it is written at once.
     """
 
     def __init__(self, sock: socket.socket) -> None:
@@ -96,6 +100,7 @@ class Output:
         self.lock = threading.Lock()
         self.pending: list[bytes] = []
         self.reader: threading.Thread | None = None  # the thread that flushes before it reads
+        self.parked = 0  # our threads that wait for ever (a demoted main thread)
 
     def send(self, tag: str, ident: int, body: Any, urgent: bool = True) -> None:
         self.send_bytes(channel.encode(tag, ident, body), urgent)
@@ -103,7 +108,8 @@ class Output:
     def send_bytes(self, data: bytes, urgent: bool = True) -> None:
         with self.lock:
             self.pending.append(data)
-            if urgent or threading.current_thread() is not self.reader:
+            if urgent or threading.current_thread() is not self.reader or \
+                    threading.active_count() > 2 + self.parked:  # the reader, the monitor, the parked
                 self._flush_locked()
 
     def flush(self) -> None:
@@ -158,9 +164,14 @@ async def _guard(awaitable: Any) -> Any:
         return _Raised(exc)
 
 
+_output: Output | None = None  # the host's, so that what waits in it is written before the process leaves
+
+
 def out_of_memory() -> None:
     """After a MemoryError nothing in this process can be trusted: leave; the sidecar restarts us."""
     try:
+        if _output is not None and _output.lock.acquire(timeout=0.1):
+            _output._flush_locked()  # an outcome that waited for the next step still reaches the sidecar
         os.write(2, b"extension host: out of memory (limits.hostMemoryMb); exiting\n")
     finally:
         os._exit(EXIT_OUT_OF_MEMORY)
@@ -621,10 +632,13 @@ class Extension:
 
 class Host:
     def __init__(self, sock: socket.socket) -> None:
+        global _output
         self.sock = sock
-        self.out = Output(sock)
+        self.out = _output = Output(sock)
         self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
         self.splitter = channel.LineSplitter()
+        self.read_buffer = bytearray(1 << 20)  # one reading thread at a time
+        self.read_view = memoryview(self.read_buffer)
         self.lead_lock = threading.Lock()
         self.leader: threading.Thread | None = None
         self.busy: tuple[threading.Thread, float] | None = None  # the leader running a job, since when
@@ -667,6 +681,8 @@ class Host:
         threading.Thread(target=self._monitor, name="host-monitor", daemon=True).start()
         self.leader = self.out.reader = threading.current_thread()
         self._lead()
+        with self.out.lock:
+            self.out.parked += 1
         threading.Event().wait()  # demoted while a job ran: the new leader ends the process
 
     def _lead(self) -> None:
@@ -688,11 +704,12 @@ class Host:
         """Read frames into the inbox; False at the end of the channel."""
         while True:
             try:
-                data = self.sock.recv(1 << 20)
+                size = self.sock.recv_into(self.read_buffer)  # recv(1 MiB) would map and unmap a new one each time
             except InterruptedError:
                 continue
             except OSError:
                 return False
+            data = self.read_view[:size].tobytes()
             if not data:
                 return False
             for line in self.splitter.feed(data):
@@ -797,10 +814,10 @@ class Host:
         finally:
             self.exchanges.pop(exchange.id, None)
 
-    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = True) -> None:
-        """The exchange's outcome, written at once: code of another thread of this process (a handler
-        the reading passed on from, a coroutine) may freeze or end it any moment, and the outcome — a
-        result, perhaps — must be the sidecar's by then."""
+    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
+        """The exchange's outcome, written before any foreign code runs (``Output``): code of another
+        thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
+        it any moment, and the outcome — a result, perhaps — must be the sidecar's by then."""
         data = channel.encode(channel.DONE, exchange.id, report)
         if len(data) > self.max_result_bytes:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
