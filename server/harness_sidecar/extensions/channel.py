@@ -76,7 +76,8 @@ class FrameError(Exception):
 def decode(line: bytes) -> tuple[str, int, object]:
     """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``."""
     try:
-        frame = jsondepth.bounded_loads(jsonio.loads, line)
+        # a line of at most MAX_DEPTH bytes cannot nest deeper: most frames (step, done, call) skip the check
+        frame = jsonio.loads(line) if len(line) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(jsonio.loads, line)
     except (ValueError, RecursionError) as exc:  # NaN, Infinity and nesting past 512 levels are refused too
         raise FrameError(f"not a JSON frame: {exc}") from None
     if (type(frame) is not list or len(frame) != 3 or type(frame[0]) is not str

@@ -1439,7 +1439,7 @@ def main(argv: list[str]) -> None:
     enter_own_group()  # its thread's cgroup (v3 §1 lifetimes), before it is ready for any extension
     from harness_sidecar import jsonio
 
-    jsonio.standard_library_only()  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
+    jsonio.standard_library_only(jsonio.SMALL_BYTES)  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
     sys.stdout = _PrefixedStream(1)  # type: ignore[assignment]
     sys.stderr = _PrefixedStream(2)  # type: ignore[assignment]
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
