@@ -169,7 +169,8 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = jsondepth.bounded_loads(self.loads, raw)  # NaN and Infinity are not JSON
+            # NaN and Infinity are not JSON; a message of at most MAX_DEPTH bytes cannot nest deeper than that
+            message = self.loads(raw) if len(raw) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(self.loads, raw)
         except jsondepth.TooDeep as exc:
             self._too_deep(exc.value, exc.whole)
             return
