@@ -654,6 +654,7 @@ class Host:
         self.loaded: dict[str, Extension] = {}
         self.handlers: dict[str, list[Handler]] = collections.defaultdict(list)
         self.tools: dict[str, ToolSpec] = {}
+        self.plans: dict[str, list[tuple[str, Any]]] = {}  # tool name → its call plan (``call_plan``)
         self.commands: dict[str, CommandSpec] = {}
         self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
         self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
@@ -881,6 +882,7 @@ class Host:
         """The extensions the sidecar committed, in load order: only their registrations exist."""
         self.handlers.clear()
         self.tools.clear()
+        self.plans.clear()
         self.commands.clear()
         for ext_id in ids:
             if ext_id not in self.loaded:  # the sidecar gives a host like that up; never serve half a policy
@@ -999,7 +1001,7 @@ class Host:
                 hook == INPUT and type(value) is dict and "text" in value:
             return
         try:
-            changed = to_json(given.get(key)) != event.get(key)
+            changed = not _same_marshal(given.get(key), event.get(key)) and to_json(given.get(key)) != event.get(key)
         except (NotJsonData, RecursionError):
             changed = True
         if changed:
@@ -1065,11 +1067,15 @@ class Host:
     # -- tool calls
 
     def call_plan(self, tool: str) -> list[tuple[str, Any]]:
-        """The steps of a call of ``tool``: before hooks, the core, transforms, observers (the sidecar's too)."""
-        plan: list[tuple[str, Any]] = [(BEFORE, h) for h in self.handlers[BEFORE]]
-        plan.append(("core", self.tools.get(tool)))
-        plan += [(TRANSFORM, h) for h in self.handlers[TRANSFORM]]
-        plan += [(AFTER, h) for h in self.handlers[AFTER]]
+        """The steps of a call of ``tool``: before hooks, the core, transforms, observers (the sidecar's too);
+        made once per tool until the next ``commit`` (nothing else changes them)."""
+        plan = self.plans.get(tool)
+        if plan is None:
+            plan = [(BEFORE, h) for h in self.handlers[BEFORE]]
+            plan.append(("core", self.tools.get(tool)))
+            plan += [(TRANSFORM, h) for h in self.handlers[TRANSFORM]]
+            plan += [(AFTER, h) for h in self.handlers[AFTER]]
+            self.plans[tool] = plan
         return plan
 
     def run_call(self, exchange: Exchange, body: dict[str, Any]) -> None:
@@ -1350,6 +1356,14 @@ def _settle(future: asyncio.Future, value: Any) -> None:
 
 def _ms(exchange: Exchange) -> str:
     return f"{exchange.timeout * 1000:.0f} ms"
+
+
+def _same_marshal(a: Any, b: Any) -> bool:
+    """Surely equal JSON data (the same marshalled bytes: a C-speed test); False when unsure."""
+    try:
+        return marshal.dumps(a) == marshal.dumps(b)
+    except ValueError:  # not marshallable: not plain JSON data
+        return False
 
 
 def _copy(value: Any) -> Any:
