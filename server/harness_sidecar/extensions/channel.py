@@ -56,6 +56,7 @@ from harness_sidecar import jsondepth, jsonio
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault
 _ID_PREFIX = re.compile(rb'\["(\w+)",(-?\d+),')
+_PLAIN_STEP = re.compile(rb'\["step",(0|[1-9]\d{0,17}),\[(0|[1-9]\d{0,8})\]\]')
 
 # Tags (sidecar → host)
 INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE = (
@@ -75,6 +76,10 @@ class FrameError(Exception):
 
 def decode(line: bytes) -> tuple[str, int, object]:
     """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``."""
+    if line.startswith(b'["step",'):  # most frames of a call: ["step",<id>,[<index>]], read without a parser
+        match = _PLAIN_STEP.fullmatch(line)
+        if match is not None:
+            return STEP, int(match.group(1)), [int(match.group(2))]
     try:
         # a line of at most MAX_DEPTH bytes cannot nest deeper: most frames (step, done, call) skip the check
         frame = jsonio.loads(line) if len(line) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(jsonio.loads, line)

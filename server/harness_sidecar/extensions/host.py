@@ -964,10 +964,11 @@ class Host:
         return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook))
 
     def _handler(self, exchange: Exchange, index: int, handler: Handler, event: dict[str, Any],
-                 call: dict[str, Any] | None = None) -> Outcome:
+                 call: dict[str, Any] | None = None, copy: bool = True) -> Outcome:
+        """Run one handler on its own copy of ``event`` (``copy=False``: nothing reads the event after it)."""
         ctx = self.context(exchange, index, handler.extension_id, call, handler.event) if handler.ctx else None
         _local.extension = handler.extension_id
-        given = _copy(event)
+        given = _copy(event) if copy else event
         try:
             outcome = self.invoke(exchange, handler.fn, (given,), ctx)
         finally:
@@ -1235,8 +1236,11 @@ class Host:
             handler = plan[index][1]
             exchange.begin(index, timeout, carry=_news(state) if index == start else None,
                            faults=state.take_faults())
+            # The last observer may have the call and result themselves: the sidecar has the result (it
+            # answered with it), no handler runs after it, and the outcome reports only faults.
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
-                                                               "result": state.result}, state.call)
+                                                               "result": state.result}, state.call,
+                                    copy=index < end - 1 or state.result is not state.known)
             failure = outcome.failure(f"tool_result hook of '{handler.extension_id}'", exchange, "finish")
             if failure is not None:
                 self._fault(state, handler, *failure)
