@@ -56,6 +56,8 @@ from harness_sidecar import jsondepth, jsonio
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault
 _ID_PREFIX = re.compile(rb'\["(\w+)",(-?\d+),')
+_PLAIN_DONE = re.compile(rb'\["done",(0|[1-9]\d{0,17}),\{"faults":\[\],"carried":true\}\]')
+PLAIN_DONE = b'["done",%d,{"faults":[],"carried":true}]\n'  # what the host writes for that outcome
 _PLAIN_STEP = re.compile(rb'\["step",(0|[1-9]\d{0,17}),\[(0|[1-9]\d{0,8})\]\]')
 
 # Tags (sidecar → host)
@@ -80,6 +82,10 @@ def decode(line: bytes) -> tuple[str, int, object]:
         match = _PLAIN_STEP.fullmatch(line)
         if match is not None:
             return STEP, int(match.group(1)), [int(match.group(2))]
+    elif line.startswith(b'["done",'):  # and the outcome of one whose result the sidecar has
+        match = _PLAIN_DONE.fullmatch(line)
+        if match is not None:
+            return DONE, int(match.group(1)), {"faults": [], "carried": True}
     try:
         # a line of at most MAX_DEPTH bytes cannot nest deeper: most frames (step, done, call) skip the check
         frame = jsonio.loads(line) if len(line) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(jsonio.loads, line)

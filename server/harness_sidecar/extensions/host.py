@@ -819,7 +819,10 @@ class Host:
         """The exchange's outcome, written before any foreign code runs (``Output``): code of another
         thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
         it any moment, and the outcome — a result, perhaps — must be the sidecar's by then."""
-        data = channel.encode(channel.DONE, exchange.id, report)
+        if len(report) == 2 and report.get("carried") is True and not report.get("faults", True):
+            data = channel.PLAIN_DONE % exchange.id  # the common outcome, written without an encoder
+        else:
+            data = channel.encode(channel.DONE, exchange.id, report)
         if len(data) > self.max_result_bytes:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
         with exchange.lock:
