@@ -43,7 +43,9 @@ The host sends ``step`` *before* it starts a step and runs the step only if the 
 one ended by its own deadline (which is never later than the sidecar's); the sidecar decides
 a timeout only at ``deadline + MARGIN_S`` and only after reading everything the host wrote.
 So a step the sidecar has answered as timed out is never followed by the next one in the
-host. A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
+host. A ``step`` is written at once; a ``done`` may wait in the host only while no foreign code
+can run before its next write (then a pipelined call's ``done`` and the next call's first
+``step`` share one write: ``host.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
 or ``ended`` came) ends its host.
 """
 
