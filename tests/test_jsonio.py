@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from harness_sidecar import jsonio
+from harness_sidecar import jsonio, stdjson
 
 
 @pytest.mark.parametrize("text", [
@@ -73,3 +73,29 @@ def test_random_documents_round_trip_identically():
         text = json.dumps(document).encode()
         assert jsonio.loads(text) == json.loads(text)
         assert json.loads(jsonio.dumps(document)) == document
+
+
+@pytest.fixture
+def host_writing():
+    """jsonio as the extension host sets it up: the standard library, but orjson for surely small values."""
+    jsonio.standard_library_only(jsonio.SMALL_BYTES)
+    try:
+        yield
+    finally:
+        jsonio._fast, jsonio._small = True, None
+
+
+@pytest.mark.parametrize("value", [
+    ["step", 3, [2, {"content": [{"type": "text", "text": "hi \x00 info nano"}], "details": {"n": 1.5}}, []]],
+    {"big": 2 ** 80},
+    ["\ud800"],
+    ["x" * 100] * 10_000,  # repeats: marshal version 0 counts each (this one goes to the standard library)
+])
+def test_the_hosts_writing_gives_the_standard_librarys_bytes(host_writing, value):
+    assert jsonio.dumps(value) == stdjson.dumps(value)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_the_hosts_writing_refuses_non_finite_floats_even_in_small_values(host_writing, bad):
+    with pytest.raises(ValueError):
+        jsonio.dumps({"x": [1, bad]})

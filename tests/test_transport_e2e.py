@@ -166,6 +166,24 @@ def test_cancel_request_answers_32800(spawn, tree, tmp_path):
     assert sidecar.call("tools/list", {"threadId": thread})["tools"]  # still serving
 
 
+def test_a_request_cancelled_in_the_same_write_is_answered_once_32800(spawn):
+    """Request and $/cancelRequest (twice) read together: the request is cancelled before it starts
+    and still gets exactly one answer; the sidecar keeps serving."""
+    sidecar = spawn()
+    payload = b"".join(json.dumps(m).encode() + b"\n" for m in [
+        {"jsonrpc": "2.0", "id": "early", "method": "tools/list", "params": {"threadId": "none"}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "early"}},
+        {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": "early"}},
+        {"jsonrpc": "2.0", "id": "after", "method": "shutdown"},
+    ])
+    sidecar.send_raw(payload)
+    first, second = sidecar.next_message(30), sidecar.next_message(30)
+    assert first["id"] == "early" and first["error"]["code"] == -32800 and first["error"]["data"]["kind"] == "cancelled"
+    assert second["id"] == "after" and second["result"] is None  # no second answer to 'early' came before
+    sidecar.close_stdin()
+    assert sidecar.drain() == []
+
+
 def test_shutdown_then_exit_codes_and_requests_after_shutdown():
     messages, code, _ = run_lines(INIT + b'{"id": 1, "method": "shutdown"}\n{"id": 2, "method": "tools/list"}\n'
                                   + b'{"method": "exit"}\n{"id": 3, "method": "shutdown"}\n')

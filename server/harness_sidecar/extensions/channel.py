@@ -43,7 +43,9 @@ The host sends ``step`` *before* it starts a step and runs the step only if the 
 one ended by its own deadline (which is never later than the sidecar's); the sidecar decides
 a timeout only at ``deadline + MARGIN_S`` and only after reading everything the host wrote.
 So a step the sidecar has answered as timed out is never followed by the next one in the
-host. A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
+host. A ``step`` is written at once; a ``done`` may wait in the host only while no foreign code
+can run before its next write (then a pipelined call's ``done`` and the next call's first
+``step`` share one write: ``host.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
 or ``ended`` came) ends its host.
 """
 
@@ -56,6 +58,9 @@ from harness_sidecar import jsondepth, jsonio
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault
 _ID_PREFIX = re.compile(rb'\["(\w+)",(-?\d+),')
+_PLAIN_DONE = re.compile(rb'\["done",(0|[1-9]\d{0,17}),\{"faults":\[\],"carried":true\}\]')
+PLAIN_DONE = b'["done",%d,{"faults":[],"carried":true}]\n'  # what the host writes for that outcome
+_PLAIN_STEP = re.compile(rb'\["step",(0|[1-9]\d{0,17}),\[(0|[1-9]\d{0,8})\]\]')
 
 # Tags (sidecar → host)
 INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE = (
@@ -75,8 +80,17 @@ class FrameError(Exception):
 
 def decode(line: bytes) -> tuple[str, int, object]:
     """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``."""
+    if line.startswith(b'["step",'):  # most frames of a call: ["step",<id>,[<index>]], read without a parser
+        match = _PLAIN_STEP.fullmatch(line)
+        if match is not None:
+            return STEP, int(match.group(1)), [int(match.group(2))]
+    elif line.startswith(b'["done",'):  # and the outcome of one whose result the sidecar has
+        match = _PLAIN_DONE.fullmatch(line)
+        if match is not None:
+            return DONE, int(match.group(1)), {"faults": [], "carried": True}
     try:
-        frame = jsondepth.bounded_loads(jsonio.loads, line)
+        # a line of at most MAX_DEPTH bytes cannot nest deeper: most frames (step, done, call) skip the check
+        frame = jsonio.loads(line) if len(line) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(jsonio.loads, line)
     except (ValueError, RecursionError) as exc:  # NaN, Infinity and nesting past 512 levels are refused too
         raise FrameError(f"not a JSON frame: {exc}") from None
     if (type(frame) is not list or len(frame) != 3 or type(frame[0]) is not str

@@ -83,13 +83,17 @@ class Abandoned(Exception):
 class Output:
     """Frames to the sidecar, written whole under a lock.
 
-    An *urgent* frame is written at once, with everything written before it. Others, written
-    by the reading thread, wait for the next urgent frame or until that thread has nothing
-    more to do and flushes before it waits on the channel. A frame from any other thread (a
-    job the reading passed on from, an answer of the loop) is written at once: nobody else
-    would flush it. Every step announcement and every outcome is urgent: foreign code runs
-    right after it and may freeze or end this process, and the sidecar must have them first
-    (v3 §2; ``channel`` says why).
+    An *urgent* frame is written at once, with everything written before it. Every step
+    announcement is urgent: foreign code runs right after it and may freeze or end this
+    process, and the sidecar must have it first (v3 §2; ``channel`` says why).
+
+    A frame that is not urgent (an exchange's outcome, ``done``) waits only while no foreign
+    code can run before it is written: it is written by the reading thread, and this process
+    has no thread but ours (the reading thread, the monitor, a reader parked for good) — no
+    job the reading passed on from, no event loop for coroutines, no thread extension code
+    started. Then nothing runs before the reading thread's next step announcement (which
+    carries it along: a pipelined call's outcome and the next call's first step share one
+    write) or before it flushes to wait on the channel. Otherwise it is written at once.
     """
 
     def __init__(self, sock: socket.socket) -> None:
@@ -97,6 +101,7 @@ class Output:
         self.lock = threading.Lock()
         self.pending: list[bytes] = []
         self.reader: threading.Thread | None = None  # the thread that flushes before it reads
+        self.parked = 0  # our threads that wait for ever (a demoted main thread)
 
     def send(self, tag: str, ident: int, body: Any, urgent: bool = True) -> None:
         self.send_bytes(channel.encode(tag, ident, body), urgent)
@@ -104,7 +109,8 @@ class Output:
     def send_bytes(self, data: bytes, urgent: bool = True) -> None:
         with self.lock:
             self.pending.append(data)
-            if urgent or threading.current_thread() is not self.reader:
+            if urgent or threading.current_thread() is not self.reader or \
+                    threading.active_count() > 2 + self.parked:  # the reader, the monitor, the parked
                 self._flush_locked()
 
     def flush(self) -> None:
@@ -159,9 +165,14 @@ async def _guard(awaitable: Any) -> Any:
         return _Raised(exc)
 
 
+_output: Output | None = None  # the host's, so that what waits in it is written before the process leaves
+
+
 def out_of_memory() -> None:
     """After a MemoryError nothing in this process can be trusted: leave; the sidecar restarts us."""
     try:
+        if _output is not None and _output.lock.acquire(timeout=0.1):
+            _output._flush_locked()  # an outcome that waited for the next step still reaches the sidecar
         os.write(2, b"extension host: out of memory (limits.hostMemoryMb); exiting\n")
     finally:
         os._exit(EXIT_OUT_OF_MEMORY)
@@ -624,10 +635,13 @@ class Extension:
 
 class Host:
     def __init__(self, sock: socket.socket) -> None:
+        global _output
         self.sock = sock
-        self.out = Output(sock)
+        self.out = _output = Output(sock)
         self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
         self.splitter = channel.LineSplitter()
+        self.read_buffer = bytearray(1 << 20)  # one reading thread at a time
+        self.read_view = memoryview(self.read_buffer)
         self.lead_lock = threading.Lock()
         self.leader: threading.Thread | None = None
         self.busy: tuple[threading.Thread, float] | None = None  # the leader running a job, since when
@@ -643,6 +657,7 @@ class Host:
         self.loaded: dict[str, Extension] = {}
         self.handlers: dict[str, list[Handler]] = collections.defaultdict(list)
         self.tools: dict[str, ToolSpec] = {}
+        self.plans: dict[str, list[tuple[str, Any]]] = {}  # tool name → its call plan (``call_plan``)
         self.commands: dict[str, CommandSpec] = {}
         self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
         self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
@@ -675,6 +690,8 @@ class Host:
         threading.Thread(target=self._monitor, name="host-monitor", daemon=True).start()
         self.leader = self.out.reader = threading.current_thread()
         self._lead()
+        with self.out.lock:
+            self.out.parked += 1
         threading.Event().wait()  # demoted while a job ran: the new leader ends the process
 
     def _lead(self) -> None:
@@ -696,11 +713,12 @@ class Host:
         """Read frames into the inbox; False at the end of the channel."""
         while True:
             try:
-                data = self.sock.recv(1 << 20)
+                size = self.sock.recv_into(self.read_buffer)  # recv(1 MiB) would map and unmap a new one each time
             except InterruptedError:
                 continue
             except OSError:
                 return False
+            data = self.read_view[:size].tobytes()
             if not data:
                 return False
             for line in self.splitter.feed(data):
@@ -805,11 +823,14 @@ class Host:
         finally:
             self.exchanges.pop(exchange.id, None)
 
-    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = True) -> None:
-        """The exchange's outcome, written at once: code of another thread of this process (a handler
-        the reading passed on from, a coroutine) may freeze or end it any moment, and the outcome — a
-        result, perhaps — must be the sidecar's by then."""
-        data = channel.encode(channel.DONE, exchange.id, report)
+    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
+        """The exchange's outcome, written before any foreign code runs (``Output``): code of another
+        thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
+        it any moment, and the outcome — a result, perhaps — must be the sidecar's by then."""
+        if len(report) == 2 and report.get("carried") is True and not report.get("faults", True):
+            data = channel.PLAIN_DONE % exchange.id  # the common outcome, written without an encoder
+        else:
+            data = channel.encode(channel.DONE, exchange.id, report)
         if len(data) > self.max_result_bytes:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
         with exchange.lock:
@@ -872,6 +893,7 @@ class Host:
         """The extensions the sidecar committed, in load order: only their registrations exist."""
         self.handlers.clear()
         self.tools.clear()
+        self.plans.clear()
         self.commands.clear()
         for ext_id in ids:
             if ext_id not in self.loaded:  # the sidecar gives a host like that up; never serve half a policy
@@ -953,10 +975,11 @@ class Host:
         return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook))
 
     def _handler(self, exchange: Exchange, index: int, handler: Handler, event: dict[str, Any],
-                 call: dict[str, Any] | None = None) -> Outcome:
+                 call: dict[str, Any] | None = None, copy: bool = True) -> Outcome:
+        """Run one handler on its own copy of ``event`` (``copy=False``: nothing reads the event after it)."""
         ctx = self.context(exchange, index, handler.extension_id, call, handler.event) if handler.ctx else None
         _local.extension = handler.extension_id
-        given = _copy(event)
+        given = _copy(event) if copy else event
         try:
             outcome = self.invoke(exchange, handler.fn, (given,), ctx)
         finally:
@@ -990,7 +1013,7 @@ class Host:
                 hook == INPUT and type(value) is dict and "text" in value:
             return
         try:
-            changed = to_json(given.get(key)) != event.get(key)
+            changed = not _same_marshal(given.get(key), event.get(key)) and to_json(given.get(key)) != event.get(key)
         except (NotJsonData, RecursionError):
             changed = True
         if changed:
@@ -1056,11 +1079,15 @@ class Host:
     # -- tool calls
 
     def call_plan(self, tool: str) -> list[tuple[str, Any]]:
-        """The steps of a call of ``tool``: before hooks, the core, transforms, observers (the sidecar's too)."""
-        plan: list[tuple[str, Any]] = [(BEFORE, h) for h in self.handlers[BEFORE]]
-        plan.append(("core", self.tools.get(tool)))
-        plan += [(TRANSFORM, h) for h in self.handlers[TRANSFORM]]
-        plan += [(AFTER, h) for h in self.handlers[AFTER]]
+        """The steps of a call of ``tool``: before hooks, the core, transforms, observers (the sidecar's too);
+        made once per tool until the next ``commit`` (nothing else changes them)."""
+        plan = self.plans.get(tool)
+        if plan is None:
+            plan = [(BEFORE, h) for h in self.handlers[BEFORE]]
+            plan.append(("core", self.tools.get(tool)))
+            plan += [(TRANSFORM, h) for h in self.handlers[TRANSFORM]]
+            plan += [(AFTER, h) for h in self.handlers[AFTER]]
+            self.plans[tool] = plan
         return plan
 
     def run_call(self, exchange: Exchange, body: dict[str, Any]) -> None:
@@ -1220,8 +1247,11 @@ class Host:
             handler = plan[index][1]
             exchange.begin(index, timeout, carry=_news(state) if index == start else None,
                            faults=state.take_faults())
+            # The last observer may have the call and result themselves: the sidecar has the result (it
+            # answered with it), no handler runs after it, and the outcome reports only faults.
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
-                                                               "result": state.result}, state.call)
+                                                               "result": state.result}, state.call,
+                                    copy=index < end - 1 or state.result is not state.known)
             failure = outcome.failure(f"tool_result hook of '{handler.extension_id}'", exchange, "finish")
             if failure is not None:
                 self._fault(state, handler, *failure)
@@ -1343,6 +1373,14 @@ def _ms(exchange: Exchange) -> str:
     return f"{exchange.timeout * 1000:.0f} ms"
 
 
+def _same_marshal(a: Any, b: Any) -> bool:
+    """Surely equal JSON data (the same marshalled bytes: a C-speed test); False when unsure."""
+    try:
+        return marshal.dumps(a) == marshal.dumps(b)
+    except ValueError:  # not marshallable: not plain JSON data
+        return False
+
+
 def _copy(value: Any) -> Any:
     """A deep copy of JSON data: each handler gets its own (marshal copies in C)."""
     return marshal.loads(marshal.dumps(value))
@@ -1430,7 +1468,7 @@ def main(argv: list[str]) -> None:
     enter_own_group()  # its thread's cgroup (v3 §1 lifetimes), before it is ready for any extension
     from harness_sidecar import jsonio
 
-    jsonio.standard_library_only()  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
+    jsonio.standard_library_only(jsonio.SMALL_BYTES)  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
     sys.stdout = _PrefixedStream(1)  # type: ignore[assignment]
     sys.stderr = _PrefixedStream(2)  # type: ignore[assignment]
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")

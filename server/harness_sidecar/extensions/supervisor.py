@@ -43,6 +43,13 @@ READS_PER_TURN = 8  # channel reads of up to 1 MiB each per event-loop turn
 DRAIN_READS = 128  # and before a deadline is judged or after an exit (a host still flooding is its own fault)
 
 
+# What every host's channel is read into (the event loop's thread is the only reader): ``recv`` of
+# 1 MiB allocated, shrank and freed a fresh 1 MiB buffer per read — three syscalls (mmap, mremap,
+# munmap) beside each recv, several per call when calls are pipelined.
+_READ_BUFFER = bytearray(1 << 20)
+_READ_VIEW = memoryview(_READ_BUFFER)
+
+
 def _loop_time(loop: asyncio.AbstractEventLoop, monotonic_at: float) -> float:
     """A ``time.monotonic()`` instant on the event loop's clock (the same clock on Linux)."""
     return monotonic_at - time.monotonic() + loop.time()
@@ -149,11 +156,12 @@ class HostProcess:
         reads until nothing is left (before a deadline is judged, after an exit), at most ``DRAIN_READS`` MiB."""
         for _ in range(DRAIN_READS if all_of_it else READS_PER_TURN):
             try:
-                data = self.sock.recv(1 << 20)
+                size = self.sock.recv_into(_READ_BUFFER)
             except (BlockingIOError, InterruptedError):
                 return
             except OSError:
-                data = b""
+                size = 0
+            data = _READ_VIEW[:size].tobytes()
             if not data:
                 self.loop.remove_reader(self.sock.fileno())
                 self._channel_closed()
@@ -333,6 +341,51 @@ class Stopped:
     started: bool = True  # False: the host never began the exchange (it was busy, frozen or died before)
 
 
+class Rest:
+    """The end of an answered call's exchange (its observers): an ``asyncio.Future``'s ``done``,
+    ``set_result`` and ``add_done_callback``, with the callbacks run at once when it resolves (on
+    the event loop, as the host's frames are read) — no future and no loop turn more per call."""
+
+    __slots__ = ("_value", "_done", "_callbacks")
+
+    def __init__(self) -> None:
+        self._value: Any = None
+        self._done = False
+        self._callbacks: list[Callable[["Rest"], None]] = []
+
+    def done(self) -> bool:
+        return self._done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> BaseException | None:
+        return None
+
+    def result(self) -> Any:
+        return self._value
+
+    def set_result(self, value: Any) -> None:
+        if self._done:
+            return
+        self._value, self._done = value, True
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            self._run(callback)
+
+    def add_done_callback(self, callback: Callable[["Rest"], None]) -> None:
+        if self._done:
+            self._run(callback)
+        else:
+            self._callbacks.append(callback)
+
+    def _run(self, callback: Callable[["Rest"], None]) -> None:
+        try:
+            callback(self)
+        except Exception:  # noqa: BLE001 - as the event loop would: logged, the reading goes on
+            logger.exception("a callback of an answered call's end failed")
+
+
 @dataclass
 class Answered:
     """A call answered before its exchange ended: the observers started with this final result.
@@ -343,16 +396,16 @@ class Answered:
 
     result: Any
     faults: list[Any]
-    rest: asyncio.Future
+    rest: Rest
 
 
 class Pending:
     """An exchange in flight: the step the host last announced and its deadline (by the sidecar's clock)."""
 
     __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
-                 "carry", "faults", "ui", "core", "closing", "started")
+                 "carry", "faults", "ui", "_core", "closing", "started")
 
-    def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: asyncio.Future,
+    def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: "asyncio.Future | Rest",
                  deadline: float) -> None:
         self.ident = ident
         self.tag = tag
@@ -367,9 +420,21 @@ class Pending:
         self.carry: Any = None
         self.faults: list[Any] = []
         self.ui: set[int] = set()
-        self.core: int | None = None  # a call's core index in the plan
+        self._core: int | None = -1  # a call's core index in the plan (-1: not looked up yet)
         self.closing = False  # thread/close asked the host to drop this call unless its core began
         self.started = False  # the host announced the first step (until then the deadline runs from the send)
+
+    @property
+    def core(self) -> int | None:
+        """A call's core index in the plan (None: not a call, or none), looked up when first needed."""
+        if self._core == -1:
+            self._core = None
+            if self.tag == channel.CALL:
+                for index, step in enumerate(self.plan):
+                    if step.kind == "core":
+                        self._core = index
+                        break
+        return self._core
 
     def limit(self) -> float:
         """When the sidecar answers for the current step, unless the host reports first."""
@@ -542,8 +607,6 @@ class ExtensionHost:
         body["deadline"] = deadline
         pending = Pending(ident, tag, plan, first, self.loop.create_future(), deadline)
         pending.carry = body.get("result")
-        if tag == channel.CALL:
-            pending.core = next((i for i, step in enumerate(plan) if step.kind == "core"), None)
         self.pending[ident] = pending
         process.send(tag, ident, body)
         if self.closing and pending.core is not None and first < pending.core:  # sent while thread/close runs
@@ -636,7 +699,7 @@ class ExtensionHost:
             if step.kind == AFTER and pending.tag == channel.CALL and pending.plan[index - 1].kind != AFTER \
                     and pending.carry is not None and not pending.future.done():
                 # The observers start: the call is answered now, with the result they watch.
-                rest = self.loop.create_future()
+                rest = Rest()
                 answered = Answered(pending.carry, pending.faults, rest)
                 pending.faults = []
                 pending.future.set_result(answered)

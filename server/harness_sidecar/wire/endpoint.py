@@ -169,7 +169,8 @@ class Endpoint:
 
     def receive_frame(self, raw: bytes) -> None:
         try:
-            message = jsondepth.bounded_loads(self.loads, raw)  # NaN and Infinity are not JSON
+            # NaN and Infinity are not JSON; a message of at most MAX_DEPTH bytes cannot nest deeper than that
+            message = self.loads(raw) if len(raw) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(self.loads, raw)
         except jsondepth.TooDeep as exc:
             self._too_deep(exc.value, exc.whole)
             return
@@ -283,9 +284,17 @@ class Endpoint:
         counted = method != "shutdown"  # shutdown waits for the others: it must not hold a place
         if counted:
             self._running += 1
-        task = self._loop.create_task(self._answer(request_id, method, handler, params, counted))
-        task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method, counted))
-        self._served[_id_key(request_id)] = task
+        # named for its method: ``_cancel`` answers for a task cancelled before it started
+        self._served[_id_key(request_id)] = self._loop.create_task(
+            self._answer(request_id, method, handler, params, counted), name=method)
+
+    def _cancel(self, task: asyncio.Task, request_id: Any) -> None:
+        """Cancel a served request. One cancelled before its first step never runs ``_answer``: it is
+        answered for when it ends (a callback only then — not a loop turn more for every request)."""
+        if not task.cancelling():  # once: a second cancel must not answer twice
+            method = task.get_name()
+            task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method, method != "shutdown"))
+        task.cancel()
 
     def _admit(self) -> None:
         """Start queued requests, in arrival order, while places are free."""
@@ -430,7 +439,7 @@ class Endpoint:
             key = _id_key(target) if isinstance(target, (int, str)) else None
             task = self._served.get(key) if key is not None else None
             if task is not None:
-                task.cancel()
+                self._cancel(task, target)
             elif key is not None and key in self._queued:
                 self._cancel_queued(self._queued[key], "before it started")
         elif method == "initialized":
@@ -447,8 +456,8 @@ class Endpoint:
             self._cancel_queued(entry, "by exit before it started")
         pending = list(self._served.values())
         if not self.shutting_down:
-            for task in pending:
-                task.cancel()
+            for (_, request_id), task in list(self._served.items()):
+                self._cancel(task, request_id)
         if pending:
             asyncio.ensure_future(self._exit_after(pending, code))
         elif not self.exit_code.done():
