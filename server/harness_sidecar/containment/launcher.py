@@ -21,12 +21,12 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.containment import landlock
+from harness_sidecar.containment.private import libc_prctl
 
 HOST = "host"
 MCP = "mcp"
@@ -54,18 +54,6 @@ class Launch:
         return self.env
 
 
-def _prctl() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
-    prctl.restype = ctypes.c_int
-    return prctl
 
 
 _PR_SET_PDEATHSIG = 1
@@ -73,7 +61,7 @@ _PR_SET_PDEATHSIG = 1
 
 def _child_setup(launch: Launch) -> Callable[[], None] | None:
     """The ``preexec_fn``: runs in the child between fork and exec (no locks, little allocation)."""
-    prctl = _prctl()
+    prctl = libc_prctl()
     if prctl is None:
         return None
     parent = os.getpid()

@@ -549,13 +549,10 @@ def process_table(zombies_of: int = 0, zombies: set[int] | None = None) -> dict[
 
 
 def _prctl(option: int, value: int) -> bool:
-    try:
-        import ctypes
+    from harness_sidecar.containment.private import libc_prctl
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
+    prctl = libc_prctl()
+    return prctl is not None and prctl(option, value, 0, 0, 0) == 0
 
 
 _instance: Lifetimes | None = None

@@ -10,11 +10,13 @@ is what refuses it there.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 _PR_SET_DUMPABLE, _PR_GET_DUMPABLE = 4, 3
 
 
-def _prctl():
+def libc_prctl() -> Any:
+    """libc's ``prctl``, typed, for every fence that needs it (None where there is none: not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -30,7 +32,7 @@ def _prctl():
 
 def make_private() -> bool:
     """Make this process non-dumpable; whether it now is."""
-    prctl = _prctl()
+    prctl = libc_prctl()
     if prctl is None:
         return False
     prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -38,5 +40,5 @@ def make_private() -> bool:
 
 
 def is_private() -> bool:
-    prctl = _prctl()
+    prctl = libc_prctl()
     return prctl is not None and prctl(_PR_GET_DUMPABLE, 0, 0, 0, 0) == 0
