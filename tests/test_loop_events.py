@@ -320,6 +320,39 @@ def test_max_handler_timeout_caps_a_handlers_own_deadline(spawn, ws):
     assert result["additionalContext"] == [] and "within 300 ms" in result["blocked"]["reason"]
 
 
+TOOL_DEADLINES = """
+import time
+def echo(call_id, arguments):
+    return "ran"
+def patient(event):
+    time.sleep(0.8)  # more than hookTimeoutMs, within its own 3 s
+def hasty(event):
+    time.sleep(5)  # more than its own 300 ms, within hookTimeoutMs
+def activate(api):
+    api.register_tool(name="echo", description="", input_schema={}, execute=echo)
+    api.on("tool_call", patient, timeout_ms=3000)
+    api.on("tool_result", hasty, timeout_ms=300)
+"""
+
+
+def test_tool_call_hooks_have_their_own_deadlines_too(spawn, ws):
+    """A before hook on its own 3 s outlives hookTimeoutMs 500; an observer on its own 300 ms is stopped there."""
+    ws.extension("tooldeadlines", TOOL_DEADLINES)
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["tooldeadlines"], limits={"hookTimeoutMs": 500, "hostGraceMs": 60000})["threadId"]
+    began = time.monotonic()
+    result = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "c1", "name": "echo", "arguments": {}}},
+                          timeout=30)["result"]
+    assert result["isError"] is False and result["content"] == [{"type": "text", "text": "ran"}], result
+    deadline = time.monotonic() + 10
+    while not [d for d in diagnostics(sidecar) if d.get("hook") == "tool_result"]:
+        assert time.monotonic() < deadline, diagnostics(sidecar)
+        sidecar.call("tools/list", {"threadId": thread})
+    stopped = [d for d in diagnostics(sidecar) if d.get("hook") == "tool_result"][0]
+    assert stopped["kind"] == "timeout" and "300 ms" in stopped["message"], stopped
+    assert time.monotonic() - began < 4.5  # stopped by its own 300 ms, not after its 5 s sleep
+
+
 # -- ctx.ui after the handler, and how a question ended -------------------------------------------------
 
 KEEPER = """

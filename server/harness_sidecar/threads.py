@@ -18,10 +18,13 @@ from typing import Any, Awaitable, Callable, Protocol
 from harness_sidecar import commands as C
 from harness_sidecar.errors import DomainError, PeerError
 from harness_sidecar.hooks.python import (
+    AFTER,
+    BEFORE,
     CONTEXT,
     INPUT,
     THREAD_CLOSE,
     THREAD_START,
+    TRANSFORM,
     HookFault,
 )
 from harness_sidecar.limits import SIDECAR, Limits
@@ -499,7 +502,7 @@ class Sidecar:
                 thread.tool_changed_at[name] = thread.revision
             thread.catalog.diagnostics[:] = diagnostics
             thread.registry = ToolRegistry({**others, **fresh}, thread.registry.handlers,
-                                           thread.registry.hook_timeout_s)
+                                           thread.registry.hook_timeout_s, thread.registry.step_timeouts)
             thread.pipeline = self._new_pipeline(thread)
             if thread.host is not None:
                 thread.host.set_schemas(self._foreign_schemas(thread.registry))
@@ -604,7 +607,8 @@ class Sidecar:
         for _, name in tool_change:
             thread.tool_changed_at[name] = thread.revision
         if tool_change:
-            thread.registry = ToolRegistry(tools, thread.registry.handlers, thread.registry.hook_timeout_s)
+            thread.registry = ToolRegistry(tools, thread.registry.handlers, thread.registry.hook_timeout_s,
+                                           thread.registry.step_timeouts)
         thread.catalog, thread.extensions = catalog, extensions
         thread.pipeline = self._new_pipeline(thread)
         wire = change.to_wire()
@@ -724,6 +728,8 @@ class Sidecar:
         thread.handler_timeouts = registrations.handler_timeouts
         host.set_schemas(self._foreign_schemas(registry))
         thread.host = host
+        registry.step_timeouts = {event: thread.timeouts(event) for event in (BEFORE, TRANSFORM, AFTER)
+                                  if any(registrations.handler_timeouts.get(event, []))}
 
     def _ui(self, key: str) -> bool:
         """Whether the editor declared ``capabilities.ui.<key>`` at initialize: only ``true`` declares it."""

@@ -72,20 +72,31 @@ class ToolRegistry:
     tools: dict[str, Tool] = field(default_factory=dict)
     handlers: dict[str, list[str]] = field(default_factory=dict)  # event → extension ids, in order
     hook_timeout_s: float = 5.0
+    # event → each handler's own deadline in seconds (api.on(..., timeout_ms=), capped), where one differs
+    step_timeouts: dict[str, list[float]] = field(default_factory=dict)
     _plans: dict[str, tuple[list[StepPlan], int]] = field(default_factory=dict, repr=False)
 
     def plan(self, tool: Tool) -> tuple[list[StepPlan], int]:
         """The steps of a call of ``tool`` as the host runs them (it computes the same list), and the core's index."""
         found = self._plans.get(tool.name)
         if found is None:
-            hook = self.hook_timeout_s
-            plan = [StepPlan(BEFORE, ext, hook) for ext in self.handlers.get(BEFORE, [])]
+            plan = self._steps(BEFORE)
             core = len(plan)
             plan.append(StepPlan("core", tool.origin_id if tool.run is None else None, tool.timeout_s))
-            plan += [StepPlan(TRANSFORM, ext, hook) for ext in self.handlers.get(TRANSFORM, [])]
-            plan += [StepPlan(AFTER, ext, hook) for ext in self.handlers.get(AFTER, [])]
+            plan += self._steps(TRANSFORM) + self._steps(AFTER)
             found = self._plans[tool.name] = (plan, core)
         return found
+
+    def _steps(self, event: str) -> list[StepPlan]:
+        own = self.step_timeouts.get(event, [])
+        return [StepPlan(event, ext, own[i] if i < len(own) else self.hook_timeout_s)
+                for i, ext in enumerate(self.handlers.get(event, []))]
+
+    def step_timeouts_of(self, plan: list[StepPlan]) -> list[float] | None:
+        """Each step's deadline, for the host, when a handler has its own; None when all have hookTimeoutMs."""
+        if not self.step_timeouts:
+            return None
+        return [step.timeout for step in plan]
 
     def to_wire(self) -> list[dict[str, Any]]:
         return [t.to_wire() for t in self.tools.values()]
@@ -241,6 +252,9 @@ class Pipeline:
         assert self.host is not None
         body: dict[str, Any] = {"threadId": self.thread_id, "call": call.to_wire(), "from": start, "to": end,
                                 "hookTimeout": self.registry.hook_timeout_s, "toolTimeout": tool.timeout_s}
+        steps = self.registry.step_timeouts_of(plan)
+        if steps is not None:
+            body["stepTimeouts"] = steps
         if result is not None:
             body["result"] = result
         if rewritten_by:

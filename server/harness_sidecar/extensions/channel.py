@@ -13,7 +13,7 @@ Sidecar → host
   ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live
   ``schemas``   0    {tools: {name: inputSchema}}  tools the host does not own (re-validation)
   ``call``      x    {phase: "full"|"before"|"after", threadId, call, result?, deadline,
-                      hookTimeout, toolTimeout}                            → ``step``…, ``done``
+                      hookTimeout, toolTimeout, stepTimeouts?}             → ``step``…, ``done``
   ``event``     x    {event, payload, deadline, hookTimeout}  lifecycle, context, input handlers
   ``command``   x    {name, arguments, deadline, timeout}
   ``abort``     x    null | {unlessAt}   the sidecar gave up on exchange x: run none of its further

@@ -1098,20 +1098,22 @@ class Host:
         state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", [])))
         state.known = state.result
         hook_timeout, tool_timeout = body["hookTimeout"], body["toolTimeout"]
+        steps = body.get("stepTimeouts")  # each handler's own deadline, when one has its own (api.on timeout_ms)
         plan = self.call_plan(call["name"])
         end = min(body["to"], len(plan))
         index = body["from"]
         while index < end:
             kind, target = plan[index]
             if kind == BEFORE:
-                exchange.begin(index, hook_timeout, faults=state.take_faults())
+                exchange.begin(index, steps[index] if steps else hook_timeout, faults=state.take_faults())
                 if not self._before(exchange, index, target, state):
                     break
             elif kind == "core":
                 exchange.begin(index, tool_timeout, faults=state.take_faults())
                 self._core(exchange, index, target, state, tool_timeout)
             elif kind == TRANSFORM:
-                exchange.begin(index, hook_timeout, carry=_news(state), faults=state.take_faults())
+                exchange.begin(index, steps[index] if steps else hook_timeout, carry=_news(state),
+                               faults=state.take_faults())
                 if not self._transform(exchange, index, target, state):
                     # withheld: the rest of the transforms do not run; observers see the withheld result
                     index += 1
@@ -1119,7 +1121,7 @@ class Host:
                         index += 1
                     continue
             else:
-                self._observe(exchange, index, end, plan, state, hook_timeout)
+                self._observe(exchange, index, end, plan, state, hook_timeout, steps)
                 break
             index += 1
         else:
@@ -1238,14 +1240,14 @@ class Host:
         return False
 
     def _observe(self, exchange: Exchange, start: int, end: int, plan: list[tuple[str, Any]], state: CallState,
-                 timeout: float) -> None:
+                 timeout: float, steps: list[float] | None = None) -> None:
         """The observers: the first one's frame carries the final result (the sidecar answers the
         call with it at once); nothing they do changes it."""
         if state.result is not None and "withheld" not in state.result["details"]:
             state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
         for index in range(start, end):
             handler = plan[index][1]
-            exchange.begin(index, timeout, carry=_news(state) if index == start else None,
+            exchange.begin(index, steps[index] if steps else timeout, carry=_news(state) if index == start else None,
                            faults=state.take_faults())
             # The last observer may have the call and result themselves: the sidecar has the result (it
             # answered with it), no handler runs after it, and the outcome reports only faults.
