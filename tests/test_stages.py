@@ -15,38 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import add_skill, write
-
-HEADER = """\
-import json, os, sys, time, re
-TRACE = {trace!r}
-def trace(*event):
-    with open(TRACE, "a") as f:
-        f.write(json.dumps(list(event)) + "\\n")
-"""
+from helpers import TraceWorkspace, add_skill
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "project"
-    add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
-    trace = tmp_path / "trace.jsonl"
-
-    class Workspace:
-        def __init__(self) -> None:
-            self.root = root
-            self.trace = trace
-            self.tmp = tmp_path
-
-        def extension(self, ext_id: str, code: str) -> Path:
-            return write(self.root / "extensions" / f"{ext_id}.py", HEADER.format(trace=str(trace)) + code)
-
-        def events(self) -> list[list]:
-            if not trace.exists():
-                return []
-            return [json.loads(line) for line in trace.read_text().splitlines()]
-
-    return Workspace()
+    return TraceWorkspace.make(tmp_path, ("os", "sys", "time", "re"))
 
 
 def start(sidecar, ws, trusted, **extra):
