@@ -49,14 +49,20 @@ def loop_event(sidecar, thread, event, payload=None):
     return sidecar.call("loop/event", params, timeout=60)
 
 
+def open_thread(spawn, ws, extensions, **extra):
+    """A sidecar with the editor's UI, and a thread trusting ``extensions`` (id → source), each written first."""
+    for ext_id, code in extensions.items():
+        ws.extension(ext_id, code)
+    sidecar, _ = start_editor(spawn)
+    return sidecar, start(sidecar, ws, list(extensions), **extra)["threadId"]
+
+
 def statuses(sidecar):
     return [n["params"]["text"] for n in sidecar.notifications if n["method"] == "ui/status"]
 
 
 def test_pi_status_line_follows_the_editors_turns(spawn, ws):
-    ws.extension("status-line", STATUS_LINE)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["status-line"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"status-line": STATUS_LINE})
     assert loop_event(sidecar, thread, "turn_start", {"prompt": "fix the bug"}) == EMPTY
     assert loop_event(sidecar, thread, "turn_end", {"lastAssistantMessage": "done"}) == EMPTY
     assert loop_event(sidecar, thread, "turn_start", {"prompt": "and the test"}) == EMPTY
@@ -92,10 +98,7 @@ def activate(api):
 
 
 def test_permission_request_merges_every_extension_deterministically(spawn, ws):
-    for ext_id, code in GUARDS.items():
-        ws.extension(ext_id, code)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["reads-ok", "no-rm", "no-bash"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, GUARDS)
     read = loop_event(sidecar, thread, "permission_request", {"toolName": "Read", "toolInput": {"path": "a"}})
     assert read == {"blocked": None, "decision": "allow",
                     "additionalContext": ["reads are fine here", "no-rm looked at Read"], "systemMessages": []}
@@ -126,9 +129,7 @@ def activate(api):
 
 
 def test_a_failing_stop_handler_blocks_and_a_failing_turn_end_handler_only_reports(spawn, ws):
-    ws.extension("flaky", FAILING)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["flaky"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"flaky": FAILING})
     stop = loop_event(sidecar, thread, "stop", {"stopHookActive": False, "lastAssistantMessage": "all done"})
     assert stop["blocked"]["by"] == ["extension:flaky"] and "stop hook broke" in stop["blocked"]["reason"]
     assert loop_event(sidecar, thread, "turn_end", {}) == EMPTY
@@ -150,9 +151,7 @@ def test_a_failing_stop_handler_blocks_and_a_failing_turn_end_handler_only_repor
     ({"payload": {}}, "event"),
 ])
 def test_a_bad_loop_event_is_invalid_params_naming_the_field(spawn, ws, params, field):
-    ws.extension("status-line", STATUS_LINE)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["status-line"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"status-line": STATUS_LINE})
     response = sidecar.request("loop/event", {"threadId": thread, **params})
     assert error_kind(response) == "invalid_params" and response["error"]["data"]["field"] == field
     assert loop_event(sidecar, thread, "notification", {"message": "still serving"}) == EMPTY
@@ -211,9 +210,7 @@ def test_pi_ask_command_takes_the_slash_line_as_text_and_sends_it_through_the_ed
 
 
 def test_send_message_without_the_capability_returns_false_and_sends_nothing(spawn, ws):
-    ws.extension("ask", ASK)
-    sidecar, _ = start_editor(spawn)  # no ui.sendMessage
-    thread = start(sidecar, ws, ["ask"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"ask": ASK})  # no ui.sendMessage
     assert sidecar.call("commands/run", {"threadId": thread, "name": "ask", "text": "hello"})["isError"] is False
     assert ws.events() == [["sent", False]]
     assert not [n for n in sidecar.notifications if n["method"] == "chat/send"]
@@ -240,9 +237,7 @@ def activate(api):
 
 
 def test_an_ignored_return_or_an_in_place_change_is_a_diagnostic_naming_the_right_form(spawn, ws):
-    ws.extension("pi-style", IGNORED)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["pi-style"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"pi-style": IGNORED})
     result = call(sidecar, thread, "shell", {"command": "cat secrets"})
     assert result["content"][0]["text"] == "ran cat secrets"  # neither change took effect …
     notices = {d["hook"]: d for d in diagnostics(sidecar, "handler_return_ignored")}
@@ -282,10 +277,8 @@ def activate(api):
 
 
 def test_each_handler_has_its_own_deadline_capped_by_max_handler_timeout(spawn, ws):
-    ws.extension("deadlines", DEADLINES)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["deadlines"], limits={"hookTimeoutMs": 300, "commandTimeoutMs": 300,
-                                                        "maxHandlerTimeoutMs": 3000})["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"deadlines": DEADLINES}, limits={
+        "hookTimeoutMs": 300, "commandTimeoutMs": 300, "maxHandlerTimeoutMs": 3000})
     stop = loop_event(sidecar, thread, "stop", {"stopHookActive": False})
     assert stop["additionalContext"] == ["patient finished"]  # its own 5 s (capped at 3 s) were enough
     assert stop["blocked"]["by"] == ["extension:deadlines"]  # the other one, on 300 ms, was stopped
@@ -300,9 +293,7 @@ def test_each_handler_has_its_own_deadline_capped_by_max_handler_timeout(spawn, 
 
 
 def test_max_handler_timeout_caps_a_handlers_own_deadline(spawn, ws):
-    ws.extension("deadlines", DEADLINES)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["deadlines"], limits={"maxHandlerTimeoutMs": 300})["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"deadlines": DEADLINES}, limits={"maxHandlerTimeoutMs": 300})
     result = loop_event(sidecar, thread, "subagent_stop", {"agentType": "explore"})
     assert result["additionalContext"] == [] and "within 300 ms" in result["blocked"]["reason"]
 

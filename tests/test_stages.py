@@ -85,6 +85,15 @@ def activate(api):
     api.register_tool(name="slow", description="", input_schema={}, execute=slow)
 """
 
+
+def with_tooler(spawn, ws, extensions, **extra):
+    """A sidecar and a thread trusting TOOLER and ``extensions`` (id → source), each written into the root."""
+    for ext_id, code in {"tooler": TOOLER, **extensions}.items():
+        ws.extension(ext_id, code)
+    sidecar = spawn()
+    return sidecar, start(sidecar, ws, ["tooler", *extensions], **extra)
+
+
 # -- a result, once made, is kept ----------------------------------------------------------------------
 
 
@@ -102,10 +111,7 @@ def activate(api):
 
 
 def test_a_host_dying_in_an_observer_after_a_fast_tool_keeps_the_tools_result(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("watcher", OBSERVER_DIES)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "watcher"])
+    sidecar, thread = with_tooler(spawn, ws, {"watcher": OBSERVER_DIES})
     for n in range(2):  # each kills the host (2 exits: the thread is not failed)
         result = call(sidecar, thread, "fast", {"observer": "die"}, call_id=f"k{n}")
         assert result["isError"] is False, result
@@ -116,10 +122,7 @@ def test_a_host_dying_in_an_observer_after_a_fast_tool_keeps_the_tools_result(sp
 
 
 def test_an_observer_cannot_delay_the_answer(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("watcher", OBSERVER_DIES)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "watcher"])
+    sidecar, thread = with_tooler(spawn, ws, {"watcher": OBSERVER_DIES})
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"observer": "sleep"}, call_id="s")
     took = time.monotonic() - started
@@ -147,10 +150,7 @@ def activate(api):
 
 
 def test_a_transform_crash_is_blamed_on_the_transform_and_its_extension(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("shaper", SHAPER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "shaper"])
+    sidecar, thread = with_tooler(spawn, ws, {"shaper": SHAPER})
     result = call(sidecar, thread, "fast", {"transform": "die"}, call_id="t")
     assert result["isError"] is True
     assert result["details"].get("kind") != "crash"  # not a core crash: the core finished
@@ -162,11 +162,8 @@ def test_a_transform_crash_is_blamed_on_the_transform_and_its_extension(spawn, w
 
 
 def test_a_frozen_transform_is_answered_by_hook_timeout_not_tool_timeout(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("shaper", SHAPER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "shaper"],
-                   limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"shaper": SHAPER},
+                                  limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"transform": "freeze"}, call_id="f")
     took = time.monotonic() - started
@@ -190,11 +187,9 @@ def activate(api):
 
 
 def test_a_freeze_in_the_second_before_hook_is_blamed_on_its_extension(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("alpha", GATES.format(ext="alpha"))
-    ws.extension("beta", GATES.format(ext="beta"))
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "alpha", "beta"], limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"alpha": GATES.format(ext="alpha"),
+                                               "beta": GATES.format(ext="beta")},
+                                  limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
     result = call(sidecar, thread, "fast", {"freeze": "beta"}, call_id="b")
     assert result["details"]["blocked"]["extensionId"] == "beta", result
     assert result["details"]["blocked"]["kind"] == "timeout"
@@ -237,11 +232,8 @@ def activate(api):
 
 
 def test_a_forged_future_step_frame_cannot_delay_the_answer(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("forger", FORGER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "forger"],
-                   limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"forger": FORGER},
+                                  limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
     assert call(sidecar, thread, "fast", call_id="ok")["content"][0]["text"] == "made ok"
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"forge": True}, call_id="x")
@@ -269,10 +261,8 @@ def activate(api):
 
 
 def test_a_hook_that_never_returns_ends_its_host_after_host_grace(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("spinner", SPINNER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "spinner"], limits={"hookTimeoutMs": 300, "hostGraceMs": 700})
+    sidecar, thread = with_tooler(spawn, ws, {"spinner": SPINNER},
+                                  limits={"hookTimeoutMs": 300, "hostGraceMs": 700})
     result = call(sidecar, thread, "fast", {"spin": True}, call_id="s")
     assert result["details"]["blocked"]["extensionId"] == "spinner"
     assert result["details"]["blocked"]["kind"] == "timeout"
@@ -302,10 +292,7 @@ def activate(api):
 
 
 def test_close_during_a_running_core_answers_its_real_result_and_blocks_unstarted_calls(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("holder", HOLDER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "holder"])
+    sidecar, thread = with_tooler(spawn, ws, {"holder": HOLDER})
     running = call_async(sidecar, thread, "slow", {"seconds": 1.5}, call_id="run")
     wait_for(lambda: ["core", "run"] in ws.events(), 15)
     waiting = call_async(sidecar, thread, "fast", {"hold": 1.0}, call_id="wait")  # in its before hook
@@ -395,10 +382,8 @@ def test_a_failed_thread_runs_no_tool_command_or_input(spawn, ws, tmp_path):
 
 
 def test_a_call_waiting_behind_a_frozen_one_blames_the_host_not_an_extension(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("alpha", GATES.format(ext="alpha"))
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "alpha"], limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"alpha": GATES.format(ext="alpha")},
+                                  limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
     frozen = call_async(sidecar, thread, "fast", {"freeze": "alpha"}, call_id="frozen")
     wait_for(lambda: ["freezing", "alpha"] in ws.events(), 15)
     waiting = call_async(sidecar, thread, "fast", call_id="waiting")  # its hook never begins: the GIL is held
