@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from helpers import TraceWorkspace, add_skill
+from mcp_helpers import alive
 
 
 @pytest.fixture
@@ -61,14 +62,6 @@ def wait_for(predicate, timeout=15.0, sidecar=None):
             pump(sidecar, 0.05)
         else:
             time.sleep(0.05)
-
-
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 TOOLER = """
