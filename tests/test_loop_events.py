@@ -57,6 +57,17 @@ def open_thread(spawn, ws, extensions, **extra):
     return sidecar, start(sidecar, ws, list(extensions), **extra)["threadId"]
 
 
+def read_diagnostics(sidecar, kind, count, timeout=15.0):
+    """Diagnostics of ``kind``, read until ``count`` arrived: an observer runs (and is judged) after the answer."""
+    deadline = time.monotonic() + timeout
+    while len(diagnostics(sidecar, kind)) < count and time.monotonic() < deadline:
+        try:
+            sidecar._dispatch(sidecar.next_message(0.05))
+        except Exception:  # noqa: BLE001 - queue.Empty: nothing more for now
+            pass
+    return diagnostics(sidecar, kind)
+
+
 def statuses(sidecar):
     return [n["params"]["text"] for n in sidecar.notifications if n["method"] == "ui/status"]
 
@@ -240,7 +251,7 @@ def test_an_ignored_return_or_an_in_place_change_is_a_diagnostic_naming_the_righ
     sidecar, thread = open_thread(spawn, ws, {"pi-style": IGNORED})
     result = call(sidecar, thread, "shell", {"command": "cat secrets"})
     assert result["content"][0]["text"] == "ran cat secrets"  # neither change took effect …
-    notices = {d["hook"]: d for d in diagnostics(sidecar, "handler_return_ignored")}
+    notices = {d["hook"]: d for d in read_diagnostics(sidecar, "handler_return_ignored", 3)}
     assert set(notices) == {"thread_start", "tool_call", "tool_result"}  # … and each was said
     assert all(d["extensionId"] == "pi-style" for d in notices.values())
     assert "return {'arguments': {...}}" in notices["tool_call"]["message"]
@@ -248,6 +259,7 @@ def test_an_ignored_return_or_an_in_place_change_is_a_diagnostic_naming_the_righ
     # a handler that returns its rewrite properly gets no notice
     before = len(diagnostics(sidecar, "handler_return_ignored"))
     call(sidecar, thread, "shell", {"command": "echo redacted"})  # in-place "change" to the same value
+    read_diagnostics(sidecar, "handler_return_ignored", before + 1)  # the observer's, sent after the answer
     assert len(diagnostics(sidecar, "handler_return_ignored")) == before + 1  # only the observer's return
 
 
