@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,3 +39,49 @@ def kinds_by_path(diagnostics: list[dict[str, Any]]) -> dict[str, set[str]]:
     for d in diagnostics:
         out.setdefault(d.get("path", ""), set()).add(d["kind"])
     return out
+
+
+def trace_prelude(trace: Path, imports: tuple[str, ...] = ()) -> str:
+    """Python source that defines ``trace(*event)``: each call appends one JSON line to ``trace``.
+
+    Extensions and planted files start with it, so what ran (and in what order) is observed
+    from outside the processes that ran it.
+    """
+    return (f"import {', '.join(('json', *imports))}\n"
+            f"TRACE = {str(trace)!r}\n"
+            "def trace(*event):\n"
+            '    with open(TRACE, "a") as f:\n'
+            '        f.write(json.dumps(list(event)) + "\\n")\n')
+
+
+@dataclass
+class TraceWorkspace:
+    """A project root holding the skill ``review``, and extensions that trace into one file.
+
+    ``imports`` are the modules the prelude imports besides json; with ``trace_import`` each
+    extension first traces ``['import', its id]``.
+    """
+
+    root: Path
+    trace: Path
+    tmp: Path
+    imports: tuple[str, ...] = ()
+    trace_import: bool = False
+
+    @classmethod
+    def make(cls, tmp: Path, imports: tuple[str, ...] = (), trace_import: bool = False) -> TraceWorkspace:
+        root = tmp / "project"
+        add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
+        return cls(root, tmp / "trace.jsonl", tmp, imports, trace_import)
+
+    def header(self) -> str:
+        return trace_prelude(self.trace, self.imports)
+
+    def extension(self, ext_id: str, code: str, root: Path | None = None) -> Path:
+        announce = f"trace('import', {ext_id!r})\n" if self.trace_import else ""
+        return write((root or self.root) / "extensions" / f"{ext_id}.py", self.header() + announce + code)
+
+    def events(self) -> list[list]:
+        if not self.trace.exists():
+            return []
+        return [json.loads(line) for line in self.trace.read_text().splitlines()]

@@ -8,37 +8,16 @@ import time
 
 import pytest
 from harness_sidecar.client import Malformed
-from helpers import add_skill, write
+from helpers import TraceWorkspace, write
 
-HEADER = """\
-import json, os, sys, time, asyncio
-TRACE = {trace!r}
-def trace(*event):
-    with open(TRACE, "a") as f:
-        f.write(json.dumps(list(event)) + "\\n")
-"""
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True}
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "project"
-    add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
-    write(root / "templates/review.md", "---\ndescription: Review a file.\n---\nReview {{path}}, focus on {{focus}}.\n")
-    trace = tmp_path / "trace.jsonl"
-
-    class Workspace:
-        def __init__(self) -> None:
-            self.root = root
-            self.tmp = tmp_path
-
-        def extension(self, ext_id: str, code: str) -> None:
-            write(root / "extensions" / f"{ext_id}.py", HEADER.format(trace=str(trace)) + code)
-
-        def events(self) -> list[list]:
-            return [json.loads(line) for line in trace.read_text().splitlines()] if trace.exists() else []
-
-    return Workspace()
+    ws = TraceWorkspace.make(tmp_path, ("os", "sys", "time", "asyncio"))
+    write(ws.root / "templates/review.md", "---\ndescription: Review a file.\n---\nReview {{path}}, focus on {{focus}}.\n")
+    return ws
 
 
 def editor(answers=None, capabilities=UI, **spawn_kwargs):

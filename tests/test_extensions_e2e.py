@@ -7,49 +7,18 @@ Extensions here write what happens to them into trace files, so the order of eve
 from __future__ import annotations
 
 import hashlib
-import json
 import time
-from pathlib import Path
 
 import pytest
-from helpers import add_skill, write
-
-HEADER = """\
-import json, os, sys, time, asyncio
-TRACE = {trace!r}
-def trace(*event):
-    with open(TRACE, "a") as f:
-        f.write(json.dumps(list(event)) + "\\n")
-"""
-
-
-def read_trace(path: Path) -> list[list]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+from helpers import TraceWorkspace, add_skill, write
 
 
 @pytest.fixture
 def workspace(tmp_path):
-    """A project root with a skill, and a way to add extensions that trace into one file."""
-    root = tmp_path / "project"
-    add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
-    add_skill(root, "forbidden", "Never allowed.", "FORBIDDEN BODY\n")
-    trace = tmp_path / "trace.jsonl"
-
-    class Workspace:
-        def __init__(self) -> None:
-            self.root = root
-            self.trace = trace
-
-        def extension(self, ext_id: str, code: str, where: Path | None = None) -> Path:
-            return write((where or root) / "extensions" / f"{ext_id}.py",
-                         HEADER.format(trace=str(trace)) + f"trace('import', {ext_id!r})\n" + code)
-
-        def events(self) -> list[list]:
-            return read_trace(trace)
-
-    return Workspace()
+    """A project root with two skills, and a way to add extensions that trace into one file."""
+    ws = TraceWorkspace.make(tmp_path, ("os", "sys", "time", "asyncio"), trace_import=True)
+    add_skill(ws.root, "forbidden", "Never allowed.", "FORBIDDEN BODY\n")
+    return ws
 
 
 def start(sidecar, ws, trusted, **extra):
@@ -505,7 +474,7 @@ def test_same_id_in_two_roots_and_explicit_sources(spawn, workspace, tmp_path):
     workspace.extension("shared", "def activate(api):\n    api.register_tool(name='which', description='', "
                                   "input_schema={}, execute=lambda c, a: 'project')\n")
     workspace.extension("shared", "def activate(api):\n    api.register_tool(name='which', description='', "
-                                  "input_schema={}, execute=lambda c, a: 'user')\n", where=user)
+                                  "input_schema={}, execute=lambda c, a: 'user')\n", root=user)
     explicit = write(tmp_path / "elsewhere/shared.py", "def activate(api):\n    api.register_tool(name='which', "
                      "description='', input_schema={}, execute=lambda c, a: 'explicit')\n")
     sidecar = spawn()

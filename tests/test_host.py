@@ -16,39 +16,12 @@ from pathlib import Path
 
 import pytest
 from harness_sidecar.client import child_env, sidecar_command
-from helpers import add_skill, write
-
-HEADER = """\
-import json, os, sys, time, asyncio
-TRACE = {trace!r}
-def trace(*event):
-    with open(TRACE, "a") as f:
-        f.write(json.dumps(list(event)) + "\\n")
-"""
+from helpers import TraceWorkspace, add_skill, write
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "project"
-    add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
-    trace = tmp_path / "trace.jsonl"
-
-    class Workspace:
-        def __init__(self) -> None:
-            self.root = root
-            self.trace = trace
-            self.tmp = tmp_path
-
-        def extension(self, ext_id: str, code: str, root: Path | None = None) -> Path:
-            return write((root or self.root) / "extensions" / f"{ext_id}.py",
-                         HEADER.format(trace=str(trace)) + f"trace('import', {ext_id!r})\n" + code)
-
-        def events(self) -> list[list]:
-            if not trace.exists():
-                return []
-            return [json.loads(line) for line in trace.read_text().splitlines()]
-
-    return Workspace()
+    return TraceWorkspace.make(tmp_path, ("os", "sys", "time", "asyncio"), trace_import=True)
 
 
 def start(sidecar, ws, trusted, root=None, **extra):

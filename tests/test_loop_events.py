@@ -16,7 +16,6 @@ Zechner) are ported to Python here:
 from __future__ import annotations
 
 import json
-import queue
 import time
 
 import pytest
@@ -50,14 +49,31 @@ def loop_event(sidecar, thread, event, payload=None):
     return sidecar.call("loop/event", params, timeout=60)
 
 
+def open_thread(spawn, ws, extensions, **extra):
+    """A sidecar with the editor's UI, and a thread trusting ``extensions`` (id → source), each written first."""
+    for ext_id, code in extensions.items():
+        ws.extension(ext_id, code)
+    sidecar, _ = start_editor(spawn)
+    return sidecar, start(sidecar, ws, list(extensions), **extra)["threadId"]
+
+
+def read_diagnostics(sidecar, kind, count, timeout=15.0):
+    """Diagnostics of ``kind``, read until ``count`` arrived: an observer runs (and is judged) after the answer."""
+    deadline = time.monotonic() + timeout
+    while len(diagnostics(sidecar, kind)) < count and time.monotonic() < deadline:
+        try:
+            sidecar._dispatch(sidecar.next_message(0.05))
+        except Exception:  # noqa: BLE001 - queue.Empty: nothing more for now
+            pass
+    return diagnostics(sidecar, kind)
+
+
 def statuses(sidecar):
     return [n["params"]["text"] for n in sidecar.notifications if n["method"] == "ui/status"]
 
 
 def test_pi_status_line_follows_the_editors_turns(spawn, ws):
-    ws.extension("status-line", STATUS_LINE)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["status-line"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"status-line": STATUS_LINE})
     assert loop_event(sidecar, thread, "turn_start", {"prompt": "fix the bug"}) == EMPTY
     assert loop_event(sidecar, thread, "turn_end", {"lastAssistantMessage": "done"}) == EMPTY
     assert loop_event(sidecar, thread, "turn_start", {"prompt": "and the test"}) == EMPTY
@@ -93,10 +109,7 @@ def activate(api):
 
 
 def test_permission_request_merges_every_extension_deterministically(spawn, ws):
-    for ext_id, code in GUARDS.items():
-        ws.extension(ext_id, code)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["reads-ok", "no-rm", "no-bash"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, GUARDS)
     read = loop_event(sidecar, thread, "permission_request", {"toolName": "Read", "toolInput": {"path": "a"}})
     assert read == {"blocked": None, "decision": "allow",
                     "additionalContext": ["reads are fine here", "no-rm looked at Read"], "systemMessages": []}
@@ -127,9 +140,7 @@ def activate(api):
 
 
 def test_a_failing_stop_handler_blocks_and_a_failing_turn_end_handler_only_reports(spawn, ws):
-    ws.extension("flaky", FAILING)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["flaky"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"flaky": FAILING})
     stop = loop_event(sidecar, thread, "stop", {"stopHookActive": False, "lastAssistantMessage": "all done"})
     assert stop["blocked"]["by"] == ["extension:flaky"] and "stop hook broke" in stop["blocked"]["reason"]
     assert loop_event(sidecar, thread, "turn_end", {}) == EMPTY
@@ -151,9 +162,7 @@ def test_a_failing_stop_handler_blocks_and_a_failing_turn_end_handler_only_repor
     ({"payload": {}}, "event"),
 ])
 def test_a_bad_loop_event_is_invalid_params_naming_the_field(spawn, ws, params, field):
-    ws.extension("status-line", STATUS_LINE)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["status-line"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"status-line": STATUS_LINE})
     response = sidecar.request("loop/event", {"threadId": thread, **params})
     assert error_kind(response) == "invalid_params" and response["error"]["data"]["field"] == field
     assert loop_event(sidecar, thread, "notification", {"message": "still serving"}) == EMPTY
@@ -212,9 +221,7 @@ def test_pi_ask_command_takes_the_slash_line_as_text_and_sends_it_through_the_ed
 
 
 def test_send_message_without_the_capability_returns_false_and_sends_nothing(spawn, ws):
-    ws.extension("ask", ASK)
-    sidecar, _ = start_editor(spawn)  # no ui.sendMessage
-    thread = start(sidecar, ws, ["ask"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"ask": ASK})  # no ui.sendMessage
     assert sidecar.call("commands/run", {"threadId": thread, "name": "ask", "text": "hello"})["isError"] is False
     assert ws.events() == [["sent", False]]
     assert not [n for n in sidecar.notifications if n["method"] == "chat/send"]
@@ -240,24 +247,12 @@ def activate(api):
 """
 
 
-def _notices_when(sidecar, count, timeout=10.0):
-    """The handler_return_ignored diagnostics once ``count`` came (an observer's arrives after the answer)."""
-    deadline = time.monotonic() + timeout
-    while len(diagnostics(sidecar, "handler_return_ignored")) < count and time.monotonic() < deadline:
-        try:
-            sidecar._dispatch(sidecar.next_message(0.1))
-        except queue.Empty:
-            pass
-    return diagnostics(sidecar, "handler_return_ignored")
-
 
 def test_an_ignored_return_or_an_in_place_change_is_a_diagnostic_naming_the_right_form(spawn, ws):
-    ws.extension("pi-style", IGNORED)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["pi-style"])["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"pi-style": IGNORED})
     result = call(sidecar, thread, "shell", {"command": "cat secrets"})
     assert result["content"][0]["text"] == "ran cat secrets"  # neither change took effect …
-    notices = {d["hook"]: d for d in _notices_when(sidecar, 3)}
+    notices = {d["hook"]: d for d in read_diagnostics(sidecar, "handler_return_ignored", 3)}
     assert set(notices) == {"thread_start", "tool_call", "tool_result"}  # … and each was said
     assert all(d["extensionId"] == "pi-style" for d in notices.values())
     assert "return {'arguments': {...}}" in notices["tool_call"]["message"]
@@ -265,7 +260,7 @@ def test_an_ignored_return_or_an_in_place_change_is_a_diagnostic_naming_the_righ
     # a handler that returns its rewrite properly gets no notice
     before = len(diagnostics(sidecar, "handler_return_ignored"))
     call(sidecar, thread, "shell", {"command": "echo redacted"})  # in-place "change" to the same value
-    _notices_when(sidecar, before + 2, timeout=1.0)  # time for a wrong extra notice to arrive
+    read_diagnostics(sidecar, "handler_return_ignored", before + 2, timeout=1.0)  # time for a wrong extra one
     assert len(diagnostics(sidecar, "handler_return_ignored")) == before + 1  # only the observer's return
 
 
@@ -295,10 +290,8 @@ def activate(api):
 
 
 def test_each_handler_has_its_own_deadline_capped_by_max_handler_timeout(spawn, ws):
-    ws.extension("deadlines", DEADLINES)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["deadlines"], limits={"hookTimeoutMs": 300, "commandTimeoutMs": 300,
-                                                        "maxHandlerTimeoutMs": 3000})["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"deadlines": DEADLINES}, limits={
+        "hookTimeoutMs": 300, "commandTimeoutMs": 300, "maxHandlerTimeoutMs": 3000})
     stop = loop_event(sidecar, thread, "stop", {"stopHookActive": False})
     assert stop["additionalContext"] == ["patient finished"]  # its own 5 s (capped at 3 s) were enough
     assert stop["blocked"]["by"] == ["extension:deadlines"]  # the other one, on 300 ms, was stopped
@@ -313,9 +306,7 @@ def test_each_handler_has_its_own_deadline_capped_by_max_handler_timeout(spawn, 
 
 
 def test_max_handler_timeout_caps_a_handlers_own_deadline(spawn, ws):
-    ws.extension("deadlines", DEADLINES)
-    sidecar, _ = start_editor(spawn)
-    thread = start(sidecar, ws, ["deadlines"], limits={"maxHandlerTimeoutMs": 300})["threadId"]
+    sidecar, thread = open_thread(spawn, ws, {"deadlines": DEADLINES}, limits={"maxHandlerTimeoutMs": 300})
     result = loop_event(sidecar, thread, "subagent_stop", {"agentType": "explore"})
     assert result["additionalContext"] == [] and "within 300 ms" in result["blocked"]["reason"]
 

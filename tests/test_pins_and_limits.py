@@ -15,37 +15,12 @@ from pathlib import Path
 
 import pytest
 from harness_sidecar.client import Malformed
-from helpers import add_skill, write
-
-TRACE_HEADER = """\
-import json
-def trace(*event):
-    with open({trace!r}, "a") as f:
-        f.write(json.dumps(list(event)) + "\\n")
-"""
+from helpers import TraceWorkspace, add_skill, write
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "project"
-    add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
-    trace = tmp_path / "trace.jsonl"
-
-    class Workspace:
-        def __init__(self) -> None:
-            self.root = root
-            self.trace = trace
-            self.tmp = tmp_path
-
-        def header(self) -> str:
-            return TRACE_HEADER.format(trace=str(trace))
-
-        def events(self) -> list[list]:
-            if not trace.exists():
-                return []
-            return [json.loads(line) for line in trace.read_text().splitlines()]
-
-    return Workspace()
+    return TraceWorkspace.make(tmp_path)
 
 
 def start(sidecar, ws, trusted, **extra):

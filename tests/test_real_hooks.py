@@ -29,6 +29,15 @@ def start(spawn, tmp_path: Path, root: Path, cwd: Path) -> tuple:
     return sidecar, started, editor
 
 
+def start_declared(spawn, tmp_path: Path, hooks: dict) -> tuple:
+    """``start`` on a root whose hooks.json declares ``hooks``, working in an empty folder of its own."""
+    root = tmp_path / "root"
+    write(root / "hooks.json", json.dumps({"hooks": hooks}))
+    work = tmp_path / "work"
+    work.mkdir()
+    return start(spawn, tmp_path, root, work)
+
+
 def refuses_rm_rf_root_and_lets_ls_through(sidecar, started, editor, reason: str) -> None:
     refused = bash(sidecar, started, "rm -rf /")
     assert refused["isError"] and refused["details"]["blocked"]["kind"] == "hook"
@@ -48,12 +57,8 @@ def test_safety_net_node_plugin_denies_rm_rf_root(spawn, tmp_path):
     # is a plugin's variable: here the command names the folder itself).
     handler = declared["hooks"]["PreToolUse"][0]["hooks"][0]
     command = handler["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(plugin))
-    root = tmp_path / "root"
-    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
-        {"type": "command", "command": command}]}]}}))
-    work = tmp_path / "work"
-    work.mkdir()
-    sidecar, started, editor = start(spawn, tmp_path, root, work)
+    sidecar, started, editor = start_declared(spawn, tmp_path, {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": command}]}]})
     refuses_rm_rf_root_and_lets_ls_through(sidecar, started, editor, "BLOCKED by Safety Net")
 
 
@@ -88,11 +93,7 @@ def test_rm_guard_python_hook_and_its_bare_hooks_file(spawn, tmp_path):
     declared = json.loads((plugin / "hooks" / "hooks.json").read_text())
     handler = declared["PreToolUse"][0]["hooks"][0]
     handler["command"] = handler["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(plugin))
-    root = tmp_path / "root"
-    write(root / "hooks.json", json.dumps({"hooks": declared}))
-    work = tmp_path / "work"
-    work.mkdir()
-    sidecar, started, editor = start(spawn, tmp_path, root, work)
+    sidecar, started, editor = start_declared(spawn, tmp_path, declared)
     refuses_rm_rf_root_and_lets_ls_through(sidecar, started, editor, "rm targets path outside working directory")
 
 

@@ -15,38 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import add_skill, write
-
-HEADER = """\
-import json, os, sys, time, re
-TRACE = {trace!r}
-def trace(*event):
-    with open(TRACE, "a") as f:
-        f.write(json.dumps(list(event)) + "\\n")
-"""
+from helpers import TraceWorkspace, add_skill
+from mcp_helpers import alive
 
 
 @pytest.fixture
 def ws(tmp_path):
-    root = tmp_path / "project"
-    add_skill(root, "review", "Use when reviewing.", "REVIEW BODY\n")
-    trace = tmp_path / "trace.jsonl"
-
-    class Workspace:
-        def __init__(self) -> None:
-            self.root = root
-            self.trace = trace
-            self.tmp = tmp_path
-
-        def extension(self, ext_id: str, code: str) -> Path:
-            return write(self.root / "extensions" / f"{ext_id}.py", HEADER.format(trace=str(trace)) + code)
-
-        def events(self) -> list[list]:
-            if not trace.exists():
-                return []
-            return [json.loads(line) for line in trace.read_text().splitlines()]
-
-    return Workspace()
+    return TraceWorkspace.make(tmp_path, ("os", "sys", "time", "re"))
 
 
 def start(sidecar, ws, trusted, **extra):
@@ -89,14 +64,6 @@ def wait_for(predicate, timeout=15.0, sidecar=None):
             time.sleep(0.05)
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 TOOLER = """
 def fast(call_id, arguments):
     trace('core', call_id)
@@ -110,6 +77,15 @@ def activate(api):
     api.register_tool(name="fast", description="", input_schema={}, execute=fast)
     api.register_tool(name="slow", description="", input_schema={}, execute=slow)
 """
+
+
+def with_tooler(spawn, ws, extensions, **extra):
+    """A sidecar and a thread trusting TOOLER and ``extensions`` (id → source), each written into the root."""
+    for ext_id, code in {"tooler": TOOLER, **extensions}.items():
+        ws.extension(ext_id, code)
+    sidecar = spawn()
+    return sidecar, start(sidecar, ws, ["tooler", *extensions], **extra)
+
 
 # -- a result, once made, is kept ----------------------------------------------------------------------
 
@@ -128,10 +104,7 @@ def activate(api):
 
 
 def test_a_host_dying_in_an_observer_after_a_fast_tool_keeps_the_tools_result(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("watcher", OBSERVER_DIES)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "watcher"])
+    sidecar, thread = with_tooler(spawn, ws, {"watcher": OBSERVER_DIES})
     for n in range(2):  # each kills the host (2 exits: the thread is not failed)
         result = call(sidecar, thread, "fast", {"observer": "die"}, call_id=f"k{n}")
         assert result["isError"] is False, result
@@ -142,10 +115,7 @@ def test_a_host_dying_in_an_observer_after_a_fast_tool_keeps_the_tools_result(sp
 
 
 def test_an_observer_cannot_delay_the_answer(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("watcher", OBSERVER_DIES)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "watcher"])
+    sidecar, thread = with_tooler(spawn, ws, {"watcher": OBSERVER_DIES})
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"observer": "sleep"}, call_id="s")
     took = time.monotonic() - started
@@ -173,10 +143,7 @@ def activate(api):
 
 
 def test_a_transform_crash_is_blamed_on_the_transform_and_its_extension(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("shaper", SHAPER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "shaper"])
+    sidecar, thread = with_tooler(spawn, ws, {"shaper": SHAPER})
     result = call(sidecar, thread, "fast", {"transform": "die"}, call_id="t")
     assert result["isError"] is True
     assert result["details"].get("kind") != "crash"  # not a core crash: the core finished
@@ -188,11 +155,8 @@ def test_a_transform_crash_is_blamed_on_the_transform_and_its_extension(spawn, w
 
 
 def test_a_frozen_transform_is_answered_by_hook_timeout_not_tool_timeout(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("shaper", SHAPER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "shaper"],
-                   limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"shaper": SHAPER},
+                                  limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"transform": "freeze"}, call_id="f")
     took = time.monotonic() - started
@@ -216,11 +180,9 @@ def activate(api):
 
 
 def test_a_freeze_in_the_second_before_hook_is_blamed_on_its_extension(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("alpha", GATES.format(ext="alpha"))
-    ws.extension("beta", GATES.format(ext="beta"))
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "alpha", "beta"], limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"alpha": GATES.format(ext="alpha"),
+                                               "beta": GATES.format(ext="beta")},
+                                  limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
     result = call(sidecar, thread, "fast", {"freeze": "beta"}, call_id="b")
     assert result["details"]["blocked"]["extensionId"] == "beta", result
     assert result["details"]["blocked"]["kind"] == "timeout"
@@ -263,11 +225,8 @@ def activate(api):
 
 
 def test_a_forged_future_step_frame_cannot_delay_the_answer(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("forger", FORGER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "forger"],
-                   limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"forger": FORGER},
+                                  limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
     assert call(sidecar, thread, "fast", call_id="ok")["content"][0]["text"] == "made ok"
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"forge": True}, call_id="x")
@@ -295,10 +254,8 @@ def activate(api):
 
 
 def test_a_hook_that_never_returns_ends_its_host_after_host_grace(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("spinner", SPINNER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "spinner"], limits={"hookTimeoutMs": 300, "hostGraceMs": 700})
+    sidecar, thread = with_tooler(spawn, ws, {"spinner": SPINNER},
+                                  limits={"hookTimeoutMs": 300, "hostGraceMs": 700})
     result = call(sidecar, thread, "fast", {"spin": True}, call_id="s")
     assert result["details"]["blocked"]["extensionId"] == "spinner"
     assert result["details"]["blocked"]["kind"] == "timeout"
@@ -328,10 +285,7 @@ def activate(api):
 
 
 def test_close_during_a_running_core_answers_its_real_result_and_blocks_unstarted_calls(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("holder", HOLDER)
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "holder"])
+    sidecar, thread = with_tooler(spawn, ws, {"holder": HOLDER})
     running = call_async(sidecar, thread, "slow", {"seconds": 1.5}, call_id="run")
     wait_for(lambda: ["core", "run"] in ws.events(), 15)
     waiting = call_async(sidecar, thread, "fast", {"hold": 1.0}, call_id="wait")  # in its before hook
@@ -421,10 +375,8 @@ def test_a_failed_thread_runs_no_tool_command_or_input(spawn, ws, tmp_path):
 
 
 def test_a_call_waiting_behind_a_frozen_one_blames_the_host_not_an_extension(spawn, ws):
-    ws.extension("tooler", TOOLER)
-    ws.extension("alpha", GATES.format(ext="alpha"))
-    sidecar = spawn()
-    thread = start(sidecar, ws, ["tooler", "alpha"], limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
+    sidecar, thread = with_tooler(spawn, ws, {"alpha": GATES.format(ext="alpha")},
+                                  limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
     frozen = call_async(sidecar, thread, "fast", {"freeze": "alpha"}, call_id="frozen")
     wait_for(lambda: ["freezing", "alpha"] in ws.events(), 15)
     waiting = call_async(sidecar, thread, "fast", call_id="waiting")  # its hook never begins: the GIL is held
