@@ -410,35 +410,27 @@ def _inside(path: str, real_root: str) -> str | None:
 
 def _extension_dirs(extensions: str, extensions_real: str, real_root: str) -> list[tuple[str, str]]:
     """``(path, real path)`` of ``extensions/`` and the folders of its packages (their files are hashed), within
-    bounds."""
-    found = [(extensions, extensions_real)]
-    stack = [extensions]
-    while stack and len(found) < MAX_EXTENSION_DIRS:
-        try:
-            with os.scandir(stack.pop()) as it:
-                for entry in it:
-                    if entry.name.startswith(".") or entry.name in SKIP_DIRS:
-                        continue
-                    if entry.is_dir(follow_symlinks=False):
-                        real = os.path.realpath(entry.path)
-                        if is_within(real, real_root):
-                            found.append((entry.path, real))
-                            stack.append(entry.path)
-        except OSError:
-            continue
-    return found
+    bounds; dot-folders aside."""
+    return _folders(extensions, extensions_real, real_root, dot_folders=False)
 
 
 def _plugin_dirs(plugins: str, plugins_real: str, real_root: str) -> list[tuple[str, str]]:
     """``(path, real path)`` of ``plugins/`` and every folder under it (dot-folders too: a manifest lives
-    in ``.claude-plugin/``), ``.git``, ``node_modules`` and links out of the root aside, within bounds."""
-    found = [(plugins, plugins_real)]
-    stack = [plugins]
+    in ``.claude-plugin/``)."""
+    return _folders(plugins, plugins_real, real_root, dot_folders=True)
+
+
+def _folders(top: str, top_real: str, real_root: str, dot_folders: bool) -> list[tuple[str, str]]:
+    """``top`` and the folders under it, ``.git``, ``node_modules`` and links out of the root aside, at most
+    ``MAX_EXTENSION_DIRS``."""
+    found = [(top, top_real)]
+    stack = [top]
     while stack and len(found) < MAX_EXTENSION_DIRS:
         try:
             with os.scandir(stack.pop()) as it:
                 for entry in it:
-                    if entry.name in SKIP_DIRS or not entry.is_dir(follow_symlinks=False):
+                    if entry.name in SKIP_DIRS or (not dot_folders and entry.name.startswith(".")) \
+                            or not entry.is_dir(follow_symlinks=False):
                         continue
                     real = os.path.realpath(entry.path)
                     if is_within(real, real_root):
