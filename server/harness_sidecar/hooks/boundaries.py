@@ -129,10 +129,11 @@ class ThreadHooks:
         if not handlers:
             return []
         stdin = command.stdin_payload(event, self.thread_id, self.cwd, fields)
-        answers = await asyncio.gather(*(
-            command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
-                                timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
-                                else self._timeout_s(h)) for h in handlers))
+        runs = [command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
+                                    timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
+                                    else self._timeout_s(h)) for h in handlers]
+        # one handler (the common case) runs in this task: a gather would add a task and two loop turns
+        answers = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         verdicts = []
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
