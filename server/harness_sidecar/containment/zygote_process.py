@@ -63,7 +63,7 @@ class Zygote:
             stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
             env = request["env"]
             if env is None:
-                env = {**ENVIRON, **request["add"]} if request.get("add") else ENVIRON
+                env = environment(request.get("add") or {})
             pid = spawn(request["argv"], env, request["cwd"], stdio)
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
@@ -142,7 +142,8 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
     environ = ENVIRON if env is None else env
     program = argv[0]
     if "/" not in program:  # as execvp would, but in the hook's PATH
-        for folder in environ.get("PATH", os.defpath).split(os.pathsep):
+        path = environ.get(b"PATH") if b"PATH" in environ else environ.get("PATH", os.defpath)
+        for folder in os.fsdecode(path).split(os.pathsep):
             candidate = os.path.join(folder or ".", program)
             if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
                 program = candidate
@@ -166,6 +167,20 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
 
 HOME = os.getcwd()
 ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)
+_ENVIRONMENTS: dict[tuple, dict[bytes, bytes]] = {}
+
+
+def environment(add: dict[str, str]) -> dict[bytes, bytes]:
+    """Ours (the sidecar's) plus ``add``, encoded once per distinct ``add`` (a thread's hooks share one or
+    a few): ``posix_spawn`` takes bytes as they are, where it would encode every variable per hook."""
+    key = tuple(add.items())
+    env = _ENVIRONMENTS.get(key)
+    if env is None:
+        if len(_ENVIRONMENTS) >= 64:
+            _ENVIRONMENTS.clear()
+        merged = {**ENVIRON, **add}
+        env = _ENVIRONMENTS[key] = {os.fsencode(k): os.fsencode(v) for k, v in merged.items()}
+    return env
 
 
 def main() -> None:
