@@ -404,23 +404,22 @@ class Zygote:
                     self.loop.remove_writer(self.control.fileno())
 
     def _read(self) -> None:
-        while True:
-            try:
-                data = self.control.recv(MAX_ANSWER)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.end()
-                return
-            try:
-                message = json.loads(data)
-                self._answer(message)
-            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-                logger.warning("the zygote of %s said %r (%s): ending it", self.owner or "no thread", data[:200], exc)
-                self.end()
-                return
+        # One message per call: the loop calls again while more wait (no recv that only says "no more").
+        try:
+            data = self.control.recv(MAX_ANSWER)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.end()
+            return
+        try:
+            message = json.loads(data)
+            self._answer(message)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            logger.warning("the zygote of %s said %r (%s): ending it", self.owner or "no thread", data[:200], exc)
+            self.end()
 
     def _answer(self, message: dict) -> None:
         if "exit" in message:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import array
 import json
 import os
-import selectors
+import select
 import signal
 import socket
 import sys
@@ -47,12 +47,15 @@ class Zygote:
         self.children: dict[int, bool] = {}  # the pids we started and have not reaped
         self._devnull = -1
         self.pidfds: dict[int, int] = {}  # pidfd → pid
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(control, selectors.EVENT_READ)
+        self.epoll = select.epoll()  # the control socket and a pidfd per child (no selectors layer: per hook)
+        self.epoll.register(control.fileno(), select.EPOLLIN)
 
     def send(self, message: dict) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def send_raw(self, message: bytes) -> None:
         try:
-            self.control.sendall(json.dumps(message).encode())
+            self.control.sendall(message)
         except OSError:
             self.end()
 
@@ -75,14 +78,14 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
         self.children[pid] = True
-        self.send({"pid": pid})
+        self.send_raw(b'{"pid": %d}' % pid)
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:  # cannot watch it: wait for it here
             self.exited(pid)
             return
         self.pidfds[pidfd] = pid
-        self.selector.register(pidfd, selectors.EVENT_READ)
+        self.epoll.register(pidfd, select.EPOLLIN)
 
     def devnull(self) -> int:
         if self._devnull < 0:
@@ -92,13 +95,18 @@ class Zygote:
     def exited(self, pid: int) -> None:
         del self.children[pid]
         _pid, status = os.waitpid(pid, 0)
-        self.send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+        self.send_raw(b'{"exit": %d, "code": %d}' % (pid, os.waitstatus_to_exitcode(status)))
 
     def run(self) -> None:
         fd_size = array.array("i").itemsize
+        control = self.control.fileno()
         while True:
-            for key, _events in self.selector.select():
-                if key.fileobj is self.control:
+            try:
+                ready = self.epoll.poll()
+            except InterruptedError:
+                continue
+            for fd, _events in ready:
+                if fd == control:
                     try:
                         data, ancillary, _flags, _addr = self.control.recvmsg(
                             MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size), socket.MSG_CMSG_CLOEXEC)
@@ -113,15 +121,14 @@ class Zygote:
                             received.frombytes(payload[:len(payload) - len(payload) % fd_size])
                             fds += list(received)
                     if not data:
-                        for fd in fds:
-                            os.close(fd)
+                        for received_fd in fds:
+                            os.close(received_fd)
                         self.end()
                     self.start(data, fds)
-                else:
-                    pidfd = key.fd
-                    self.selector.unregister(pidfd)
-                    os.close(pidfd)
-                    self.exited(self.pidfds.pop(pidfd))
+                elif fd in self.pidfds:
+                    self.epoll.unregister(fd)
+                    os.close(fd)
+                    self.exited(self.pidfds.pop(fd))
 
     def end(self, *_args: object) -> None:
         """The sidecar is gone or done with us: what we started ends with us."""
