@@ -157,14 +157,18 @@ class ThreadHooks:
         if pre:
             if self.closing:
                 return blocked(call, "host", "closed", "the thread was closed before the call began")
-            deciding = asyncio.ensure_future(self.run("PreToolUse", pre, {
-                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id)}))
+            # The hooks run in the call's own task (a task of their own costs two loop turns per call):
+            # thread/close cancels it while it is here, and the cancel is taken back once answered.
+            deciding = asyncio.current_task()
+            assert deciding is not None
             self.deciding.add(deciding)
             try:
-                verdicts = await deciding
+                verdicts = await self.run("PreToolUse", pre, {
+                    "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id)})
             except asyncio.CancelledError:
                 if not self.closing:
                     raise  # the call itself was cancelled ($/cancelRequest)
+                deciding.uncancel()
                 return blocked(call, "host", "closed", "the thread was closed while its PreToolUse hooks decided "
                                                        "(they were stopped)")
             finally:
