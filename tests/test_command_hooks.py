@@ -561,3 +561,45 @@ def test_permission_request_hooks_answer_allow_or_deny(tmp_path):
     assert denied.outcome == "blocked" and denied.reason == "not on main"
     assert allowed.outcome == "allow" and allowed.allowed_by == [f"root:{ws.hooks_file}"]
     assert unknown.outcome == "allow" and unknown.allowed_by == []
+
+
+def _wait_for_file(path: Path, timeout: float = 15.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.02)
+    pytest.fail(f"{path} was never written")
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not Path(f"/proc/{pid}").exists() or "Z" in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.parametrize("how", ["thread/close", "$/cancelRequest"])
+def test_a_call_whose_pre_tool_use_hook_is_deciding_ends_at_close_or_cancel(spawn, ws, how):
+    """thread/close answers the call blocked "closed"; $/cancelRequest answers it cancelled; either way the
+    hook's process is killed, the tool never runs, and the sidecar keeps serving."""
+    pidfile = ws.dir / "deciding.pid"
+    ws.declare({"PreToolUse": one("Bash", ws.script("decide.sh", f"echo $$ > {pidfile}; exec sleep 300\n"))})
+    sidecar, started, editor = open_thread(spawn, ws)
+    call = sidecar.request_async("tools/call", {"threadId": started["threadId"],
+                                                "call": {"id": "c1", "name": "Bash", "arguments": {"command": "ls"}}})
+    hook = int(_wait_for_file(pidfile))
+    if how == "thread/close":
+        closing = sidecar.request_async("thread/close", {"threadId": started["threadId"]})
+        answer = sidecar.wait_for(call, 20)
+        assert answer["result"]["result"]["details"]["blocked"]["kind"] == "closed", answer
+        assert sidecar.wait_for(closing, 20)["result"] is None
+    else:
+        sidecar.notify("$/cancelRequest", {"id": call})
+        answer = sidecar.wait_for(call, 20)
+        assert answer["error"]["data"]["kind"] == "cancelled", answer
+    assert _gone(hook), "the deciding hook survived"
+    assert editor.ran == []
+    assert sidecar.call("thread/start", {"roots": [str(ws.root)], "cwd": str(ws.dir)})["threadId"]  # still serving

@@ -160,8 +160,12 @@ class _Transport(asyncio.SubprocessTransport):
 
 def _parent_of(pid: int) -> int | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return int(f.read().rsplit(b")", 1)[1].split()[1])
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)  # no file object: this is on a hook's clock
+        try:
+            stat = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        return int(stat.rsplit(b")", 1)[1].split()[1])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -308,41 +312,74 @@ class Zygote:
 
     async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
                     stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
-        protocol = protocol_factory()
-        transport = _Transport(self.loop, protocol)
+        """As ``launcher.spawn``; ``stdin`` may also be ``bytes``: the hook's stdin is then a pipe holding them,
+        then EOF — written before the hook starts when they fit the pipe (no stdin transport to keep)."""
+        ours: dict[int, int] = {}  # fd number in the hook → our end of its pipe
         theirs: list[int] = []
         stdio: list[str] = []
+        unwritten = b""  # what of a given stdin did not fit the pipe
         try:
-            for n, how in enumerate((stdin, stdout, stderr)):
-                if how == subprocess.PIPE:
-                    read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-                    if n == 0:
-                        os.set_blocking(read, True)  # the hook's end: as any program expects it
-                        transport.pipes[0] = _WritePipe(transport, write)
-                        theirs.append(read)
+            try:
+                for n, how in enumerate((stdin, stdout, stderr)):
+                    if how == subprocess.PIPE or (n == 0 and isinstance(how, bytes)):
+                        read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+                        if n == 0:
+                            theirs.append(read)
+                            ours[0] = write
+                            os.set_blocking(read, True)  # the hook's end: as any program expects it
+                            if isinstance(how, bytes):  # written now, what fits, before the hook starts
+                                try:
+                                    unwritten = how[os.write(write, how):]
+                                except BlockingIOError:
+                                    unwritten = how
+                                if not unwritten:  # all of it: nothing of ours left to watch
+                                    os.close(ours.pop(0))
+                        else:
+                            theirs.append(write)
+                            ours[n] = read
+                            os.set_blocking(write, True)
+                        stdio.append("fd")
+                    elif how in (None, subprocess.DEVNULL):
+                        stdio.append("devnull")
                     else:
-                        os.set_blocking(write, True)
-                        transport.pipes[n] = _ReadPipe(transport, n, read)
-                        theirs.append(write)
-                    stdio.append("fd")
-                elif how in (None, subprocess.DEVNULL):
-                    stdio.append("devnull")
-                else:
-                    raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
-            request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
-                                  "stdio": stdio}).encode()
-            if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
-                transport.close()
-                return await launcher.spawn_direct(launch, lambda: protocol, stdin=stdin, stdout=stdout, stderr=stderr)
-            answer = self.loop.create_future()
-            await self._send(request, theirs)
-            self.waiting.append((answer, transport))
+                        raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
+                request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add,
+                                      "cwd": launch.cwd, "stdio": stdio}).encode()
+                if len(request) <= MAX_REQUEST:
+                    await self._send(request, theirs)
+            finally:
+                for fd in theirs:
+                    os.close(fd)
         except BaseException:
-            transport.close()
-            raise
-        finally:
-            for fd in theirs:
+            for fd in ours.values():
                 os.close(fd)
+            raise
+        if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
+            for fd in ours.values():
+                os.close(fd)
+            if not isinstance(stdin, bytes):
+                return await launcher.spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
+            direct, protocol = await launcher.spawn_direct(launch, protocol_factory, stdin=subprocess.PIPE,
+                                                           stdout=stdout, stderr=stderr)
+            try:
+                direct.get_pipe_transport(0).write(stdin)
+                direct.get_pipe_transport(0).write_eof()
+            except (OSError, RuntimeError):
+                pass  # a hook that does not read its stdin may close it: that is its business
+            return direct, protocol
+        # The zygote has the request: our side is made while it starts the hook (off the hook's clock).
+        protocol = protocol_factory()
+        transport = _Transport(self.loop, protocol)
+        for n, fd in ours.items():
+            if n == 0:
+                pipe = transport.pipes[0] = _WritePipe(transport, fd)
+                if isinstance(stdin, bytes):
+                    pipe.write(unwritten)
+                    pipe.write_eof()
+            else:
+                transport.pipes[n] = _ReadPipe(transport, n, fd)
+        answer = self.loop.create_future()
+        self.waiting.append((answer, transport))
         try:
             await answer
         except BaseException:
@@ -367,23 +404,22 @@ class Zygote:
                     self.loop.remove_writer(self.control.fileno())
 
     def _read(self) -> None:
-        while True:
-            try:
-                data = self.control.recv(MAX_ANSWER)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.end()
-                return
-            try:
-                message = json.loads(data)
-                self._answer(message)
-            except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
-                logger.warning("the zygote of %s said %r (%s): ending it", self.owner or "no thread", data[:200], exc)
-                self.end()
-                return
+        # One message per call: the loop calls again while more wait (no recv that only says "no more").
+        try:
+            data = self.control.recv(MAX_ANSWER)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.end()
+            return
+        try:
+            message = json.loads(data)
+            self._answer(message)
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            logger.warning("the zygote of %s said %r (%s): ending it", self.owner or "no thread", data[:200], exc)
+            self.end()
 
     def _answer(self, message: dict) -> None:
         if "exit" in message:

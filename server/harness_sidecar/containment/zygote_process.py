@@ -20,7 +20,7 @@ from __future__ import annotations
 import array
 import json
 import os
-import selectors
+import select
 import signal
 import socket
 import sys
@@ -47,12 +47,15 @@ class Zygote:
         self.children: dict[int, bool] = {}  # the pids we started and have not reaped
         self._devnull = -1
         self.pidfds: dict[int, int] = {}  # pidfd → pid
-        self.selector = selectors.DefaultSelector()
-        self.selector.register(control, selectors.EVENT_READ)
+        self.epoll = select.epoll()  # the control socket and a pidfd per child (no selectors layer: per hook)
+        self.epoll.register(control.fileno(), select.EPOLLIN)
 
     def send(self, message: dict) -> None:
+        self.send_raw(json.dumps(message).encode())
+
+    def send_raw(self, message: bytes) -> None:
         try:
-            self.control.sendall(json.dumps(message).encode())
+            self.control.sendall(message)
         except OSError:
             self.end()
 
@@ -63,7 +66,7 @@ class Zygote:
             stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
             env = request["env"]
             if env is None:
-                env = {**ENVIRON, **request["add"]} if request.get("add") else ENVIRON
+                env = environment(request.get("add") or {})
             pid = spawn(request["argv"], env, request["cwd"], stdio)
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
@@ -75,14 +78,14 @@ class Zygote:
             for fd in fds:
                 os.close(fd)
         self.children[pid] = True
-        self.send({"pid": pid})
+        self.send_raw(b'{"pid": %d}' % pid)
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:  # cannot watch it: wait for it here
             self.exited(pid)
             return
         self.pidfds[pidfd] = pid
-        self.selector.register(pidfd, selectors.EVENT_READ)
+        self.epoll.register(pidfd, select.EPOLLIN)
 
     def devnull(self) -> int:
         if self._devnull < 0:
@@ -92,13 +95,18 @@ class Zygote:
     def exited(self, pid: int) -> None:
         del self.children[pid]
         _pid, status = os.waitpid(pid, 0)
-        self.send({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+        self.send_raw(b'{"exit": %d, "code": %d}' % (pid, os.waitstatus_to_exitcode(status)))
 
     def run(self) -> None:
         fd_size = array.array("i").itemsize
+        control = self.control.fileno()
         while True:
-            for key, _events in self.selector.select():
-                if key.fileobj is self.control:
+            try:
+                ready = self.epoll.poll()
+            except InterruptedError:
+                continue
+            for fd, _events in ready:
+                if fd == control:
                     try:
                         data, ancillary, _flags, _addr = self.control.recvmsg(
                             MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size), socket.MSG_CMSG_CLOEXEC)
@@ -113,15 +121,14 @@ class Zygote:
                             received.frombytes(payload[:len(payload) - len(payload) % fd_size])
                             fds += list(received)
                     if not data:
-                        for fd in fds:
-                            os.close(fd)
+                        for received_fd in fds:
+                            os.close(received_fd)
                         self.end()
                     self.start(data, fds)
-                else:
-                    pidfd = key.fd
-                    self.selector.unregister(pidfd)
-                    os.close(pidfd)
-                    self.exited(self.pidfds.pop(pidfd))
+                elif fd in self.pidfds:
+                    self.epoll.unregister(fd)
+                    os.close(fd)
+                    self.exited(self.pidfds.pop(fd))
 
     def end(self, *_args: object) -> None:
         """The sidecar is gone or done with us: what we started ends with us."""
@@ -142,7 +149,8 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
     environ = ENVIRON if env is None else env
     program = argv[0]
     if "/" not in program:  # as execvp would, but in the hook's PATH
-        for folder in environ.get("PATH", os.defpath).split(os.pathsep):
+        path = environ.get(b"PATH") if b"PATH" in environ else environ.get("PATH", os.defpath)
+        for folder in os.fsdecode(path).split(os.pathsep):
             candidate = os.path.join(folder or ".", program)
             if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
                 program = candidate
@@ -166,6 +174,20 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
 
 HOME = os.getcwd()
 ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)
+_ENVIRONMENTS: dict[tuple, dict[bytes, bytes]] = {}
+
+
+def environment(add: dict[str, str]) -> dict[bytes, bytes]:
+    """Ours (the sidecar's) plus ``add``, encoded once per distinct ``add`` (a thread's hooks share one or
+    a few): ``posix_spawn`` takes bytes as they are, where it would encode every variable per hook."""
+    key = tuple(add.items())
+    env = _ENVIRONMENTS.get(key)
+    if env is None:
+        if len(_ENVIRONMENTS) >= 64:
+            _ENVIRONMENTS.clear()
+        merged = {**ENVIRON, **add}
+        env = _ENVIRONMENTS[key] = {os.fsencode(k): os.fsencode(v) for k, v in merged.items()}
+    return env
 
 
 def main() -> None:

@@ -129,10 +129,11 @@ class ThreadHooks:
         if not handlers:
             return []
         stdin = command.stdin_payload(event, self.thread_id, self.cwd, fields)
-        answers = await asyncio.gather(*(
-            command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
-                                timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
-                                else self._timeout_s(h)) for h in handlers))
+        runs = [command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
+                                    timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
+                                    else self._timeout_s(h)) for h in handlers]
+        # one handler (the common case) runs in this task: a gather would add a task and two loop turns
+        answers = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         verdicts = []
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
@@ -156,14 +157,18 @@ class ThreadHooks:
         if pre:
             if self.closing:
                 return blocked(call, "host", "closed", "the thread was closed before the call began")
-            deciding = asyncio.ensure_future(self.run("PreToolUse", pre, {
-                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id)}))
+            # The hooks run in the call's own task (a task of their own costs two loop turns per call):
+            # thread/close cancels it while it is here, and the cancel is taken back once answered.
+            deciding = asyncio.current_task()
+            assert deciding is not None
             self.deciding.add(deciding)
             try:
-                verdicts = await deciding
+                verdicts = await self.run("PreToolUse", pre, {
+                    "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id)})
             except asyncio.CancelledError:
                 if not self.closing:
                     raise  # the call itself was cancelled ($/cancelRequest)
+                deciding.uncancel()
                 return blocked(call, "host", "closed", "the thread was closed while its PreToolUse hooks decided "
                                                        "(they were stopped)")
             finally:

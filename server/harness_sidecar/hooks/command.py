@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.containment import launcher
+from harness_sidecar.containment import launcher, zygote
 from harness_sidecar.hooks.declared import Handler
 
 
@@ -75,8 +75,11 @@ class _Collector(asyncio.SubprocessProtocol):
         self.too_large = False
         self.stderr = bytearray()  # the tail
         self._line = bytearray()
-        self.exited: asyncio.Future = asyncio.get_running_loop().create_future()
-        self.closed = {1: asyncio.get_running_loop().create_future(), 2: asyncio.get_running_loop().create_future()}
+        # one future per hook: done when the process has exited (-1) and its stdout and stderr are closed,
+        # or at the deadline — one wake-up of the waiting task, not a gather of three futures in a wait_for
+        self.waiting_for = {-1, 1, 2}
+        self.done: asyncio.Future = asyncio.get_running_loop().create_future()
+        self.timed_out = False
         self.transport: asyncio.SubprocessTransport | None = None
 
     def connection_made(self, transport: Any) -> None:
@@ -100,13 +103,17 @@ class _Collector(asyncio.SubprocessProtocol):
                 _write_stderr(f"[{self.label}] {line[:16384].decode('utf-8', 'replace').rstrip()}\n")
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        future = self.closed.get(fd)
-        if future is not None and not future.done():
-            future.set_result(None)
+        self.waiting_for.discard(fd)
+        if not self.waiting_for and not self.done.done():
+            self.done.set_result(None)
 
     def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
+        self.pipe_connection_lost(-1, None)
+
+    def deadline(self) -> None:
+        if not self.done.done():
+            self.timed_out = True
+            self.done.set_result(None)
 
 
 def _write_stderr(text: str) -> None:
@@ -149,15 +156,19 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
             answer.failure = f"cannot create its data folder {handler.source.plugin_data}: {exc.strerror}"
             return answer
     label = f"{thread_id} hook {handler.source.source} {handler.event}"
+    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
     try:
-        transport, proto = await launcher.spawn(
-            launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd),
-            lambda: _Collector(label), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE)
+        if zygote.takes(launch):  # stdin: a pipe the zygote's side fills before the hook starts
+            transport, proto = await zygote.spawn(launch, lambda: _Collector(label), stdin=stdin,
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        else:
+            transport, proto = await launcher.spawn(launch, lambda: _Collector(label), stdin=asyncio.subprocess.PIPE,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     except (OSError, ValueError) as exc:
         answer.failure = f"it could not be started: {exc}"
         answer.elapsed_s = loop.time() - started
         return answer
+    timer = None
     try:
         pipe = transport.get_pipe_transport(0)
         if pipe is not None:
@@ -166,17 +177,19 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
                 pipe.write_eof()
             except (OSError, RuntimeError):
                 pass  # a hook that does not read its stdin may close it: that is its business
+        timer = loop.call_later(max(0.0, timeout_s - (loop.time() - started)), proto.deadline)
         try:
-            await asyncio.wait_for(asyncio.gather(proto.exited, proto.closed[1], proto.closed[2]),
-                                   max(0.0, timeout_s - (loop.time() - started)))
-        except asyncio.TimeoutError:
-            kill_group(transport)
-            answer.failure = f"it did not finish within {timeout_s * 1000:.0f} ms (its process group was killed)"
+            await proto.done
         except asyncio.CancelledError:  # nobody waits for its answer any more (thread/close, a cancelled call)
             kill_group(transport)
             raise
+        if proto.timed_out:
+            kill_group(transport)
+            answer.failure = f"it did not finish within {timeout_s * 1000:.0f} ms (its process group was killed)"
         code = transport.get_returncode()
     finally:
+        if timer is not None:
+            timer.cancel()
         transport.close()
     answer.elapsed_s = loop.time() - started
     answer.stderr_tail = bytes(proto.stderr[-STDERR_TAIL:]).decode("utf-8", "replace").strip()
