@@ -21,7 +21,8 @@ import pytest
 from harness_sidecar.client import child_env
 from helpers import write
 from test_containment import KERNEL_ABI, REFUSED, needs_scopes
-from test_lifetimes import alive, assert_gone_within, cgroup_mounts, cgroups_offered, identity
+from test_lifetimes import alive, assert_gone_within, cgroups_offered, identity
+from test_lifetimes import mode  # noqa: F401 - the fence modes' fixture, shared
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="containment is Linux's")
 
@@ -143,15 +144,6 @@ def test_hooks_run_in_their_threads_cgroup(spawn, tmp_path):
     with open(f"/proc/{zygote}/cgroup") as f:
         groups = [line.rstrip("\n").split(":", 2)[2] for line in f]
     assert any(f"/harness-sidecar-{sidecar.proc.pid}/" in g and g.endswith(f"/hook-{zygote}") for g in groups), groups
-
-
-@pytest.fixture(params=["cgroups", "cgroup2", "subreaper"])
-def mode(request):
-    if request.param == "cgroups" and not cgroups_offered():
-        pytest.skip("this machine offers no writable cgroups")
-    if request.param == "cgroup2" and not cgroup_mounts(version2=True):
-        pytest.skip("this machine offers no writable cgroup2 hierarchy")
-    return request.param
 
 
 def lingering(sidecar, thread: str, tmp_path: Path, name: str) -> tuple[list[tuple[int, int]], str]:
