@@ -239,17 +239,9 @@ class Sidecar:
             catalog, found = await self._discover(start)
             configs = list(start.mcp_servers) + self._plugin_mcp_configs(catalog, start)
             if configs:
-                from harness_sidecar.mcp import McpServers
-
-                servers = await McpServers.start(
-                    thread_id, configs, notify=lambda params: self.peer.notify("thread/diagnostic", params),
-                    on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+                servers = await self._start_mcp(thread_id, configs)
         elif start.mcp_servers:  # started while the roots are scanned
-            from harness_sidecar.mcp import McpServers
-
-            starting = asyncio.ensure_future(McpServers.start(
-                thread_id, start.mcp_servers, notify=lambda params: self.peer.notify("thread/diagnostic", params),
-                on_tools_changed=lambda: self._mcp_tools_changed(thread_id)))
+            starting = asyncio.ensure_future(self._start_mcp(thread_id, start.mcp_servers))
             try:
                 catalog, found = await self._discover(start)
             except BaseException:
@@ -320,12 +312,18 @@ class Sidecar:
             self.peer.notify("thread/diagnostic", {"threadId": thread_id, "kind": "containment_reduced",
                                                    "message": missing})
 
+    async def _start_mcp(self, thread_id: str, configs: list[Any]) -> Any:
+        """The thread's MCP servers (the editor's and trusted plugins'), started; ``McpServers``."""
+        from harness_sidecar.mcp import McpServers
+
+        return await McpServers.start(thread_id, configs,
+                                      notify=lambda params: self.peer.notify("thread/diagnostic", params),
+                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+
     def _new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
-        pipeline = Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
-                            thread.catalog, calls=thread.calls)
-        pipeline.command_hooks = thread.hooks
-        return pipeline
+        return Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
+                        thread.catalog, command_hooks=thread.hooks, calls=thread.calls)
 
     # -- command hooks (protocol-v3 §5; hooks.boundaries) -------------------------------------------
 
