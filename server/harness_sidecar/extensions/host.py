@@ -201,8 +201,7 @@ class Exchange:
         self.future: concurrent.futures.Future | None = None
         self.waiters: set[int] = set()
 
-    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None,
-              urgent: bool = True) -> None:
+    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None) -> None:
         """Start step ``index``; raise ``Abandoned`` if the sidecar gave up or may have.
 
         Every step is announced to the sidecar at once, before its code runs: the sidecar stamps it
@@ -210,7 +209,6 @@ class Exchange:
         step and answers by its stage and deadline. ``carry``: the result so far, when it changed since
         the sidecar last had it; ``faults``: faults of the steps before, not yet reported — both
         travel with the frame, so that the sidecar keeps them even if this step never ends.
-        (``urgent`` is accepted for old callers: every announcement is urgent.)
         """
         if self.first:  # announced too: a call queued here behind another is not charged for the wait
             self.first = False
