@@ -256,11 +256,17 @@ def test_an_extension_cannot_open_the_sidecars_pipes_memory_or_descriptors(spawn
 def test_an_extension_cannot_reach_another_threads_host(spawn, ws):
     root, _ = ws
     sidecar, attacker, victim, victim_pid = two_threads(spawn, root)
-    # its channel to the sidecar (argv: … harness_sidecar.extensions.host FD PARENT), which the issue's
-    # attacker stole with pidfd_getfd
-    channel = int(Path(f"/proc/{victim_pid}/cmdline").read_bytes().split(b"\0")[-3])
+    # its channel to the sidecar (argv: … harness_sidecar.extensions.host FD PARENT [BOARD]), which the
+    # issue's attacker stole with pidfd_getfd
+    argv = Path(f"/proc/{victim_pid}/cmdline").read_bytes().split(b"\0")
+    channel = int(argv[argv.index(b"harness_sidecar.extensions.host") + 1])
     assert os.readlink(f"/proc/{victim_pid}/fd/{channel}").startswith("socket:")  # the control
     found = probe(sidecar, attacker, pid=victim_pid, fd=channel)
+    assert set(found.values()) <= REFUSED, found
+    # and its step board (shared memory with the sidecar), where it announces the steps it begins
+    (board,) = [int(fd) for fd in os.listdir(f"/proc/{victim_pid}/fd")
+                if "harness-sidecar-board" in os.readlink(f"/proc/{victim_pid}/fd/{fd}")]
+    found = probe(sidecar, attacker, pid=victim_pid, fd=board)
     assert set(found.values()) <= REFUSED, found
     assert call(sidecar, victim, "pid") == str(victim_pid)  # untouched
 

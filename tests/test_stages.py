@@ -242,6 +242,58 @@ def test_a_forged_future_step_frame_cannot_delay_the_answer(spawn, ws):
     assert not [e for e in ws.events() if e == ["core", "x"]]
 
 
+BOARD_FORGER = """
+import mmap
+def forge(event):
+    if not event["call"]["arguments"].get("forge"):
+        return None
+    # The step board is memory this host shares with the sidecar: shrink it under the sidecar's
+    # mapping (its next read would fault), and fill every cell with announcements for every
+    # exchange id — out of any plan, and step 0 again — then freeze.
+    shrunk = []
+    for fd in os.listdir('/proc/self/fd'):
+        try:
+            if 'harness-sidecar-board' not in os.readlink('/proc/self/fd/' + fd):
+                continue
+            cells = memoryview(mmap.mmap(int(fd), 512)).cast('Q')
+        except OSError:
+            continue
+        for i in range(64):
+            cells[i] = ((i + 1) << 16) | (0xFFFF if i % 2 else 0)
+        try:
+            os.ftruncate(int(fd), 0)
+            shrunk.append(True)
+        except OSError:
+            shrunk.append(False)
+    trace('board-forged', os.getpid(), shrunk)
+    re.match(r'(a+)+$', 'a' * 40 + 'b')   # holds the GIL for hours
+def activate(api):
+    api.on('tool_call', forge)
+"""
+
+
+def test_a_forged_step_board_cannot_delay_the_answer_or_fault_the_sidecar(spawn, ws):
+    sidecar, thread = with_tooler(spawn, ws, {"forger": BOARD_FORGER},
+                                  limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
+    assert call(sidecar, thread, "fast", call_id="ok")["content"][0]["text"] == "made ok"
+    started = time.monotonic()
+    result = call(sidecar, thread, "fast", {"forge": True}, call_id="x")
+    took = time.monotonic() - started
+    (forged,) = [e for e in ws.events() if e[0] == "board-forged"]
+    assert forged[2] and not any(forged[2]), forged  # the board was found, and it cannot shrink (sealed)
+    # Its own announcement was overwritten before the sidecar read it: the call is answered as one whose
+    # first step never began (blamed on the host), or as the forger's — never as the core's or later
+    # than the 0.5 s hook deadline. (A host misreports only its own thread's steps, as with frames.)
+    assert result["details"]["blocked"]["extensionId"] in ("forger", "host"), result
+    assert result["details"]["blocked"]["kind"] == "timeout", result
+    assert took < 10, took  # by the 0.5 s hook deadline, not the 30 s tool deadline
+    exit_ = wait_for_diagnostic(sidecar, "host_exit")
+    assert exit_["signal"] == signal.SIGKILL
+    assert not [e for e in ws.events() if e == ["core", "x"]]
+    assert sidecar.proc.poll() is None  # the sidecar never faulted on the board
+    assert call(sidecar, thread, "fast", call_id="after")["content"][0]["text"] == "made after"
+
+
 SPINNER = """
 def spin(event):
     if event["call"]["arguments"].get("spin"):

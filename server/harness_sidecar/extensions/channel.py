@@ -36,16 +36,18 @@ Host → sidecar
   ``pong``      n    null
 
 Deadlines: every step has one. The sidecar keeps them by its own clock: every step starts
-when the sidecar reads its ``step`` frame (no time the host states counts; a step index only
-moves forward within the plan); an exchange not yet begun is bounded by its first step's
-deadline counted from when the sidecar sent it (the host begins none after that).
-The host sends ``step`` *before* it starts a step and runs the step only if the previous
+when the sidecar reads its ``step`` frame, or its cell of the step board (``board``: a step that
+carries nothing is announced there, with no write on the channel; the host passes its fd as the
+third argument) — no time the host states counts; a step index only moves forward within the plan;
+an exchange not yet begun is bounded by its first step's deadline counted from when the sidecar
+sent it (the host begins none after that).
+The host announces a step *before* it starts it and runs the step only if the previous
 one ended by its own deadline (which is never later than the sidecar's); the sidecar decides
 a timeout only at ``deadline + MARGIN_S`` and only after reading everything the host wrote.
 So a step the sidecar has answered as timed out is never followed by the next one in the
 host. A ``step`` is written at once; a ``done`` may wait in the host only while no foreign code
-can run before its next write (then a pipelined call's ``done`` and the next call's first
-``step`` share one write: ``host.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
+can run before its next write or board announcement (then a pipelined call's ``done`` goes out
+with the next frame, or alone just before the next step goes on the board: ``host.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
 or ``ended`` came) ends its host.
 """
 

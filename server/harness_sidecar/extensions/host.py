@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness_sidecar.extensions import board as board_cells
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.api import (
@@ -185,7 +186,7 @@ class Exchange:
     """One request of the sidecar (a call, an event, a command) on its way through its steps."""
 
     __slots__ = ("id", "host", "lock", "step", "deadline", "timeout", "shift", "first", "aborted", "ui_pending",
-                 "future", "waiters")
+                 "future", "waiters", "cell")
 
     def __init__(self, host: "Host", ident: int, deadline: float) -> None:
         self.id = ident
@@ -200,15 +201,19 @@ class Exchange:
         self.ui_pending = 0
         self.future: concurrent.futures.Future | None = None
         self.waiters: set[int] = set()
+        self.cell = -1  # this exchange's cell of the step board (-1: none yet, or none was free)
 
-    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None) -> None:
+    def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None,
+              prompt: bool = False) -> None:
         """Start step ``index``; raise ``Abandoned`` if the sidecar gave up or may have.
 
         Every step is announced to the sidecar at once, before its code runs: the sidecar stamps it
-        by its own clock on receipt and, should this process freeze or die inside it, blames this
+        by its own clock when it reads it and, should this process freeze or die inside it, blames this
         step and answers by its stage and deadline. ``carry``: the result so far, when it changed since
         the sidecar last had it; ``faults``: faults of the steps before, not yet reported — both
-        travel with the frame, so that the sidecar keeps them even if this step never ends.
+        travel with a frame, so that the sidecar keeps them even if this step never ends. A step
+        with neither is written on the step board (``board``) unless ``prompt`` (the sidecar acts on
+        it at once: the first observer, with which it answers the call).
         """
         if self.first:  # announced too: a call queued here behind another is not charged for the wait
             self.first = False
@@ -216,7 +221,7 @@ class Exchange:
             with self.lock:
                 if self.aborted:
                     raise Abandoned
-                self.host.out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
+                self._announce(index, carry, faults, prompt)
                 limit = self.deadline + channel.MARGIN_S  # the sidecar's bound for a call that has not begun
                 self.step, self.deadline, self.timeout = index, now + timeout, timeout
             if time.monotonic() > limit:  # the sidecar may have answered for it: never begin it
@@ -226,14 +231,33 @@ class Exchange:
         with self.lock:
             if self.aborted:
                 raise Abandoned
-            if carry is None and not faults:
-                self.host.out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
-            else:
-                self.host.out.send(channel.STEP, self.id, [index, carry, faults or []])
+            self._announce(index, carry, faults, prompt)
             limit = self.deadline + self.shift + channel.MARGIN_S
             self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
         if time.monotonic() > limit:
             raise Abandoned
+
+    def _announce(self, index: int, carry: Any, faults: list | None, prompt: bool) -> None:
+        out = self.host.out
+        if carry is None and not faults:
+            board = self.host.board
+            if board is not None and not prompt and index <= board_cells.MAX_INDEX:
+                if self.cell < 0:
+                    self.cell = board.take()
+                if self.cell >= 0:
+                    if out.pending:  # what waited (a pipelined call's done) goes before foreign code runs
+                        out.flush()
+                    board.cells[self.cell] = (self.id << board_cells.INDEX_BITS) | index
+                    return
+            out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
+        else:
+            out.send(channel.STEP, self.id, [index, carry, faults or []])
+
+    def end(self) -> None:
+        """The exchange is over: its board cell is free again."""
+        if self.cell >= 0:
+            self.host.board.give(self.cell)  # type: ignore[union-attr]
+            self.cell = -1
 
     def in_time(self) -> bool:
         return not self.aborted and time.monotonic() <= self.deadline + self.shift
@@ -632,9 +656,10 @@ class Extension:
 
 
 class Host:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, board: board_cells.HostBoard | None = None) -> None:
         global _output
         self.sock = sock
+        self.board = board  # the step board the sidecar shares, when it passed one
         self.out = _output = Output(sock)
         self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
         self.splitter = channel.LineSplitter()
@@ -820,6 +845,7 @@ class Host:
             self.out.send_bytes(b'["ended",%d,null]\n' % exchange.id)
         finally:
             self.exchanges.pop(exchange.id, None)
+            exchange.end()
 
     def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
         """The exchange's outcome, written before any foreign code runs (``Output``): code of another
@@ -871,6 +897,7 @@ class Host:
             out_of_memory()
         except Abandoned:
             staging.open = False
+            exchange.end()
             return
         except BaseException as exc:  # noqa: BLE001 - the import itself failed
             outcome = Outcome(error=exc)
@@ -886,6 +913,7 @@ class Host:
             report = {"ok": True, **staging.report()}
         self.finish(exchange, report, urgent=True)
         self.exchanges.pop(exchange.id, None)
+        exchange.end()
 
     def commit(self, ids: list[str]) -> None:
         """The extensions the sidecar committed, in load order: only their registrations exist."""
@@ -1246,7 +1274,7 @@ class Host:
         for index in range(start, end):
             handler = plan[index][1]
             exchange.begin(index, steps[index] if steps else timeout, carry=_news(state) if index == start else None,
-                           faults=state.take_faults())
+                           faults=state.take_faults(), prompt=index == start)
             # The last observer may have the call and result themselves: the sidecar has the result (it
             # answered with it), no handler runs after it, and the outcome reports only faults.
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
@@ -1473,7 +1501,7 @@ def main(argv: list[str]) -> None:
     sys.stderr = _PrefixedStream(2)  # type: ignore[assignment]
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
     sock = socket.socket(fileno=fd)
-    host = Host(sock)
+    host = Host(sock, board_cells.attach(argv))
     gc.freeze()  # the host's own start-up objects: never scanned by the collector
     gc.set_threshold(20_000, 20, 20)
     try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, lifetimes, pythonpath
-from harness_sidecar.extensions import channel
+from harness_sidecar.extensions import board, channel
 from harness_sidecar.hooks.python import AFTER
 from harness_sidecar.stderr import SINK
 
@@ -73,9 +73,20 @@ class HostProcess:
             env[lifetimes.ENTER] = slot
         argv = [sys.executable, "-P", "-m", "harness_sidecar.extensions.host", str(theirs.fileno()),
                 str(os.getpid())]
-        self.proc = launcher.popen(launcher.Launch(argv, launcher.HOST, env=env, pass_fds=(theirs.fileno(),)),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        theirs.close()
+        shared = board.create()  # the step board (``board``): where the host announces the steps it begins
+        passed = (theirs.fileno(),)
+        self.board: memoryview | None = None
+        if shared is not None:
+            argv.append(str(shared[0]))
+            passed += (shared[0],)
+            self.board = shared[1]
+        try:
+            self.proc = launcher.popen(launcher.Launch(argv, launcher.HOST, env=env, pass_fds=passed),
+                                       stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        finally:
+            theirs.close()
+            if shared is not None:
+                os.close(shared[0])
         self.pid = self.proc.pid
         self.owner = ""  # a spare until a thread takes it (``adopt``)
         lifetimes.get().started_process(self.pid, launcher.HOST, self.owner)
@@ -475,6 +486,7 @@ class ExtensionHost:
         self.closed = False
         self._watchdog: asyncio.TimerHandle | None = None
         self._watch_at = 0.0
+        self._board_timer: asyncio.TimerHandle | None = None  # reads the step board while exchanges are in flight
         self.loop = asyncio.get_running_loop()  # made in thread/start, on the loop; looked up once
         self._ui_tasks: dict[int, asyncio.Task] = {}
         self.loads: list[dict[str, Any]] = []  # the committed extensions' load bodies, for a restart
@@ -586,6 +598,7 @@ class ExtensionHost:
             if code == 3:
                 how += " (out of memory: limits.hostMemoryMb)"
         self.overrun.clear()
+        self.read_board(process)  # the step each exchange was in when the host died
         for ident in list(self.pending):
             self._stop(ident, "crash")
         if self.closed or self.loading:
@@ -609,6 +622,8 @@ class ExtensionHost:
         pending.carry = body.get("result")
         self.pending[ident] = pending
         process.send(tag, ident, body)
+        if self._board_timer is None and process.board is not None:
+            self._board_timer = self.loop.call_later(WATCH_S, self._poll_board)
         if self.closing and pending.core is not None and first < pending.core:  # sent while thread/close runs
             pending.closing = True
             process.send(channel.ABORT, ident, {"unlessAt": pending.core})
@@ -673,24 +688,56 @@ class ExtensionHost:
         if self.process is not None:
             self.process.send(channel.SCHEMAS, 0, {"tools": schemas})
 
+    def _begin(self, pending: Pending, index: Any) -> bool:
+        """Step ``index`` of ``pending`` begins now, by the sidecar's clock, as the host announced (a frame or
+        the board). Steps only move forward, within the plan: a host cannot restart a deadline."""
+        if type(index) is not int or not (pending.step < index < len(pending.plan) or
+                                          (not pending.started and index == pending.step)):
+            return False
+        pending.started = True
+        pending.step = index
+        pending.deadline = time.monotonic() + pending.plan[index].timeout
+        pending.shift = 0.0
+        pending.paused = 0
+        self._arm(pending.limit())
+        return True
+
+    def read_board(self, process: "HostProcess | None" = None, drain: bool = True) -> None:
+        """The steps the host announced on the board and the sidecar has not seen yet begin now. What the
+        host wrote on the channel before them is read first (a frame carrying a result precedes the
+        board's next step), unless ``drain`` is False: called while a frame is handled, whose
+        predecessors have been."""
+        process = process or self.process
+        if process is None or process.board is None or not self.pending:
+            return
+        seen = board.announced(process.board)
+        if not seen:
+            return
+        if drain:
+            process.drain()
+        for ident, index in seen:
+            pending = self.pending.get(ident)
+            if pending is not None and (index != pending.step or not pending.started):
+                self._begin(pending, index)
+
+    def _poll_board(self) -> None:
+        self._board_timer = None
+        if not self.pending or self.process is None or self.process.board is None:
+            return
+        self.read_board()
+        if self.pending:
+            self._board_timer = self.loop.call_later(WATCH_S, self._poll_board)
+
     def _frame(self, tag: str, ident: int, body: Any) -> None:
         if tag == channel.STEP:
             pending = self.pending.get(ident)
             if pending is None or type(body) is not list or not body:
                 return
             index = body[0]
-            # Steps only move forward, within the plan: a host cannot restart a deadline. The
-            # step starts when the sidecar reads its frame, by the sidecar's clock.
-            if type(index) is not int or not (pending.step < index < len(pending.plan) or
-                                              (not pending.started and index == pending.step)):
+            # The step starts when the sidecar reads its frame, by the sidecar's clock.
+            if not self._begin(pending, index):
                 return
-            pending.started = True
             step = pending.plan[index]
-            pending.step = index
-            pending.deadline = time.monotonic() + step.timeout
-            pending.shift = 0.0
-            pending.paused = 0
-            self._arm(pending.limit())
             if len(body) >= 3:
                 if body[1] is not None:
                     pending.carry = body[1]
@@ -757,6 +804,7 @@ class ExtensionHost:
         now = time.monotonic()
         late = [p for p in self.pending.values() if not p.paused and now > p.limit()]
         if (late or self.overrun) and self.process is not None:
+            self.read_board()  # a step it announced there begins now (then its deadline is not passed)
             self.process.drain()  # what the host wrote before the deadline counts
             now = time.monotonic()
             late = [p for p in late if p.ident in self.pending and not p.paused and now > p.limit()]
@@ -788,6 +836,7 @@ class ExtensionHost:
                 body.get("method") not in ("ui/confirm", "ui/select", "ui/input"):
             self._answer_ui(uid, None, None, None)
             return
+        self.read_board(drain=False)  # the step that asks may be announced on the board only
         pending = self.pending.get(body.get("exchange"))  # type: ignore[arg-type]
         step = body.get("step")
         if pending is not None:
@@ -846,6 +895,7 @@ class ExtensionHost:
         end within its deadline; calls past their core run on."""
         self.closing = True
         process = self.process
+        self.read_board()  # calls whose core began (announced on the board) run on
         for pending in list(self.pending.values()):
             if pending.tag != channel.CALL or pending.core is None or pending.step >= pending.core or pending.closing:
                 continue

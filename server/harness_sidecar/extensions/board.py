@@ -1,0 +1,86 @@
+"""The step board: where a host announces the steps it begins, in memory the sidecar shares.
+
+A step must be announced before its code runs, so that the sidecar, should the host freeze or
+die inside it, blames that step and answers by its stage and deadline (``channel``). Written as a
+``step`` frame, that is a ``send`` per step — three or four per tool call, the largest share of a
+host's CPU per call — and a frame for the sidecar to read and decode. So a step that carries
+nothing (no result, no faults) is written here instead: one 8-byte store into a page the sidecar
+maps too, which survives the host's death.
+
+The board is a sealed ``memfd`` (it cannot shrink under the sidecar's mapping: a host cannot make
+the sidecar fault) of ``CELLS`` cells, each ``(exchange id << 16) | step index`` or 0 (free).
+The host takes a cell for an exchange when it begins its first step and frees it (0) when the
+exchange ends; with no cell free, or a step index past 16 bits, it sends frames as before. A
+cell is one aligned 8-byte store, which no reader sees half-written.
+
+The sidecar reads the board every ``supervisor.WATCH_S`` while exchanges are in flight, before it
+judges a deadline, when a host asks the user something, when a thread closes and when a host
+has died; a step it finds there begins by its own clock then, as a frame's step does when read.
+What a host writes here is worth no more than what it writes in a frame: step indices only move
+forward within the plan, and a host can only ever misreport its own thread's exchanges.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+
+CELLS = 64
+BYTES = CELLS * 8
+INDEX_BITS = 16
+MAX_INDEX = (1 << INDEX_BITS) - 1
+
+
+def create() -> tuple[int, memoryview] | None:
+    """The sidecar's side: a sealed memfd for a host (to pass to it) and its cells; None where the
+    kernel has no memfd or seals (the host then announces every step by frame)."""
+    try:
+        import fcntl
+
+        fd = os.memfd_create("harness-sidecar-board", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    except (AttributeError, OSError, ImportError):
+        return None
+    try:
+        os.ftruncate(fd, BYTES)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
+        cells = memoryview(mmap.mmap(fd, BYTES)).cast("Q")
+    except (AttributeError, OSError, ValueError):
+        os.close(fd)
+        return None
+    return fd, cells
+
+
+def announced(cells: memoryview) -> list[tuple[int, int]]:
+    """``(exchange id, step index)`` of every cell in use."""
+    return [(value >> INDEX_BITS, value & MAX_INDEX) for value in cells.tolist() if value]
+
+
+class HostBoard:
+    """The host's side: cells taken and freed by exchanges, written as steps begin."""
+
+    def __init__(self, fd: int) -> None:
+        self.cells = memoryview(mmap.mmap(fd, BYTES)).cast("Q")
+        os.close(fd)
+        self.free = list(range(CELLS - 1, -1, -1))
+        self.lock = threading.Lock()
+
+    def take(self) -> int:
+        """A free cell, or -1 when all are in use."""
+        with self.lock:
+            return self.free.pop() if self.free else -1
+
+    def give(self, cell: int) -> None:
+        self.cells[cell] = 0
+        with self.lock:
+            self.free.append(cell)
+
+
+def attach(argv: list[str]) -> HostBoard | None:
+    """The host's board, when the sidecar passed one (the host's third argument: its fd)."""
+    if len(argv) < 3:
+        return None
+    try:
+        return HostBoard(int(argv[2]))
+    except (ValueError, OSError):
+        return None
