@@ -189,6 +189,36 @@ def test_a_freeze_in_the_second_before_hook_is_blamed_on_its_extension(spawn, ws
     assert not [e for e in ws.events() if e[0] == "core"]
 
 
+WATCHER = """
+def watch(event):
+    trace('watched', event["call"]["id"])
+def activate(api):
+    api.on('tool_result', watch)
+"""
+
+
+def test_an_answered_calls_end_is_kept_when_the_next_call_freezes_its_host(spawn, ws):
+    """Pipelined calls: the first one's end (its observer finished, nothing to report) waits in the host
+    to go out with the next frame, and its board cell says it ended — so the next call's hook holding
+    the GIL, then its host being killed, blames nothing on the first call's observer."""
+    sidecar, thread = with_tooler(spawn, ws, {"alpha": GATES.format(ext="alpha"), "watcher": WATCHER},
+                                  limits={"hookTimeoutMs": 500, "hostGraceMs": 1000})
+    assert call(sidecar, thread, "fast", call_id="warm")["content"][0]["text"] == "made warm"
+    first, second = next(sidecar._ids), next(sidecar._ids)
+    sidecar.send_raw(b"".join(sidecar.encode({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {
+        "threadId": thread, "call": {"id": call_id, "name": "fast", "arguments": arguments}}})
+        for i, call_id, arguments in ((first, "a", {}), (second, "b", {"freeze": "alpha"}))))
+    answered = sidecar.wait_for(first, 30)["result"]["result"]
+    frozen = sidecar.wait_for(second, 30)["result"]["result"]
+    assert answered["isError"] is False and answered["content"][0]["text"] == "made a", answered
+    assert frozen["details"]["blocked"]["extensionId"] == "alpha", frozen
+    assert ["watched", "a"] in ws.events()
+    exit_ = wait_for_diagnostic(sidecar, "host_exit")
+    assert exit_["signal"] == signal.SIGKILL
+    pump(sidecar, 1.0)
+    assert not [d for d in diagnostics(sidecar) if "watcher" in d.get("message", "")], diagnostics(sidecar)
+
+
 def wait_for_diagnostic(sidecar, kind, timeout=15.0):
     wait_for(lambda: diagnostics(sidecar, kind), timeout, sidecar)
     return diagnostics(sidecar, kind)[0]

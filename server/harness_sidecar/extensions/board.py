@@ -9,9 +9,15 @@ maps too, which survives the host's death.
 
 The board is a sealed ``memfd`` (it cannot shrink under the sidecar's mapping: a host cannot make
 the sidecar fault) of ``CELLS`` cells, each ``(exchange id << 16) | step index`` or 0 (free).
-The host takes a cell for an exchange when it begins its first step and frees it (0) when the
+The host takes a cell for an exchange when it begins its first step and frees it when the
 exchange ends; with no cell free, or a step index past 16 bits, it sends frames as before. A
 cell is one aligned 8-byte store, which no reader sees half-written.
+
+An exchange that ended with a *plain* outcome — a call already answered (its first observer's
+frame carried the result) whose observers raised nothing — leaves its cell at step ``ENDED``
+while that outcome's ``done`` frame waits in the host to go out with the next frame: the sidecar
+takes the outcome from the board if the host freezes or dies first. Cells are reused first freed,
+first taken, and a cell still telling a waiting outcome is not overwritten before it went out.
 
 The sidecar reads the board every ``supervisor.WATCH_S`` while exchanges are in flight, before it
 judges a deadline, when a host asks the user something, when a thread closes and when a host
@@ -22,6 +28,7 @@ forward within the plan, and a host can only ever misreport its own thread's exc
 
 from __future__ import annotations
 
+import collections
 import mmap
 import os
 import threading
@@ -29,7 +36,8 @@ import threading
 CELLS = 64
 BYTES = CELLS * 8
 INDEX_BITS = 16
-MAX_INDEX = (1 << INDEX_BITS) - 1
+ENDED = (1 << INDEX_BITS) - 1  # the step index of an exchange that ended with a plain outcome
+MAX_INDEX = ENDED - 1
 
 
 def create() -> tuple[int, memoryview] | None:
@@ -53,7 +61,7 @@ def create() -> tuple[int, memoryview] | None:
 
 def announced(cells: memoryview) -> list[tuple[int, int]]:
     """``(exchange id, step index)`` of every cell in use."""
-    return [(value >> INDEX_BITS, value & MAX_INDEX) for value in cells.tolist() if value]
+    return [(value >> INDEX_BITS, value & ENDED) for value in cells.tolist() if value]
 
 
 class HostBoard:
@@ -62,16 +70,18 @@ class HostBoard:
     def __init__(self, fd: int) -> None:
         self.cells = memoryview(mmap.mmap(fd, BYTES)).cast("Q")
         os.close(fd)
-        self.free = list(range(CELLS - 1, -1, -1))
+        self.free = collections.deque(range(CELLS))  # first freed, first taken: an ENDED cell lasts
         self.lock = threading.Lock()
 
     def take(self) -> int:
         """A free cell, or -1 when all are in use."""
         with self.lock:
-            return self.free.pop() if self.free else -1
+            return self.free.popleft() if self.free else -1
 
-    def give(self, cell: int) -> None:
-        self.cells[cell] = 0
+    def give(self, cell: int, keep: bool = False) -> None:
+        """``cell`` is free; zeroed unless ``keep`` (it says ENDED until it is taken again)."""
+        if not keep:
+            self.cells[cell] = 0
         with self.lock:
             self.free.append(cell)
 

@@ -95,24 +95,36 @@ class Output:
     started. Then nothing runs before the reading thread's next step announcement (which
     carries it along: a pipelined call's outcome and the next call's first step share one
     write) or before it flushes to wait on the channel. Otherwise it is written at once.
+    An outcome whose exchange's board cell says it ended (``ended``: a plain outcome, which the
+    sidecar can take from the board alone) may also wait past a step announced on the board.
     """
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.lock = threading.Lock()
         self.pending: list[bytes] = []
+        self.ended: set[int] = set()  # exchanges whose waiting outcome their board cell also tells
+        self.must = False  # something waits that no board cell tells: written before foreign code runs
         self.reader: threading.Thread | None = None  # the thread that flushes before it reads
         self.parked = 0  # our threads that wait for ever (a demoted main thread)
 
     def send(self, tag: str, ident: int, body: Any, urgent: bool = True) -> None:
         self.send_bytes(channel.encode(tag, ident, body), urgent)
 
-    def send_bytes(self, data: bytes, urgent: bool = True) -> None:
+    def send_bytes(self, data: bytes, urgent: bool = True, ended: int = 0) -> bool:
+        """Write ``data`` now or, if it is not urgent, when the rules above allow; True if it waits.
+        ``ended``: the exchange whose board cell tells this outcome (then it may wait longer)."""
         with self.lock:
             self.pending.append(data)
             if urgent or threading.current_thread() is not self.reader or \
                     threading.active_count() > 2 + self.parked:  # the reader, the monitor, the parked
                 self._flush_locked()
+                return False
+            if ended:
+                self.ended.add(ended)
+            else:
+                self.must = True
+            return True
 
     def flush(self) -> None:
         if self.pending:
@@ -124,6 +136,8 @@ class Output:
             return
         data = self.pending[0] if len(self.pending) == 1 else b"".join(self.pending)
         self.pending.clear()
+        self.ended.clear()
+        self.must = False
         try:
             self.sock.sendall(data)
         except OSError:  # the sidecar is gone: nothing to say to anyone
@@ -186,7 +200,7 @@ class Exchange:
     """One request of the sidecar (a call, an event, a command) on its way through its steps."""
 
     __slots__ = ("id", "host", "lock", "step", "deadline", "timeout", "shift", "first", "aborted", "ui_pending",
-                 "future", "waiters", "cell")
+                 "future", "waiters", "cell", "answered")
 
     def __init__(self, host: "Host", ident: int, deadline: float) -> None:
         self.id = ident
@@ -202,6 +216,7 @@ class Exchange:
         self.future: concurrent.futures.Future | None = None
         self.waiters: set[int] = set()
         self.cell = -1  # this exchange's cell of the step board (-1: none yet, or none was free)
+        self.answered = False  # a call whose first observer's frame (the sidecar's answer) went out
 
     def begin(self, index: int, timeout: float, carry: Any = None, faults: list | None = None,
               prompt: bool = False) -> None:
@@ -244,8 +259,11 @@ class Exchange:
             if board is not None and not prompt and index <= board_cells.MAX_INDEX:
                 if self.cell < 0:
                     self.cell = board.take()
+                    if self.cell >= 0 and out.ended and \
+                            board.cells[self.cell] >> board_cells.INDEX_BITS in out.ended:
+                        out.flush()  # the cell tells an outcome still waiting here: that goes first
                 if self.cell >= 0:
-                    if out.pending:  # what waited (a pipelined call's done) goes before foreign code runs
+                    if out.must:  # what waited (a pipelined call's done) goes before foreign code runs
                         out.flush()
                     board.cells[self.cell] = (self.id << board_cells.INDEX_BITS) | index
                     return
@@ -253,10 +271,15 @@ class Exchange:
         else:
             out.send(channel.STEP, self.id, [index, carry, faults or []])
 
-    def end(self) -> None:
-        """The exchange is over: its board cell is free again."""
+    def end(self, ended: bool = False) -> None:
+        """The exchange is over: its board cell is free again — zeroed, or (``ended``) saying that the
+        exchange ended with a plain outcome until the cell is taken again."""
         if self.cell >= 0:
-            self.host.board.give(self.cell)  # type: ignore[union-attr]
+            board = self.host.board
+            assert board is not None
+            if ended:
+                board.cells[self.cell] = (self.id << board_cells.INDEX_BITS) | board_cells.ENDED
+            board.give(self.cell, keep=ended)
             self.cell = -1
 
     def in_time(self) -> bool:
@@ -851,7 +874,8 @@ class Host:
         """The exchange's outcome, written before any foreign code runs (``Output``): code of another
         thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
         it any moment, and the outcome — a result, perhaps — must be the sidecar's by then."""
-        if len(report) == 2 and report.get("carried") is True and not report.get("faults", True):
+        plain = len(report) == 2 and report.get("carried") is True and not report.get("faults", True)
+        if plain:
             data = channel.PLAIN_DONE % exchange.id  # the common outcome, written without an encoder
         else:
             data = channel.encode(channel.DONE, exchange.id, report)
@@ -859,8 +883,12 @@ class Host:
             data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
         with exchange.lock:
             if exchange.aborted:
-                data = b'["ended",%d,null]\n' % exchange.id
-            self.out.send_bytes(data, urgent)
+                data, plain = b'["ended",%d,null]\n' % exchange.id, False
+            # A plain outcome (answered already, no faults) that waits is told by the exchange's board cell
+            # too, so that it may wait past the next step announced there.
+            plain = plain and exchange.answered and exchange.cell >= 0
+            if self.out.send_bytes(data, urgent, exchange.id if plain else 0) and plain:
+                exchange.end(ended=True)
 
     # -- init, load, commit
 
@@ -1275,6 +1303,7 @@ class Host:
             handler = plan[index][1]
             exchange.begin(index, steps[index] if steps else timeout, carry=_news(state) if index == start else None,
                            faults=state.take_faults(), prompt=index == start)
+            exchange.answered = True
             # The last observer may have the call and result themselves: the sidecar has the result (it
             # answered with it), no handler runs after it, and the outcome reports only faults.
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,

@@ -717,7 +717,12 @@ class ExtensionHost:
             process.drain()
         for ident, index in seen:
             pending = self.pending.get(ident)
-            if pending is not None and (index != pending.step or not pending.started):
+            if pending is None:
+                continue
+            if index == board.ENDED:  # ended plainly; its done frame waits in the host (frozen or dead now)
+                if pending.tag == channel.CALL and pending.carry is not None:  # else not true: ignored
+                    self._frame(channel.DONE, ident, {"faults": [], "carried": True})
+            elif index != pending.step or not pending.started:
                 self._begin(pending, index)
 
     def _poll_board(self) -> None:
