@@ -910,6 +910,7 @@ class ExtensionHost:
 
     async def close(self) -> None:
         self.closed = True
+        self.read_board()  # the steps the exchanges answered for now were in
         for ident in list(self.pending):
             self._stop(ident, "crash")
         process, self.process = self.process, None
