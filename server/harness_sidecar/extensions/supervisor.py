@@ -160,7 +160,7 @@ class HostProcess:
         self._answer_limit = max_result_bytes + FRAME_SLACK
         self._splitter.limit = min(4 * max_result_bytes + FRAME_SLACK, channel.MAX_FRAME_BYTES)
 
-    def _readable(self, all_of_it: bool = False) -> None:
+    def _readable(self, all_of_it: bool = False) -> bool:
         """Read and handle what the host wrote. On the loop's wake-up a short read is all there was
         (no second ``recv`` to learn so: a wake-up per step frame is the common case), and a turn reads
         at most ``READS_PER_TURN`` MiB, so a flooding host cannot starve the other threads; ``all_of_it``
@@ -169,14 +169,14 @@ class HostProcess:
             try:
                 size = self.sock.recv_into(_READ_BUFFER)
             except (BlockingIOError, InterruptedError):
-                return
+                return True
             except OSError:
                 size = 0
             data = _READ_VIEW[:size].tobytes()
             if not data:
                 self.loop.remove_reader(self.sock.fileno())
                 self._channel_closed()
-                return
+                return True
             for line in self._splitter.feed(data):
                 if isinstance(line, channel.TooLong) or (len(line) > self._answer_limit and _carries_result(line)) \
                         or channel.too_many_values(line) is not None:  # the cheap test first
@@ -189,18 +189,23 @@ class HostProcess:
                 except channel.FrameError as exc:
                     logger.error("%s broke the channel (%s); killing it", self.label, exc)
                     self.kill()
-                    return
+                    return True
                 if tag == channel.READY and not self.ready.done():
                     self.ready.set_result(body)
                 elif self.on_frame is not None:
                     self.on_frame(tag, ident, body)
             if len(data) < 1 << 20 and not all_of_it:
-                return
+                return True
+        return False  # the turn's share is read; more may wait
 
     def drain(self) -> None:
         """Read whatever the host has written: called before a deadline is judged."""
         if not self.exited:
             self._readable(True)
+
+    def catch_up(self) -> bool:
+        """Read what the host has written, at most a turn's share; True if nothing is left unread."""
+        return self.exited or self._readable()
 
     def _pipe_readable(self, fd: int) -> None:
         buf = self._pipes[fd]
@@ -702,10 +707,12 @@ class ExtensionHost:
         self._arm(pending.limit())
         return True
 
-    def read_board(self, process: "HostProcess | None" = None, drain: bool = True) -> None:
+    def read_board(self, process: "HostProcess | None" = None, drain: bool | None = True) -> None:
         """The steps the host announced on the board and the sidecar has not seen yet begin now. What the
         host wrote on the channel before them is read first (a frame carrying a result precedes the
-        board's next step), unless ``drain`` is False: called while a frame is handled, whose
+        board's next step): all of it, or (``drain`` None: the periodic look) a turn's share — and if
+        more is left (a host flooding its channel), the board waits for the next look, so that no
+        look reads more than a turn may. ``drain`` False: called while a frame is handled, whose
         predecessors have been."""
         process = process or self.process
         if process is None or process.board is None or not self.pending:
@@ -715,6 +722,8 @@ class ExtensionHost:
             return
         if drain:
             process.drain()
+        elif drain is None and not process.catch_up():
+            return
         for ident, index in seen:
             pending = self.pending.get(ident)
             if pending is None:
@@ -729,7 +738,7 @@ class ExtensionHost:
         self._board_timer = None
         if not self.pending or self.process is None or self.process.board is None:
             return
-        self.read_board()
+        self.read_board(drain=None)
         if self.pending:
             self._board_timer = self.loop.call_later(WATCH_S, self._poll_board)
 
