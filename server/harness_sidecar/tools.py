@@ -388,6 +388,8 @@ class Pipeline:
                 self.calls.leave()
 
     def _report_faults(self, faults: Any) -> None:
+        if type(faults) is list and not faults:  # the common case: nothing to report
+            return
         if not _valid_faults(faults, self.registry.handlers):
             raise HostLied("malformed 'faults'")
         for fault in faults:
