@@ -23,6 +23,13 @@ What it changes, and what it keeps (protocol.md, "Containment"):
 The zygote is untrusted as its hooks are: what it says is parsed with bounds, a pid it names is
 believed only for its own child (the sidecar signals it), and a zygote that dies or says nonsense
 fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
+
+A hook's exit is read by the sidecar itself: the zygote reaps a child only when told, so an exited
+hook stays a zombie; the sidecar's pidfd of it turns readable, its status is read from
+``/proc/<pid>/stat`` (exact since Linux 6.15, threads or not) and the zygote is then told to reap it
+(``{"reap"}``, after the hook's answer is on its way). Where that cannot be read (an older kernel, no
+pidfd), the sidecar asks the zygote to wait for it (``{"wait"}``), answered by ``{"exit", "code"}``.
+That saves the zygote's wake-up, reap and message on every hook's clock.
 """
 
 from __future__ import annotations
@@ -66,8 +73,10 @@ class _Transport(asyncio.SubprocessTransport):
     return code, its pipes (read and written straight from the loop's callbacks: a hook's start is on
     a tool call's clock), signals through a pidfd (never a reused pid)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, protocol: asyncio.SubprocessProtocol,
+                 zygote: Zygote | None = None) -> None:
         super().__init__()
+        self.zygote = zygote  # None: a transport no zygote reaps for (tests)
         self.loop = loop
         self.protocol = protocol
         self.pid: int | None = None
@@ -77,6 +86,7 @@ class _Transport(asyncio.SubprocessTransport):
         self.closed = False
         self._lost = False
         self._checked = False
+        self._watching = False  # our pidfd is in the loop: its exit is read from its zombie
 
     # -- asyncio.SubprocessTransport
 
@@ -129,6 +139,9 @@ class _Transport(asyncio.SubprocessTransport):
         else:
             if _parent_of(pid) == zygote:
                 self._checked = True
+                if _ZOMBIE_STATUS:
+                    self._watching = True
+                    self.loop.add_reader(self.pidfd, self._ended)
             else:
                 try:
                     signal.pidfd_send_signal(self.pidfd, 0)
@@ -140,13 +153,35 @@ class _Transport(asyncio.SubprocessTransport):
                 self.pidfd = None
                 if not gone:
                     raise ValueError(f"{pid} is not the zygote's child")
+        if not self._watching and self.zygote is not None:  # the zygote tells us its exit
+            self.zygote.tell(b'{"wait": %d}' % pid)
         self.protocol.connection_made(self)
+
+    def _ended(self) -> None:
+        """Our pidfd is readable: the hook has exited, and stays a zombie until we tell the zygote to reap it
+        — its status is read here, without waiting for the zygote to wake, reap and say it."""
+        self._watching = False
+        self.loop.remove_reader(self.pidfd)
+        pid = self.pid
+        code = _zombie_status(pid, self.pidfd)
+        zygote = self.zygote
+        if zygote is None:
+            return
+        if code is None:  # not readable here: the zygote reaps it and tells us
+            zygote.tell(b'{"wait": %d}' % pid)
+            return
+        zygote.running.pop(pid, None)
+        self.exited(code)
+        self.loop.call_soon(zygote.tell, b'{"reap": %d}' % pid)  # after the hook's answer is on its way
 
     def exited(self, code: int) -> None:
         if self.returncode is not None:
             return
         self.returncode = code
         if self.pidfd is not None:
+            if self._watching:
+                self._watching = False
+                self.loop.remove_reader(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = None
         self.protocol.process_exited()
@@ -156,6 +191,39 @@ class _Transport(asyncio.SubprocessTransport):
         if not self._lost and self.returncode is not None and all(p.is_closing() for p in self.pipes.values()):
             self._lost = True
             self.protocol.connection_lost(None)
+
+
+def _kernel_at_least(major: int, minor: int) -> bool:
+    try:
+        found = tuple(int(part) for part in os.uname().release.split("-")[0].split(".")[:2])
+    except ValueError:
+        return False
+    return found >= (major, minor)
+
+
+# Since Linux 6.15 (and its stable backports) a zombie thread-group leader's exit_code is the group's once its
+# last thread is gone ("exit: fix the usage of delay_group_leader->exit_code", 2025): the status
+# /proc/<pid>/stat shows when its pidfd turns readable is then the one waitpid reports, threads or not.
+_ZOMBIE_STATUS = _USABLE and _kernel_at_least(6, 15)
+
+
+def _zombie_status(pid: int, pidfd: int) -> int | None:
+    """The return code (negative: the signal) of ``pid``, an exited child of the zygote not yet reaped
+    (the zygote reaps only when told), or None where it cannot be read."""
+    try:
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            stat = os.read(fd, 4096)
+        finally:
+            os.close(fd)
+        fields = stat.rsplit(b")", 1)[1].split()
+        if fields[0] != b"Z":
+            return None
+        status = int(fields[49])  # field 52, exit_code, as waitpid reports it
+        signal.pidfd_send_signal(pidfd, 0)  # still unreaped after the read: what we read was our hook's
+        return os.waitstatus_to_exitcode(status)
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _parent_of(pid: int) -> int | None:
@@ -307,6 +375,7 @@ class Zygote:
         self.loop = asyncio.get_running_loop()
         self.waiting: collections.deque[tuple[asyncio.Future, _Transport]] = collections.deque()  # starts, in order
         self.running: dict[int, _Transport] = {}
+        self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
 
@@ -369,7 +438,7 @@ class Zygote:
             return direct, protocol
         # The zygote has the request: our side is made while it starts the hook (off the hook's clock).
         protocol = protocol_factory()
-        transport = _Transport(self.loop, protocol)
+        transport = _Transport(self.loop, protocol, self)
         for n, fd in ours.items():
             if n == 0:
                 pipe = transport.pipes[0] = _WritePipe(transport, fd)
@@ -402,6 +471,33 @@ class Zygote:
                     await ready
                 finally:
                     self.loop.remove_writer(self.control.fileno())
+
+    def tell(self, message: bytes) -> None:
+        """``{"reap": pid}`` or ``{"wait": pid}`` (no answer in order: they may go out of turn)."""
+        if not self.alive:
+            return
+        if not self.outbox:
+            try:
+                self.control.send(message)
+                return
+            except (BlockingIOError, InterruptedError):
+                self.loop.add_writer(self.control.fileno(), self._flush)
+            except OSError:
+                return  # the zygote is gone: _read sees the EOF
+        self.outbox.append(message)
+
+    def _flush(self) -> None:
+        while self.outbox and self.alive:
+            try:
+                self.control.send(self.outbox[0])
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                break
+            self.outbox.popleft()
+        self.outbox.clear()
+        if self.alive:
+            self.loop.remove_writer(self.control.fileno())
 
     def _read(self) -> None:
         # One message per call: the loop calls again while more wait (no recv that only says "no more").
@@ -455,6 +551,9 @@ class Zygote:
         if _zygotes.get(self.owner) is self:
             del _zygotes[self.owner]
         self.loop.remove_reader(self.control.fileno())
+        if self.outbox:
+            self.outbox.clear()
+            self.loop.remove_writer(self.control.fileno())
         self.control.close()
         while self.waiting:
             answer, _transport = self.waiting.popleft()

@@ -6,13 +6,18 @@ session, its owner's cgroup, a Landlock domain, killed when the sidecar dies) as
 Its children inherit its fences, and since it has no ``preexec_fn`` to run, Python starts them with
 ``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
 
-The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON request per
-message — ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
-the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the
-message's ``SCM_RIGHTS`` descriptors in order, or ``"devnull"``) — answered in order by ``{"pid"}``
-or ``{"errno", "error"}``; and, when a child exits, ``{"exit": pid, "code": returncode}`` (negative:
-the signal). EOF on the socket, or SIGTERM (its parent-death signal: the sidecar died), ends every
-child's process group and then the zygote.
+The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON message each:
+- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
+  the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's ``SCM_RIGHTS`` descriptors in
+  order, or ``"devnull"``), answered in order by ``{"pid"}`` or ``{"errno", "error"}``;
+- ``{"reap": pid}``: the sidecar read that child's exit status itself (from its zombie, through a
+  pidfd of its own): reap it now, unanswered;
+- ``{"wait": pid}``: the sidecar wants to be told — reap that child when it exits and answer
+  ``{"exit": pid, "code": returncode}`` (negative: the signal).
+A child is reaped only when the sidecar says one of the two: until then it stays a zombie once it has
+exited, so its pid is not reused while the sidecar reads its status (and the zygote watches nothing
+per hook). EOF on the socket, or SIGTERM (its parent-death signal: the sidecar died), ends every
+child's process group and then the zygote (its zombies go to whoever adopts them).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import signal
 import socket
 import sys
 
-MAX_REQUEST = 1 << 20
+MAX_REQUEST = 64 * 1024  # the sidecar sends at most 60 KiB (a larger start it makes itself)
 MAX_FDS = 3
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -46,8 +51,8 @@ class Zygote:
         self.control = control
         self.children: dict[int, bool] = {}  # the pids we started and have not reaped
         self._devnull = -1
-        self.pidfds: dict[int, int] = {}  # pidfd → pid
-        self.epoll = select.epoll()  # the control socket and a pidfd per child (no selectors layer: per hook)
+        self.pidfds: dict[int, int] = {}  # pidfd → pid, of the children the sidecar waits for through us
+        self.epoll = select.epoll()  # the control socket and those pidfds (no selectors layer: per hook)
         self.epoll.register(control.fileno(), select.EPOLLIN)
 
     def send(self, message: dict) -> None:
@@ -59,9 +64,44 @@ class Zygote:
         except OSError:
             self.end()
 
-    def start(self, data: bytes, fds: list[int]) -> None:
+    def handle(self, data: bytes, fds: list[int]) -> None:
         try:
             request = json.loads(data)
+        except ValueError as exc:
+            request = exc
+        if type(request) is dict and "argv" not in request:
+            for fd in fds:
+                os.close(fd)
+            self.told(request)
+        else:
+            self.start(request, fds)
+
+    def told(self, request: dict) -> None:
+        """``{"reap": pid}`` or ``{"wait": pid}`` of a child of ours (anything else: ignored)."""
+        pid = request.get("reap", request.get("wait"))
+        if type(pid) is not int or pid not in self.children or pid in self.pidfds.values():
+            return
+        if "reap" in request:
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    del self.children[pid]
+                    return
+            except ChildProcessError:
+                del self.children[pid]
+                return
+        try:  # not exited yet (or the sidecar wants its status): reap and answer when it exits
+            pidfd = os.pidfd_open(pid)
+        except OSError:  # cannot watch it: wait for it here
+            self.exited(pid)
+            return
+        self.pidfds[pidfd] = pid
+        self.epoll.register(pidfd, select.EPOLLIN)
+
+    def start(self, request: dict | ValueError, fds: list[int]) -> None:
+        """A start request (anything else here is answered as a bad one, in order)."""
+        try:
+            if isinstance(request, ValueError):
+                raise request
             given = iter(fds)
             stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
             env = request["env"]
@@ -79,13 +119,6 @@ class Zygote:
                 os.close(fd)
         self.children[pid] = True
         self.send_raw(b'{"pid": %d}' % pid)
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:  # cannot watch it: wait for it here
-            self.exited(pid)
-            return
-        self.pidfds[pidfd] = pid
-        self.epoll.register(pidfd, select.EPOLLIN)
 
     def devnull(self) -> int:
         if self._devnull < 0:
@@ -93,13 +126,19 @@ class Zygote:
         return self._devnull
 
     def exited(self, pid: int) -> None:
-        del self.children[pid]
-        _pid, status = os.waitpid(pid, 0)
+        self.children.pop(pid, None)
+        try:
+            _pid, status = os.waitpid(pid, 0)
+        except ChildProcessError:  # not ours (any more): nothing to tell
+            return
         self.send_raw(b'{"exit": %d, "code": %d}' % (pid, os.waitstatus_to_exitcode(status)))
 
     def run(self) -> None:
         fd_size = array.array("i").itemsize
         control = self.control.fileno()
+        # received into one buffer, made once: recvmsg(n) allocates n bytes per message (a large one by mmap)
+        buffer = bytearray(MAX_REQUEST)
+        ancillary_size = socket.CMSG_SPACE(MAX_FDS * fd_size)
         while True:
             try:
                 ready = self.epoll.poll()
@@ -108,8 +147,8 @@ class Zygote:
             for fd, _events in ready:
                 if fd == control:
                     try:
-                        data, ancillary, _flags, _addr = self.control.recvmsg(
-                            MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size), socket.MSG_CMSG_CLOEXEC)
+                        size, ancillary, flags, _addr = self.control.recvmsg_into(
+                            [buffer], ancillary_size, socket.MSG_CMSG_CLOEXEC)
                     except InterruptedError:
                         continue
                     except OSError:
@@ -120,11 +159,12 @@ class Zygote:
                             received = array.array("i")
                             received.frombytes(payload[:len(payload) - len(payload) % fd_size])
                             fds += list(received)
-                    if not data:
+                    if not size:
                         for received_fd in fds:
                             os.close(received_fd)
                         self.end()
-                    self.start(data, fds)
+                    # a truncated message is not JSON: answered as a bad request
+                    self.handle(buffer[:size] if not flags & socket.MSG_TRUNC else b"", fds)
                 elif fd in self.pidfds:
                     self.epoll.unregister(fd)
                     os.close(fd)
