@@ -337,3 +337,85 @@ def test_where_the_sidecar_cannot_read_a_hooks_zombie_its_zygote_reaps_it_and_sa
         assert (three.exit_code, three.failure) == (3, "it exited with code 3")
         assert killed.exit_code == -signal.SIGTERM and killed.failure == "it was killed by signal 15"
         assert (zero.exit_code, zero.failure) == (0, None)
+
+
+def test_a_hook_the_zygote_cannot_start_blocks_the_call_and_says_why(spawn, tmp_path):
+    """The transport comes back before the zygote has answered; a start it refuses still fails the
+    call closed (``hook_failed``), with the reason."""
+    root = tmp_path / "missing"
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": str(tmp_path / "no-such-hook"), "args": []}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    thread = start(sidecar, root)
+    for _ in range(2):  # and the zygote serves on
+        result = bash(sidecar, thread)
+        blocked = result["details"]["blocked"]
+        assert result["isError"] is True and blocked["kind"] == "hook_failed", result
+        assert "could not be started" in blocked["reason"] and "No such file" in blocked["reason"]
+
+
+def test_a_group_kill_asked_for_before_the_pid_is_known_happens_when_it_comes():
+    """A hook's deadline (or its call's end) may come before the zygote names its pid: its process group
+    is killed as soon as the pid is known — the hook and what it started."""
+    import asyncio
+    import subprocess
+
+    from harness_sidecar.containment import zygote
+
+    group = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30; wait"], start_new_session=True)
+    try:
+        async def late_pid() -> None:
+            transport = zygote._Transport(asyncio.get_running_loop(), asyncio.SubprocessProtocol())
+            transport.at_once = True
+            transport.kill_group()  # no pid yet: nothing to kill, remembered
+            time.sleep(0.2)
+            assert group.poll() is None
+            transport.started(group.pid, os.getpid())  # we are its parent, as the zygote would be
+            transport.close()
+
+        asyncio.run(late_pid())
+        assert group.wait(timeout=10) == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.system(f"pgrep -g {group.pid} >/dev/null") == 0:
+            time.sleep(0.05)
+        assert os.system(f"pgrep -g {group.pid} >/dev/null") != 0  # its sleeps are gone too
+    finally:
+        if group.poll() is None:
+            os.killpg(group.pid, signal.SIGKILL)
+            group.wait()
+
+
+STOPPER = r'''
+import os, signal, sys
+sys.stdin.buffer.read()
+marker = os.path.join(sys.argv[1], "stopped")
+if not os.path.exists(marker):
+    with open(marker, "w") as f:
+        f.write(str(os.getppid()))
+    os.kill(os.getppid(), signal.SIGSTOP)  # its zygote, in its domain: stopped, not killed
+'''
+
+
+def test_a_stopped_zygote_fails_the_next_hook_at_its_deadline_not_never(spawn, tmp_path):
+    """A hook can stop its own zygote (they share a domain). The hook that stopped it is answered (its
+    exit is read without the zygote), and the next hook, which that zygote never starts, fails closed
+    at its deadline — the deadline counts from the call, not from a pid that never comes."""
+    root = tmp_path / "stopper"
+    script = write(tmp_path / "stopper.py", STOPPER)
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": sys.executable, "args": [str(script), str(tmp_path)], "timeout": 1}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    thread = start(sidecar, root)
+    try:
+        assert bash(sidecar, thread)["isError"] is False
+        started = time.monotonic()
+        result = bash(sidecar, thread)
+        blocked = result["details"]["blocked"]
+        assert blocked["kind"] == "hook_failed" and "did not finish within 1000 ms" in blocked["reason"], result
+        assert time.monotonic() - started < 30
+    finally:
+        zygote = int((tmp_path / "stopped").read_text())
+        try:
+            os.kill(zygote, signal.SIGCONT)
+        except ProcessLookupError:
+            pass

@@ -87,6 +87,9 @@ class _Transport(asyncio.SubprocessTransport):
         self._lost = False
         self._checked = False
         self._watching = False  # our pidfd is in the loop: its exit is read from its zombie
+        self.at_once = False  # handed back before its pid was known (connection_made then, not at the pid)
+        self.start_error: OSError | None = None  # at_once: why it was not started
+        self._group_kill = False  # at_once: its group is to be killed as soon as its pid is known
 
     # -- asyncio.SubprocessTransport
 
@@ -115,6 +118,17 @@ class _Transport(asyncio.SubprocessTransport):
 
     def is_closing(self) -> bool:
         return self.closed
+
+    def kill_group(self) -> None:
+        """SIGKILL the hook's process group (it leads its own session: what it started goes too) — at once,
+        or, if its pid is not known yet, as soon as it is."""
+        if self._checked:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        elif self.pid is None and self.start_error is None:
+            self._group_kill = True
 
     def close(self) -> None:
         """As asyncio's: the pipes close, and a process still running is killed."""
@@ -155,7 +169,21 @@ class _Transport(asyncio.SubprocessTransport):
                     raise ValueError(f"{pid} is not the zygote's child")
         if not self._watching and self.zygote is not None:  # the zygote tells us its exit
             self.zygote.tell(b'{"wait": %d}' % pid)
-        self.protocol.connection_made(self)
+        if not self.at_once:
+            self.protocol.connection_made(self)
+        elif self._group_kill:  # its deadline, or its caller's end, came before its pid
+            self.kill_group()
+        elif self.closed and self.returncode is None:
+            self.kill()
+
+    def failed(self, error: OSError) -> None:
+        """An ``at_once`` start failed: the hook never ran. The protocol sees a process that exited (its
+        pipes close as the zygote drops its ends); ``start_error`` says why."""
+        if self.start_error is not None or self.pid is not None:
+            return
+        self.start_error = error
+        self.protocol.process_exited()
+        self.finish()
 
     def _ended(self) -> None:
         """Our pidfd is readable: the hook has exited, and stays a zombie until we tell the zygote to reap it
@@ -188,9 +216,13 @@ class _Transport(asyncio.SubprocessTransport):
         self.finish()
 
     def finish(self) -> None:
-        if not self._lost and self.returncode is not None and all(p.is_closing() for p in self.pipes.values()):
+        if not self._lost and (self.returncode is not None or self.start_error is not None) \
+                and all(p.is_closing() for p in self.pipes.values()):
             self._lost = True
             self.protocol.connection_lost(None)
+
+
+Transport = _Transport  # what ``spawn`` hands back
 
 
 def _kernel_at_least(major: int, minor: int) -> bool:
@@ -373,16 +405,21 @@ class Zygote:
         self.control = ours
         ours.setblocking(False)
         self.loop = asyncio.get_running_loop()
-        self.waiting: collections.deque[tuple[asyncio.Future, _Transport]] = collections.deque()  # starts, in order
+        # starts, in order: the future their caller awaits (None: handed back at once) and their transport
+        self.waiting: collections.deque[tuple[asyncio.Future | None, _Transport]] = collections.deque()
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
 
     async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
-                    stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
+                    stdin: Any, stdout: Any, stderr: Any, at_once: bool = False) -> tuple[asyncio.SubprocessTransport, Any]:
         """As ``launcher.spawn``; ``stdin`` may also be ``bytes``: the hook's stdin is then a pipe holding them,
-        then EOF — written before the hook starts when they fit the pipe (no stdin transport to keep)."""
+        then EOF — written before the hook starts when they fit the pipe (no stdin transport to keep).
+
+        ``at_once``: the transport is handed back as soon as the zygote has the request, not when it names
+        the pid (the caller's task is not woken for it); a start that fails is then no ``OSError`` but a
+        transport whose ``start_error`` says why, whose process "exits" at once."""
         ours: dict[int, int] = {}  # fd number in the hook → our end of its pipe
         theirs: list[int] = []
         stdio: list[str] = []
@@ -447,6 +484,11 @@ class Zygote:
                     pipe.write_eof()
             else:
                 transport.pipes[n] = _ReadPipe(transport, n, fd)
+        if at_once:
+            transport.at_once = True
+            protocol.connection_made(transport)
+            self.waiting.append((None, transport))
+            return transport, protocol
         answer = self.loop.create_future()
         self.waiting.append((answer, transport))
         try:
@@ -532,16 +574,14 @@ class Zygote:
             try:
                 transport.started(pid, self.proc.pid)
             except ValueError as exc:
-                if not answer.done():
-                    answer.set_exception(OSError(0, f"the hooks' zygote misbehaved: {exc}"))
+                _fail(answer, transport, OSError(0, f"the hooks' zygote misbehaved: {exc}"))
                 raise
             self.running[pid] = transport
-            if not answer.done():
+            if answer is not None and not answer.done():
                 answer.set_result(None)
         else:
             code = int(message.get("errno") or 0)
-            if not answer.done():
-                answer.set_exception(OSError(code, str(message.get("error", "cannot start"))[:500]))
+            _fail(answer, transport, OSError(code, str(message.get("error", "cannot start"))[:500]))
 
     def end(self) -> None:
         """Close the control socket (the zygote then ends its hooks' groups and exits); fail what waits."""
@@ -556,9 +596,8 @@ class Zygote:
             self.loop.remove_writer(self.control.fileno())
         self.control.close()
         while self.waiting:
-            answer, _transport = self.waiting.popleft()
-            if not answer.done():
-                answer.set_exception(ConnectionResetError("the hooks' zygote has exited"))
+            answer, transport = self.waiting.popleft()
+            _fail(answer, transport, ConnectionResetError("the hooks' zygote has exited"))
         for pid, transport in list(self.running.items()):
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -570,6 +609,14 @@ class Zygote:
 
         lifetimes.get().end_process(self.proc.pid, launcher.HOOK, self.owner)
         _reap(self.proc)
+
+
+def _fail(answer: asyncio.Future | None, transport: _Transport, error: OSError) -> None:
+    """A start the zygote did not make: its awaited answer fails, or (``at_once``) its transport."""
+    if answer is None:
+        transport.failed(error)
+    elif not answer.done():
+        answer.set_exception(error)
 
 
 def _reap(proc: subprocess.Popen, tries: int = 60) -> None:
@@ -584,7 +631,7 @@ _zygotes: dict[str, Zygote] = {}
 
 
 async def spawn(launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol], *,
-                stdin: Any, stdout: Any, stderr: Any) -> tuple[asyncio.SubprocessTransport, Any]:
+                stdin: Any, stdout: Any, stderr: Any, at_once: bool = False) -> tuple[asyncio.SubprocessTransport, Any]:
     """Start ``launch`` (a command hook) through its owner's zygote, started now if it has none."""
     zygote = _zygotes.get(launch.owner)
     if zygote is not None and zygote.alive and zygote.loop is not asyncio.get_running_loop():
@@ -593,7 +640,7 @@ async def spawn(launch: launcher.Launch, protocol_factory: Callable[[], asyncio.
         zygote = None
     if zygote is None or not zygote.alive:
         zygote = _zygotes[launch.owner] = Zygote(launch.owner)
-    return await zygote.spawn(launch, protocol_factory, stdin, stdout, stderr)
+    return await zygote.spawn(launch, protocol_factory, stdin, stdout, stderr, at_once)
 
 
 def warm(owner: str) -> None:

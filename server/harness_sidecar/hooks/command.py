@@ -127,6 +127,9 @@ def _write_stderr(text: str) -> None:
 
 def kill_group(transport: Any) -> None:
     """SIGKILL the hook's process group (it leads its own session: what it started goes too)."""
+    if isinstance(transport, zygote.Transport):  # its pid may still be on its way: killed when it comes
+        transport.kill_group()
+        return
     pid = transport.get_pid() if transport is not None else None
     if pid is None:
         return
@@ -158,9 +161,11 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
     label = f"{thread_id} hook {handler.source.source} {handler.event}"
     launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
     try:
-        if zygote.takes(launch):  # stdin: a pipe the zygote's side fills before the hook starts
+        if zygote.takes(launch):  # stdin: a pipe the zygote's side fills before the hook starts; the
+            # transport comes back as soon as the zygote has the request (its pid is applied when it comes)
             transport, proto = await zygote.spawn(launch, lambda: _Collector(label), stdin=stdin,
-                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                  at_once=True)
         else:
             transport, proto = await launcher.spawn(launch, lambda: _Collector(label), stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
@@ -186,6 +191,8 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
         if proto.timed_out:
             kill_group(transport)
             answer.failure = f"it did not finish within {timeout_s * 1000:.0f} ms (its process group was killed)"
+        elif getattr(transport, "start_error", None) is not None:
+            answer.failure = f"it could not be started: {transport.start_error}"
         code = transport.get_returncode()
     finally:
         if timer is not None:
