@@ -27,8 +27,9 @@ fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
 A hook's exit is read by the sidecar itself: the zygote reaps a child only when told, so an exited
 hook stays a zombie; the sidecar's pidfd of it turns readable, its status is read from
 ``/proc/<pid>/stat`` (exact since Linux 6.15, threads or not) and the zygote is then told to reap it
-(``{"reap"}``, after the hook's answer is on its way). Where that cannot be read (an older kernel, no
-pidfd), the sidecar asks the zygote to wait for it (``{"wait"}``), answered by ``{"exit", "code"}``.
+— with the next start request, or ``{"reap"}`` within ``REAP_DELAY_S`` (a message then would wake the
+zygote while the hook's answer is still being written). Where that cannot be read (an older kernel,
+no pidfd), the sidecar asks the zygote to wait for it (``{"wait"}``), answered by ``{"exit", "code"}``.
 That saves the zygote's wake-up, reap and message on every hook's clock.
 """
 
@@ -37,6 +38,7 @@ from __future__ import annotations
 import array
 import asyncio
 import collections
+import fcntl
 import json
 import logging
 import os
@@ -53,6 +55,7 @@ logger = logging.getLogger(__name__)
 PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_process.py")
 MAX_ANSWER = 4096
 MAX_REQUEST = 60 * 1024  # one datagram; a larger request (a huge environment) is started by the launcher itself
+REAP_DELAY_S = 0.05  # at most this long a read hook stays a zombie when no other hook starts meanwhile
 
 
 _USABLE = sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and hasattr(socket, "SOCK_SEQPACKET") \
@@ -200,7 +203,7 @@ class _Transport(asyncio.SubprocessTransport):
             return
         zygote.running.pop(pid, None)
         self.exited(code)
-        self.loop.call_soon(zygote.tell, b'{"reap": %d}' % pid)  # after the hook's answer is on its way
+        zygote.reap_later(pid)
 
     def exited(self, code: int) -> None:
         if self.returncode is not None:
@@ -409,50 +412,52 @@ class Zygote:
         self.waiting: collections.deque[tuple[asyncio.Future | None, _Transport]] = collections.deque()
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
+        self.reaps: list[int] = []  # exited hooks whose status we read, for the zygote to reap
+        self.reap_timer: asyncio.TimerHandle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
 
     async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
                     stdin: Any, stdout: Any, stderr: Any, at_once: bool = False) -> tuple[asyncio.SubprocessTransport, Any]:
-        """As ``launcher.spawn``; ``stdin`` may also be ``bytes``: the hook's stdin is then a pipe holding them,
-        then EOF — written before the hook starts when they fit the pipe (no stdin transport to keep).
+        """As ``launcher.spawn``; ``stdin`` may also be ``bytes``, or a function making them: the hook's stdin
+        is then a pipe holding them, then EOF — written (what fits the pipe; the rest as it drains) right
+        after the request is sent, while the zygote wakes, so the hook finds them there.
 
         ``at_once``: the transport is handed back as soon as the zygote has the request, not when it names
         the pid (the caller's task is not woken for it); a start that fails is then no ``OSError`` but a
         transport whose ``start_error`` says why, whose process "exits" at once."""
+        given = stdin if isinstance(stdin, bytes) or callable(stdin) else None
         ours: dict[int, int] = {}  # fd number in the hook → our end of its pipe
         theirs: list[int] = []
         stdio: list[str] = []
-        unwritten = b""  # what of a given stdin did not fit the pipe
         try:
             try:
                 for n, how in enumerate((stdin, stdout, stderr)):
-                    if how == subprocess.PIPE or (n == 0 and isinstance(how, bytes)):
-                        read, write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+                    if how == subprocess.PIPE or (n == 0 and given is not None):
+                        # blocking both (the hook's end as any program expects it), then ours not: one fcntl
+                        read, write = os.pipe2(os.O_CLOEXEC)
                         if n == 0:
                             theirs.append(read)
                             ours[0] = write
-                            os.set_blocking(read, True)  # the hook's end: as any program expects it
-                            if isinstance(how, bytes):  # written now, what fits, before the hook starts
-                                try:
-                                    unwritten = how[os.write(write, how):]
-                                except BlockingIOError:
-                                    unwritten = how
-                                if not unwritten:  # all of it: nothing of ours left to watch
-                                    os.close(ours.pop(0))
                         else:
                             theirs.append(write)
                             ours[n] = read
-                            os.set_blocking(write, True)
+                        fcntl.fcntl(ours[n], fcntl.F_SETFL, os.O_NONBLOCK)
                         stdio.append("fd")
                     elif how in (None, subprocess.DEVNULL):
                         stdio.append("devnull")
                     else:
                         raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
-                request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add,
-                                      "cwd": launch.cwd, "stdio": stdio}).encode()
+                start = {"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
+                         "stdio": stdio}
+                reaps = self.reaps
+                if reaps:  # the hooks read since the last start: reaped by the zygote after this one's answer
+                    start["reap"], self.reaps = reaps, []
+                request = json.dumps(start).encode()
                 if len(request) <= MAX_REQUEST:
                     await self._send(request, theirs)
+                elif reaps:  # not sent: with the next one
+                    self.reaps[:0] = reaps
             finally:
                 for fd in theirs:
                     os.close(fd)
@@ -460,26 +465,38 @@ class Zygote:
             for fd in ours.values():
                 os.close(fd)
             raise
+        if callable(given):
+            given = given()
         if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
             for fd in ours.values():
                 os.close(fd)
-            if not isinstance(stdin, bytes):
+            if given is None:
                 return await launcher.spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
             direct, protocol = await launcher.spawn_direct(launch, protocol_factory, stdin=subprocess.PIPE,
                                                            stdout=stdout, stderr=stderr)
             try:
-                direct.get_pipe_transport(0).write(stdin)
+                direct.get_pipe_transport(0).write(given)
                 direct.get_pipe_transport(0).write_eof()
             except (OSError, RuntimeError):
                 pass  # a hook that does not read its stdin may close it: that is its business
             return direct, protocol
+        unwritten = b""  # what of a given stdin did not fit the pipe
+        if given is not None:  # what fits, now
+            try:
+                unwritten = given[os.write(ours[0], given):]
+            except BlockingIOError:
+                unwritten = given
+            except OSError:  # the hook's end is gone (its start failed, or it closed it): nothing to give
+                unwritten = b""
+            if not unwritten:  # all of it: nothing of ours left to watch
+                os.close(ours.pop(0))
         # The zygote has the request: our side is made while it starts the hook (off the hook's clock).
         protocol = protocol_factory()
         transport = _Transport(self.loop, protocol, self)
         for n, fd in ours.items():
             if n == 0:
                 pipe = transport.pipes[0] = _WritePipe(transport, fd)
-                if isinstance(stdin, bytes):
+                if given is not None:
                     pipe.write(unwritten)
                     pipe.write_eof()
             else:
@@ -514,8 +531,21 @@ class Zygote:
                 finally:
                     self.loop.remove_writer(self.control.fileno())
 
+    def reap_later(self, pid: int) -> None:
+        """``pid``'s exit is read: the zygote is told to reap it with the next start, or within
+        ``REAP_DELAY_S`` — not now, when the message (waking the zygote) would delay the hook's answer."""
+        self.reaps.append(pid)
+        if self.reap_timer is None:
+            self.reap_timer = self.loop.call_later(REAP_DELAY_S, self._send_reaps)
+
+    def _send_reaps(self) -> None:
+        self.reap_timer = None
+        if self.reaps:
+            self.tell(json.dumps({"reap": self.reaps}).encode())
+            self.reaps = []
+
     def tell(self, message: bytes) -> None:
-        """``{"reap": pid}`` or ``{"wait": pid}`` (no answer in order: they may go out of turn)."""
+        """``{"reap": [pid]}`` or ``{"wait": pid}`` (no answer in order: they may go out of turn)."""
         if not self.alive:
             return
         if not self.outbox:
@@ -591,6 +621,9 @@ class Zygote:
         if _zygotes.get(self.owner) is self:
             del _zygotes[self.owner]
         self.loop.remove_reader(self.control.fileno())
+        if self.reap_timer is not None:
+            self.reap_timer.cancel()
+            self.reap_timer = None
         if self.outbox:
             self.outbox.clear()
             self.loop.remove_writer(self.control.fileno())

@@ -7,11 +7,12 @@ Its children inherit its fences, and since it has no ``preexec_fn`` to run, Pyth
 ``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
 
 The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON message each:
-- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
-  the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's ``SCM_RIGHTS`` descriptors in
-  order, or ``"devnull"``), answered in order by ``{"pid"}`` or ``{"errno", "error"}``;
-- ``{"reap": pid}``: the sidecar read that child's exit status itself (from its zombie, through a
-  pidfd of its own): reap it now, unanswered;
+- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how], "reap"?: [pid]}`` (``env``
+  null: ours, which is the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's
+  ``SCM_RIGHTS`` descriptors in order, or ``"devnull"``), answered in order by ``{"pid"}`` or
+  ``{"errno", "error"}``; its ``reap`` list is done after the answer (as the next message);
+- ``{"reap": [pid]}``: the sidecar read those children's exit status itself (from their zombies,
+  through pidfds of its own): reap them now, unanswered;
 - ``{"wait": pid}``: the sidecar wants to be told — reap that child when it exits and answer
   ``{"exit": pid, "code": returncode}`` (negative: the signal).
 A child is reaped only when the sidecar says one of the two: until then it stays a zombie once it has
@@ -77,19 +78,31 @@ class Zygote:
             self.start(request, fds)
 
     def told(self, request: dict) -> None:
-        """``{"reap": pid}`` or ``{"wait": pid}`` of a child of ours (anything else: ignored)."""
-        pid = request.get("reap", request.get("wait"))
-        if type(pid) is not int or pid not in self.children or pid in self.pidfds.values():
-            return
+        """``{"reap": [pid]}`` or ``{"wait": pid}`` of children of ours (anything else: ignored)."""
         if "reap" in request:
+            self.reap(request["reap"])
+        else:
+            self.wait(request.get("wait"))
+
+    def reap(self, pids: object) -> None:
+        """Children whose exit the sidecar has read: reaped (one not exited yet is waited for, and said)."""
+        for pid in pids if type(pids) is list else ():
+            if type(pid) is not int or pid not in self.children:
+                continue
             try:
                 if os.waitpid(pid, os.WNOHANG)[0] == pid:
                     del self.children[pid]
-                    return
+                    continue
             except ChildProcessError:
                 del self.children[pid]
-                return
-        try:  # not exited yet (or the sidecar wants its status): reap and answer when it exits
+                continue
+            self.wait(pid)
+
+    def wait(self, pid: object) -> None:
+        """Reap ``pid`` when it exits and say its status."""
+        if type(pid) is not int or pid not in self.children or pid in self.pidfds.values():
+            return
+        try:
             pidfd = os.pidfd_open(pid)
         except OSError:  # cannot watch it: wait for it here
             self.exited(pid)
@@ -119,6 +132,8 @@ class Zygote:
                 os.close(fd)
         self.children[pid] = True
         self.send_raw(b'{"pid": %d}' % pid)
+        if "reap" in request:  # the sidecar's last hooks, read meanwhile: after the answer, off its clock
+            self.reap(request["reap"])
 
     def devnull(self) -> int:
         if self._devnull < 0:

@@ -20,7 +20,7 @@ import re
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, zygote
 from harness_sidecar.hooks.declared import Handler
@@ -146,8 +146,10 @@ def stdin_payload(event: str, thread_id: str, cwd: str, fields: dict[str, Any]) 
     return json.dumps(body, ensure_ascii=False).encode()
 
 
-async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: str, timeout_s: float) -> Answer:
-    """Run ``handler`` once with ``stdin``; its ``Answer`` by ``timeout_s`` at the latest."""
+async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, thread_id: str, cwd: str,
+                      timeout_s: float) -> Answer:
+    """Run ``handler`` once with ``stdin`` (or what a function makes: through the zygote, made once the
+    request to start it is on its way); its ``Answer`` by ``timeout_s`` at the latest."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     answer = Answer(handler)
@@ -160,13 +162,16 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
             return answer
     label = f"{thread_id} hook {handler.source.source} {handler.event}"
     launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
+    through_zygote = zygote.takes(launch)
     try:
-        if zygote.takes(launch):  # stdin: a pipe the zygote's side fills before the hook starts; the
+        if through_zygote:  # stdin: a pipe the zygote's side fills as the hook starts; the
             # transport comes back as soon as the zygote has the request (its pid is applied when it comes)
             transport, proto = await zygote.spawn(launch, lambda: _Collector(label), stdin=stdin,
                                                   stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
                                                   at_once=True)
         else:
+            if callable(stdin):
+                stdin = stdin()
             transport, proto = await launcher.spawn(launch, lambda: _Collector(label), stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     except (OSError, ValueError) as exc:
@@ -175,7 +180,7 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
         return answer
     timer = None
     try:
-        pipe = transport.get_pipe_transport(0)
+        pipe = None if through_zygote else transport.get_pipe_transport(0)  # the zygote's side wrote it
         if pipe is not None:
             try:
                 pipe.write(stdin)
