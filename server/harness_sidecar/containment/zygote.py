@@ -85,6 +85,7 @@ class _Transport(asyncio.SubprocessTransport):
         self.pid: int | None = None
         self.returncode: int | None = None
         self.pidfd: int | None = None
+        self.statfd: int | None = None  # its /proc/<pid>/stat, opened while it was the zygote's child: its exit is read there
         self.pipes: dict[int, Any] = {}
         self.closed = False
         self._lost = False
@@ -154,12 +155,18 @@ class _Transport(asyncio.SubprocessTransport):
         except OSError:  # gone already and reaped (its exit is on its way): nothing to signal
             self.pidfd = None
         else:
-            if _parent_of(pid) == zygote:
+            statfd = _open_stat(pid)
+            if statfd is not None and _stat_fields(statfd)[1:2] == [b"%d" % zygote]:
                 self._checked = True
                 if _ZOMBIE_STATUS:
+                    self.statfd = statfd
                     self._watching = True
                     self.loop.add_reader(self.pidfd, self._ended)
+                else:
+                    os.close(statfd)
             else:
+                if statfd is not None:
+                    os.close(statfd)
                 try:
                     signal.pidfd_send_signal(self.pidfd, 0)
                 except ProcessLookupError:  # it ended and was reaped meanwhile: nothing to signal
@@ -194,7 +201,7 @@ class _Transport(asyncio.SubprocessTransport):
         self._watching = False
         self.loop.remove_reader(self.pidfd)
         pid = self.pid
-        code = _zombie_status(pid, self.pidfd)
+        code = _zombie_status(self.statfd)
         zygote = self.zygote
         if zygote is None:
             return
@@ -215,6 +222,9 @@ class _Transport(asyncio.SubprocessTransport):
                 self.loop.remove_reader(self.pidfd)
             os.close(self.pidfd)
             self.pidfd = None
+        if self.statfd is not None:
+            os.close(self.statfd)
+            self.statfd = None
         self.protocol.process_exited()
         self.finish()
 
@@ -242,34 +252,31 @@ def _kernel_at_least(major: int, minor: int) -> bool:
 _ZOMBIE_STATUS = _USABLE and _kernel_at_least(6, 15)
 
 
-def _zombie_status(pid: int, pidfd: int) -> int | None:
-    """The return code (negative: the signal) of ``pid``, an exited child of the zygote not yet reaped
-    (the zygote reaps only when told), or None where it cannot be read."""
+def _open_stat(pid: int) -> int | None:
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            stat = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        fields = stat.rsplit(b")", 1)[1].split()
-        if fields[0] != b"Z":
-            return None
-        status = int(fields[49])  # field 52, exit_code, as waitpid reports it
-        signal.pidfd_send_signal(pidfd, 0)  # still unreaped after the read: what we read was our hook's
-        return os.waitstatus_to_exitcode(status)
-    except (OSError, ValueError, IndexError):
+        return os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)  # no file object: on a hook's clock
+    except OSError:
         return None
 
 
-def _parent_of(pid: int) -> int | None:
+def _stat_fields(statfd: int) -> list[bytes]:
+    """The fields of a /proc/<pid>/stat after the command's name (state, ppid, …); [] where unreadable —
+    as once the process is reaped: the file stays the process's it was opened for, never a reused pid's."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)  # no file object: this is on a hook's clock
-        try:
-            stat = os.read(fd, 4096)
-        finally:
-            os.close(fd)
-        return int(stat.rsplit(b")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
+        return os.pread(statfd, 4096, 0).rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
+def _zombie_status(statfd: int | None) -> int | None:
+    """The return code (negative: the signal) of an exited child of the zygote not yet reaped (the
+    zygote reaps only when told), from its /proc/<pid>/stat; None where it cannot be read."""
+    fields = _stat_fields(statfd) if statfd is not None else []
+    if len(fields) < 50 or fields[0] != b"Z":
+        return None
+    try:
+        return os.waitstatus_to_exitcode(int(fields[49]))  # field 52, exit_code, as waitpid reports it
+    except ValueError:
         return None
 
 
@@ -413,6 +420,8 @@ class Zygote:
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.reaps: list[int] = []  # exited hooks whose status we read, for the zygote to reap
+        # a command hook's stdin, stdout and stderr pipes, made ahead: {n: our end, -1-n: the hook's end}
+        self.spare: dict[int, int] | None = None
         self.reap_timer: asyncio.TimerHandle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
@@ -430,19 +439,17 @@ class Zygote:
         ours: dict[int, int] = {}  # fd number in the hook → our end of its pipe
         theirs: list[int] = []
         stdio: list[str] = []
+        spare = self.spare if given is not None and stdout == stderr == subprocess.PIPE else None
         try:
             try:
-                for n, how in enumerate((stdin, stdout, stderr)):
+                if spare is not None:  # a command hook's three pipes, made after the last start
+                    self.spare = None
+                    theirs = [spare.pop(-1 - n) for n in range(3)]
+                    ours, stdio = spare, ["fd", "fd", "fd"]
+                for n, how in enumerate((stdin, stdout, stderr) if spare is None else ()):
                     if how == subprocess.PIPE or (n == 0 and given is not None):
-                        # blocking both (the hook's end as any program expects it), then ours not: one fcntl
-                        read, write = os.pipe2(os.O_CLOEXEC)
-                        if n == 0:
-                            theirs.append(read)
-                            ours[0] = write
-                        else:
-                            theirs.append(write)
-                            ours[n] = read
-                        fcntl.fcntl(ours[n], fcntl.F_SETFL, os.O_NONBLOCK)
+                        ours[n], theirs_n = _pipe(n)
+                        theirs.append(theirs_n)
                         stdio.append("fd")
                     elif how in (None, subprocess.DEVNULL):
                         stdio.append("devnull")
@@ -501,6 +508,8 @@ class Zygote:
                     pipe.write_eof()
             else:
                 transport.pipes[n] = _ReadPipe(transport, n, fd)
+        if self.spare is None and given is not None and stdout == stderr == subprocess.PIPE:
+            self.spare = _spare_pipes()  # for the next hook, while the zygote starts this one
         if at_once:
             transport.at_once = True
             protocol.connection_made(transport)
@@ -624,6 +633,10 @@ class Zygote:
         if self.reap_timer is not None:
             self.reap_timer.cancel()
             self.reap_timer = None
+        if self.spare is not None:
+            for fd in self.spare.values():
+                os.close(fd)
+            self.spare = None
         if self.outbox:
             self.outbox.clear()
             self.loop.remove_writer(self.control.fileno())
@@ -642,6 +655,33 @@ class Zygote:
 
         lifetimes.get().end_process(self.proc.pid, launcher.HOOK, self.owner)
         _reap(self.proc)
+
+
+def _pipe(n: int) -> tuple[int, int]:
+    """A pipe for the hook's fd ``n``: (our end, non-blocking; the hook's end, blocking as any program
+    expects it)."""
+    read, write = os.pipe2(os.O_CLOEXEC)  # both blocking, then ours not: one fcntl
+    ours, theirs = (write, read) if n == 0 else (read, write)
+    try:
+        fcntl.fcntl(ours, fcntl.F_SETFL, os.O_NONBLOCK)
+    except OSError:
+        os.close(read)
+        os.close(write)
+        raise
+    return ours, theirs
+
+
+def _spare_pipes() -> dict[int, int] | None:
+    """Three pipes for the next command hook (None where they cannot be made now: they are then made then)."""
+    made: dict[int, int] = {}
+    try:
+        for n in range(3):
+            made[n], made[-1 - n] = _pipe(n)
+    except OSError:
+        for fd in made.values():
+            os.close(fd)
+        return None
+    return made
 
 
 def _fail(answer: asyncio.Future | None, transport: _Transport, error: OSError) -> None:
