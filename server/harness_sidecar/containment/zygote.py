@@ -200,17 +200,19 @@ class _Transport(asyncio.SubprocessTransport):
         — its status is read here, without waiting for the zygote to wake, reap and say it."""
         self._watching = False
         self.loop.remove_reader(self.pidfd)
-        pid = self.pid
         code = _zombie_status(self.statfd)
-        zygote = self.zygote
-        if zygote is None:
+        if self.zygote is None:
             return
         if code is None:  # not readable here: the zygote reaps it and tells us
-            zygote.tell(b'{"wait": %d}' % pid)
+            self.zygote.tell(b'{"wait": %d}' % self.pid)
             return
-        zygote.running.pop(pid, None)
+        self._read_exit(code)
+
+    def _read_exit(self, code: int) -> None:
+        assert self.zygote is not None and self.pid is not None
+        self.zygote.running.pop(self.pid, None)
         self.exited(code)
-        zygote.reap_later(pid)
+        self.zygote.reap_later(self.pid)
 
     def exited(self, code: int) -> None:
         if self.returncode is not None:
@@ -229,6 +231,15 @@ class _Transport(asyncio.SubprocessTransport):
         self.finish()
 
     def finish(self) -> None:
+        if self._watching and self.returncode is None and self.zygote is not None \
+                and all(p.is_closing() for p in self.pipes.values()):
+            # its output has ended: it has most likely exited too — read now, not a loop turn later
+            code = _zombie_status(self.statfd)
+            if code is not None:
+                self._watching = False
+                self.loop.remove_reader(self.pidfd)  # its readiness, if already seen, is dropped with it
+                self._read_exit(code)
+                return
         if not self._lost and (self.returncode is not None or self.start_error is not None) \
                 and all(p.is_closing() for p in self.pipes.values()):
             self._lost = True
