@@ -550,6 +550,8 @@ class Zygote:
                     await ready
                 finally:
                     self.loop.remove_writer(self.control.fileno())
+                    if self.outbox and self.alive:  # tell()'s waiting messages share that writer
+                        self.loop.add_writer(self.control.fileno(), self._flush)
 
     def reap_later(self, pid: int) -> None:
         """``pid``'s exit is read: the zygote is told to reap it with the next start, or within

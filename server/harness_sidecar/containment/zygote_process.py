@@ -76,6 +76,8 @@ class Zygote:
             self.told(request)
         else:
             self.start(request, fds)
+            if type(request) is dict and "reap" in request:  # the sidecar's last hooks: after the answer
+                self.reap(request["reap"])
 
     def told(self, request: dict) -> None:
         """``{"reap": [pid]}`` or ``{"wait": pid}`` of children of ours (anything else: ignored)."""
@@ -132,8 +134,6 @@ class Zygote:
                 os.close(fd)
         self.children[pid] = True
         self.send_raw(b'{"pid": %d}' % pid)
-        if "reap" in request:  # the sidecar's last hooks, read meanwhile: after the answer, off its clock
-            self.reap(request["reap"])
 
     def devnull(self) -> int:
         if self._devnull < 0:
