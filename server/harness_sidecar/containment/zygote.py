@@ -257,9 +257,10 @@ def _kernel_at_least(major: int, minor: int) -> bool:
     return found >= (major, minor)
 
 
-# Since Linux 6.15 (and its stable backports) a zombie thread-group leader's exit_code is the group's once its
-# last thread is gone ("exit: fix the usage of delay_group_leader->exit_code", 2025): the status
-# /proc/<pid>/stat shows when its pidfd turns readable is then the one waitpid reports, threads or not.
+# From Linux 6.15 on, a zombie thread-group leader's exit_code is the group's once its last thread is gone
+# (release_task sets it from signal->group_exit_code, Oleg Nesterov, March 2025; backported to some stable
+# kernels, which are not told apart here and take the zygote's word): the status /proc/<pid>/stat shows
+# when the hook's output ends or its pidfd turns readable is then the one waitpid reports, threads or not.
 _ZOMBIE_STATUS = _USABLE and _kernel_at_least(6, 15)
 
 
