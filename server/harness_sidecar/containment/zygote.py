@@ -432,6 +432,7 @@ class Zygote:
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.reaps: list[int] = []  # exited hooks whose status we read, for the zygote to reap
+        self.requests: dict[tuple, bytes] = {}  # start objects made, by what they say
         self.reap_timer: asyncio.TimerHandle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
@@ -460,16 +461,12 @@ class Zygote:
                         stdio.append("devnull")
                     else:
                         raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
-                start = {"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
-                         "stdio": stdio}
+                request = self._request(launch, stdio)
                 reaps = self.reaps
-                if reaps:  # the hooks read since the last start: reaped by the zygote after this one's answer
-                    start["reap"], self.reaps = reaps, []
-                request = json.dumps(start).encode()
+                if reaps and len(request) <= MAX_REQUEST:  # the hooks read since the last start: reaped after it
+                    request, self.reaps = request + b"\n" + json.dumps(reaps).encode(), []
                 if len(request) <= MAX_REQUEST:
                     await self._send(request, theirs)
-                elif reaps:  # not sent: with the next one
-                    self.reaps[:0] = reaps
             finally:
                 for fd in theirs:
                     os.close(fd)
@@ -526,6 +523,23 @@ class Zygote:
             transport.close()
             raise
         return transport, protocol
+
+    def _request(self, launch: launcher.Launch, stdio: list[str]) -> bytes:
+        """The start object of ``launch``: the same bytes for the same hook (the zygote keeps what it read by
+        them), made once per distinct hook and thread directory."""
+        key = None
+        if launch.env is None:
+            key = (tuple(launch.argv), launch.cwd, tuple((launch.env_add or {}).items()), tuple(stdio))
+            request = self.requests.get(key)
+            if request is not None:
+                return request
+        request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
+                              "stdio": stdio}).encode()
+        if key is not None:
+            if len(self.requests) >= 64:
+                self.requests.clear()
+            self.requests[key] = request
+        return request
 
     async def _send(self, request: bytes, fds: list[int]) -> None:
         if not self.alive:

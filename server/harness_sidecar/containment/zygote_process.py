@@ -7,10 +7,11 @@ Its children inherit its fences, and since it has no ``preexec_fn`` to run, Pyth
 ``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
 
 The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON message each:
-- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how], "reap"?: [pid]}`` (``env``
-  null: ours, which is the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's
-  ``SCM_RIGHTS`` descriptors in order, or ``"devnull"``), answered in order by ``{"pid"}`` or
-  ``{"errno", "error"}``; its ``reap`` list is done after the answer (as the next message);
+- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
+  the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's ``SCM_RIGHTS`` descriptors in
+  order, or ``"devnull"``), answered in order by ``{"pid"}`` or ``{"errno", "error"}``, optionally
+  followed by a newline and ``[pid]``: children to reap after that answer (as ``{"reap"}``). A
+  thread's hooks send the same few start objects again and again: what one says is kept by its bytes;
 - ``{"reap": [pid]}``: the sidecar read those children's exit status itself (from their zombies,
   through pidfds of its own): reap them now, unanswered;
 - ``{"wait": pid}``: the sidecar wants to be told — reap that child when it exits and answer
@@ -66,18 +67,53 @@ class Zygote:
             self.end()
 
     def handle(self, data: bytes, fds: list[int]) -> None:
+        head, _, tail = data.partition(b"\n")  # JSON never holds a raw newline: a start's reap list follows one
+        plan = PLANS.get(head)
+        if plan is None:
+            try:
+                request = json.loads(head)
+            except ValueError as exc:
+                request = exc
+            if type(request) is dict and "argv" not in request:
+                for fd in fds:
+                    os.close(fd)
+                self.told(request)
+                return
+            plan = self.plan(head, request, fds)
+        if plan is not None:
+            self.start(plan, fds)
+        if tail:  # the sidecar's last hooks, read meanwhile: reaped after this start's answer
+            try:
+                self.reap(json.loads(tail))
+            except ValueError:
+                pass
+
+    def plan(self, head: bytes, request: object, fds: list[int]) -> Plan | None:
+        """A start request read (and kept by its bytes, when it has no PATH search to make again), or None
+        when it is answered at once: why it cannot be started."""
         try:
-            request = json.loads(data)
-        except ValueError as exc:
-            request = exc
-        if type(request) is dict and "argv" not in request:
+            if isinstance(request, ValueError):
+                raise request
+            if type(request) is not dict:
+                raise TypeError("not an object")
+            env = request["env"]
+            plan = Plan(*planned(request["argv"], environment(request.get("add") or {}) if env is None else env,
+                                 request["cwd"]), tuple(request["stdio"]))
+        except OSError as exc:
             for fd in fds:
                 os.close(fd)
-            self.told(request)
-        else:
-            self.start(request, fds)
-            if type(request) is dict and "reap" in request:  # the sidecar's last hooks: after the answer
-                self.reap(request["reap"])
+            self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
+            return None
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            for fd in fds:
+                os.close(fd)
+            self.send({"errno": 22, "error": f"bad request: {exc}"})
+            return None
+        if "/" in plan.argv[0]:
+            if len(PLANS) >= 64:
+                PLANS.clear()
+            PLANS[head] = plan
+        return plan
 
     def told(self, request: dict) -> None:
         """``{"reap": [pid]}`` or ``{"wait": pid}`` of children of ours (anything else: ignored)."""
@@ -112,21 +148,16 @@ class Zygote:
         self.pidfds[pidfd] = pid
         self.epoll.register(pidfd, select.EPOLLIN)
 
-    def start(self, request: dict | ValueError, fds: list[int]) -> None:
-        """A start request (anything else here is answered as a bad one, in order)."""
+    def start(self, plan: Plan, fds: list[int]) -> None:
+        """A start request, read: answered by its pid or why not."""
         try:
-            if isinstance(request, ValueError):
-                raise request
             given = iter(fds)
-            stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
-            env = request["env"]
-            if env is None:
-                env = environment(request.get("add") or {})
-            pid = spawn(request["argv"], env, request["cwd"], stdio)
+            stdio = [next(given) if how == "fd" else self.devnull() for how in plan.stdio]
+            pid = spawn(plan, stdio)
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
             return
-        except (ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
+        except (ValueError, StopIteration) as exc:
             self.send({"errno": 22, "error": f"bad request: {exc}"})
             return
         finally:
@@ -179,7 +210,7 @@ class Zygote:
                             os.close(received_fd)
                         self.end()
                     # a truncated message is not JSON: answered as a bad request
-                    self.handle(buffer[:size] if not flags & socket.MSG_TRUNC else b"", fds)
+                    self.handle(bytes(memoryview(buffer)[:size]) if not flags & socket.MSG_TRUNC else b"", fds)
                 elif fd in self.pidfds:
                     self.epoll.unregister(fd)
                     os.close(fd)
@@ -195,15 +226,23 @@ class Zygote:
         os._exit(0)
 
 
-def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: list[int]) -> int:
-    """Start ``argv`` in a session of its own with ``stdio`` as its fds 0-2: ``posix_spawn`` (glibc:
-    ``clone(CLONE_VM|CLONE_VFORK)``, no Python in the child). Every other descriptor of ours is
-    close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
-    if not argv or not all(type(a) is str for a in argv):
+class Plan:
+    """A start request as read: what to run, with what environment, where, and its fds 0-2 (``how``)."""
+
+    __slots__ = ("program", "argv", "environ", "cwd", "stdio")
+
+    def __init__(self, program: str, argv: list[str], environ: dict, cwd: str, stdio: tuple) -> None:
+        self.program, self.argv, self.environ, self.cwd, self.stdio = program, argv, environ, cwd, stdio
+
+
+def planned(argv: object, environ: object, cwd: object) -> tuple[str, list[str], dict, str]:
+    """``argv`` checked and its program found (as execvp would, but in the hook's PATH); where it runs."""
+    if type(argv) is not list or not argv or not all(type(a) is str for a in argv):
         raise ValueError("argv must be a non-empty list of strings")
-    environ = ENVIRON if env is None else env
+    if type(environ) is not dict or (cwd is not None and type(cwd) is not str):
+        raise ValueError("env must be an object or null, cwd a string or null")
     program = argv[0]
-    if "/" not in program:  # as execvp would, but in the hook's PATH
+    if "/" not in program:
         path = environ.get(b"PATH") if b"PATH" in environ else environ.get("PATH", os.defpath)
         for folder in os.fsdecode(path).split(os.pathsep):
             candidate = os.path.join(folder or ".", program)
@@ -212,21 +251,30 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
                 break
         else:
             raise FileNotFoundError(2, os.strerror(2), program)
-    os.chdir(cwd if cwd is not None else HOME)
-    if hasattr(os, "posix_spawn"):
+    return program, argv, environ, cwd if cwd is not None else HOME
+
+
+def spawn(plan: Plan, stdio: list[int]) -> int:
+    """Start ``plan`` in a session of its own with ``stdio`` as its fds 0-2: ``posix_spawn`` (glibc:
+    ``clone(CLONE_VM|CLONE_VFORK)``, no Python in the child). Every other descriptor of ours is
+    close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
+    os.chdir(plan.cwd)
+    if _POSIX_SPAWN:
         try:
             actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
-            return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True)
+            return os.posix_spawn(plan.program, plan.argv, plan.environ, file_actions=actions, setsid=True)
         except NotImplementedError:  # a C library without POSIX_SPAWN_SETSID
             pass
     import subprocess
 
-    proc = subprocess.Popen(argv, executable=program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                            env=environ, start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(plan.argv, executable=plan.program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                            env=plan.environ, start_new_session=True, close_fds=True)
     proc.returncode = 0  # we reap it ourselves (waitpid): its Popen must not
     return proc.pid
 
 
+_POSIX_SPAWN = hasattr(os, "posix_spawn")
+PLANS: dict[bytes, Plan] = {}  # start requests read, by their bytes (those with no PATH search)
 HOME = os.getcwd()
 ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)
 _ENVIRONMENTS: dict[tuple, dict[bytes, bytes]] = {}
