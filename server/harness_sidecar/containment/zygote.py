@@ -432,7 +432,7 @@ class Zygote:
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.reaps: list[int] = []  # exited hooks whose status we read, for the zygote to reap
-        self.requests: dict[tuple, bytes] = {}  # start objects made, by what they say
+        self.requests: dict[int, tuple[launcher.Launch, list[str], bytes]] = {}  # start objects made, by launch
         self.reap_timer: asyncio.TimerHandle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
@@ -526,19 +526,15 @@ class Zygote:
 
     def _request(self, launch: launcher.Launch, stdio: list[str]) -> bytes:
         """The start object of ``launch``: the same bytes for the same hook (the zygote keeps what it read by
-        them), made once per distinct hook and thread directory."""
-        key = None
-        if launch.env is None:
-            key = (tuple(launch.argv), launch.cwd, tuple((launch.env_add or {}).items()), tuple(stdio))
-            request = self.requests.get(key)
-            if request is not None:
-                return request
+        them), made once per ``Launch`` (``hooks.command`` makes one per hook and thread directory)."""
+        made = self.requests.get(id(launch))
+        if made is not None and made[0] is launch and made[1] == stdio:
+            return made[2]
         request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
                               "stdio": stdio}).encode()
-        if key is not None:
-            if len(self.requests) >= 64:
-                self.requests.clear()
-            self.requests[key] = request
+        if len(self.requests) >= 64:
+            self.requests.clear()
+        self.requests[id(launch)] = (launch, stdio, request)  # the launch kept: its id is not reused meanwhile
         return request
 
     async def _send(self, request: bytes, fds: list[int]) -> None:

@@ -146,6 +146,25 @@ def stdin_payload(event: str, thread_id: str, cwd: str, fields: dict[str, Any]) 
     return json.dumps(body, ensure_ascii=False).encode()
 
 
+_LAUNCHES: dict[tuple[int, str, str], tuple[Handler, launcher.Launch, str]] = {}
+
+
+def _launch_of(handler: Handler, thread_id: str, cwd: str) -> tuple[launcher.Launch, str]:
+    """How ``handler`` is started for ``thread_id`` in ``cwd``, and its stderr prefix: made once (the
+    same every time; never changed once made), kept with the handler itself so its id is not reused."""
+    key = (id(handler), thread_id, cwd)
+    made = _LAUNCHES.get(key)
+    if made is not None and made[0] is handler:
+        return made[1], made[2]
+    values = variables(handler, cwd)
+    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
+    label = f"{thread_id} hook {handler.source.source} {handler.event}"
+    if len(_LAUNCHES) >= 256:
+        _LAUNCHES.clear()
+    _LAUNCHES[key] = (handler, launch, label)
+    return launch, label
+
+
 async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, thread_id: str, cwd: str,
                       timeout_s: float) -> Answer:
     """Run ``handler`` once with ``stdin`` (or what a function makes: through the zygote, made once the
@@ -153,15 +172,13 @@ async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, t
     loop = asyncio.get_running_loop()
     started = loop.time()
     answer = Answer(handler)
-    values = variables(handler, cwd)
     if handler.source.plugin_data is not None:
         try:
             os.makedirs(handler.source.plugin_data, mode=0o700, exist_ok=True)
         except OSError as exc:
             answer.failure = f"cannot create its data folder {handler.source.plugin_data}: {exc.strerror}"
             return answer
-    label = f"{thread_id} hook {handler.source.source} {handler.event}"
-    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
+    launch, label = _launch_of(handler, thread_id, cwd)
     through_zygote = zygote.takes(launch)
     try:
         if through_zygote:  # stdin: a pipe the zygote's side fills as the hook starts; the
