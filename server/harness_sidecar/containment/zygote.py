@@ -56,6 +56,7 @@ PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_proce
 MAX_ANSWER = 4096
 MAX_REQUEST = 60 * 1024  # one datagram; a larger request (a huge environment) is started by the launcher itself
 REAP_DELAY_S = 0.05  # at most this long a read hook stays a zombie when no other hook starts meanwhile
+SPARE_DELAY_S = 0.001  # a hook's answer is written well within this after its exit is read: the next pipes then
 
 
 _USABLE = sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and hasattr(socket, "SOCK_SEQPACKET") \
@@ -432,10 +433,15 @@ class Zygote:
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.reaps: list[int] = []  # exited hooks whose status we read, for the zygote to reap
+        # a command hook's stdin, stdout and stderr pipes, made while the loop is idle (at the zygote's start,
+        # and after a hook's answer): {n: our end, -1-n: the hook's end}
+        self.spare: dict[int, int] | None = None
+        self.spare_timer: asyncio.TimerHandle | None = None
         self.requests: dict[int, tuple[launcher.Launch, list[str], bytes]] = {}  # start objects made, by launch
         self.reap_timer: asyncio.TimerHandle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
+        self._make_spare()
 
     async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
                     stdin: Any, stdout: Any, stderr: Any, at_once: bool = False) -> tuple[asyncio.SubprocessTransport, Any]:
@@ -450,9 +456,14 @@ class Zygote:
         ours: dict[int, int] = {}  # fd number in the hook → our end of its pipe
         theirs: list[int] = []
         stdio: list[str] = []
+        spare = self.spare if given is not None and stdout == stderr == subprocess.PIPE else None
         try:
             try:
-                for n, how in enumerate((stdin, stdout, stderr)):
+                if spare is not None:  # a command hook's three pipes, made while the loop was idle
+                    self.spare = None
+                    theirs = [spare.pop(-1 - n) for n in range(3)]
+                    ours, stdio = spare, ["fd", "fd", "fd"]
+                for n, how in enumerate((stdin, stdout, stderr) if spare is None else ()):
                     if how == subprocess.PIPE or (n == 0 and given is not None):
                         ours[n], theirs_n = _pipe(n)
                         theirs.append(theirs_n)
@@ -566,6 +577,13 @@ class Zygote:
         self.reaps.append(pid)
         if self.reap_timer is None:
             self.reap_timer = self.loop.call_later(REAP_DELAY_S, self._send_reaps)
+        if self.spare is None and self.spare_timer is None:  # the next hook's pipes, once this answer is out
+            self.spare_timer = self.loop.call_later(SPARE_DELAY_S, self._make_spare)
+
+    def _make_spare(self) -> None:
+        self.spare_timer = None
+        if self.spare is None and self.alive:
+            self.spare = _spare_pipes()
 
     def _send_reaps(self) -> None:
         self.reap_timer = None
@@ -653,6 +671,13 @@ class Zygote:
         if self.reap_timer is not None:
             self.reap_timer.cancel()
             self.reap_timer = None
+        if self.spare_timer is not None:
+            self.spare_timer.cancel()
+            self.spare_timer = None
+        if self.spare is not None:
+            for fd in self.spare.values():
+                os.close(fd)
+            self.spare = None
         if self.outbox:
             self.outbox.clear()
             self.loop.remove_writer(self.control.fileno())
@@ -685,6 +710,19 @@ def _pipe(n: int) -> tuple[int, int]:
         os.close(write)
         raise
     return ours, theirs
+
+
+def _spare_pipes() -> dict[int, int] | None:
+    """Three pipes for the next command hook (None where they cannot be made now: it makes its own)."""
+    made: dict[int, int] = {}
+    try:
+        for n in range(3):
+            made[n], made[-1 - n] = _pipe(n)
+    except OSError:
+        for fd in made.values():
+            os.close(fd)
+        return None
+    return made
 
 
 def _fail(answer: asyncio.Future | None, transport: _Transport, error: OSError) -> None:
