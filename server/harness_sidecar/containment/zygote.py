@@ -24,13 +24,20 @@ The zygote is untrusted as its hooks are: what it says is parsed with bounds, a 
 believed only for its own child (the sidecar signals it), and a zygote that dies or says nonsense
 fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
 
-A hook's exit is read by the sidecar itself: the zygote reaps a child only when told, so an exited
-hook stays a zombie; the sidecar's pidfd of it turns readable, its status is read from
-``/proc/<pid>/stat`` (exact since Linux 6.15, threads or not) and the zygote is then told to reap it
-— with the next start request, or ``{"reap"}`` within ``REAP_DELAY_S`` (a message then would wake the
-zygote while the hook's answer is still being written). Where that cannot be read (an older kernel,
-no pidfd), the sidecar asks the zygote to wait for it (``{"wait"}``), answered by ``{"exit", "code"}``.
-That saves the zygote's wake-up, reap and message on every hook's clock.
+A trivial hook's clock (issue 19: ≤ 1.5× spawning ``/bin/true`` from Python) is kept short thus:
+- the sidecar sends the start request and yields its CPU (the socket's sync wake-up mostly puts the
+  zygote on the sender's CPU, where it would wait for the sidecar's next ~80 µs); the transport is
+  handed back without waiting for the pid (the deadline counts from the call, even if the zygote
+  never answers); the hook's stdin is made and written after the send;
+- a thread's start requests are the same few bytes (kept on both sides); the hook's pipes are made
+  while the loop is idle;
+- a hook's exit is read by the sidecar itself: the zygote reaps a child only when told, so an exited
+  hook stays a zombie and its status is read (one ``pread`` of its ``/proc/<pid>/stat``, opened when
+  the zygote named it; exact from Linux 6.15 on, threads or not) as soon as its output ends, or its
+  pidfd turns readable. The zygote is told to reap it after the next start request, or within
+  ``REAP_DELAY_S`` (``{"reap"}``) — never while the hook's answer is being written. Where the status
+  cannot be read (an older kernel, no pidfd) the zygote is asked to wait for it (``{"wait"}``) and
+  answers ``{"exit", "code"}``, as it did for every hook before.
 """
 
 from __future__ import annotations
