@@ -250,3 +250,172 @@ def test_a_pid_the_zygote_names_is_believed_only_for_its_own_child():
     finally:
         victim.kill()
         victim.wait()
+
+
+THREADED = r'''
+import ctypes, os, sys, threading, time
+code = int(sys.argv[2])
+with open(os.path.join(sys.argv[1], "zygote"), "w") as f:
+    f.write(str(os.getppid()))
+sys.stdin.buffer.read()
+if code == 2:
+    sys.stderr.write("not this one\n")
+    sys.stderr.flush()
+def last():
+    time.sleep(0.2)
+    os._exit(code)  # exit_group from a thread that is not the leader
+threading.Thread(target=last).start()
+ctypes.CDLL(None).pthread_exit(None)  # the leader ends first: the process lives on in the other thread
+'''
+
+
+def children_of(pid: int) -> list[tuple[int, str]]:
+    """(pid, state) of ``pid``'s children, from /proc."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                out.append((int(entry), fields[0].decode()))
+    return out
+
+
+def test_a_hooks_exit_status_is_its_process_groups_and_nothing_is_left_unreaped(spawn, tmp_path):
+    """The status the sidecar acts on is what waitpid reports — here the exit 2 of a thread that outlived
+    its leader (it blocks the call), then an exit 0 the same way (it does not) — and the zygote is left
+    with no child, running or zombie, once the calls are answered."""
+    script = write(tmp_path / "threaded.py", THREADED)
+    roots = {}
+    for code in (2, 0):
+        root = roots[code] = tmp_path / f"exit{code}"
+        write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": sys.executable, "args": [str(script), str(tmp_path), str(code)]}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    blocked = bash(sidecar, start(sidecar, roots[2]))
+    assert blocked["isError"] is True and blocked["details"]["blocked"]["kind"] == "hook", blocked
+    assert "not this one" in blocked["details"]["blocked"]["reason"]
+    thread = start(sidecar, roots[0])
+    for _ in range(3):
+        assert bash(sidecar, thread)["isError"] is False
+    zygote = int((tmp_path / "zygote").read_text())
+    deadline = time.monotonic() + 5
+    while children_of(zygote) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert children_of(zygote) == [] and Path(f"/proc/{zygote}").exists()  # reaped, by a zygote still serving
+
+
+def test_where_the_sidecar_cannot_read_a_hooks_zombie_its_zygote_reaps_it_and_says_its_status(monkeypatch, tmp_path):
+    """Kernels before 6.15 (or a /proc the sidecar cannot read): the zygote is asked to wait for the hook,
+    and its answer carries the status — an exit code, a signal."""
+    import asyncio
+
+    from harness_sidecar.containment import zygote
+    from harness_sidecar.hooks import command
+    from harness_sidecar.hooks.declared import Handler, HookSource
+    from harness_sidecar.hooks.matcher import compile_matcher
+
+    source = HookSource(source=f"root:{tmp_path}", path=str(tmp_path / "hooks.json"), trusted=True)
+
+    def handler(text: str) -> Handler:
+        return Handler(source, "PreToolUse", compile_matcher("Bash"), text, None, None, 0)
+
+    async def run(text: str) -> command.Answer:
+        return await command.run_handler(handler(text), b"{}", thread_id="fallback", cwd=str(tmp_path), timeout_s=30)
+
+    async def both() -> list[command.Answer]:
+        try:
+            return [await run("cat >/dev/null; exit 3"), await run("kill -TERM $$"), await run("exit 0")]
+        finally:
+            zygote.end("fallback")
+
+    for readable in (False, True):
+        monkeypatch.setattr(zygote, "_ZOMBIE_STATUS", readable and zygote._ZOMBIE_STATUS)
+        three, killed, zero = asyncio.run(both())
+        assert (three.exit_code, three.failure) == (3, "it exited with code 3")
+        assert killed.exit_code == -signal.SIGTERM and killed.failure == "it was killed by signal 15"
+        assert (zero.exit_code, zero.failure) == (0, None)
+
+
+def test_a_hook_the_zygote_cannot_start_blocks_the_call_and_says_why(spawn, tmp_path):
+    """The transport comes back before the zygote has answered; a start it refuses still fails the
+    call closed (``hook_failed``), with the reason."""
+    root = tmp_path / "missing"
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": str(tmp_path / "no-such-hook"), "args": []}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    thread = start(sidecar, root)
+    for _ in range(2):  # and the zygote serves on
+        result = bash(sidecar, thread)
+        blocked = result["details"]["blocked"]
+        assert result["isError"] is True and blocked["kind"] == "hook_failed", result
+        assert "could not be started" in blocked["reason"] and "No such file" in blocked["reason"]
+
+
+def test_a_group_kill_asked_for_before_the_pid_is_known_happens_when_it_comes():
+    """A hook's deadline (or its call's end) may come before the zygote names its pid: its process group
+    is killed as soon as the pid is known — the hook and what it started."""
+    import asyncio
+    import subprocess
+
+    from harness_sidecar.containment import zygote
+
+    group = subprocess.Popen(["sh", "-c", "sleep 30 & sleep 30; wait"], start_new_session=True)
+    try:
+        async def late_pid() -> None:
+            transport = zygote._Transport(asyncio.get_running_loop(), asyncio.SubprocessProtocol())
+            transport.at_once = True
+            transport.kill_group()  # no pid yet: nothing to kill, remembered
+            time.sleep(0.2)
+            assert group.poll() is None
+            transport.started(group.pid, os.getpid())  # we are its parent, as the zygote would be
+            transport.close()
+
+        asyncio.run(late_pid())
+        assert group.wait(timeout=10) == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and os.system(f"pgrep -g {group.pid} >/dev/null") == 0:
+            time.sleep(0.05)
+        assert os.system(f"pgrep -g {group.pid} >/dev/null") != 0  # its sleeps are gone too
+    finally:
+        if group.poll() is None:
+            os.killpg(group.pid, signal.SIGKILL)
+            group.wait()
+
+
+STOPPER = r'''
+import os, signal, sys
+sys.stdin.buffer.read()
+marker = os.path.join(sys.argv[1], "stopped")
+if not os.path.exists(marker):
+    with open(marker, "w") as f:
+        f.write(str(os.getppid()))
+    os.kill(os.getppid(), signal.SIGSTOP)  # its zygote, in its domain: stopped, not killed
+'''
+
+
+def test_a_stopped_zygote_fails_the_next_hook_at_its_deadline_not_never(spawn, tmp_path):
+    """A hook can stop its own zygote (they share a domain). The hook that stopped it is answered (its
+    exit is read without the zygote), and the next hook, which that zygote never starts, fails closed
+    at its deadline — the deadline counts from the call, not from a pid that never comes."""
+    root = tmp_path / "stopper"
+    script = write(tmp_path / "stopper.py", STOPPER)
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": sys.executable, "args": [str(script), str(tmp_path)], "timeout": 1}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    thread = start(sidecar, root)
+    try:
+        assert bash(sidecar, thread)["isError"] is False
+        started = time.monotonic()
+        result = bash(sidecar, thread)
+        blocked = result["details"]["blocked"]
+        assert blocked["kind"] == "hook_failed" and "did not finish within 1000 ms" in blocked["reason"], result
+        assert time.monotonic() - started < 30
+    finally:
+        zygote = int((tmp_path / "stopped").read_text())
+        try:
+            os.kill(zygote, signal.SIGCONT)
+        except ProcessLookupError:
+            pass

@@ -6,13 +6,20 @@ session, its owner's cgroup, a Landlock domain, killed when the sidecar dies) as
 Its children inherit its fences, and since it has no ``preexec_fn`` to run, Python starts them with
 ``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
 
-The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON request per
-message — ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
-the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the
-message's ``SCM_RIGHTS`` descriptors in order, or ``"devnull"``) — answered in order by ``{"pid"}``
-or ``{"errno", "error"}``; and, when a child exits, ``{"exit": pid, "code": returncode}`` (negative:
-the signal). EOF on the socket, or SIGTERM (its parent-death signal: the sidecar died), ends every
-child's process group and then the zygote.
+The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON message each:
+- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
+  the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's ``SCM_RIGHTS`` descriptors in
+  order, or ``"devnull"``), answered in order by ``{"pid"}`` or ``{"errno", "error"}``, optionally
+  followed by a newline and ``[pid]``: children to reap after that answer (as ``{"reap"}``). A
+  thread's hooks send the same few start objects again and again: what one says is kept by its bytes;
+- ``{"reap": [pid]}``: the sidecar read those children's exit status itself (from their zombies,
+  through pidfds of its own): reap them now, unanswered;
+- ``{"wait": pid}``: the sidecar wants to be told — reap that child when it exits and answer
+  ``{"exit": pid, "code": returncode}`` (negative: the signal).
+A child is reaped only when the sidecar says one of the two: until then it stays a zombie once it has
+exited, so its pid is not reused while the sidecar reads its status (and the zygote watches nothing
+per hook). EOF on the socket, or SIGTERM (its parent-death signal: the sidecar died), ends every
+child's process group and then the zygote (its zombies go to whoever adopts them).
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import signal
 import socket
 import sys
 
-MAX_REQUEST = 1 << 20
+MAX_REQUEST = 64 * 1024  # the sidecar sends at most 60 KiB (a larger start it makes itself)
 MAX_FDS = 3
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -46,8 +53,8 @@ class Zygote:
         self.control = control
         self.children: dict[int, bool] = {}  # the pids we started and have not reaped
         self._devnull = -1
-        self.pidfds: dict[int, int] = {}  # pidfd → pid
-        self.epoll = select.epoll()  # the control socket and a pidfd per child (no selectors layer: per hook)
+        self.pidfds: dict[int, int] = {}  # pidfd → pid, of the children the sidecar waits for through us
+        self.epoll = select.epoll()  # the control socket and those pidfds (no selectors layer: per hook)
         self.epoll.register(control.fileno(), select.EPOLLIN)
 
     def send(self, message: dict) -> None:
@@ -59,26 +66,80 @@ class Zygote:
         except OSError:
             self.end()
 
-    def start(self, data: bytes, fds: list[int]) -> None:
+    def handle(self, data: bytes, fds: list[int]) -> None:
+        head, _, tail = data.partition(b"\n")  # JSON never holds a raw newline: a start's reap list follows one
+        plan = PLANS.get(head)
+        if plan is None:
+            try:
+                request = json.loads(head)
+            except ValueError as exc:
+                request = exc
+            if type(request) is dict and "argv" not in request:
+                for fd in fds:
+                    os.close(fd)
+                self.told(request)
+                return
+            plan = self.plan(head, request, fds)
+        if plan is not None:
+            self.start(plan, fds)
+        if tail:  # the sidecar's last hooks, read meanwhile: reaped after this start's answer
+            try:
+                self.reap(json.loads(tail))
+            except ValueError:
+                pass
+
+    def plan(self, head: bytes, request: object, fds: list[int]) -> Plan | None:
+        """A start request read (and kept by its bytes, when it has no PATH search to make again), or None
+        when it is answered at once: why it cannot be started."""
         try:
-            request = json.loads(data)
-            given = iter(fds)
-            stdio = [next(given) if how == "fd" else self.devnull() for how in request["stdio"]]
+            if isinstance(request, ValueError):
+                raise request
+            if type(request) is not dict:
+                raise TypeError("not an object")
             env = request["env"]
-            if env is None:
-                env = environment(request.get("add") or {})
-            pid = spawn(request["argv"], env, request["cwd"], stdio)
+            plan = Plan(*planned(request["argv"], environment(request.get("add") or {}) if env is None else env,
+                                 request["cwd"]), tuple(request["stdio"]))
         except OSError as exc:
-            self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
-            return
-        except (ValueError, KeyError, TypeError, IndexError, StopIteration) as exc:
-            self.send({"errno": 22, "error": f"bad request: {exc}"})
-            return
-        finally:
             for fd in fds:
                 os.close(fd)
-        self.children[pid] = True
-        self.send_raw(b'{"pid": %d}' % pid)
+            self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
+            return None
+        except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+            for fd in fds:
+                os.close(fd)
+            self.send({"errno": 22, "error": f"bad request: {exc}"})
+            return None
+        if "/" in plan.argv[0]:
+            if len(PLANS) >= 64:
+                PLANS.clear()
+            PLANS[head] = plan
+        return plan
+
+    def told(self, request: dict) -> None:
+        """``{"reap": [pid]}`` or ``{"wait": pid}`` of children of ours (anything else: ignored)."""
+        if "reap" in request:
+            self.reap(request["reap"])
+        else:
+            self.wait(request.get("wait"))
+
+    def reap(self, pids: object) -> None:
+        """Children whose exit the sidecar has read: reaped (one not exited yet is waited for, and said)."""
+        for pid in pids if type(pids) is list else ():
+            if type(pid) is not int or pid not in self.children:
+                continue
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                    del self.children[pid]
+                    continue
+            except ChildProcessError:
+                del self.children[pid]
+                continue
+            self.wait(pid)
+
+    def wait(self, pid: object) -> None:
+        """Reap ``pid`` when it exits and say its status."""
+        if type(pid) is not int or pid not in self.children or pid in self.pidfds.values():
+            return
         try:
             pidfd = os.pidfd_open(pid)
         except OSError:  # cannot watch it: wait for it here
@@ -87,19 +148,43 @@ class Zygote:
         self.pidfds[pidfd] = pid
         self.epoll.register(pidfd, select.EPOLLIN)
 
+    def start(self, plan: Plan, fds: list[int]) -> None:
+        """A start request, read: answered by its pid or why not."""
+        try:
+            given = iter(fds)
+            stdio = [next(given) if how == "fd" else self.devnull() for how in plan.stdio]
+            pid = spawn(plan, stdio)
+        except OSError as exc:
+            self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
+            return
+        except (ValueError, StopIteration) as exc:
+            self.send({"errno": 22, "error": f"bad request: {exc}"})
+            return
+        finally:
+            for fd in fds:
+                os.close(fd)
+        self.children[pid] = True
+        self.send_raw(b'{"pid": %d}' % pid)
+
     def devnull(self) -> int:
         if self._devnull < 0:
             self._devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
         return self._devnull
 
     def exited(self, pid: int) -> None:
-        del self.children[pid]
-        _pid, status = os.waitpid(pid, 0)
+        self.children.pop(pid, None)
+        try:
+            _pid, status = os.waitpid(pid, 0)
+        except ChildProcessError:  # not ours (any more): nothing to tell
+            return
         self.send_raw(b'{"exit": %d, "code": %d}' % (pid, os.waitstatus_to_exitcode(status)))
 
     def run(self) -> None:
         fd_size = array.array("i").itemsize
         control = self.control.fileno()
+        # received into one buffer, made once: recvmsg(n) allocates n bytes per message (a large one by mmap)
+        buffer = bytearray(MAX_REQUEST)
+        ancillary_size = socket.CMSG_SPACE(MAX_FDS * fd_size)
         while True:
             try:
                 ready = self.epoll.poll()
@@ -108,8 +193,8 @@ class Zygote:
             for fd, _events in ready:
                 if fd == control:
                     try:
-                        data, ancillary, _flags, _addr = self.control.recvmsg(
-                            MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fd_size), socket.MSG_CMSG_CLOEXEC)
+                        size, ancillary, flags, _addr = self.control.recvmsg_into(
+                            [buffer], ancillary_size, socket.MSG_CMSG_CLOEXEC)
                     except InterruptedError:
                         continue
                     except OSError:
@@ -120,11 +205,12 @@ class Zygote:
                             received = array.array("i")
                             received.frombytes(payload[:len(payload) - len(payload) % fd_size])
                             fds += list(received)
-                    if not data:
+                    if not size:
                         for received_fd in fds:
                             os.close(received_fd)
                         self.end()
-                    self.start(data, fds)
+                    # a truncated message is not JSON: answered as a bad request
+                    self.handle(bytes(memoryview(buffer)[:size]) if not flags & socket.MSG_TRUNC else b"", fds)
                 elif fd in self.pidfds:
                     self.epoll.unregister(fd)
                     os.close(fd)
@@ -140,15 +226,23 @@ class Zygote:
         os._exit(0)
 
 
-def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: list[int]) -> int:
-    """Start ``argv`` in a session of its own with ``stdio`` as its fds 0-2: ``posix_spawn`` (glibc:
-    ``clone(CLONE_VM|CLONE_VFORK)``, no Python in the child). Every other descriptor of ours is
-    close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
-    if not argv or not all(type(a) is str for a in argv):
+class Plan:
+    """A start request as read: what to run, with what environment, where, and its fds 0-2 (``how``)."""
+
+    __slots__ = ("program", "argv", "environ", "cwd", "stdio")
+
+    def __init__(self, program: str, argv: list[str], environ: dict, cwd: str, stdio: tuple) -> None:
+        self.program, self.argv, self.environ, self.cwd, self.stdio = program, argv, environ, cwd, stdio
+
+
+def planned(argv: object, environ: object, cwd: object) -> tuple[str, list[str], dict, str]:
+    """``argv`` checked and its program found (as execvp would, but in the hook's PATH); where it runs."""
+    if type(argv) is not list or not argv or not all(type(a) is str for a in argv):
         raise ValueError("argv must be a non-empty list of strings")
-    environ = ENVIRON if env is None else env
+    if type(environ) is not dict or (cwd is not None and type(cwd) is not str):
+        raise ValueError("env must be an object or null, cwd a string or null")
     program = argv[0]
-    if "/" not in program:  # as execvp would, but in the hook's PATH
+    if "/" not in program:
         path = environ.get(b"PATH") if b"PATH" in environ else environ.get("PATH", os.defpath)
         for folder in os.fsdecode(path).split(os.pathsep):
             candidate = os.path.join(folder or ".", program)
@@ -157,21 +251,30 @@ def spawn(argv: list[str], env: dict[str, str] | None, cwd: str | None, stdio: l
                 break
         else:
             raise FileNotFoundError(2, os.strerror(2), program)
-    os.chdir(cwd if cwd is not None else HOME)
-    if hasattr(os, "posix_spawn"):
+    return program, argv, environ, cwd if cwd is not None else HOME
+
+
+def spawn(plan: Plan, stdio: list[int]) -> int:
+    """Start ``plan`` in a session of its own with ``stdio`` as its fds 0-2: ``posix_spawn`` (glibc:
+    ``clone(CLONE_VM|CLONE_VFORK)``, no Python in the child). Every other descriptor of ours is
+    close-on-exec. The zygote is single-threaded, so ``chdir`` for the child is ours to make."""
+    os.chdir(plan.cwd)
+    if _POSIX_SPAWN:
         try:
             actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
-            return os.posix_spawn(program, argv, environ, file_actions=actions, setsid=True)
+            return os.posix_spawn(plan.program, plan.argv, plan.environ, file_actions=actions, setsid=True)
         except NotImplementedError:  # a C library without POSIX_SPAWN_SETSID
             pass
     import subprocess
 
-    proc = subprocess.Popen(argv, executable=program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                            env=environ, start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(plan.argv, executable=plan.program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
+                            env=plan.environ, start_new_session=True, close_fds=True)
     proc.returncode = 0  # we reap it ourselves (waitpid): its Popen must not
     return proc.pid
 
 
+_POSIX_SPAWN = hasattr(os, "posix_spawn")
+PLANS: dict[bytes, Plan] = {}  # start requests read, by their bytes (those with no PATH search)
 HOME = os.getcwd()
 ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)
 _ENVIRONMENTS: dict[tuple, dict[bytes, bytes]] = {}

@@ -128,7 +128,11 @@ class ThreadHooks:
         """
         if not handlers:
             return []
-        stdin = command.stdin_payload(event, self.thread_id, self.cwd, fields)
+        def payload() -> bytes:
+            return command.stdin_payload(event, self.thread_id, self.cwd, fields)
+
+        # one handler: its stdin is made once the request to start it is on its way (off the hook's clock)
+        stdin = payload if len(handlers) == 1 else payload()
         runs = [command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
                                     timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
                                     else self._timeout_s(h)) for h in handlers]

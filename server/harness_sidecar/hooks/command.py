@@ -20,7 +20,7 @@ import re
 import signal
 import sys
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, zygote
 from harness_sidecar.hooks.declared import Handler
@@ -127,6 +127,9 @@ def _write_stderr(text: str) -> None:
 
 def kill_group(transport: Any) -> None:
     """SIGKILL the hook's process group (it leads its own session: what it started goes too)."""
+    if isinstance(transport, zygote.Transport):  # its pid may still be on its way: killed when it comes
+        transport.kill_group()
+        return
     pid = transport.get_pid() if transport is not None else None
     if pid is None:
         return
@@ -143,25 +146,49 @@ def stdin_payload(event: str, thread_id: str, cwd: str, fields: dict[str, Any]) 
     return json.dumps(body, ensure_ascii=False).encode()
 
 
-async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: str, timeout_s: float) -> Answer:
-    """Run ``handler`` once with ``stdin``; its ``Answer`` by ``timeout_s`` at the latest."""
+_LAUNCHES: dict[tuple[int, str, str], tuple[Handler, launcher.Launch, str]] = {}
+
+
+def _launch_of(handler: Handler, thread_id: str, cwd: str) -> tuple[launcher.Launch, str]:
+    """How ``handler`` is started for ``thread_id`` in ``cwd``, and its stderr prefix: made once (the
+    same every time; never changed once made), kept with the handler itself so its id is not reused."""
+    key = (id(handler), thread_id, cwd)
+    made = _LAUNCHES.get(key)
+    if made is not None and made[0] is handler:
+        return made[1], made[2]
+    values = variables(handler, cwd)
+    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
+    label = f"{thread_id} hook {handler.source.source} {handler.event}"
+    if len(_LAUNCHES) >= 256:
+        _LAUNCHES.clear()
+    _LAUNCHES[key] = (handler, launch, label)
+    return launch, label
+
+
+async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, thread_id: str, cwd: str,
+                      timeout_s: float) -> Answer:
+    """Run ``handler`` once with ``stdin`` (or what a function makes: through the zygote, made once the
+    request to start it is on its way); its ``Answer`` by ``timeout_s`` at the latest."""
     loop = asyncio.get_running_loop()
     started = loop.time()
     answer = Answer(handler)
-    values = variables(handler, cwd)
     if handler.source.plugin_data is not None:
         try:
             os.makedirs(handler.source.plugin_data, mode=0o700, exist_ok=True)
         except OSError as exc:
             answer.failure = f"cannot create its data folder {handler.source.plugin_data}: {exc.strerror}"
             return answer
-    label = f"{thread_id} hook {handler.source.source} {handler.event}"
-    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
+    launch, label = _launch_of(handler, thread_id, cwd)
+    through_zygote = zygote.takes(launch)
     try:
-        if zygote.takes(launch):  # stdin: a pipe the zygote's side fills before the hook starts
+        if through_zygote:  # stdin: a pipe the zygote's side fills as the hook starts; the
+            # transport comes back as soon as the zygote has the request (its pid is applied when it comes)
             transport, proto = await zygote.spawn(launch, lambda: _Collector(label), stdin=stdin,
-                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+                                                  stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                                                  at_once=True)
         else:
+            if callable(stdin):
+                stdin = stdin()
             transport, proto = await launcher.spawn(launch, lambda: _Collector(label), stdin=asyncio.subprocess.PIPE,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     except (OSError, ValueError) as exc:
@@ -170,7 +197,7 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
         return answer
     timer = None
     try:
-        pipe = transport.get_pipe_transport(0)
+        pipe = None if through_zygote else transport.get_pipe_transport(0)  # the zygote's side wrote it
         if pipe is not None:
             try:
                 pipe.write(stdin)
@@ -186,6 +213,8 @@ async def run_handler(handler: Handler, stdin: bytes, *, thread_id: str, cwd: st
         if proto.timed_out:
             kill_group(transport)
             answer.failure = f"it did not finish within {timeout_s * 1000:.0f} ms (its process group was killed)"
+        elif getattr(transport, "start_error", None) is not None:
+            answer.failure = f"it could not be started: {transport.start_error}"
         code = transport.get_returncode()
     finally:
         if timer is not None:
