@@ -68,13 +68,15 @@ if os.path.exists(targets):
         reached[f"{what} mem"] = outcome(opened(f"/proc/{pid}/mem"))
     found["reached"] = reached
     found["own zygote"] = outcome(lambda: os.kill(os.getppid(), 0))
+def tell(found):  # whole or not at all: the test reads the file as soon as it exists
+    with open(os.path.join(out_dir, name + ".json.tmp"), "w") as f:
+        json.dump(found, f)
+    os.replace(os.path.join(out_dir, name + ".json.tmp"), os.path.join(out_dir, name + ".json"))
 if event.get("tool_input", {}).get("command") == "linger":
     found["lingering"] = subprocess.Popen(["setsid", "sleep", "600"]).pid
-    with open(os.path.join(out_dir, name + ".json"), "w") as f:
-        json.dump(found, f)
+    tell(found)
     time.sleep(600)
-with open(os.path.join(out_dir, name + ".json"), "w") as f:
-    json.dump(found, f)
+tell(found)
 '''
 
 BASH = {"name": "Bash", "description": "Run a shell command.",
