@@ -856,10 +856,7 @@ class Sidecar:
         return {"tools": thread.registry.to_wire(), "revision": thread.revision}
 
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        named = params.get("threadId")
-        thread = self.threads.get(named) if type(named) is str else None
-        if thread is None or named in self._starting:  # not open (yet): the full lookup says why, or waits
-            thread = await self.thread(params)
+        thread = await self.thread(params)
         request = P.parse_tools_call(params)
         call = request.call
         changed = thread.tool_changed_at.get(call.name)

@@ -346,14 +346,6 @@ TOOLS_CALL = Obj(
 
 
 def parse_tools_call(params: dict[str, Any]) -> ToolsCallParams:
-    # The common call — {threadId, call: {id, name, arguments}}, every field of its plain type — is read
-    # without the shapes' walk (one per call, on every call's clock); anything else takes the walk,
-    # which gives the same values and every error message.
-    call = params.get("call")
-    if type(call) is dict and type(params.get("threadId")) is str and params.get("revision") is None:
-        call_id, name, arguments = call.get("id"), call.get("name"), call.get("arguments")
-        if (type(call_id) is str or type(call_id) is int) and type(name) is str and type(arguments) is dict:
-            return ToolsCallParams(params["threadId"], None, ToolCall(call_id, name, arguments))
     return TOOLS_CALL.parse(params, "")
 
 
