@@ -254,13 +254,19 @@ def activate(api):
 """
 
 
-def test_a_forged_future_step_frame_cannot_delay_the_answer(spawn, ws):
-    sidecar, thread = with_tooler(spawn, ws, {"forger": FORGER},
+def forged_call(spawn, ws, forger):
+    """A thread trusting ``forger`` (hook deadline 0.5 s, tool deadline 30 s): one plain call, then the
+    call that makes it forge; the sidecar, the thread, that call's result and how long it took."""
+    sidecar, thread = with_tooler(spawn, ws, {"forger": forger},
                                   limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
     assert call(sidecar, thread, "fast", call_id="ok")["content"][0]["text"] == "made ok"
     started = time.monotonic()
     result = call(sidecar, thread, "fast", {"forge": True}, call_id="x")
-    took = time.monotonic() - started
+    return sidecar, thread, result, time.monotonic() - started
+
+
+def test_a_forged_future_step_frame_cannot_delay_the_answer(spawn, ws):
+    sidecar, _thread, result, took = forged_call(spawn, ws, FORGER)
     assert [e[0] for e in ws.events()].count("forged") == 1, result
     assert result["details"]["blocked"] == {"extensionId": "forger", "kind": "timeout",
                                             "reason": result["details"]["blocked"]["reason"]}
@@ -303,12 +309,7 @@ def activate(api):
 
 
 def test_a_forged_step_board_cannot_delay_the_answer_or_fault_the_sidecar(spawn, ws):
-    sidecar, thread = with_tooler(spawn, ws, {"forger": BOARD_FORGER},
-                                  limits={"hookTimeoutMs": 500, "toolTimeoutMs": 30000, "hostGraceMs": 1000})
-    assert call(sidecar, thread, "fast", call_id="ok")["content"][0]["text"] == "made ok"
-    started = time.monotonic()
-    result = call(sidecar, thread, "fast", {"forge": True}, call_id="x")
-    took = time.monotonic() - started
+    sidecar, thread, result, took = forged_call(spawn, ws, BOARD_FORGER)
     (forged,) = [e for e in ws.events() if e[0] == "board-forged"]
     assert forged[2] and not any(forged[2]), forged  # the board was found, and it cannot shrink (sealed)
     # Its own announcement was overwritten before the sidecar read it: the call is answered as one whose
