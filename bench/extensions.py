@@ -2,8 +2,8 @@
 
 - tools/call through one before and one after hook (an extension tool): pipelined calls/s,
   sequential round trip, and CPU per call of the sidecar *and* its host (every process under
-  the sidecar), against the same run's two-process relay floor (bench/relay_server.py: the
-  least a server with a separate host process can do) and the one-process echo floor;
+  the sidecar), against the two-process relay floor (bench/relay_server.py: the least a server
+  with a separate host process can do) measured in turns with it, and the one-process echo floor;
 - the same through a before hook, a transform and an observer, with an inputSchema checked;
 - 100,000 pipelined calls: the sidecar's peak RSS;
 - thread/start with one trusted extension against the same thread/start without (the spare
@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import (ECHO, RELAY, SIDECAR, SPARE_SETTLE_S, Raw, echo_lines, fmt, pipelined,  # noqa: E402
-                          start_thread, summary, tool_calls)
+from bench.common import (ECHO, RELAY, SIDECAR, SPARE_SETTLE_S, Raw, cpu_seconds, echo_lines, fmt,  # noqa: E402
+                          pipelined, start_thread, summary, tool_calls)
 from bench.workspace import make_extension_root  # noqa: E402
 
 POLICY_EXTENSION = '''
@@ -261,6 +261,50 @@ def confirm_overhead(root: Path, runs: int) -> dict:
     return {"plain_ms": summary(plain), "asked_ms": summary(asked), "added_ms": summary(added)}
 
 
+def _pipelined_cpu(raw: Raw, payload: bytes, count: int) -> float:
+    """µs of CPU per call (of ``raw``'s process and every process under it) for ``count`` calls written at once."""
+    before = cpu_seconds(raw.proc.pid, True)
+    writer = threading.Thread(target=raw.send, args=(payload,))
+    writer.start()
+    for _ in range(count):
+        raw.line()
+    writer.join()
+    return (cpu_seconds(raw.proc.pid, True) - before) / count * 1e6
+
+
+def cpu_against_relay(root: Path, count: int, rounds: int) -> dict:
+    """tools/call CPU (sidecar + host) against the relay floor's (server + worker), measured in turns.
+
+    Both processes run side by side and take turns, ``count`` pipelined calls each (A B, then B A): a
+    stretch of contention for the CPU (this figure moved 1.75-2.93x between runs of the same code when
+    the sidecar's and the relay's calls ran seconds apart) then lands on both, and each round gives
+    one ratio. ``count`` is large enough that the clock-tick resolution of the CPU figures (10 ms) is a
+    few per cent of a turn. The figure is the median of the rounds' ratios.
+    """
+    sidecar, relay = Raw(SIDECAR), Raw(RELAY)
+    try:
+        sidecar.call("initialize")
+        thread = start_thread(sidecar, {"roots": [str(root)], "trustedExtensions": ["hooked"]})["threadId"]
+        ours = b"".join(echo_lines("tools/call", thread, count))
+        floor = b"".join(echo_lines("echo", "t", count))
+        _pipelined_cpu(sidecar, ours, count)  # warm-up: the host's first calls, the relay's worker
+        _pipelined_cpu(relay, floor, count)
+        ours_us, floor_us, ratios = [], [], []
+        for turn in range(rounds):
+            first, second = ((sidecar, ours), (relay, floor)) if turn % 2 == 0 else ((relay, floor), (sidecar, ours))
+            a = _pipelined_cpu(*first, count)
+            b = _pipelined_cpu(*second, count)
+            mine, theirs = (a, b) if turn % 2 == 0 else (b, a)
+            ours_us.append(mine)
+            floor_us.append(theirs)
+            ratios.append(mine / theirs)
+    finally:
+        sidecar.close()
+        relay.close()
+    return {"sidecar_cpu_us_per_call": summary(ours_us), "relay_cpu_us_per_call": summary(floor_us),
+            "ratio": summary(ratios), "calls_per_turn": count}
+
+
 def run(runs: int, quick: bool) -> dict:
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="harness-bench-ext-") as tmp:
@@ -279,8 +323,8 @@ def run(runs: int, quick: bool) -> dict:
         results["relay_floor"] = relay
         results["cpu_ratio_to_echo"] = calls["server_cpu_us_per_call"]["median"] / \
             echo["server_cpu_us_per_call"]["median"]
-        results["cpu_ratio_to_relay"] = calls["server_cpu_us_per_call"]["median"] / \
-            relay["server_cpu_us_per_call"]["median"]
+        paired = results["cpu_against_relay"] = cpu_against_relay(hooked, 20_000, 5 if quick else 9)
+        results["cpu_ratio_to_relay"] = paired["ratio"]["median"]
         print(f"tools/call, 1 before + 1 after hook (extension tool): {fmt(calls['pipelined_calls_per_s'], '/s', 0)}"
               f" pipelined, {fmt(calls['sequential_us'], ' µs', 0)} round trip, sidecar + host CPU "
               f"{fmt(calls['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
@@ -290,6 +334,9 @@ def run(runs: int, quick: bool) -> dict:
         print(f"relay floor (two processes):                          {fmt(relay['pipelined_calls_per_s'], '/s', 0)}"
               f" pipelined, {fmt(relay['sequential_us'], ' µs', 0)} round trip, CPU "
               f"{fmt(relay['server_cpu_us_per_call'], ' µs', 0)}/call", flush=True)
+        print(f"CPU per call in turns ({paired['calls_per_turn']:,} pipelined calls a turn): sidecar + host "
+              f"{fmt(paired['sidecar_cpu_us_per_call'], ' µs', 1)}, relay floor "
+              f"{fmt(paired['relay_cpu_us_per_call'], ' µs', 1)}; ratio {fmt(paired['ratio'], '×', 2)}", flush=True)
         results["policy_calls"] = policy_calls(policy, pipelined, runs)
         results["policy_ratio_to_echo_rate"] = results["policy_calls"]["pipelined_calls_per_s"]["median"] / \
             echo["pipelined_calls_per_s"]["median"]
