@@ -116,10 +116,13 @@ def summary(values: list[float]) -> dict[str, float]:
     return {"min": min(values), "median": statistics.median(values), "max": max(values), "runs": len(values)}
 
 
-def pipelined(raw: "Raw", payload: bytes, count: int, runs: int, children: bool = False) -> tuple[list, list]:
-    """``count`` requests written at once (``runs`` times after a warm-up): calls/s, µs of CPU per call."""
+def pipelined(raw: "Raw", payload: bytes, count: int, runs: int, children: bool = False,
+              warm_up: bool = True) -> tuple[list, list]:
+    """``count`` requests written at once (``runs`` times, after a warm-up unless ``warm_up`` is False):
+    calls/s, µs of CPU per call."""
     rates, cpu_per_call = [], []
-    for run in range(runs + 1):
+    first = 1 if warm_up else 0
+    for run in range(runs + first):
         cpu_before = cpu_seconds(raw.proc.pid, children)
         started = time.perf_counter()
         writer = threading.Thread(target=raw.send, args=(payload,))
@@ -129,7 +132,7 @@ def pipelined(raw: "Raw", payload: bytes, count: int, runs: int, children: bool 
         elapsed = time.perf_counter() - started
         writer.join()
         cpu = cpu_seconds(raw.proc.pid, children) - cpu_before
-        if run >= 1:
+        if run >= first:
             rates.append(count / elapsed)
             cpu_per_call.append(cpu / count * 1e6)
     return rates, cpu_per_call

@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import (ECHO, RELAY, SIDECAR, SPARE_SETTLE_S, Raw, cpu_seconds, echo_lines, fmt,  # noqa: E402
-                          pipelined, start_thread, summary, tool_calls)
+from bench.common import (ECHO, RELAY, SIDECAR, SPARE_SETTLE_S, Raw, echo_lines, fmt, pipelined,  # noqa: E402
+                          start_thread, summary, tool_calls)
 from bench.workspace import make_extension_root  # noqa: E402
 
 POLICY_EXTENSION = '''
@@ -263,13 +263,7 @@ def confirm_overhead(root: Path, runs: int) -> dict:
 
 def _pipelined_cpu(raw: Raw, payload: bytes, count: int) -> float:
     """µs of CPU per call (of ``raw``'s process and every process under it) for ``count`` calls written at once."""
-    before = cpu_seconds(raw.proc.pid, True)
-    writer = threading.Thread(target=raw.send, args=(payload,))
-    writer.start()
-    for _ in range(count):
-        raw.line()
-    writer.join()
-    return (cpu_seconds(raw.proc.pid, True) - before) / count * 1e6
+    return pipelined(raw, payload, count, 1, children=True, warm_up=False)[1][0]
 
 
 def cpu_against_relay(root: Path, count: int, rounds: int) -> dict:
