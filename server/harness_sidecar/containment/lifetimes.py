@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from harness_sidecar.containment import reaper
+
 if TYPE_CHECKING:
     import subprocess
 
@@ -96,49 +98,18 @@ class Cgroups:
         return path
 
     def members(self, path: str) -> list[int]:
-        pids: list[int] = []
-        for dirpath, _dirs, _files in os.walk(path):
-            try:
-                with open(os.path.join(dirpath, "cgroup.procs"), "rb") as f:
-                    pids += [int(x) for x in f.read().split()]
-            except (OSError, ValueError):
-                continue
-        return pids
+        return reaper.members(path)
 
     def end(self, path: str) -> bool:
         """One pass: kill everything in ``path`` and below, remove the empty groups. True when gone."""
-        if not os.path.isdir(path):
-            return True
-        if self.killable:
-            _write(os.path.join(path, "cgroup.kill"), "1", quiet=True)
-        else:
-            if self.limits:
-                _write(os.path.join(path, "pids.max"), "0", quiet=True)  # nothing in it can fork any more
-            for pid in self.members(path):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-        for dirpath, _dirs, _files in sorted(os.walk(path), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(dirpath)
-            except OSError:
-                pass
-        return not os.path.isdir(path)
+        return reaper.end_pass(path, self.killable, self.limits)
 
 
 def _write(path: str, text: str, quiet: bool = False) -> bool:
-    try:
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
-        return True
-    except OSError as exc:
-        if not quiet:
-            logger.debug("cannot write %r to %s: %s", text, path, exc)
-        return False
+    error = reaper.write(path, text)
+    if error is not None and not quiet:
+        logger.debug("cannot write %r to %s: %s", text, path, error)
+    return error is None
 
 
 def _own_cgroup(controller: str | None) -> str | None:
@@ -532,19 +503,12 @@ def process_table(zombies_of: int = 0, zombies: set[int] | None = None) -> dict[
     """pid → (ppid, start time in clock ticks) of every live process; the zombie children of
     ``zombies_of`` go into ``zombies``."""
     table: dict[int, tuple[int, int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
+    for pid, fields in reaper.stats():
         if fields[0] in (b"Z", b"X"):
             if zombies is not None and int(fields[1]) == zombies_of:
-                zombies.add(int(entry))
+                zombies.add(pid)
             continue
-        table[int(entry)] = (int(fields[1]), int(fields[19]))
+        table[pid] = (int(fields[1]), int(fields[19]))
     return table
 
 

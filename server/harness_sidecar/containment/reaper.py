@@ -10,6 +10,7 @@ Its stdin is a pipe whose only write end the sidecar holds: EOF means the sideca
   time); at EOF it kills those still alive (same pid, same start time).
 
 Standard library only, no imports of the project: it starts in a few milliseconds and holds nothing.
+``lifetimes`` and ``mcp.process`` use its cgroup and ``/proc`` helpers too, so that there is one of each.
 """
 
 import os
@@ -22,46 +23,65 @@ LOOK_S = 0.5
 
 
 def write(path, text):
+    """Write ``text`` to a control file: the ``OSError``, or None."""
     try:
         fd = os.open(path, os.O_WRONLY)
         try:
             os.write(fd, text.encode())
         finally:
             os.close(fd)
-    except OSError:
-        pass
+    except OSError as exc:
+        return exc
+    return None
+
+
+def members(path):
+    """The pids in the group ``path`` and in the groups below it."""
+    pids = []
+    for dirpath, _dirs, _files in os.walk(path):
+        try:
+            with open(os.path.join(dirpath, "cgroup.procs"), "rb") as f:
+                pids += [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return pids
+
+
+def end_pass(path, killable, freeze):
+    """One pass over the group ``path`` and the groups below it: every member killed (``cgroup.kill``;
+    without it, with ``freeze`` ``pids.max`` 0 first so that nothing in them can fork meanwhile, then
+    SIGKILL to each), the emptied groups removed. True when ``path`` is gone."""
+    if not os.path.isdir(path):
+        return True
+    if killable:
+        write(os.path.join(path, "cgroup.kill"), "1")
+    else:
+        if freeze:
+            for dirpath, _dirs, _files in os.walk(path):
+                write(os.path.join(dirpath, "pids.max"), "0")
+        for pid in members(path):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    for dirpath, _dirs, _files in sorted(os.walk(path), key=lambda w: -len(w[0])):
+        try:
+            os.rmdir(dirpath)
+        except OSError:
+            pass
+    return not os.path.isdir(path)
 
 
 def end_cgroups(root, killable):
     for _ in range(100):
-        if not os.path.isdir(root):
+        if end_pass(root, killable, True):
             return
-        if killable:
-            write(os.path.join(root, "cgroup.kill"), "1")
-        else:
-            for dirpath, _dirs, _files in os.walk(root):
-                write(os.path.join(dirpath, "pids.max"), "0")
-            for dirpath, _dirs, _files in os.walk(root):
-                try:
-                    with open(os.path.join(dirpath, "cgroup.procs"), "rb") as f:
-                        pids = [int(x) for x in f.read().split()]
-                except (OSError, ValueError):
-                    continue
-                for pid in pids:
-                    try:
-                        os.kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-        for dirpath, _dirs, _files in sorted(os.walk(root), key=lambda w: -len(w[0])):
-            try:
-                os.rmdir(dirpath)
-            except OSError:
-                pass
         time.sleep(0.03)
 
 
-def table():
-    out = {}
+def stats():
+    """``(pid, fields)`` of every process: ``fields`` are those of ``/proc/<pid>/stat`` after the
+    command name (``fields[0]`` the state, ``[1]`` the ppid, ``[2]`` the group, ``[19]`` the start time)."""
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -70,8 +90,14 @@ def table():
                 fields = f.read().rsplit(b")", 1)[1].split()
         except OSError:
             continue
+        yield int(entry), fields
+
+
+def table():
+    out = {}
+    for pid, fields in stats():
         if fields[0] not in (b"Z", b"X"):
-            out[int(entry)] = (int(fields[1]), int(fields[19]))
+            out[pid] = (int(fields[1]), int(fields[19]))
     return out
 
 

@@ -22,7 +22,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-from harness_sidecar.containment import launcher, lifetimes
+from harness_sidecar.containment import launcher, lifetimes, reaper
 from harness_sidecar.stderr import SINK
 
 STDERR_CHUNK = 65536
@@ -195,24 +195,13 @@ class ServerProcess:
 
 def group_alive(pgid: int) -> bool:
     """Whether a process of the group still runs (Linux: /proc; zombies have ended). Elsewhere: any member."""
-    proc = "/proc"
-    if not os.path.isdir(proc):
+    if not os.path.isdir("/proc"):
         try:
             os.killpg(pgid, 0)
         except (ProcessLookupError, PermissionError):
             return False
         return True
-    for entry in os.listdir(proc):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"{proc}/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
+    return any(len(fields) > 2 and int(fields[2]) == pgid and fields[0] != b"Z" for _pid, fields in reaper.stats())
 
 
 def write_stderr(text: str) -> None:
