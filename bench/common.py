@@ -188,3 +188,43 @@ def fmt(s: dict[str, float], unit: str = "", digits: int = 1) -> str:
     return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
 
 
+class LauncherTrue:
+    """``containment.launcher.spawn`` of ``/bin/true`` as a command hook (kind ``HOOK``: through its
+    owner's zygote, started at the first run) from one event loop kept for the whole run, waiting for
+    its exit: the floor every hook pays for the launcher and its fences."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        from harness_sidecar.containment import launcher
+
+        self.asyncio, self.launcher = asyncio, launcher
+        self.loop = asyncio.new_event_loop()
+
+    def run_ms(self) -> float:
+        asyncio, launcher = self.asyncio, self.launcher
+
+        class Exit(asyncio.SubprocessProtocol):
+            def __init__(self) -> None:
+                self.done = asyncio.get_running_loop().create_future()
+
+            def process_exited(self) -> None:
+                self.done.set_result(None)
+
+        async def once() -> float:
+            started = time.perf_counter()
+            transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK, owner="bench"), Exit,
+                                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                    stderr=subprocess.PIPE)
+            await proto.done
+            transport.close()
+            return (time.perf_counter() - started) * 1000
+
+        return self.loop.run_until_complete(once())
+
+    def close(self) -> None:
+        from harness_sidecar.containment import zygote
+
+        zygote.end("bench")
+        self.loop.run_until_complete(self.asyncio.sleep(0.1))
+        self.loop.close()

@@ -22,26 +22,13 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 
+from bench.common import LauncherTrue  # noqa: E402
+
 
 def measure(n: int) -> dict[str, float]:
-    import asyncio
+    from harness_sidecar.containment import landlock, launcher
 
-    from harness_sidecar.containment import landlock, launcher, zygote
-
-    class Exit(asyncio.SubprocessProtocol):
-        def __init__(self) -> None:
-            self.done = asyncio.get_running_loop().create_future()
-
-        def process_exited(self) -> None:
-            self.done.set_result(None)
-
-    async def hook_once() -> None:
-        transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK, owner="bench"), Exit,
-                                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        await proto.done
-        transport.close()
-
-    loop = asyncio.new_event_loop()
+    as_hook = LauncherTrue()
     enter = landlock.enter_domain()
     floor, launches, hooks = [], [], []
     for i in range(n + 20):
@@ -51,14 +38,12 @@ def measure(n: int) -> dict[str, float]:
         launcher.popen(launcher.Launch(["/bin/true"], launcher.HOOK), stdin=subprocess.DEVNULL,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).wait()
         last = time.perf_counter()
-        loop.run_until_complete(hook_once())
+        hook_ms = as_hook.run_ms()
         if i >= 20:
             floor.append((middle - started) * 1e6)
             launches.append((last - middle) * 1e6)
-            hooks.append((time.perf_counter() - last) * 1e6)
-    zygote.end("bench")
-    loop.run_until_complete(asyncio.sleep(0.1))
-    loop.close()
+            hooks.append(hook_ms * 1000)
+    as_hook.close()
     inside = []
     for _ in range(n):
         read, write = os.pipe()
