@@ -166,6 +166,48 @@ def test_cancel_request_answers_32800(spawn, tree, tmp_path):
     assert sidecar.call("tools/list", {"threadId": thread})["tools"]  # still serving
 
 
+SLEEPY = ("import time\n"
+          "def activate(api):\n"
+          "    api.register_tool(name='sleep', description='', input_schema={}, "
+          "execute=lambda call_id, args: time.sleep(args['s']) or f'slept {args[\"s\"]}')\n")
+
+
+def test_shutdown_answers_the_tool_calls_in_flight_first(spawn, tmp_path):
+    """A call of an extension's tool in flight when shutdown comes is answered with its result,
+    and only then shutdown (the calls run without a task of their own: shutdown still waits)."""
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    sidecar = spawn()
+    thread = sidecar.call("thread/start", {"roots": [], "trustedExtensions": ["sleepy"], "extensions": [
+        {"id": "sleepy", "path": str(tmp_path / "sleepy.py")}]})["threadId"]
+    calls = [sidecar.request_async("tools/call", {"threadId": thread, "call": {"id": f"c{i}", "name": "sleep",
+                                                                                "arguments": {"s": 0.5}}})
+             for i in range(2)]
+    down = sidecar.request_async("shutdown")
+    answers = [sidecar.next_message(30) for _ in range(3)]
+    assert {a["id"] for a in answers[:2]} == set(calls) and answers[2]["id"] == down
+    assert [a["result"]["result"]["content"][0]["text"] for a in answers[:2]] == ["slept 0.5", "slept 0.5"]
+    assert answers[2]["result"] is None
+    sidecar.notify("exit")
+    assert sidecar.wait(10) == 0
+
+
+def test_exit_without_shutdown_answers_a_tool_call_in_flight_cancelled(spawn, tmp_path):
+    (tmp_path / "sleepy.py").write_text(SLEEPY)
+    sidecar = spawn()
+    thread = sidecar.call("thread/start", {"roots": [], "trustedExtensions": ["sleepy"], "extensions": [
+        {"id": "sleepy", "path": str(tmp_path / "sleepy.py")}]})["threadId"]
+    started = time.monotonic()
+    request_id = sidecar.request_async("tools/call", {"threadId": thread, "call": {"id": "c", "name": "sleep",
+                                                                                    "arguments": {"s": 30}}})
+    time.sleep(0.3)  # the call is in the host
+    sidecar.notify("exit")
+    response = sidecar.wait_for(request_id, 10)
+    assert response["error"]["code"] == -32800 and response["error"]["data"]["kind"] == "cancelled"
+    assert sidecar.wait(10) == 1  # exit without shutdown
+    assert time.monotonic() - started < 10
+    assert sidecar.drain() == []  # answered once
+
+
 def test_a_request_cancelled_in_the_same_write_is_answered_once_32800(spawn):
     """Request and $/cancelRequest (twice) read together: the request is cancelled before it starts
     and still gets exactly one answer; the sidecar keeps serving."""

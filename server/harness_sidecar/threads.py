@@ -166,6 +166,10 @@ class Sidecar:
             "input/submit": self.input_submit,
             "loop/event": self.loop_event,
         }
+        # Methods whose common case begins at once, without a task (``Endpoint``): given the params and
+        # ``respond(result, error)``, the canceller of the request begun, or None to serve it by ``methods``.
+        self.begin_now: dict[str, Callable[[dict[str, Any], Callable[[Any, BaseException | None], None]],
+                                           Callable[[], None] | None]] = {"tools/call": self.tools_call_now}
 
     def oversize(self, method: str, result: Any, size: int) -> Any:
         """What to answer instead of a result over ``--max-result-bytes``: a tool call's is a paired error."""
@@ -858,15 +862,41 @@ class Sidecar:
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_tools_call(params)
+        stale = self._stale(thread, request)
+        if stale is not None:
+            return {"result": stale.to_wire()}
+        return {"result": (await thread.pipeline.call(request.call)).to_wire()}
+
+    def tools_call_now(self, params: dict[str, Any], respond: Callable[[Any, BaseException | None], None]) \
+            -> Callable[[], None] | None:
+        """``tools/call`` begun at once, without a task of its own, when nothing before its host has to wait
+        or refuse it (``Pipeline.call_now``): ``respond(result, error)`` answers it. Returns its canceller,
+        or None: then ``tools_call`` serves it from the start."""
+        thread_id = params.get("threadId")
+        thread = self.threads.get(thread_id) if type(thread_id) is str and thread_id not in self._starting else None
+        if thread is None:
+            return None
+        try:
+            request = P.parse_tools_call(params)
+        except Exception:  # noqa: BLE001 - tools_call parses them again and answers what is wrong
+            return None
+        if self._stale(thread, request) is not None:
+            return None
+        return thread.pipeline.call_now(request.call, lambda result, error: respond(
+            None if result is None else {"result": result.to_wire()}, error))
+
+    @staticmethod
+    def _stale(thread: Thread, request: P.ToolsCallParams) -> ToolResult | None:
+        """A call made against a revision older than its tool's last change: ``stale_tool``."""
         call = request.call
         changed = thread.tool_changed_at.get(call.name)
-        if request.revision is not None and changed is not None and changed > request.revision:
-            gone = call.name not in thread.registry.tools
-            return {"result": ToolResult.error(
-                call, f"tool '{call.name}' was {'removed' if gone else 'changed'} in revision {changed}, after the "
-                      f"revision {request.revision} this call was made against: list the tools again",
-                kind="stale_tool", revision=thread.revision, changedIn=changed).to_wire()}
-        return {"result": (await thread.pipeline.call(call)).to_wire()}
+        if request.revision is None or changed is None or changed <= request.revision:
+            return None
+        gone = call.name not in thread.registry.tools
+        return ToolResult.error(
+            call, f"tool '{call.name}' was {'removed' if gone else 'changed'} in revision {changed}, after the "
+                  f"revision {request.revision} this call was made against: list the tools again",
+            kind="stale_tool", revision=thread.revision, changedIn=changed)
 
     @staticmethod
     def _validate(tool: Any, arguments: dict[str, Any]) -> tuple[str, str] | None:

@@ -197,9 +197,9 @@ class Pipeline:
                     await self.host.ensure()
             except HostUnavailable as exc:
                 return self._unavailable(call, exc)
+        if tool.run is None:
+            return await self._host_call(call, tool, plan)
         try:
-            if tool.run is None:
-                return await self._exchange(call, tool, plan, 0, None, [])
             rewritten_by: list[str] = []
             if core > 0:
                 outcome = await self._exchange(call, tool, plan, 0, None, [], end=core)
@@ -226,6 +226,33 @@ class Pipeline:
             result.details = {**result.details, "argumentsRewrittenBy": rewritten_by}
         return result
 
+    def call_now(self, call: ToolCall, respond: Callable[[ToolResult | None, BaseException | None], None]) \
+            -> Callable[[], None] | None:
+        """Begin the common call — an extension's tool, its host running, no command hook, arguments that
+        match — at once, without a task of its own: its exchange goes to the host now, and ``respond``
+        gets ``(result, None)`` when the host answers (in the loop turn that reads the answer), or
+        ``(None, exception)``. Returns the call's canceller; None when the call needs ``call``, which
+        then runs it from the start (nothing of it ran here)."""
+        host = self.host
+        if host is None or not host.running or self.calls.closing:
+            return None
+        tool = self.registry.tools.get(call.name)
+        if tool is None or tool.run is not None or self.validate(tool, call.arguments) is not None or \
+                (self.command_hooks is not None and self.command_hooks.wants_tool(call.name)):
+            return None
+        return _CallNow(self, call, tool, respond).start()
+
+    async def _host_call(self, call: ToolCall, tool: Tool, plan: list[StepPlan], body: dict[str, Any] | None = None,
+                         outcome: Any = None) -> ToolResult:
+        """A call of an extension's tool: one exchange with the host (``outcome``: of its first run, when
+        ``call_now`` sent it), whatever the host does."""
+        try:
+            return await self._exchange(call, tool, plan, 0, None, [], body=body, outcome=outcome)
+        except HostUnavailable as exc:
+            return self._unavailable(call, exc)
+        except HostLied as exc:
+            return self._lied(call, exc)
+
     def _lied(self, call: ToolCall, exc: HostLied) -> ToolResult:
         logger.error("the extension host of %s broke the channel's rules: %s; killing it", self.thread_id, exc)
         if self.host is not None and self.host.process is not None:
@@ -240,16 +267,9 @@ class Pipeline:
             logger.exception("tool %s failed unexpectedly", call.name)
             return ToolResult.error(call, f"tool '{call.name}' failed: {describe_exception(exc)}", kind="tool_error")
 
-    async def _exchange(self, call: ToolCall, tool: Tool, plan: list[StepPlan], start: int,
-                        result: dict[str, Any] | None, rewritten_by: list[str], end: int | None = None) -> Any:
-        """Run ``plan[start:end]`` in the host; answer for any step it did not finish.
-
-        Returns the final ``ToolResult``, or — for the before hooks of a core that runs here
-        (``end`` is the core's index) and none blocked — ``(call with its final arguments,
-        rewritten_by)``.
-        """
-        end = len(plan) if end is None else end
-        assert self.host is not None
+    def _body(self, call: ToolCall, tool: Tool, plan: list[StepPlan], start: int, end: int,
+              result: dict[str, Any] | None, rewritten_by: list[str]) -> dict[str, Any]:
+        """The host's ``call`` frame for ``plan[start:end]``."""
         body: dict[str, Any] = {"threadId": self.thread_id, "call": call.to_wire(), "from": start, "to": end,
                                 "hookTimeout": self.registry.hook_timeout_s, "toolTimeout": tool.timeout_s}
         steps = self.registry.step_timeouts_of(plan)
@@ -259,23 +279,48 @@ class Pipeline:
             body["result"] = result
         if rewritten_by:
             body["rewrittenBy"] = rewritten_by
+        return body
+
+    def _settled(self, call: ToolCall, tool: Tool, plan: list[StepPlan], body: dict[str, Any], outcome: Any, end: int,
+                 result: dict[str, Any] | None) -> Any:
+        """What the host's outcome of an exchange gives (``_exchange``), or None when a step stopped."""
+        if isinstance(outcome, Answered):  # the observers started: the call is answered with their result
+            self._report_faults(outcome.faults)
+            if not _valid_body(outcome.result):
+                raise HostLied("a malformed result")
+            self.calls.enter()
+            self._after(outcome, body, plan, True)
+            return ToolResult.from_body(call, outcome.result)
+        if not isinstance(outcome, Stopped):
+            return self._finish(call, tool, plan, outcome, end, result)
+        return None
+
+    async def _exchange(self, call: ToolCall, tool: Tool, plan: list[StepPlan], start: int,
+                        result: dict[str, Any] | None, rewritten_by: list[str], end: int | None = None,
+                        body: dict[str, Any] | None = None, outcome: Any = None) -> Any:
+        """Run ``plan[start:end]`` in the host; answer for any step it did not finish.
+
+        Returns the final ``ToolResult``, or — for the before hooks of a core that runs here
+        (``end`` is the core's index) and none blocked — ``(call with its final arguments,
+        rewritten_by)``. ``body`` and ``outcome``: the frame already sent and what the host made of it
+        (``call_now``).
+        """
+        end = len(plan) if end is None else end
+        assert self.host is not None
+        if body is None:
+            body = self._body(call, tool, plan, start, end, result, rewritten_by)
         while True:
-            if plan[start].kind == AFTER and result is not None:
-                # Only observers are left: the call is answered now; they run after, and cannot change it.
-                if rewritten_by:
-                    result = {**result, "details": {**result["details"], "argumentsRewrittenBy": rewritten_by}}
-                self._observe_later({**body, "from": start, "result": result}, plan, start)
-                return ToolResult.from_body(call, result)
-            outcome = await self.host.run("call", body, plan, start)
-            if isinstance(outcome, Answered):  # the observers started: the call is answered with their result
-                self._report_faults(outcome.faults)
-                if not _valid_body(outcome.result):
-                    raise HostLied("a malformed result")
-                self.calls.enter()
-                self._after(outcome, body, plan, True)
-                return ToolResult.from_body(call, outcome.result)
-            if not isinstance(outcome, Stopped):
-                return self._finish(call, tool, plan, outcome, end, result)
+            if outcome is None:
+                if plan[start].kind == AFTER and result is not None:
+                    # Only observers are left: the call is answered now; they run after, and cannot change it.
+                    if rewritten_by:
+                        result = {**result, "details": {**result["details"], "argumentsRewrittenBy": rewritten_by}}
+                    self._observe_later({**body, "from": start, "result": result}, plan, start)
+                    return ToolResult.from_body(call, result)
+                outcome = await self.host.run("call", body, plan, start)
+            settled = self._settled(call, tool, plan, body, outcome, end, result)
+            if settled is not None:
+                return settled
             self._report_faults(outcome.faults)
             step = plan[outcome.step]
             if outcome.how == "closed":
@@ -319,7 +364,7 @@ class Pipeline:
             if outcome.how == "crash" or resume >= end:
                 return ToolResult.from_body(call, current)
             await self.host.ensure()
-            start, result = resume, current
+            start, result, outcome = resume, current, None
             body.update({"from": start, "result": current})
 
     def _observe_later(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
@@ -422,3 +467,81 @@ class Pipeline:
                 raise HostLied(f"rewritten arguments that do not match the schema: {problem}")
             call = ToolCall(call.id, call.name, arguments)
         return call, rewritten_by
+
+
+class _CallNow:
+    """A call ``Pipeline.call_now`` began without a task: it waits for its exchange's outcome in a
+    callback. An outcome with a result (the common one) answers it there; after a step stopped, a
+    task takes the call on from that outcome (``Pipeline._host_call``)."""
+
+    __slots__ = ("pipeline", "call", "tool", "plan", "respond", "body", "pending", "task", "over")
+
+    def __init__(self, pipeline: Pipeline, call: ToolCall, tool: Tool,
+                 respond: Callable[[ToolResult | None, BaseException | None], None]) -> None:
+        self.pipeline, self.call, self.tool, self.respond = pipeline, call, tool, respond
+        self.plan, _ = pipeline.registry.plan(tool)
+        self.task: asyncio.Task | None = None
+        self.over = False
+
+    def start(self) -> Callable[[], None]:
+        pipeline = self.pipeline
+        host = pipeline.host
+        assert host is not None
+        self.body = pipeline._body(self.call, self.tool, self.plan, 0, len(self.plan), None, [])
+        pipeline.calls.enter()
+        try:
+            self.pending = host.exchange("call", self.body, self.plan, 0)
+        except BaseException:
+            pipeline.calls.leave()
+            raise
+        self.pending.future.add_done_callback(self._outcome)
+        return self.cancel
+
+    def _outcome(self, future: asyncio.Future) -> None:
+        if self.over:
+            return
+        if future.cancelled():  # never, but never unanswered either
+            self.cancel()
+            return
+        try:
+            outcome = future.result()
+            try:
+                result = self.pipeline._settled(self.call, self.tool, self.plan, self.body, outcome, len(self.plan),
+                                                None)
+            except HostLied as exc:
+                result = self.pipeline._lied(self.call, exc)
+            if result is None:  # a step stopped: the rest takes a task
+                self.task = asyncio.ensure_future(self.pipeline._host_call(self.call, self.tool, self.plan, self.body,
+                                                                           outcome))
+                self.task.add_done_callback(self._ended)
+                return
+        except Exception as exc:  # noqa: BLE001 - answered as the endpoint answers a handler's failure
+            self._end(None, exc)
+            return
+        self._end(result, None)
+
+    def _ended(self, task: asyncio.Task) -> None:
+        if self.over or task.cancelled():
+            return
+        error = task.exception()
+        self._end(None if error is not None else task.result(), error)
+
+    def cancel(self) -> None:
+        """``$/cancelRequest`` (or ``exit``): the host stops the call; it is answered cancelled."""
+        if self.over:
+            return
+        if self.task is not None:
+            self.task.cancel()
+        elif self.pipeline.host is not None:
+            self.pipeline.host.cancel(self.pending)
+        self._end(None, asyncio.CancelledError())
+
+    def _end(self, result: ToolResult | None, error: BaseException | None) -> None:
+        self.over = True
+        self.pipeline.calls.leave()
+        respond, self.respond = self.respond, _answered_already  # no cycle left for the collector
+        respond(result, error)
+
+
+def _answered_already(result: ToolResult | None, error: BaseException | None) -> None:
+    pass

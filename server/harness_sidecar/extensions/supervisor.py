@@ -649,8 +649,12 @@ class ExtensionHost:
         try:
             return await pending.future
         except asyncio.CancelledError:
-            self._stop(pending.ident, None)  # $/cancelRequest: the host stops; nobody is answered for it
+            self.cancel(pending)
             raise
+
+    def cancel(self, pending: Pending) -> None:
+        """``$/cancelRequest`` of an exchange's request: the host stops it; nobody is answered for it."""
+        self._stop(pending.ident, None)
 
     async def load(self, body: dict[str, Any], restart: bool = False) -> Any:
         """Import one extension and run ``activate``: the host's report, or a ``Stopped``.

@@ -87,6 +87,36 @@ class _Queued:
         self.cancelled = False
 
 
+class _Begun:
+    """A served request its service began without an asyncio Task (``Sidecar.begin_now``): ``cancel`` is
+    the service's canceller (it answers, cancelled); ``waiter`` a future for those who wait for the
+    request's answer (``shutdown``, ``exit``), made only for them."""
+
+    __slots__ = ("cancel", "answered", "_waiter")
+
+    def __init__(self) -> None:
+        self.cancel: Callable[[], None] = _nothing
+        self.answered = False
+        self._waiter: asyncio.Future | None = None
+
+    def waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
+        if self._waiter is None:
+            self._waiter = loop.create_future()
+            if self.answered:
+                self._waiter.set_result(None)
+        return self._waiter
+
+    def done(self) -> None:
+        self.answered = True
+        self.cancel = _nothing  # no cycle (canceller → respond → this) left for the collector
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+
+def _nothing() -> None:
+    pass
+
+
 class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024,
@@ -107,7 +137,7 @@ class Endpoint:
         self.shutting_down = False
         self.eof = False
         self.exiting = False
-        self._served: dict[tuple[type, Any], asyncio.Task] = {}
+        self._served: dict[tuple[type, Any], asyncio.Task | _Begun] = {}
         self._sent: dict[int, asyncio.Future] = {}
         self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -284,13 +314,47 @@ class Endpoint:
         counted = method != "shutdown"  # shutdown waits for the others: it must not hold a place
         if counted:
             self._running += 1
+        begin_now = self._service.begin_now.get(method) if self._service is not None else None
+        if begin_now is not None and self._begin_now(request_id, method, begin_now, params):
+            return
         # named for its method: ``_cancel`` answers for a task cancelled before it started
         self._served[_id_key(request_id)] = self._loop.create_task(
             self._answer(request_id, method, handler, params, counted), name=method)
 
-    def _cancel(self, task: asyncio.Task, request_id: Any) -> None:
+    def _begin_now(self, request_id: Any, method: str, begin_now: Callable[..., Any], params: dict) -> bool:
+        """Begin a request without a task (its common case: ``Sidecar.begin_now``); False if it needs one."""
+        begun = _Begun()
+        key = _id_key(request_id)
+        self._served[key] = begun
+
+        def respond(result: Any, error: BaseException | None) -> None:
+            if begun.answered:
+                return
+            begun.done()
+            try:
+                self._reply(request_id, method, result, error)
+            finally:
+                self._running -= 1
+                self._answered(request_id)
+
+        try:
+            cancel = begin_now(params, respond)
+        except Exception as exc:  # noqa: BLE001 - answered like a handler's failure
+            cancel = None
+            respond(None, exc)
+            return True
+        if cancel is None and not begun.answered:
+            del self._served[key]
+            return False
+        begun.cancel = cancel or _nothing
+        return True
+
+    def _cancel(self, task: asyncio.Task | _Begun, request_id: Any) -> None:
         """Cancel a served request. One cancelled before its first step never runs ``_answer``: it is
         answered for when it ends (a callback only then — not a loop turn more for every request)."""
+        if type(task) is _Begun:
+            task.cancel()  # answers it, cancelled
+            return
         if not task.cancelling():  # once: a second cancel must not answer twice
             method = task.get_name()
             task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method, method != "shutdown"))
@@ -329,19 +393,26 @@ class Endpoint:
                       counted: bool = True) -> None:
         try:
             result = await handler(params)
-        except asyncio.CancelledError:
-            self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
-        except RpcError as exc:
-            self.send_error(request_id, exc)
-        except Exception as exc:  # noqa: BLE001
-            logger.exception("%s failed", method)
-            self.send_error(request_id, as_rpc_error(method, exc))
+        except (asyncio.CancelledError, Exception) as exc:  # noqa: BLE001 - every request is answered
+            self._reply(request_id, method, None, exc)
         else:
             self._send_result(request_id, method, result)
         finally:
             if counted:
                 self._running -= 1
             self._answered(request_id)
+
+    def _reply(self, request_id: Any, method: str, result: Any, error: BaseException | None) -> None:
+        """The answer to a served request: its result, or what its handler's exception means."""
+        if error is None:
+            self._send_result(request_id, method, result)
+        elif isinstance(error, asyncio.CancelledError):
+            self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
+        elif isinstance(error, RpcError):
+            self.send_error(request_id, error)
+        else:
+            logger.error("%s failed", method, exc_info=error)
+            self.send_error(request_id, as_rpc_error(method, error))
 
     def _answered(self, request_id: Any) -> None:
         """A served request is answered: it leaves the table, a queued one may start, EOF may end the session."""
@@ -415,7 +486,7 @@ class Endpoint:
 
     async def _shutdown(self, params: dict) -> None:
         while True:  # the requests in flight, and the queued ones as they start
-            others = [t for t in self._served.values() if t is not asyncio.current_task()]
+            others = [self._waitable(t) for t in self._served.values() if t is not asyncio.current_task()]
             if not others:
                 break
             await asyncio.wait(others)
@@ -454,7 +525,7 @@ class Endpoint:
         self._fail_sent_requests("the editor sent 'exit'")
         for entry in list(self._queued.values()):
             self._cancel_queued(entry, "by exit before it started")
-        pending = list(self._served.values())
+        pending = [self._waitable(t) for t in self._served.values()]
         if not self.shutting_down:
             for (_, request_id), task in list(self._served.items()):
                 self._cancel(task, request_id)
@@ -463,7 +534,11 @@ class Endpoint:
         elif not self.exit_code.done():
             self.exit_code.set_result(code)
 
-    async def _exit_after(self, pending: list[asyncio.Task], code: int) -> None:
+    def _waitable(self, served: asyncio.Task | _Begun) -> asyncio.Future:
+        assert self._loop is not None
+        return served.waiter(self._loop) if type(served) is _Begun else served  # type: ignore[return-value]
+
+    async def _exit_after(self, pending: list[asyncio.Future], code: int) -> None:
         await asyncio.wait(pending)
         if self.exit_code is not None and not self.exit_code.done():
             self.exit_code.set_result(code)
