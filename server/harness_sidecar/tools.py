@@ -521,10 +521,11 @@ class _CallNow:
         self._end(result, None)
 
     def _ended(self, task: asyncio.Task) -> None:
-        if self.over or task.cancelled():
+        if task.cancelled():
             return
-        error = task.exception()
-        self._end(None if error is not None else task.result(), error)
+        error = task.exception()  # retrieved even when the call was answered cancelled meanwhile
+        if not self.over:
+            self._end(None if error is not None else task.result(), error)
 
     def cancel(self) -> None:
         """``$/cancelRequest`` (or ``exit``): the host stops the call; it is answered cancelled."""
