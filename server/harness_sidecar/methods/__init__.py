@@ -1,0 +1,6 @@
+"""The sidecar's methods, one module a protocol noun; ``threads.Sidecar`` composes their classes.
+
+``commands`` (commands/*, input/submit, loop/event). Each class is a part of ``Sidecar``, never used
+alone: it reads the state ``Sidecar`` keeps (``peer``, ``threads``, ``thread()``) and reaches the
+other parts through ``self``.
+"""
