@@ -18,12 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
 from harness_sidecar import commands as C
-from harness_sidecar.errors import DomainError, PeerError
+from harness_sidecar.errors import DomainError
 from harness_sidecar.hooks.python import CONTEXT, THREAD_CLOSE, THREAD_START
 from harness_sidecar.limits import SIDECAR, Limits
 from harness_sidecar.methods.commands import Command, CommandMethods
 from harness_sidecar.methods.extensions import ExtensionLoading
 from harness_sidecar.methods.tools import LOAD_SKILL_SCHEMA, ToolMethods
+from harness_sidecar.methods.ui import EditorUi
 from harness_sidecar.resources.activation import ActivatedSkill, activate
 from harness_sidecar.resources import command_templates, plugins
 from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
@@ -96,7 +97,7 @@ class Thread:
         return out
 
 
-class Sidecar(ToolMethods, CommandMethods, ExtensionLoading):
+class Sidecar(ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
     """The methods of every thread, over one editor (``peer``)."""
 
     def __init__(self, peer: Peer) -> None:
@@ -508,33 +509,6 @@ class Sidecar(ToolMethods, CommandMethods, ExtensionLoading):
             view.append(source)
         view += [e for e in thread.extensions if e.status == "loaded" and e.id not in found]
         return view
-
-    def _ui(self, key: str) -> bool:
-        """Whether the editor declared ``capabilities.ui.<key>`` at initialize: only ``true`` declares it."""
-        ui = self.peer.client_capabilities.get("ui")
-        return isinstance(ui, dict) and ui.get(key) is True
-
-    async def _ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
-        """A ``ui/*`` request to the editor; raises when it cannot be asked or does not answer."""
-        key = method.split("/", 1)[1]
-        if not self._ui(key):
-            raise PeerError(f"the editor did not declare capabilities.ui.{key}")
-        return await self.peer.request(method, params, timeout_s)
-
-    def _ui_notify(self, method: str, params: dict[str, Any]) -> None:
-        if method == "chat/send":  # the host sends it only when the editor declared ui.sendMessage
-            if self._ui("sendMessage") and type(params.get("text")) is str:
-                self.peer.notify(method, params)
-            return
-        if method == "thread/diagnostic":  # an extension author's diagnostic the host noticed
-            if params.get("kind") in ("handler_return_ignored", "ui_after_handler"):
-                self.peer.notify(method, params)
-            return
-        if self._ui("notify" if method == "ui/notify" else "status"):
-            self.peer.notify(method, params)
-        else:
-            text = params.get("message") if method == "ui/notify" else f"{params.get('key')}: {params.get('text')}"
-            logger.warning("[%s %s] %s", params.get("threadId"), params.get("extensionId"), text)
 
     async def thread_close(self, params: dict[str, Any]) -> None:
         thread = await self.thread(params)
