@@ -17,23 +17,18 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Protocol
 
-from harness_sidecar import commands as C
 from harness_sidecar.errors import DomainError
-from harness_sidecar.hooks.python import CONTEXT, THREAD_CLOSE, THREAD_START
+from harness_sidecar.hooks.python import THREAD_CLOSE, THREAD_START
 from harness_sidecar.limits import SIDECAR, Limits
 from harness_sidecar.methods.commands import Command, CommandMethods
 from harness_sidecar.methods.extensions import ExtensionLoading
+from harness_sidecar.methods.resources import ResourceMethods
 from harness_sidecar.methods.tools import LOAD_SKILL_SCHEMA, ToolMethods
 from harness_sidecar.methods.ui import EditorUi
-from harness_sidecar.resources.activation import ActivatedSkill, activate
-from harness_sidecar.resources import command_templates, plugins
+from harness_sidecar.resources.activation import ActivatedSkill
+from harness_sidecar.resources import plugins
 from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
-from harness_sidecar.resources.context import (
-    build_system_prompt,
-    extension_sections,
-    left_out_of_listing,
-)
-from harness_sidecar.resources.templates import render
+from harness_sidecar.resources.context import left_out_of_listing
 from harness_sidecar.results import ToolCall, ToolResult
 from harness_sidecar.stderr import SINK
 from harness_sidecar.tools import Calls, Tool, ToolRegistry
@@ -97,7 +92,7 @@ class Thread:
         return out
 
 
-class Sidecar(ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
+class Sidecar(ResourceMethods, ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
     """The methods of every thread, over one editor (``peer``)."""
 
     def __init__(self, peer: Peer) -> None:
@@ -555,53 +550,6 @@ class Sidecar(ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
             await asyncio.gather(*(self._end(thread, reason) for thread in ending))
         if self._spares is not None:
             self._spares.close()
-
-    # -- skills, templates, context ----------------------------------------------------------
-
-    async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
-        request = P.parse_skills_activate(params)
-        skill = activate(thread.catalog, request.name, request.resources, thread.limits)
-        thread.activated[skill.name] = skill
-        return {"skill": skill.to_wire()}
-
-    async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
-        request = P.parse_templates_render(params)
-        command = thread.catalog.plugins.command_templates.get(request.name)
-        if command is not None:  # a command template: $ARGUMENTS, $1…$9, $NAME from text
-            message, diagnostics = command_templates.render(command, request.text or "", thread.limits)
-            out: dict[str, Any] = {"message": message}
-            if diagnostics:
-                out["diagnostics"] = [d.to_wire() for d in diagnostics]
-            return out
-        arguments = request.arguments
-        if request.text is not None and request.name in thread.catalog.templates:
-            arguments = {**C.parse_arguments(request.text), **arguments}
-        return {"message": render(thread.catalog, request.name, arguments, thread.limits)}
-
-    async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
-        prompt = build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)
-        if thread.handlers(CONTEXT):
-            from harness_sidecar.extensions.handlers import run_event
-            from harness_sidecar.extensions.supervisor import HostLied, HostUnavailable
-
-            payload = {"threadId": thread.id, "activeSkills": sorted(thread.activated)}
-            try:
-                await thread.host.ensure()
-                outcome = await run_event(thread.host, thread.handlers(CONTEXT), CONTEXT, payload,
-                                          thread.registry.hook_timeout_s, self._reporter(thread.id),
-                                          thread.timeouts(CONTEXT))
-            except HostUnavailable:
-                outcome = None
-            except HostLied as exc:
-                self._host_lied(thread, exc)
-                outcome = None
-            if outcome is not None and outcome.sections:
-                text = extension_sections(outcome.sections, thread.limits.extension_context_bytes)
-                prompt += ("\n" if prompt else "") + text
-        return {"systemPrompt": prompt}
 
 
 def _may_start_processes(start: P.ThreadStartParams) -> bool:
