@@ -16,7 +16,7 @@ from harness_sidecar.resources.templates import render
 from harness_sidecar.wire import params as P
 
 if TYPE_CHECKING:
-    from harness_sidecar.threads import Thread
+    from harness_sidecar.methods.thread import Thread
 
 
 @dataclass

@@ -15,7 +15,7 @@ from harness_sidecar.resources.context import left_out_of_listing
 from harness_sidecar.tools import ToolRegistry
 
 if TYPE_CHECKING:
-    from harness_sidecar.threads import Thread
+    from harness_sidecar.methods.thread import Thread
 
 # The lines it logs on stderr name harness_sidecar.threads, whichever piece of Sidecar logs them.
 logger = logging.getLogger("harness_sidecar.threads")

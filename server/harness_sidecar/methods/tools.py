@@ -21,7 +21,7 @@ from harness_sidecar.tools import Pipeline, Tool, ToolRegistry
 from harness_sidecar.wire import params as P
 
 if TYPE_CHECKING:
-    from harness_sidecar.threads import Thread
+    from harness_sidecar.methods.thread import Thread
 
 
 LOAD_SKILL_SCHEMA = {
