@@ -1,9 +1,9 @@
 """The live catalog's watch: real inotify, a real event loop (the diff is in test_catalog_diff.py).
 
-The end-to-end tests of catalog/changed, thread/refresh and stale_tool come with the wiring
-in threads.py; these check what the wiring will rely on: one callback per settled burst, for
-what can change a catalog and nothing else, through deleted roots and new links, shared
-between subscribers and released by the last one.
+The end-to-end tests of catalog/changed, thread/refresh and stale_tool come with the wiring in
+methods/live_catalog.py; these check what the wiring will rely on: one callback per settled
+burst, for what can change a catalog and nothing else, through deleted roots and new links,
+shared between subscribers and released by the last one.
 """
 
 from __future__ import annotations
