@@ -54,7 +54,10 @@ class ToolMethods:
         or None: then ``tools_call`` serves it from the start."""
         thread_id = params.get("threadId")
         thread = self.threads.get(thread_id) if type(thread_id) is str and thread_id not in self._starting else None
-        if thread is None:
+        call = params.get("call")
+        name = call.get("name") if type(call) is dict else None
+        tool = thread.registry.tools.get(name) if thread is not None and type(name) is str else None
+        if tool is None or tool.run is not None:  # only an extension's tool begins here: the rest are parsed once
             return None
         try:
             request = P.parse_tools_call(params)
