@@ -199,7 +199,7 @@ def out_of_memory() -> None:
 class Exchange:
     """One request of the sidecar (a call, an event, a command) on its way through its steps."""
 
-    __slots__ = ("id", "host", "lock", "step", "deadline", "timeout", "shift", "first", "aborted", "ui_pending",
+    __slots__ = ("id", "host", "lock", "step", "deadline", "timeout", "shift", "aborted", "ui_pending",
                  "future", "waiters", "cell", "answered")
 
     def __init__(self, host: "Host", ident: int, deadline: float) -> None:
@@ -210,7 +210,6 @@ class Exchange:
         self.deadline = deadline  # of the current step; the first one's is the sidecar's
         self.timeout = 0.0  # of the current step, for messages
         self.shift = 0.0  # user time (ui requests) granted to the current step
-        self.first = True
         self.aborted = False
         self.ui_pending = 0
         self.future: concurrent.futures.Future | None = None
@@ -230,46 +229,33 @@ class Exchange:
         with neither is written on the step board (``board``) unless ``prompt`` (the sidecar acts on
         it at once: the first observer, with which it answers the call).
         """
-        if self.first:  # announced too: a call queued here behind another is not charged for the wait
-            self.first = False
-            now = time.monotonic()
-            with self.lock:
-                if self.aborted:
-                    raise Abandoned
-                self._announce(index, carry, faults, prompt)
-                limit = self.deadline + channel.MARGIN_S  # the sidecar's bound for a call that has not begun
-                self.step, self.deadline, self.timeout = index, now + timeout, timeout
-            if time.monotonic() > limit:  # the sidecar may have answered for it: never begin it
-                raise Abandoned
-            return
+        # The first step's deadline is the sidecar's bound for a call that has not begun (a call queued
+        # here behind another is not charged for the wait); its shift is 0: no ui request came yet.
         now = time.monotonic()
         with self.lock:
             if self.aborted:
                 raise Abandoned
-            self._announce(index, carry, faults, prompt)
+            out = self.host.out
+            board = self.host.board
+            cell = -1
+            if carry is None and not faults and not prompt and board is not None and index <= board_cells.MAX_INDEX:
+                cell = self.cell
+                if cell < 0:
+                    cell = self.cell = board.take()
+                    if cell >= 0 and out.ended and board.cells[cell] >> board_cells.INDEX_BITS in out.ended:
+                        out.flush()  # the cell tells an outcome still waiting here: that goes first
+                if cell >= 0 and out.must:  # what waited (a pipelined call's done) goes before foreign code runs
+                    out.flush()
+            if cell >= 0:
+                board.cells[cell] = (self.id << board_cells.INDEX_BITS) | index  # type: ignore[union-attr]
+            elif carry is None and not faults:
+                out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
+            else:
+                out.send(channel.STEP, self.id, [index, carry, faults or []])
             limit = self.deadline + self.shift + channel.MARGIN_S
             self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
-        if time.monotonic() > limit:
+        if time.monotonic() > limit:  # the sidecar may have answered for it: never begin it
             raise Abandoned
-
-    def _announce(self, index: int, carry: Any, faults: list | None, prompt: bool) -> None:
-        out = self.host.out
-        if carry is None and not faults:
-            board = self.host.board
-            if board is not None and not prompt and index <= board_cells.MAX_INDEX:
-                if self.cell < 0:
-                    self.cell = board.take()
-                    if self.cell >= 0 and out.ended and \
-                            board.cells[self.cell] >> board_cells.INDEX_BITS in out.ended:
-                        out.flush()  # the cell tells an outcome still waiting here: that goes first
-                if self.cell >= 0:
-                    if out.must:  # what waited (a pipelined call's done) goes before foreign code runs
-                        out.flush()
-                    board.cells[self.cell] = (self.id << board_cells.INDEX_BITS) | index
-                    return
-            out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
-        else:
-            out.send(channel.STEP, self.id, [index, carry, faults or []])
 
     def end(self, ended: bool = False) -> None:
         """The exchange is over: its board cell is free again — zeroed, or (``ended``) saying that the
