@@ -269,9 +269,6 @@ class Exchange:
             board.give(self.cell, keep=ended)
             self.cell = -1
 
-    def in_time(self) -> bool:
-        return not self.aborted and time.monotonic() <= self.deadline + self.shift
-
     def abort(self, unless_at: int | None = None) -> None:
         """Run no further step. With ``unless_at``: only if step ``unless_at`` (a call's core) has not
         begun — a core that has begun runs to its end (``thread/close`` keeps outcomes)."""
@@ -957,6 +954,7 @@ class Host:
         """Call ``fn(*args[, ctx])`` (sync here, coroutines on the loop) and judge it by the deadline."""
         if ctx is not None:
             args = (*args, ctx)
+        error = None
         try:
             value = fn(*args)
             if type(value) not in _PLAIN and inspect.isawaitable(value):
@@ -966,24 +964,24 @@ class Host:
         except MemoryError:
             out_of_memory()
         except BaseException as exc:  # noqa: BLE001 - extension code may raise anything
-            outcome = Outcome(error=exc)
-        else:
-            outcome = Outcome(value=value)
+            error = exc
         finally:
             if ctx is not None:
                 ctx.ui._done = True
         if exchange.aborted:
             raise Abandoned
-        if not exchange.in_time():
+        if exchange.aborted or time.monotonic() > exchange.deadline + exchange.shift:  # not in time
             return Outcome(timed_out=True)
-        if outcome.error is None:
-            try:
-                outcome.value = to_json(outcome.value)
-            except NotJsonData as exc:
-                outcome = Outcome(error=exc)
-            except RecursionError:
-                outcome = Outcome(error=NotJsonData("$", "nested too deeply"))
-        return outcome
+        if error is not None:
+            return Outcome(error=error)
+        if value is None or type(value) is str:  # JSON data as it is: what ``to_json`` would return
+            return Outcome(value)
+        try:
+            return Outcome(to_json(value))
+        except NotJsonData as exc:
+            return Outcome(error=exc)
+        except RecursionError:
+            return Outcome(error=NotJsonData("$", "nested too deeply"))
 
     def _await(self, exchange: Exchange, awaitable: Any) -> Any:
         future = self.loop.submit(awaitable)
