@@ -758,24 +758,6 @@ class Host:
                 self.inbox.append(channel.decode(line))
             return True
 
-    def _job(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Run a job on this (the reading) thread; the monitor hands the reading on if it runs long."""
-        me = threading.current_thread()
-        with self.lead_lock:
-            self.busy = (me, time.monotonic())
-        if not self.watching.is_set():
-            self.watching.set()
-        try:
-            fn(*args)
-        except MemoryError:
-            out_of_memory()
-        except BaseException:  # noqa: BLE001 - a bug of the host's own must not end the reading
-            log.exception("host job failed")
-        finally:
-            with self.lead_lock:
-                if self.busy is not None and self.busy[0] is me:
-                    self.busy = None
-
     def _monitor(self) -> None:
         while True:
             self.watching.wait()  # no job running: sleep without waking
@@ -824,9 +806,7 @@ class Host:
         elif tag == channel.UI_ANSWER:
             self.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"), body.get("outcome"))
         elif tag == channel.LOAD:
-            exchange = Exchange(self, ident, body["deadline"])
-            self.exchanges[ident] = exchange
-            self._job(self.load, exchange, body)
+            self._start(ident, body, self.load)
         elif tag == channel.COMMIT:
             self.commit(body["ids"])
         elif tag == channel.SCHEMAS:
@@ -839,20 +819,33 @@ class Host:
             log.error("unknown frame %r", tag)
 
     def _start(self, ident: int, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
+        """Run exchange ``ident`` (``run(exchange, body)``) on this, the reading thread; the monitor hands
+        the reading on if it runs long."""
         exchange = Exchange(self, ident, body["deadline"])
         self.exchanges[ident] = exchange
-        self._job(self._run, exchange, body, run)
-
-    def _run(self, exchange: Exchange, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
+        me = threading.current_thread()
+        with self.lead_lock:
+            self.busy = (me, time.monotonic())
+        if not self.watching.is_set():
+            self.watching.set()
         try:
-            run(exchange, body)
-        except Abandoned:
-            # The code of the step that ran has returned: the sidecar stops counting it as
-            # overrunning (a step that never returns ends the host at deadline + hostGraceMs).
-            self.out.send_bytes(b'["ended",%d,null]\n' % exchange.id)
+            try:
+                run(exchange, body)
+            except Abandoned:
+                # The code of the step that ran has returned: the sidecar stops counting it as
+                # overrunning (a step that never returns ends the host at deadline + hostGraceMs).
+                self.out.send_bytes(b'["ended",%d,null]\n' % exchange.id)
+            finally:
+                self.exchanges.pop(exchange.id, None)
+                exchange.end()
+        except MemoryError:
+            out_of_memory()
+        except BaseException:  # noqa: BLE001 - a bug of the host's own must not end the reading
+            log.exception("host job failed")
         finally:
-            self.exchanges.pop(exchange.id, None)
-            exchange.end()
+            with self.lead_lock:
+                if self.busy is not None and self.busy[0] is me:
+                    self.busy = None
 
     def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
         """The exchange's outcome, written before any foreign code runs (``Output``): code of another
