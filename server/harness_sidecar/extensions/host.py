@@ -17,6 +17,7 @@ deadline (``channel`` explains the rule both sides keep).
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import base64
 import collections
@@ -72,6 +73,14 @@ _local = threading.local()  # .extension: the extension whose code this thread r
 
 
 _PLAIN = (type(None), str, dict, list, bool, int, float)  # values no handler awaits: skip the ABC check
+class _Registered:
+    """``len()``: threading's live threads, where it keeps no ``_active`` registry."""
+
+    def __len__(self) -> int:
+        return threading.active_count()
+
+
+_REGISTERED = getattr(threading, "_active", None) or _Registered()  # thread id → Thread; len() is atomic
 _CHANGES_NOTICED = (BEFORE, INPUT)  # hooks whose event changed in place gets a notice (``Host._ignored``)
 
 
@@ -117,8 +126,12 @@ class Output:
         ``ended``: the exchange whose board cell tells this outcome (then it may wait longer)."""
         with self.lock:
             self.pending.append(data)
+            # Ours: the reader, the monitor, the parked. Counted without threading.active_count()'s lock:
+            # _thread._count() counts every thread started (a bare _thread.start_new_thread's too) but
+            # the main one; threading's registry has the main thread and threads made outside Python
+            # that registered (a thread in its limbo is still being started by one counted here).
             if urgent or threading.current_thread() is not self.reader or \
-                    threading.active_count() > 2 + self.parked:  # the reader, the monitor, the parked
+                    _thread._count() > 1 + self.parked or len(_REGISTERED) > 2 + self.parked:
                 self._flush_locked()
                 return False
             if ended:
