@@ -57,6 +57,7 @@ from harness_sidecar.hooks.python import (
     Allow,
     interpret_before,
     interpret_output,
+    output_to_wire,
     interpret_patch,
 )
 from harness_sidecar.extensions.jsondata import NotJsonData, to_json
@@ -303,12 +304,12 @@ class Outcome:
     error: BaseException | None = None
     timed_out: bool = False
 
-    def failure(self, what: str, exchange: "Exchange", verb: str = "answer") -> tuple[str, str] | None:
-        """``(kind, message)`` of a handler that timed out or raised (``what``: "tool_call hook of 'x'")."""
+    def failure(self, what: str, ext: str, exchange: "Exchange", verb: str = "answer") -> tuple[str, str] | None:
+        """``(kind, message)`` of a handler that timed out or raised (``what`` of ``ext``: "tool_call hook of 'x'")."""
         if self.timed_out:
-            return "timeout", f"{what} did not {verb} within {_ms(exchange)}"
+            return "timeout", f"{what} of '{ext}' did not {verb} within {_ms(exchange)}"
         if self.error is not None:
-            return "throw", f"{what} raised {describe_exception(self.error)}"
+            return "throw", f"{what} of '{ext}' raised {describe_exception(self.error)}"
         return None
 
 
@@ -1151,7 +1152,7 @@ class Host:
         the first step after the core carries the core's result, so the sidecar has it before any
         transform or observer runs, and answers the call when the observers start."""
         call = body["call"]
-        state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", [])))
+        state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", ())))
         state.known = state.result
         hook_timeout, tool_timeout = body["hookTimeout"], body["toolTimeout"]
         steps = body.get("stepTimeouts")  # each handler's own deadline, when one has its own (api.on timeout_ms)
@@ -1161,15 +1162,15 @@ class Host:
         while index < end:
             kind, target = plan[index]
             if kind == BEFORE:
-                exchange.begin(index, steps[index] if steps else hook_timeout, faults=state.take_faults())
+                exchange.begin(index, steps[index] if steps else hook_timeout, faults=state.take_faults() if state.faults else None)
                 if not self._before(exchange, index, target, state):
                     break
             elif kind == "core":
-                exchange.begin(index, tool_timeout, faults=state.take_faults())
+                exchange.begin(index, tool_timeout, faults=state.take_faults() if state.faults else None)
                 self._core(exchange, index, target, state, tool_timeout)
             elif kind == TRANSFORM:
                 exchange.begin(index, steps[index] if steps else hook_timeout, carry=_news(state),
-                               faults=state.take_faults())
+                               faults=state.take_faults() if state.faults else None)
                 if not self._transform(exchange, index, target, state):
                     # withheld: the rest of the transforms do not run; observers see the withheld result
                     index += 1
@@ -1205,7 +1206,7 @@ class Host:
         outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call},
                                 state.call)
         ext = handler.extension_id
-        failure = outcome.failure(f"tool_call hook of '{ext}'", exchange)
+        failure = outcome.failure("tool_call hook", ext, exchange)
         if failure is not None:
             kind, reason = failure
         else:
@@ -1267,7 +1268,7 @@ class Host:
                                        kind="tool_error", extensionId=ext, errorType=type(outcome.error).__name__)
         else:
             try:
-                state.result = interpret_output(outcome.value).to_wire()
+                state.result = output_to_wire(outcome.value)
             except TypeError as exc:
                 state.result = _error_body(f"tool '{name}' returned an unusable value: {exc}", kind="tool_error",
                                            extensionId=ext)
@@ -1278,7 +1279,7 @@ class Host:
         outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                            "result": state.result}, state.call)
         ext = handler.extension_id
-        failure = outcome.failure(f"tool_result_transform of '{ext}'", exchange)
+        failure = outcome.failure("tool_result_transform", ext, exchange)
         if failure is not None:
             kind, reason = failure
         else:
@@ -1304,14 +1305,14 @@ class Host:
         for index in range(start, end):
             handler = plan[index][1]
             exchange.begin(index, steps[index] if steps else timeout, carry=_news(state) if index == start else None,
-                           faults=state.take_faults(), prompt=index == start)
+                           faults=state.take_faults() if state.faults else None, prompt=index == start)
             exchange.answered = True
             # The last observer may have the call and result themselves: the sidecar has the result (it
             # answered with it), no handler runs after it, and the outcome reports only faults.
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                                "result": state.result}, state.call,
                                     copy=index < end - 1 or state.result is not state.known)
-            failure = outcome.failure(f"tool_result hook of '{handler.extension_id}'", exchange, "finish")
+            failure = outcome.failure("tool_result hook", handler.extension_id, exchange, "finish")
             if failure is not None:
                 self._fault(state, handler, *failure)
 
@@ -1330,6 +1331,7 @@ class Host:
         verdicts: list[dict[str, Any]] = []
         report: dict[str, Any] = {"faults": faults}
         is_loop = event in LOOP_EVENTS
+        what = f"{event} handler"
         for index in range(body["from"], min(body["to"], len(handlers))):
             handler = handlers[index]
             timeout = timeouts[index] if timeouts is not None and index < len(timeouts) else body["hookTimeout"]
@@ -1339,7 +1341,7 @@ class Host:
             faults.clear()
             outcome = self._handler(exchange, index, handler, payload)
             ext = handler.extension_id
-            failure = outcome.failure(f"{event} handler of '{ext}'", exchange, "finish")
+            failure = outcome.failure(what, ext, exchange, "finish")
             if is_loop:
                 if failure is None:
                     try:
