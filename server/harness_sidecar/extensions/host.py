@@ -777,9 +777,12 @@ class Host:
             self.watching.wait()  # no job running: sleep without waking
             time.sleep(PROMOTE_S)
             with self.lead_lock:
-                if self.busy is None:
+                busy = self.busy
+                if busy is None:
                     self.watching.clear()
-                elif time.monotonic() - self.busy[1] >= PROMOTE_S and self.busy[0] is self.leader:
+                    if self.busy is not None:  # a job began meanwhile and saw it still set: watch it
+                        self.watching.set()
+                elif time.monotonic() - busy[1] >= PROMOTE_S and busy[0] is self.leader:
                     self._promote_locked()
 
     def promote(self) -> None:
@@ -789,19 +792,19 @@ class Host:
                 self._promote_locked()
 
     def _promote_locked(self) -> None:
-        old = self.leader
+        old, busy = self.leader, self.busy
         thread = threading.Thread(target=self._lead, name="host-reader", daemon=True)
         with self.out.lock:  # from now on the old leader's frames go out at once
             self.leader = self.out.reader = thread  # the old leader sees it once its job ends, and stops reading
             self.out._flush_locked()
+        self.busy = None  # before the new leader can start a job of its own
         try:
             thread.start()
         except RuntimeError as exc:  # can't start new thread: the old leader reads again after its job
             with self.out.lock:
                 self.leader = self.out.reader = old
+            self.busy = busy  # its job is still watched
             log.warning("cannot start another reading thread: %s", exc)
-            return
-        self.busy = None
 
     def dispatch(self, tag: str, ident: int, body: Any) -> None:
         if tag == channel.PING:
@@ -838,8 +841,10 @@ class Host:
         exchange = Exchange(self, ident, body["deadline"])
         self.exchanges[ident] = exchange
         me = threading.current_thread()
-        with self.lead_lock:
-            self.busy = (me, time.monotonic())
+        # Set without lead_lock (one store): it is cleared, and a job promoted, only under it, and the
+        # monitor looks again after it stopped watching. Cleared under it: a job that ends and one that
+        # the monitor hands the reading on from never cross.
+        self.busy = (me, time.monotonic())
         if not self.watching.is_set():
             self.watching.set()
         try:
