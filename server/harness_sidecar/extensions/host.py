@@ -268,7 +268,10 @@ class Exchange:
             else:
                 out.send(channel.STEP, self.id, [index, carry, faults or []])
             limit = self.deadline + self.shift + channel.MARGIN_S
-            self.step, self.deadline, self.timeout, self.shift = index, now + timeout, timeout, 0.0
+            self.step = index
+            self.deadline = now + timeout
+            self.timeout = timeout
+            self.shift = 0.0
         if time.monotonic() > limit:  # the sidecar may have answered for it: never begin it
             raise Abandoned
 
@@ -856,7 +859,8 @@ class Host:
                 self.out.send_bytes(b'["ended",%d,null]\n' % exchange.id)
             finally:
                 self.exchanges.pop(exchange.id, None)
-                exchange.end()
+                if exchange.cell >= 0:  # still has its board cell (a plain outcome that waits gave it up)
+                    exchange.end()
         except MemoryError:
             out_of_memory()
         except BaseException:  # noqa: BLE001 - a bug of the host's own must not end the reading
@@ -1167,7 +1171,8 @@ class Host:
         while index < end:
             kind, target = plan[index]
             if kind == BEFORE:
-                exchange.begin(index, steps[index] if steps else hook_timeout, faults=state.take_faults() if state.faults else None)
+                exchange.begin(index, steps[index] if steps else hook_timeout,
+                               faults=state.take_faults() if state.faults else None)
                 if not self._before(exchange, index, target, state):
                     break
             elif kind == "core":
@@ -1187,7 +1192,8 @@ class Host:
                 break
             index += 1
         else:
-            if state.result is not None and "withheld" not in state.result["details"]:
+            if (state.rewritten_by or state.transformed_by) and state.result is not None and \
+                    "withheld" not in state.result["details"]:
                 state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
         self.finish(exchange, self._report(state))
 
@@ -1305,7 +1311,8 @@ class Host:
                  timeout: float, steps: list[float] | None = None) -> None:
         """The observers: the first one's frame carries the final result (the sidecar answers the
         call with it at once); nothing they do changes it."""
-        if state.result is not None and "withheld" not in state.result["details"]:
+        if (state.rewritten_by or state.transformed_by) and state.result is not None and \
+                "withheld" not in state.result["details"]:
             state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
         for index in range(start, end):
             handler = plan[index][1]
