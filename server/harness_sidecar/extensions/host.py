@@ -1220,6 +1220,8 @@ class Host:
         failure = outcome.failure("tool_call hook", ext, exchange)
         if failure is not None:
             kind, reason = failure
+        elif outcome.value is None:  # allows, as is: what interpret_before says of None, without an Allow()
+            return True
         else:
             try:
                 decision = interpret_before(outcome.value)
