@@ -810,10 +810,10 @@ class Host:
             log.warning("cannot start another reading thread: %s", exc)
 
     def dispatch(self, tag: str, ident: int, body: Any) -> None:
-        if tag == channel.PING:
-            self.out.send(channel.PONG, ident, None)
-        elif tag == channel.CALL:
+        if tag == channel.CALL:
             self._start(ident, body, self.run_call)
+        elif tag == channel.PING:
+            self.out.send(channel.PONG, ident, None)
         elif tag == channel.EVENT:
             self._start(ident, body, self.run_event)
         elif tag == channel.COMMAND:
@@ -870,11 +870,12 @@ class Host:
                 if self.busy is not None and self.busy[0] is me:
                     self.busy = None
 
-    def finish(self, exchange: Exchange, report: dict[str, Any], urgent: bool = False) -> None:
+    def finish(self, exchange: Exchange, report: dict[str, Any] | None, urgent: bool = False) -> None:
         """The exchange's outcome, written before any foreign code runs (``Output``): code of another
         thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
-        it any moment, and the outcome — a result, perhaps — must be the sidecar's by then."""
-        plain = len(report) == 2 and report.get("carried") is True and not report.get("faults", True)
+        it any moment, and the outcome — a result, perhaps — must be the sidecar's by then.
+        ``None``: a call's plain outcome, ``{"faults": [], "carried": true}`` (``_report``)."""
+        plain = report is None
         if plain:
             data = channel.PLAIN_DONE % exchange.id  # the common outcome, written without an encoder
         else:
@@ -1197,7 +1198,11 @@ class Host:
                 state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
         self.finish(exchange, self._report(state))
 
-    def _report(self, state: CallState) -> dict[str, Any]:
+    def _report(self, state: CallState) -> dict[str, Any] | None:
+        """The call's outcome; ``None`` for the plain one: no faults, the sidecar has the result, the
+        arguments as they came."""
+        if not state.faults and state.result is not None and state.result is state.known and not state.rewritten_by:
+            return None
         report: dict[str, Any] = {"faults": state.faults}
         if state.result is not None and state.result is state.known:
             report["carried"] = True  # the sidecar has this result already: not sent twice
