@@ -1044,8 +1044,8 @@ class Host:
             outcome = self.invoke(exchange, handler.fn, (given,), ctx)
         finally:
             _local.extension = None
-        if outcome.error is None and not outcome.timed_out and (outcome.value is not None or
-                                                               handler.event in _CHANGES_NOTICED):
+        if outcome.error is None and not outcome.timed_out and (outcome.value is not None or (
+                handler.event in _CHANGES_NOTICED and not (sent and _unchanged(given, sent)))):
             self._ignored(handler, event, given, outcome.value, sent)
         return outcome
 
@@ -1074,11 +1074,8 @@ class Host:
         if hook == BEFORE and type(value) is dict and "arguments" in value or \
                 hook == INPUT and type(value) is dict and "text" in value:
             return
-        try:
-            if sent and marshal.dumps(given, 2) == sent:  # the copy as it was made: nothing changed
-                return
-        except ValueError:  # not marshallable now: the handler put something in it; look closer
-            pass
+        if sent and _unchanged(given, sent):
+            return
         try:
             changed = not _same_marshal(given.get(key), event.get(key)) and to_json(given.get(key)) != event.get(key)
         except (NotJsonData, RecursionError):
@@ -1462,6 +1459,15 @@ def _same_marshal(a: Any, b: Any) -> bool:
     try:
         return marshal.dumps(a, 2) == marshal.dumps(b, 2)
     except ValueError:  # not marshallable: not plain JSON data
+        return False
+
+
+def _unchanged(given: Any, sent: bytes) -> bool:
+    """Whether a handler's copy still marshals (format 2) to the bytes it was made from: then it surely
+    did not change; False when unsure (not marshallable now: the handler put something in it)."""
+    try:
+        return marshal.dumps(given, 2) == sent
+    except ValueError:
         return False
 
 
