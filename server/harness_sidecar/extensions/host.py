@@ -39,6 +39,8 @@ from typing import Any, Callable
 
 from harness_sidecar.extensions import board as board_cells
 from harness_sidecar.extensions import channel
+from harness_sidecar.extensions.board import INDEX_BITS, MAX_INDEX
+from harness_sidecar.extensions.channel import MARGIN_S
 from harness_sidecar.extensions.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.api import (
     CommandSpec,
@@ -250,24 +252,24 @@ class Exchange:
         with self.lock:
             if self.aborted:
                 raise Abandoned
-            out = self.host.out
-            board = self.host.board
-            cell = -1
-            if carry is None and not faults and not prompt and board is not None and index <= board_cells.MAX_INDEX:
-                cell = self.cell
-                if cell < 0:
-                    cell = self.cell = board.take()
-                    if cell >= 0 and out.ended and board.cells[cell] >> board_cells.INDEX_BITS in out.ended:
-                        out.flush()  # the cell tells an outcome still waiting here: that goes first
-                if cell >= 0 and out.must:  # what waited (a pipelined call's done) goes before foreign code runs
-                    out.flush()
+            host = self.host
+            out = host.out
+            cell = self.cell
+            if carry is not None or faults or prompt or index > MAX_INDEX:
+                cell = -1
+            elif cell < 0 and host.board is not None:
+                cell = self.cell = host.board.take()
+                if cell >= 0 and out.ended and host.board.cells[cell] >> INDEX_BITS in out.ended:
+                    out.flush()  # the cell tells an outcome still waiting here: that goes first
             if cell >= 0:
-                board.cells[cell] = (self.id << board_cells.INDEX_BITS) | index  # type: ignore[union-attr]
+                if out.must:  # what waited (a pipelined call's done) goes before foreign code runs
+                    out.flush()
+                host.board.cells[cell] = (self.id << INDEX_BITS) | index  # type: ignore[union-attr]
             elif carry is None and not faults:
                 out.send_bytes(b'["step",%d,[%d]]\n' % (self.id, index))
             else:
-                out.send(channel.STEP, self.id, [index, carry, faults or []])
-            limit = self.deadline + self.shift + channel.MARGIN_S
+                out.send_bytes(channel.encode(channel.STEP, self.id, [index, carry, faults or []]))
+            limit = self.deadline + self.shift + MARGIN_S
             self.step = index
             self.deadline = now + timeout
             self.timeout = timeout
