@@ -59,8 +59,8 @@ from harness_sidecar.hooks.python import (
     Allow,
     interpret_before,
     interpret_output,
-    output_to_wire,
     interpret_patch,
+    output_to_wire,
 )
 from harness_sidecar.extensions.jsondata import NotJsonData, to_json
 from harness_sidecar import loop
@@ -76,6 +76,8 @@ _local = threading.local()  # .extension: the extension whose code this thread r
 
 
 _PLAIN = (type(None), str, dict, list, bool, int, float)  # values no handler awaits: skip the ABC check
+
+
 class _Registered:
     """``len()``: threading's live threads, where it keeps no ``_active`` registry."""
 
