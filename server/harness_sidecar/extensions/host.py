@@ -1223,9 +1223,8 @@ class Host:
         outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call},
                                 state.call)
         ext = handler.extension_id
-        failure = outcome.failure("tool_call hook", ext, exchange)
-        if failure is not None:
-            kind, reason = failure
+        if outcome.error is not None or outcome.timed_out:
+            kind, reason = outcome.failure("tool_call hook", ext, exchange)  # type: ignore[misc]
         elif outcome.value is None:  # allows, as is: what interpret_before says of None, without an Allow()
             return True
         else:
@@ -1332,9 +1331,9 @@ class Host:
             outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                                "result": state.result}, state.call,
                                     copy=index < end - 1 or state.result is not state.known)
-            failure = outcome.failure("tool_result hook", handler.extension_id, exchange, "finish")
-            if failure is not None:
-                self._fault(state, handler, *failure)
+            if outcome.error is not None or outcome.timed_out:
+                self._fault(state, handler, *outcome.failure("tool_result hook", handler.extension_id, exchange,
+                                                             "finish"))  # type: ignore[misc]
 
     # -- lifecycle, context and input handlers
 
