@@ -1163,7 +1163,9 @@ class Host:
         the first step after the core carries the core's result, so the sidecar has it before any
         transform or observer runs, and answers the call when the observers start."""
         call = body["call"]
-        state = CallState(body["threadId"], dict(call), body.get("result"), list(body.get("rewrittenBy", ())))
+        # The frame's own call and list (decoded for this exchange alone): state.call is replaced, never
+        # changed in place; rewritten_by is appended to.
+        state = CallState(body["threadId"], call, body.get("result"), body.get("rewrittenBy") or [])
         state.known = state.result
         hook_timeout, tool_timeout = body["hookTimeout"], body["toolTimeout"]
         steps = body.get("stepTimeouts")  # each handler's own deadline, when one has its own (api.on timeout_ms)
