@@ -19,6 +19,7 @@ Parsing runs on every request, so it is plain code: type tests on exact JSON typ
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Callable
 
@@ -347,6 +348,7 @@ class Obj(Shape):
         self.unknown_error = unknown_error
         self.check = check
         self._keys = frozenset(f.key for f in fields)
+        self._positional = cls is not None and _positional_fields(cls) == tuple(f.attr for f in fields)
         self._plan = tuple((f.key, f.attr, _ALL_TYPES if isinstance(f.shape, AnyValue) else f.shape.plain_types(),
                             f.shape.parse, f.required, f.default, f.default_factory) for f in fields)
 
@@ -398,10 +400,27 @@ class Obj(Shape):
                 out[attr] = item  # a plain value of the right type: nothing else to check
             else:
                 out[attr] = parse(item, prefix + key)
-        parsed = self.cls(**out) if self.cls is not None else out
+        if self.cls is None:
+            parsed = out
+        elif self._positional and len(out) == len(self._plan):  # every field, in the class's order
+            parsed = self.cls(*out.values())  # a third of a call by keywords (~0.3 µs a tools/call)
+        else:
+            parsed = self.cls(**out)
         if self.check is not None:
             self.check(parsed, where)
         return parsed
+
+
+def _positional_fields(cls: Any) -> tuple[str, ...] | None:
+    """The names ``cls`` takes positionally, in order: a NamedTuple's or a dataclass's fields (None: other)."""
+    names = getattr(cls, "_fields", None)
+    if type(names) is tuple:
+        return names
+    if isinstance(cls, type) and dataclasses.is_dataclass(cls):
+        fields = dataclasses.fields(cls)  # no ClassVar, no InitVar: with one of those, not positional
+        if len(fields) == len(cls.__dataclass_fields__) and all(f.init and not f.kw_only for f in fields):
+            return tuple(f.name for f in fields)
+    return None
 
 
 class Either(Shape):
