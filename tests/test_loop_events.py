@@ -264,6 +264,37 @@ def test_an_ignored_return_or_an_in_place_change_is_a_diagnostic_naming_the_righ
     assert len(diagnostics(sidecar, "handler_return_ignored")) == before + 1  # only the observer's return
 
 
+IN_PLACE = """
+class Marker:
+    def __eq__(self, other):
+        trace('eq ran')
+        return True
+def tag_other_key(event):
+    event["seen"] = True  # not the call: nothing ignored that the author meant to change
+def put_object(event):
+    if event["call"]["arguments"].get("command") == "mark":
+        event["call"]["arguments"]["command"] = Marker()  # not JSON: a change, and its __eq__ never runs
+def shell(call_id, arguments):
+    return "ran " + arguments["command"]
+def activate(api):
+    api.register_tool(name="shell", description="", input_schema={"type": "object"}, execute=shell)
+    api.on("tool_call", tag_other_key)
+    api.on("tool_call", put_object)
+"""
+
+
+def test_only_a_change_of_the_call_in_place_is_a_diagnostic_and_no_handler_code_judges_it(spawn, ws):
+    sidecar, thread = open_thread(spawn, ws, {"in-place": IN_PLACE})
+    assert call(sidecar, thread, "shell", {"command": "ls"})["content"][0]["text"] == "ran ls"
+    read_diagnostics(sidecar, "handler_return_ignored", 1, timeout=1.0)  # time for a wrong one
+    assert diagnostics(sidecar, "handler_return_ignored") == []  # another key of the event changed: not said
+    assert call(sidecar, thread, "shell", {"command": "mark"}, call_id="c2")["content"][0]["text"] == "ran mark"
+    (notice,) = read_diagnostics(sidecar, "handler_return_ignored", 1)
+    assert notice["extensionId"] == "in-place" and notice["hook"] == "tool_call"
+    assert "changed event['call'] in place" in notice["message"]
+    assert ws.events() == []  # Marker.__eq__ never ran in the host
+
+
 # -- deadlines per handler ------------------------------------------------------------------------------
 
 DEADLINES = """

@@ -136,6 +136,13 @@ def interpret_output(value: Any) -> Output:
                     f"{_brief(value)}")
 
 
+def output_to_wire(value: Any) -> dict[str, Any]:
+    """``interpret_output(value).to_wire()``; a str (what most tools return) without an ``Output``."""
+    if type(value) is str:
+        return {"content": text_content(value), "details": {}, "isError": False}
+    return interpret_output(value).to_wire()
+
+
 PATCH_FIELDS = ("content", "details", "isError")
 
 
