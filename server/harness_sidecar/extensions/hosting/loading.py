@@ -1,8 +1,10 @@
-"""Loading extensions: the in-memory import machinery, which executes an extension's hashed bytes and
-never reads the extension's folder."""
+"""Loading extensions: ``init`` (the thread's settings and limits), ``load`` (import an extension's
+hashed bytes and run ``activate``), ``commit`` (which registrations exist), and the in-memory import
+machinery, which never reads the extension's folder."""
 
 from __future__ import annotations
 
+import base64
 import importlib.machinery
 import importlib.util
 import itertools
@@ -11,7 +13,11 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from harness_sidecar.extensions.api import Staging
+from harness_sidecar.extensions.api import Staging, make_api
+from harness_sidecar.extensions.hosting.exchanges import Abandoned, Exchange, Outcome
+from harness_sidecar.extensions.hosting.output import out_of_memory
+from harness_sidecar.extensions.hosting.running import _local
+from harness_sidecar.results import describe_exception
 
 _module_numbers = itertools.count(1)
 
@@ -172,3 +178,79 @@ def import_extension(ext_id: str, code: bytes, code_path: str, directory: str | 
 class Extension:
     id: str
     staging: Staging
+
+
+class Loading:
+    """``init``, ``load`` and ``commit`` frames: a part of ``Host``."""
+
+    def init(self, body: dict[str, Any]) -> None:
+        self.thread_id = body["threadId"]
+        self.cwd = body.get("cwd")
+        self.roots = body.get("roots", [])
+        self.ui = body.get("ui", {})
+        self.settings = body.get("settings", {})
+        self.max_result_bytes = body.get("maxResultBytes", self.max_result_bytes)
+        self.max_tools = body.get("maxTools")
+        memory_mb = body.get("memoryMb")
+        if memory_mb:
+            import resource
+
+            limit = memory_mb * 1024 * 1024
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            resource.setrlimit(resource.RLIMIT_AS, (limit if hard < 0 else min(limit, hard), hard))
+
+    def load(self, exchange: Exchange, body: dict[str, Any]) -> None:
+        ext_id = body["id"]
+        api, staging = make_api(ext_id, self.max_tools)
+        _local.extension = ext_id
+        try:
+            exchange.begin(0, body["timeout"])
+            code = base64.b64decode(body["code"])
+            files = {k: base64.b64decode(v) for k, v in body.get("files", {}).items()}
+            module = import_extension(ext_id, code, body["codePath"], body.get("directory"), files)
+            activate = getattr(module, "activate", None)
+            if not callable(activate):
+                raise TypeError(f"{body['codePath']} defines no activate(api) function")
+            outcome = self.invoke(exchange, activate, (api,))
+        except MemoryError:
+            out_of_memory()
+        except Abandoned:
+            staging.open = False
+            exchange.end()
+            return
+        except BaseException as exc:  # noqa: BLE001 - the import itself failed
+            outcome = Outcome(error=exc)
+        finally:
+            _local.extension = None
+        staging.open = False
+        if outcome.timed_out:
+            report: dict[str, Any] = {"ok": False, "timedOut": True}
+        elif outcome.error is not None:
+            report = {"ok": False, "error": describe_exception(outcome.error)}
+        else:
+            self.loaded[ext_id] = Extension(ext_id, staging)
+            report = {"ok": True, **staging.report()}
+        self.finish(exchange, report, urgent=True)
+        self.exchanges.pop(exchange.id, None)
+        exchange.end()
+
+    def commit(self, ids: list[str]) -> None:
+        """The extensions the sidecar committed, in load order: only their registrations exist."""
+        self.handlers.clear()
+        self.tools.clear()
+        self.plans.clear()
+        self.commands.clear()
+        for ext_id in ids:
+            if ext_id not in self.loaded:  # the sidecar gives a host like that up; never serve half a policy
+                continue
+            staging = self.loaded[ext_id].staging
+            for handler in staging.handlers:
+                self.handlers[handler.event].append(handler)
+            for tool in staging.tools:
+                self.tools[tool.name] = tool
+            for command in staging.commands:
+                self.commands[command.name] = command
+        for ext_id in set(self.loaded) - set(ids):
+            del self.loaded[ext_id]
+        for tool in self.tools.values():
+            self.schemas[tool.name] = tool.input_schema

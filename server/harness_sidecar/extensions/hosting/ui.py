@@ -1,8 +1,10 @@
-"""The user, from handlers: ``ctx`` (``Context``) and ``ctx.ui`` (``Ui``)."""
+"""The user, from handlers: ``ctx`` (``Context``) and ``ctx.ui`` (``Ui``), and the questions to the
+editor with their answers (``ask``, ``resolve_ui``)."""
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -179,6 +181,66 @@ class Context:
         settings = host.settings.get(extension_id, {})
         self.settings = to_json(settings) if settings else {}
         self.ui = ui
+
+
+class UserRequests:
+    """``ctx`` for a handler, and ``ui/*`` requests with their answers: a part of ``Host``."""
+
+    def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None,
+                hook: str = "") -> Context:
+        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook))
+
+    def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
+            parse: Callable[[Any, Any], Any], refused: Any) -> Any:
+        uid = next(self.ui_ids)
+        on_loop = self.on_loop()
+        if on_loop:
+            waiter: Any = self.loop.loop.create_future()
+        else:
+            waiter = threading.Event()
+            waiter.value = refused  # type: ignore[attr-defined]
+        with self.ui_lock:
+            self.ui_waiters[uid] = (exchange, step, waiter, parse, refused)
+        if exchange is not None:
+            with exchange.lock:
+                if exchange.aborted:
+                    self.ui_waiters.pop(uid, None)
+                    refused = parse(None, "cancelled")
+                    return _Ready(refused) if on_loop else refused
+                exchange.ui_pending += 1
+                exchange.waiters.add(uid)
+        self.out.send(channel.UI, uid, {"exchange": exchange.id if exchange else 0, "step": step,
+                                        "method": method, "params": params})
+        if on_loop:
+            return _Pending(waiter)
+        self.promote()  # the answer comes on the channel: someone else must read it
+        waiter.wait()
+        return waiter.value  # type: ignore[attr-defined]
+
+    def resolve_ui(self, uid: int, answer: Any, step: Any, shift: Any, hint: Any = None) -> None:
+        """The editor's ``answer`` (``None``: none came; ``hint``: the sidecar's word why — ``timeout``,
+        ``cancelled``, ``unavailable``; the host's own abort: ``cancelled``)."""
+        with self.ui_lock:
+            entry = self.ui_waiters.pop(uid, None)
+        if entry is None:
+            return
+        exchange, asked_step, waiter, parse, refused = entry
+        try:
+            value = parse(answer if type(answer) is dict else None,
+                          hint if hint in ("timeout", "cancelled", "unavailable") else None)
+        except Exception:  # noqa: BLE001
+            value = refused
+        if exchange is not None:
+            with exchange.lock:
+                exchange.ui_pending -= 1
+                exchange.waiters.discard(uid)
+                if step == asked_step == exchange.step and type(shift) in (int, float):
+                    exchange.shift = float(shift)
+        if isinstance(waiter, threading.Event):
+            waiter.value = value  # type: ignore[attr-defined]
+            waiter.set()
+        else:
+            self.loop.loop.call_soon_threadsafe(_settle, waiter, value)
 
 
 def _settle(future: asyncio.Future, value: Any) -> None:
