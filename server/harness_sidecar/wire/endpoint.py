@@ -340,7 +340,6 @@ class Endpoint:
         try:
             cancel = begin_now(params, respond)
         except Exception as exc:  # noqa: BLE001 - answered like a handler's failure
-            cancel = None
             respond(None, exc)
             return True
         if cancel is None and not begun.answered:
