@@ -94,7 +94,7 @@ class Running:
                 ctx.ui._done = True
         if exchange.aborted:
             raise Abandoned
-        if exchange.aborted or time.monotonic() > exchange.deadline + exchange.shift:  # not in time
+        if time.monotonic() > exchange.deadline + exchange.shift:  # not in time
             return Outcome(timed_out=True)
         if error is not None:
             return Outcome(error=error)
