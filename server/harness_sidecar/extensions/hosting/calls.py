@@ -36,17 +36,6 @@ class CallState:
         return faults
 
 
-def with_metadata(body: dict[str, Any], rewritten_by: list[str], transformed_by: list[str]) -> dict[str, Any]:
-    if not rewritten_by and not transformed_by:
-        return body
-    details = dict(body["details"])
-    if rewritten_by:
-        details["argumentsRewrittenBy"] = list(rewritten_by)
-    if transformed_by:
-        details["transformedBy"] = list(transformed_by)
-    return {**body, "details": details}
-
-
 def _error_body(text: str, **details: Any) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}], "details": details, "isError": True}
 
@@ -104,9 +93,7 @@ class ToolCalls:
                 break
             index += 1
         else:
-            if (state.rewritten_by or state.transformed_by) and state.result is not None and \
-                    "withheld" not in state.result["details"]:
-                state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
+            _say_who_changed(state)
         self.finish(exchange, self._report(state))
 
     def _report(self, state: CallState) -> dict[str, Any] | None:
@@ -228,9 +215,7 @@ class ToolCalls:
                  timeout: float, steps: list[float] | None = None) -> None:
         """The observers: the first one's frame carries the final result (the sidecar answers the
         call with it at once); nothing they do changes it."""
-        if (state.rewritten_by or state.transformed_by) and state.result is not None and \
-                "withheld" not in state.result["details"]:
-            state.result = with_metadata(state.result, state.rewritten_by, state.transformed_by)
+        _say_who_changed(state)
         for index in range(start, end):
             handler = plan[index][1]
             exchange.begin(index, steps[index] if steps else timeout, carry=_news(state) if index == start else None,
@@ -244,6 +229,20 @@ class ToolCalls:
             if outcome.error is not None or outcome.timed_out:
                 self._fault(state, handler, *outcome.failure("tool_result hook", handler.extension_id, exchange,
                                                              "finish"))  # type: ignore[misc]
+
+
+def _say_who_changed(state: CallState) -> None:
+    """The final result names the hooks that rewrote the call's arguments or changed it (a withheld one
+    says only that it was withheld)."""
+    rewritten_by, transformed_by = state.rewritten_by, state.transformed_by
+    if not (rewritten_by or transformed_by) or state.result is None or "withheld" in state.result["details"]:
+        return
+    details = dict(state.result["details"])
+    if rewritten_by:
+        details["argumentsRewrittenBy"] = list(rewritten_by)
+    if transformed_by:
+        details["transformedBy"] = list(transformed_by)
+    state.result = {**state.result, "details": details}
 
 
 def _news(state: CallState) -> Any:
