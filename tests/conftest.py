@@ -74,6 +74,7 @@ def _protocol_traffic(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     name = request.node.nodeid
 
     def record(process: SidecarProcess) -> traffic.ProcessRecorder:
+        _SIDECARS.setdefault(name, []).append(process)
         recorder = traffic.ProcessRecorder(f"{name} (sidecar #{len(conversations) + 1})", "--lsp" in process.command)
         conversations.append(recorder)
         return recorder
@@ -94,7 +95,10 @@ def _protocol_traffic(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
     monkeypatch.setattr(subprocess, "run", run)
     logs = tmp_path_factory.mktemp("traffic")
     monkeypatch.setenv("HARNESS_TRAFFIC_DIR", str(logs))
-    yield
+    try:
+        yield
+    finally:
+        _SIDECARS.pop(name, None)
     conversations += [traffic.read_log(path) for path in sorted(logs.glob("*.jsonl"))]
     problems = [problem for conversation in conversations for problem in conversation.check()]
     if problems:
@@ -105,3 +109,23 @@ def _protocol_traffic(request: pytest.FixtureRequest, monkeypatch: pytest.Monkey
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if sum(traffic.STATS.validated.values()):
         terminalreporter.write_line(traffic.STATS.summary(traffic.schema()))
+
+
+# The sidecars each running test started (through SidecarProcess), by node id: a failing test's
+# report shows how each ended and the tail of its stderr, so a sidecar that died under a test is
+# seen for what it is (a crash, a kill) instead of as a bare SidecarClosed or timeout.
+_SIDECARS: dict[str, list[SidecarProcess]] = {}
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    for number, process in enumerate(_SIDECARS.get(item.nodeid, []), 1):
+        code = process.proc.poll()
+        status = "still running" if code is None else (f"killed by signal {-code}" if code < 0 else f"exit status {code}")
+        tail = b"".join(process.stderr_lines[-60:]).decode("utf-8", "replace").rstrip()
+        report.sections.append((f"sidecar #{number} ({' '.join(process.command[-3:])}): {status}; stderr tail",
+                                tail or "(nothing on stderr)"))

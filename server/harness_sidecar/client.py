@@ -66,6 +66,7 @@ class SidecarProcess:
         self.incoming: queue.Queue = queue.Queue()
         self.notifications: list[Message] = []
         self.stderr_lines: list[bytes] = []
+        self._stderr_done = threading.Event()
         self._ids = itertools.count(1)
         self._stash: dict[Any, Message] = {}
         threading.Thread(target=self._read_stdout, daemon=True).start()
@@ -111,6 +112,30 @@ class SidecarProcess:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             self.stderr_lines.append(line)
+        self._stderr_done.set()
+
+    def _stderr_tail(self, lines: int = 20) -> str:
+        if not self.stderr_lines:
+            return ""
+        tail = b"".join(self.stderr_lines[-lines:]).decode("utf-8", "replace").rstrip()
+        return f"; the last lines of the sidecar's stderr:\n{tail}"
+
+    def death_report(self, lines: int = 40) -> str:
+        """How the sidecar ended and the tail of its stderr: what a failure message needs to name the cause.
+
+        Waits a moment for the process to be reaped and its stderr read to the end, so a crash's
+        traceback is in the report rather than still in the pipe.
+        """
+        try:
+            code: int | None = self.proc.wait(2.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        self._stderr_done.wait(2.0)
+        status = "still running" if code is None else (f"killed by signal {-code}" if code < 0 else f"exit status {code}")
+        if self.proc.stderr is None:
+            return f" ({status}; its stderr was not captured)"
+        tail = b"".join(self.stderr_lines[-lines:]).decode("utf-8", "replace").rstrip()
+        return f" ({status}); the last lines of its stderr:\n{tail or '(nothing)'}"
 
     def send_raw(self, data: bytes, deliberate: bool = False) -> None:
         assert self.proc.stdin is not None
@@ -134,7 +159,7 @@ class SidecarProcess:
         kind, raw = self.incoming.get(timeout=timeout)
         if kind == "eof":
             self.incoming.put((kind, raw))
-            raise SidecarClosed("the sidecar closed stdout")
+            raise SidecarClosed(f"the sidecar closed stdout{self.death_report()}")
         message = json.loads(raw)
         if self.on_message:
             self.on_message("<-", message)
@@ -162,8 +187,12 @@ class SidecarProcess:
         while request_id not in self._stash:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"no response to {request_id!r}")
-            self._dispatch(self.next_message(remaining))
+                raise TimeoutError(f"no response to {request_id!r} in {timeout} s{self._stderr_tail()}")
+            try:
+                message = self.next_message(remaining)
+            except queue.Empty:
+                raise TimeoutError(f"no response to {request_id!r} in {timeout} s{self._stderr_tail()}") from None
+            self._dispatch(message)
         return self._stash.pop(request_id)
 
     def _dispatch(self, message: Message) -> None:
