@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import tap
 import traffic
 from harness_sidecar.client import child_env
 from helpers import REPO
@@ -71,10 +72,10 @@ def test_neovim_plugin_headless(version, scenario, checks):
         unavailable(f"Neovim {version}")
     proc = subprocess.run(["bash", str(CLIENTS / "neovim/tests/run.sh"), nvim, scenario], capture_output=True,
                           text=True, env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
-    report = proc.stdout + proc.stderr
-    assert f"# Neovim {version}." in report
+    report = tap.summary(f"Neovim {version} {scenario}", proc.stdout, proc.stderr)
+    assert f"# Neovim {version}." in proc.stdout + proc.stderr, report
+    assert "not ok" not in proc.stdout + proc.stderr, report
     assert re.search(rf"^{checks} passed, 0 failed$", proc.stdout, re.M), report
-    assert "not ok" not in report, report
     assert proc.returncode == 0, report
 
 
@@ -179,7 +180,7 @@ def test_vscode_client_and_extension_with_node():
     tests = sorted(str(p.relative_to(CLIENTS / "vscode")) for p in (CLIENTS / "vscode/test").glob("*.test.js"))
     proc = subprocess.run(["node", "--test", *tests], cwd=CLIENTS / "vscode", capture_output=True, text=True,
                           env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
-    report = proc.stdout + proc.stderr
+    report = tap.summary("node --test", proc.stdout, proc.stderr)
     assert proc.returncode == 0, report
     passed = int(re.search(r"^# pass (\d+)$", proc.stdout, re.M).group(1))  # type: ignore[union-attr]
     assert passed >= 26 and re.search(r"^# fail 0$", proc.stdout, re.M), report
@@ -200,7 +201,7 @@ def test_vscode_npm_test_runs_as_the_readme_says():
                                   if not (Path(p) / "harness-sidecar").exists())  # not found on PATH instead
     proc = subprocess.run(["npm", "test"], cwd=CLIENTS / "vscode", capture_output=True, text=True, env=env,
                           timeout=300, stdin=subprocess.DEVNULL)
-    report = proc.stdout + proc.stderr
+    report = tap.summary("npm test", proc.stdout, proc.stderr)
     assert proc.returncode == 0, report
     assert re.search(r"^# fail 0$", proc.stdout, re.M) and int(re.search(r"^# pass (\d+)$", proc.stdout, re.M).group(1)) >= 22, report
 
@@ -268,7 +269,7 @@ def test_vscode_extension_packages_into_a_vsix_that_runs(tmp_path):
     zipfile.ZipFile(vsix).extractall(tmp_path / "unpacked")
     proc = subprocess.run(["node", "test/packaged.js", str(tmp_path / "unpacked/extension")], cwd=CLIENTS / "vscode",
                           capture_output=True, text=True, env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
-    report = proc.stdout + proc.stderr
+    report = tap.summary("the packaged extension", proc.stdout, proc.stderr)
     assert re.search(r"^3 passed, 0 failed$", proc.stdout, re.M) and proc.returncode == 0, report
 
 
@@ -328,7 +329,7 @@ def test_neovim_lsp_configuration_receives_diagnostics():
         unavailable("Neovim 0.11")
     proc = subprocess.run(["bash", str(CLIENTS / "neovim/tests/run-lsp.sh"), nvim], capture_output=True, text=True,
                           env=client_env(), timeout=240, stdin=subprocess.DEVNULL)
-    report = proc.stdout + proc.stderr
+    report = tap.summary("Neovim LSP", proc.stdout, proc.stderr)
     assert re.search(r"^6 passed, 0 failed$", proc.stdout, re.M), report
     assert proc.returncode == 0, report
 
