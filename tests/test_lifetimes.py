@@ -330,13 +330,13 @@ def test_an_mcp_servers_grandchildren_end_when_it_exits_and_the_thread_goes_on(s
     thread = started(sidecar, ws, mcpServers=[{"name": "crasher", "command": [
         sys.executable, str(tmp_path / "leaver.py"), str(pidfile), "--exit-on-call"]}])
     report = json.loads(pidfile.read_text())
-    ids = [identity(report["server"])] + [identity(pid) for pid in report["kids"]]
+    ids = running([report["server"], *report["kids"]], mode)
     _host, kids = spawn_kids(sidecar, thread, mode)  # the thread's host's processes: not the server's
     since = time.monotonic()
     result = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "x", "name": "mcp__crasher__noop",
                                                                      "arguments": {}}}, timeout=60)["result"]
     assert result["isError"] is True
-    assert_gone_within(ids, since, "the MCP server's exit")  # type: ignore[arg-type]
+    assert_gone_within(ids, since, "the MCP server's exit")
     expected = kids if mode != "subreaper" else kids[:2]  # (without cgroups the daemon is swept anyway)
     assert alive(expected) == expected  # the host's processes are not the server's: they live on
 
@@ -352,8 +352,7 @@ def test_a_stubborn_mcp_server_ends_within_3_s_of_thread_close(spawn, ws, mode, 
         "name": "stubborn", "required": True,
         "command": [sys.executable, str(tmp_path / "leaver.py"), str(pidfile), "--stubborn"]}]}, timeout=60)
     report = json.loads(pidfile.read_text())
-    ids = [identity(report["server"])] + [identity(pid) for pid in report["kids"]]
-    close(sidecar, answer["threadId"], ids)  # type: ignore[arg-type]
+    close(sidecar, answer["threadId"], running([report["server"], *report["kids"]], mode))
 
 
 def test_a_fork_bomb_is_bounded_by_max_processes_and_other_threads_start_and_call(spawn, ws):
