@@ -397,6 +397,19 @@ WITHOUT_PTRACE = ["setpriv", "--bounding-set=-sys_ptrace", "--inh-caps=-sys_ptra
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
+def exec_of(pid: int, program: str, timeout: float = 30.0) -> None:
+    """Wait (bounded) until ``pid`` has exec'd ``program``: a loaded machine can take long."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.path.basename(os.readlink(f"/proc/{pid}/exe")) == program:
+                return
+        except OSError:
+            pass
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not become {program} in {timeout} s")
+
+
 def _non_dumpable_alone_refuses(spawn, root: Path, drop: list[str], python: str = sys.executable,
                                 env: dict[str, str] | None = None) -> None:
     """The sidecar and its hosts run under ``drop`` and without Landlock: non-dumpable is the only fence."""
@@ -410,7 +423,7 @@ def _non_dumpable_alone_refuses(spawn, root: Path, drop: list[str], python: str 
     control = subprocess.Popen([*drop, "sleep", "30"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     try:
-        time.sleep(0.2)  # exec'd
+        exec_of(control.pid, "sleep")  # setpriv has dropped its rights and become `sleep`
         # (not ptrace: an attached tracer that never waits would hold the control's exit from its parent)
         assert set(probe(sidecar, attacker, pid=control.pid, fd=0, ptrace=False).values()) == {"allowed"}
     finally:
