@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 from typing import Any, Callable
@@ -111,6 +112,28 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         terminalreporter.write_line(traffic.STATS.summary(traffic.schema()))
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """An xdist worker hands what it validated to the controller, which prints the sum."""
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:
+        stats = traffic.STATS
+        output["traffic"] = {"validated": dict(stats.validated), "types": dict(stats.types),
+                             "errors": dict(stats.errors), "refused_inputs": stats.refused_inputs,
+                             "unchecked": stats.unchecked}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    counted = getattr(node, "workeroutput", {}).get("traffic")
+    if counted:
+        stats = traffic.STATS
+        stats.validated.update(counted["validated"])
+        stats.types.update(counted["types"])
+        stats.errors.update(counted["errors"])
+        stats.refused_inputs += counted["refused_inputs"]
+        stats.unchecked += counted["unchecked"]
+
+
 # The sidecars each running test started (through SidecarProcess), by node id: a failing test's
 # report shows how each ended and the tail of its stderr, so a sidecar that died under a test is
 # seen for what it is (a crash, a kill) instead of as a bare SidecarClosed or timeout.
@@ -129,3 +152,38 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
         tail = b"".join(process.stderr_lines[-60:]).decode("utf-8", "replace").rstrip()
         report.sections.append((f"sidecar #{number} ({' '.join(process.command[-3:])}): {status}; stderr tail",
                                 tail or "(nothing on stderr)"))
+
+
+# -- running the suite in parallel (pytest-xdist; pyproject's addopts say `-n auto`) ----------------
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Twice the cores, at least 4 and at most 16: the tests mostly wait on child processes (sidecars,
+    hosts, editors), so a 2-core machine is busiest with 4 workers, not 2."""
+    return min(16, max(4, 2 * (os.cpu_count() or 1)))
+
+
+# The tests that take longest (tens of seconds: the editor clients' own suites) go first, so that
+# the workers start them at once and the short tests fill in around them, instead of one slow
+# test starting last and running alone at the end.
+# (Longest first, as measured with --durations; xdist's --maxschedchunk 2 hands them out two at a time.)
+_SLOW_FIRST = ("test_clients.py::test_vscode_client_and_extension_with_node",
+               "test_clients.py::test_vscode_npm_test_runs_as_the_readme_says",
+               "test_clients.py::test_neovim_plugin_headless[0.11-scenario",
+               "test_clients.py::test_neovim_plugin_headless[0.11-live",
+               "test_clients.py::test_neovim_plugin_headless[0.7-scenario",
+               "test_clients.py::test_vscode_extension_packages_into_a_vsix_that_runs",
+               "test_clients.py::test_neovim_plugin_headless",
+               "test_frontmatter.py::test_thousands",
+               "test_clients.py::test_vscode_client_type_checks_against_the_protocol",
+               "test_host.py::test_p8", "test_clients.py", "test_header_cache.py", "test_bounded.py",
+               "test_cli.py::test_demo", "test_extensions_e2e.py::test_a_blocking_hook", "test_check.py::test_a_reader")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        for i, prefix in enumerate(_SLOW_FIRST):
+            if item.nodeid.startswith("tests/" + prefix) or item.nodeid.startswith(prefix):
+                return i
+        return len(_SLOW_FIRST)
+    items.sort(key=rank)  # stable: the order within each rank is the collection's
