@@ -176,8 +176,10 @@ def test_closing_the_thread_releases_the_watch(spawn, root):
 
 SLOW_GATE = """
 import time
+ENTERED = {entered!r}
 def gate(event):
     if event["call"]["name"] == "find_skills":
+        open(ENTERED, "w").close()  # the test changes the files now, while the call is in its hook
         time.sleep(1.0)
 def activate(api):
     api.on("tool_call", gate)
@@ -187,7 +189,8 @@ def activate(api):
 def test_a_call_already_running_answers_from_its_snapshot_and_stale_calls_are_refused(spawn, root):
     for i in range(40):  # more skills than the catalog budget lists: find_skills is offered
         add_skill(root, f"extra-{i:02d}", "A skill that only exists to fill the listing up to its budget.")
-    write(root / "extensions/slow-gate.py", SLOW_GATE)
+    entered = root.parent / "gate-entered"
+    write(root / "extensions/slow-gate.py", SLOW_GATE.format(entered=str(entered)))
     sidecar = spawn()
     result = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["slow-gate"],
                                            "limits": {"catalogBytes": 1000}})
@@ -196,7 +199,10 @@ def test_a_call_already_running_answers_from_its_snapshot_and_stale_calls_are_re
     quiet(sidecar, 0.3)
     pending = sidecar.request_async("tools/call", {"threadId": thread, "revision": 1, "call": {
         "id": "f", "name": "find_skills", "arguments": {"query": "beta"}}})
-    time.sleep(0.3)  # the call is in its before hook
+    deadline = time.monotonic() + 30
+    while not entered.exists() and time.monotonic() < deadline:  # the call is in its before hook
+        time.sleep(0.01)
+    assert entered.exists(), "the call never reached its before hook"
     shutil.rmtree(root / "skills/beta")
     for i in range(40):
         shutil.rmtree(root / f"skills/extra-{i:02d}")  # the listing fits again: find_skills goes away
