@@ -252,3 +252,29 @@ def test_a_changed_extension_is_reported_and_keeps_running_as_loaded(spawn, root
     fresh = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["versioned"]})["threadId"]
     assert sidecar.call("tools/call", {"threadId": fresh, "call": {"id": "w", "name": "which"}})["result"][
         "content"][0]["text"] == "VERSION-TWO"
+
+
+WRITER = """
+import os
+SKILL = {skill!r}
+def started(event):
+    # after the roots were read and before the answer: the watch of the roots does not exist yet
+    os.makedirs(os.path.dirname(SKILL), exist_ok=True)
+    with open(SKILL, "w") as f:
+        f.write("---\\nname: late\\ndescription: Use when late.\\n---\\nLATE\\n")
+def activate(api):
+    api.on("thread_start", started)
+"""
+
+
+def test_a_change_between_the_first_read_and_the_watch_is_not_lost(spawn, root):
+    """The watch of the roots starts after thread/start's answer; a skill written while the thread
+    started (here by a thread_start handler, after the scan) still becomes a catalog/changed."""
+    write(root / "extensions/writer.py", WRITER.format(skill=str(root / "skills/late/SKILL.md")))
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(root)], "trustedExtensions": ["writer"]})
+    assert "late" not in [s["name"] for s in result["catalog"]["skills"]]  # written after the read
+    change = wait_changes(sidecar, 1, timeout=30)[0]
+    assert {"kind": "skill", "name": "late"} in change["added"], change
+    listed = sidecar.call("thread/refresh", {"threadId": result["threadId"]})
+    assert "late" in [s["name"] for s in listed["catalog"]["skills"]]

@@ -431,7 +431,7 @@ def test_plugins_and_commands_in_a_root_are_watched(spawn, tree):
     root = root_with_plugins(tree, ["commit-commands", "example-plugin"])
     sidecar = spawn()
     sidecar.call("thread/start", {"roots": [str(root)]})
-    time.sleep(0.3)  # the watch starts after the answer
+    # at once: the watch starts after the answer, and catches up with what changed meanwhile
     write(root / "plugins/commit-commands/commands/amend.md", "Amend the last commit: $ARGUMENTS\n")
     _changes_until(sidecar, lambda c: {"kind": "commandTemplate", "name": "commit-commands:amend"} in c["added"])
     write(root / "commands/deploy.md", "Deploy $1\n")

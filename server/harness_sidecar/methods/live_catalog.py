@@ -36,7 +36,8 @@ class LiveCatalog:
         from harness_sidecar.resources.watch import WatchUnavailable
 
         try:
-            thread.watch = self._hub().subscribe(thread.start.roots, lambda change: self._changed(thread, change))
+            thread.watch = self._hub().subscribe(thread.start.roots, lambda change: self._changed(thread, change),
+                                                 since_ns=thread.read_at_ns)
         except WatchUnavailable as exc:
             logger.warning("cannot watch the roots of %s (%s); thread/refresh rescans on demand", thread.id, exc)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ class Thread:
     hooks: Any = None  # hooks.boundaries.ThreadHooks, when a root declares command hooks (protocol-v3 §5)
     hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
+    read_at_ns: int | None = None  # time.time_ns() before the roots were first read: the watch catches up from it
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -99,6 +101,7 @@ class ThreadMethods:
                                                 run=self._dynamic_runner(thread_id, limits),
                                                 validator=dynamic.compiled, source={"kind": "editor"})
         servers = None
+        read_at_ns = time.time_ns()  # what changes after this is caught up with once the roots are watched
         if _may_start_processes(start):  # its processes' group and limit, before the first
             from harness_sidecar.containment import lifetimes
 
@@ -125,7 +128,8 @@ class ThreadMethods:
                                         *(P.TrustedExtension(i) for i in granted if i not in known)]
         if left_out_of_listing(catalog, limits.catalog_bytes):
             registry.tools = self._with_find_skills(registry.tools, thread_id)
-        thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers)
+        thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers,
+                        read_at_ns=read_at_ns)
         thread.rescanning = asyncio.Lock()
         try:
             if start.trusted_extensions:

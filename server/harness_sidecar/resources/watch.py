@@ -97,10 +97,14 @@ class WatchHub:
 
     # -- subscriptions --------------------------------------------------------------------------
 
-    def subscribe(self, roots: Iterable[str], callback: Callback) -> WatchHandle:
+    def subscribe(self, roots: Iterable[str], callback: Callback, since_ns: int | None = None) -> WatchHandle:
         """Watch ``roots`` (absolute paths); ``callback(change)`` runs on the loop after each settled burst.
 
-        Raises ``WatchUnavailable`` when the system offers no native notifications.
+        ``since_ns`` (``time.time_ns()`` when the caller read the roots): a change made between
+        that read and the kernel's watches being in place is not lost — once they are, the watched
+        folders and the files that matter in them are looked at (off the loop), and anything
+        changed since then is reported like a kernel event. Raises ``WatchUnavailable`` when the
+        system offers no native notifications.
         """
         self._open()
         key = tuple(sorted({os.path.normpath(r) for r in roots}))
@@ -110,6 +114,8 @@ class WatchHub:
             watch.sync()
         handle = WatchHandle(watch, callback)
         watch.handles.append(handle)
+        if since_ns is not None:
+            watch.catch_up(since_ns)
         return handle
 
     @property
@@ -299,6 +305,40 @@ class _RootsWatch:
                 break
         return moved
 
+    def catch_up(self, since_ns: int) -> None:
+        """Report what changed under the watched folders since ``since_ns``, before their watches existed.
+
+        The folders and their relevant entries are stat'ed in the loop's executor (one ``scandir``
+        per folder); a folder or entry whose mtime or ctime is not older than ``since_ns`` (less a
+        margin for the kernel's coarse file clock) is marked as changed, which rescans. A rescan
+        that finds nothing new says nothing, so a false alarm costs one quiet rescan.
+        """
+        folders = [(path, entry.kind) for path, entry in self.entries.items()]
+        threshold = since_ns - CATCH_UP_MARGIN_NS
+
+        def changed() -> list[str]:
+            found = []
+            for path, kind in folders:
+                try:
+                    if _newer(os.stat(path), threshold):
+                        found.append(path)
+                    with os.scandir(path) as it:
+                        for item in it:
+                            if _relevant(_Entry(kind, "", -1), item.name) and \
+                                    _newer(item.stat(follow_symlinks=False), threshold):
+                                found.append(item.path)
+                except OSError:
+                    found.append(path)  # gone or unreadable meanwhile: the rescan says what it is now
+            return found
+
+        def report(future: asyncio.Future) -> None:
+            if future.cancelled() or future.exception() is not None or not self.handles:
+                return
+            for path in future.result():
+                self._mark(path, resync=True)
+
+        self.hub.loop.run_in_executor(None, changed).add_done_callback(report)
+
     def _drop(self, path: str) -> None:
         entry = self.entries.pop(path)
         paths = self.by_wd.get(entry.wd, [])
@@ -380,6 +420,15 @@ class _RootsWatch:
         self.hub._watches.pop(self.roots, None)
         if not self.hub._watches:
             self.hub._close_inotify()
+
+
+# The kernel stamps files with a coarse clock (a tick or so behind time.time_ns()): a change just
+# after the roots were read may carry a time just before it.
+CATCH_UP_MARGIN_NS = 50_000_000
+
+
+def _newer(st: os.stat_result, threshold_ns: int) -> bool:
+    return st.st_mtime_ns >= threshold_ns or st.st_ctime_ns >= threshold_ns
 
 
 def _is_dir(entry: os.DirEntry) -> bool:
