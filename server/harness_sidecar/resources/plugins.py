@@ -667,7 +667,7 @@ def _read_hook_sets(plugin: Plugin, why_untrusted: str, diagnostics: list[Diagno
     plugin.hook_sets = []
     for path, document in plugin.hook_documents:
         source = HookSource(f"plugin:{plugin.name}", path, plugin_root=plugin.path,
-                            plugin_data=plugin_data_dir(plugin.name), trusted=plugin.trust.hooks,
+                            plugin_data=plugin_data_dir(plugin.name, plugin.boundary.real), trusted=plugin.trust.hooks,
                             why_untrusted="" if plugin.trust.hooks else why_untrusted)
         handlers, problems = read_hooks(source, document)
         diagnostics.extend(problems)
