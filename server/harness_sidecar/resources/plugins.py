@@ -423,11 +423,6 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
         return None
     dialect, rel = present[0]
     manifest_path = os.path.join(path, rel)
-    if len(present) > 1:
-        diagnostics.append(Diagnostic("plugin_manifest_both", f"{path} has both .codex-plugin/plugin.json and "
-                                      ".claude-plugin/plugin.json; the Codex manifest is read, the other ignored",
-                                      manifest_path, extra={"ignored": os.path.join(path, present[1][1]),
-                                                            "severity": "warning"}))
     try:
         data = reader.read(manifest_path, Root(path, real, -1), limits.max_file_bytes, "plugin manifest")
         text = data.decode("utf-8")
@@ -464,6 +459,20 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
         diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path}: plugin name {name!r} {why}; the "
                                       "plugin is left out", manifest_path, line=_key_line(text, "name")))
         return None
+    if len(present) > 1:
+        other = os.path.join(path, present[1][1])
+        other_name = _manifest_name(other, real, limits, reader)
+        if other_name != name:
+            said = f"names {other_name!r}" if other_name is not None else "names no plugin it can be read as"
+            diagnostics.append(Diagnostic(
+                "manifest_conflict", f"{manifest_path} names plugin {name!r} but {other} {said}: a plugin has one "
+                "name, so this one is left out", manifest_path,
+                "make both manifests name the same plugin, or remove one of them",
+                extra={"name": name, "otherName": other_name, "paths": [manifest_path, other]}))
+            return None
+        diagnostics.append(Diagnostic("plugin_manifest_both", f"{path} has both .codex-plugin/plugin.json and "
+                                      ".claude-plugin/plugin.json; the Codex manifest is read, the other ignored",
+                                      manifest_path, extra={"ignored": other, "severity": "warning"}))
     hooks = manifest.get("hooks")
     for entry in hooks if isinstance(hooks, list) else [hooks]:
         if isinstance(entry, str) and os.path.normpath(entry) == DEFAULT_HOOKS:
@@ -473,6 +482,17 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
                 "remove the 'hooks' field: hooks/hooks.json is read without it", line=_key_line(text, "hooks")))
             return None
     return dialect, manifest_path, manifest, text, frozenset(top)
+
+
+def _manifest_name(manifest_path: str, real: str, limits: Limits, reader: _Reader) -> str | None:
+    """The ``name`` a plugin's other manifest gives (``None`` when it cannot be read as one)."""
+    try:
+        data = json.loads(reader.read(manifest_path, Root(os.path.dirname(os.path.dirname(manifest_path)), real, -1),
+                                      limits.max_file_bytes, "plugin manifest").decode("utf-8"))
+    except (DomainError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
