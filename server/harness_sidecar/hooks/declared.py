@@ -203,8 +203,8 @@ def root_source(root: str, trusted: list[Any]) -> HookSource | None:
     path = os.path.join(root, FILE_NAME)
     if not os.path.isfile(path):
         return None
-    real = os.path.normpath(path)
-    grant = next((t for t in trusted if os.path.normpath(t.path) == real), None)
+    real = os.path.realpath(path)  # a grant names the file itself: compared canonically (protocol-v4 §1)
+    grant = next((t for t in trusted if os.path.realpath(t.path) == real), None)
     if grant is None:
         return HookSource(f"root:{path}", path, why_untrusted="thread/start.trustedHooks does not name it")
     return HookSource(f"root:{path}", path, trusted=True, sha256=grant.sha256)

@@ -97,6 +97,7 @@ class LiveCatalog:
         catalog, found = await self._discover(thread.start)
         if thread.closed:
             return
+        self._say_ambiguous(thread, catalog.diagnostics)
         catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
                                                                                     "mcp_tool_skipped")]
         hooks_change = self._hooks_change(thread, catalog)

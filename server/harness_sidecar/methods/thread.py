@@ -47,6 +47,7 @@ class Thread:
     hooks: Any = None  # hooks.boundaries.ThreadHooks, when a root declares command hooks (protocol-v3 §5)
     hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
+    reported_ambiguous: set[str] = field(default_factory=set)  # trust_ambiguous messages already sent
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -127,6 +128,7 @@ class ThreadMethods:
             registry.tools = self._with_find_skills(registry.tools, thread_id)
         thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers)
         thread.rescanning = asyncio.Lock()
+        self._say_ambiguous(thread, catalog.diagnostics)
         try:
             if start.trusted_extensions:
                 await self._load_extensions(thread, found)
@@ -171,6 +173,16 @@ class ThreadMethods:
 
             zygote.warm(thread_id)
 
+    def _say_ambiguous(self, thread: Thread, diagnostics: list[Diagnostic]) -> None:
+        """Each grant that chose no runnable candidate (protocol-v4 §1) is one ``thread/diagnostic``
+        ``trust_ambiguous`` per thread, besides its entry in the catalog's diagnostics."""
+        for d in diagnostics:
+            if d.kind == "trust_ambiguous" and d.message not in thread.reported_ambiguous:
+                thread.reported_ambiguous.add(d.message)
+                self.peer.notify("thread/diagnostic", {"threadId": thread.id, "kind": d.kind, "message": d.message,
+                                                       **{k: d.extra[k] for k in ("grant", "name", "candidates",
+                                                                                  "field")}})
+
     def _say_containment(self, thread_id: str) -> None:
         """Where the kernel fences less than protocol.md promises, a thread running foreign code is told once."""
         from harness_sidecar.containment import landlock
@@ -197,10 +209,12 @@ class ThreadMethods:
         def scan() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, start.limits, persist=True)
             plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
-            found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
+            every: list[Any] = []
+            found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics, every)
             for ext_id, source in catalog.plugins.extension_sources(start.limits, catalog.diagnostics).items():
                 found.setdefault(ext_id, source)  # <plugin>:<id>, loaded only when trustedPlugins grants it
             found = dict(sorted(found.items()))
+            discovery.resolve_grants(found, every, start.trusted_extensions, catalog.diagnostics)
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:
                 if ext_id not in trusted or ext_id not in found:
