@@ -130,6 +130,31 @@ def test_a_path_grant_chooses_the_plugin_meant_and_only_it(spawn, squat, marks):
     assert _told(sidecar, "trust_ambiguous") == []
 
 
+def test_a_squatting_plugin_planted_during_a_thread_takes_no_grant_at_refresh(spawn, tmp_path, marks):
+    """The workspace plants plugins/fmt after thread/start: from the refresh on, the name has two
+    candidates, so no hook of either runs at the next boundary, and the editor is told once."""
+    project, user = tmp_path / "project", tmp_path / "user"
+    project.mkdir()
+    user_fmt = _plugin(user / "plugins/fmt", "fmt", "user", marks)
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(project), str(user)], "watch": False,
+                                           "trustedPlugins": [{"name": "fmt"}]}, timeout=60)
+    thread = result["threadId"]
+    call = {"threadId": thread, "call": {"id": "c", "name": "load_skill", "arguments": {"name": "fmt:notes"}}}
+    sidecar.call("tools/call", call, timeout=60)
+    assert "user-pretool" in ran(marks)  # the control: the user's plugin was trusted
+    (marks / "user-pretool").unlink()
+    workspace_fmt = _plugin(project / "plugins/fmt", "fmt", "workspace", marks)
+    refreshed = sidecar.call("thread/refresh", {"threadId": thread}, timeout=60)
+    assert {h["trusted"] for h in refreshed["catalog"]["hooks"]} == {False}
+    sidecar.call("tools/call", call, timeout=60)
+    sidecar.call("thread/refresh", {"threadId": thread}, timeout=60)
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    assert not [m for m in ran(marks) if m.endswith("pretool") or m.startswith("workspace")]
+    [told] = _told(sidecar, "trust_ambiguous")
+    assert told["threadId"] == thread and told["candidates"] == [str(workspace_fmt), str(user_fmt)]
+
+
 def test_an_explicit_plugin_keeps_its_name_data_and_grant_when_a_workspace_ships_the_same_name(spawn, tmp_path,
                                                                                                marks):
     """The user's installed plugin, passed in thread/start.plugins and trusted by name: a workspace's
