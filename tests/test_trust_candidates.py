@@ -249,6 +249,34 @@ def test_same_name_plugins_never_share_their_data_folder(spawn, tmp_path):
     assert Path(user_data).name.startswith("fmt-") and Path(workspace_data).name.startswith("fmt-")
 
 
+# -- hooks files -------------------------------------------------------------------------------------
+
+def test_a_workspace_hooks_json_linking_to_the_trusted_one_runs_neither(spawn, tmp_path, marks):
+    """trustedHooks names the user's hooks.json; the workspace's hooks.json is a link to it, so both
+    roots' files are that canonical file: two candidates, nothing runs (the workspace's copy would run
+    the user's commands in the project's folder)."""
+    project, user = tmp_path / "project", tmp_path / "user"
+    project.mkdir()
+    mine = write(user / "hooks.json", json.dumps({"hooks": {"SessionStart": [{"hooks": [
+        {"type": "command", "command": "touch \"$CLAUDE_PROJECT_DIR/../marks/session-$(basename $PWD)\""}]}]}}))
+    (project / "hooks.json").symlink_to(mine)
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(project), str(user)], "watch": False, "cwd": str(project),
+                                           "trustedHooks": [{"path": str(mine)}]}, timeout=60)
+    sidecar.call("thread/close", {"threadId": result["threadId"]})
+    assert ran(marks) == []
+    [told] = _told(sidecar, "trust_ambiguous")
+    assert told["grant"] == "trustedHooks" and told["candidates"] == [str(project / "hooks.json"), str(mine)]
+    assert {h["trusted"] for h in result["catalog"]["hooks"]} == {False}
+    # the control: without the link the user's file alone matches, and runs
+    (project / "hooks.json").unlink()
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(project), str(user)], "watch": False, "cwd": str(project),
+                                           "trustedHooks": [{"path": str(mine)}]}, timeout=60)
+    sidecar.call("thread/close", {"threadId": result["threadId"]})
+    assert len(ran(marks)) == 1 and _told(sidecar, "trust_ambiguous") == []
+
+
 # -- extensions --------------------------------------------------------------------------------------
 
 def _start_extensions(sidecar, roots: list[Path], **params) -> dict:

@@ -1857,9 +1857,9 @@ export interface TrustAmbiguous {
   /**
    * The list of the grant.
    */
-  grant: "trustedPlugins" | "trustedExtensions";
+  grant: "trustedPlugins" | "trustedExtensions" | "trustedHooks";
   /**
-   * The plugin's name or the extension's id the grant names.
+   * The plugin's name, the extension's id or the hooks file's path the grant names.
    */
   name: string;
   /**

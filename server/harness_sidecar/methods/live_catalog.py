@@ -97,10 +97,10 @@ class LiveCatalog:
         catalog, found = await self._discover(thread.start)
         if thread.closed:
             return
-        self._say_ambiguous(thread, catalog.diagnostics)
         catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
                                                                                     "mcp_tool_skipped")]
         hooks_change = self._hooks_change(thread, catalog)
+        self._say_ambiguous(thread, catalog.diagnostics)
         extensions = self._extension_view(thread, found)
         change = diff(thread.catalog, catalog, thread.extensions, extensions)
         tools = thread.registry.tools

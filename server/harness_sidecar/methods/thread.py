@@ -143,6 +143,7 @@ class ThreadMethods:
         thread.hooks = self._command_hooks(thread_id, start, catalog)
         if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
+            self._say_ambiguous(thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self._new_pipeline(thread)
         hook_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):

@@ -273,8 +273,10 @@ THREAD_DIAGNOSTIC = Union(
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("trust_ambiguous")),
-         Field("grant", Str(enum=("trustedPlugins", "trustedExtensions")), description="The list of the grant."),
-         Field("name", Str(), description="The plugin's name or the extension's id the grant names."),
+         Field("grant", Str(enum=("trustedPlugins", "trustedExtensions", "trustedHooks")),
+               description="The list of the grant."),
+         Field("name", Str(), description="The plugin's name, the extension's id or the hooks file's path the grant "
+                                          "names."),
          Field("candidates", Arr(Str()), description="Every candidate of that name: its folder or file."),
          Field("field", Str(enum=("path", "plugins", "extensions")),
                description="What would choose one: the grant's path, or passing the one meant as an explicit "
