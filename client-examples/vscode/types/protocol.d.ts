@@ -1893,7 +1893,7 @@ export interface ThreadStartParams {
    */
   trustedExtensions?: TrustedExtension[] | null;
   /**
-   * Explicit extension sources; one wins over a root's extension of the same id. An id listed twice is invalid params.
+   * Explicit extension sources; one wins over a root's extension of the same id and counts as the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid params.
    */
   extensions?: ExplicitExtension[] | null;
   dynamicTools?: DynamicTool[] | null;
@@ -1918,7 +1918,7 @@ export interface ThreadStartParams {
    */
   trustedHooks?: TrustedHooks[] | null;
   /**
-   * Plugin folders besides the roots' plugins/<name>/ (e.g. the user's Claude Code or Codex plugin cache), in order.
+   * Plugin folders besides the roots' plugins/<name>/ (e.g. the user's Claude Code or Codex plugin cache), in order. One wins its name over a root's plugin and counts as the path of a trustedPlugins grant of its name that names none.
    */
   plugins?: AbsolutePath[] | null;
   /**

@@ -315,8 +315,9 @@ THREAD_START = Obj(
      opt("trustedExtensions", Arr(TRUSTED_EXTENSION, unique=_unique_trusted),
          description="The only extensions ever imported, in this order; an id listed twice is invalid params."),
      opt("extensions", Arr(EXPLICIT_EXTENSION, unique=_unique_explicit),
-         description="Explicit extension sources; one wins over a root's extension of the same id. An id listed "
-                     "twice is invalid params."),
+         description="Explicit extension sources; one wins over a root's extension of the same id and counts as "
+                     "the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid "
+                     "params."),
      opt("dynamicTools", Arr(DYNAMIC_TOOL, unique=_unique_dynamic), attr="dynamic_tools"),
      opt("limits", LIMITS),
      opt("cwd", ABSOLUTE_PATH, description="The user's working directory, for extensions (ctx.cwd)."),
@@ -328,7 +329,9 @@ THREAD_START = Obj(
          description="Hooks files whose command hooks may run (protocol.md § Command hooks); every other declared "
                      "hook is listed untrusted and never run."),
      opt("plugins", Arr(ABSOLUTE_PATH), description="Plugin folders besides the roots' plugins/<name>/ (e.g. "
-                                                    "the user's Claude Code or Codex plugin cache), in order."),
+                                                    "the user's Claude Code or Codex plugin cache), in order. One "
+                                                    "wins its name over a root's plugin and counts as the path of a "
+                                                    "trustedPlugins grant of its name that names none."),
      opt("disabledPlugins", Arr(DISABLED_PLUGIN), attr="disabled_plugins",
          description="Plugins the thread leaves out: by name, or (an absolute path) by folder."),
      opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
