@@ -174,8 +174,11 @@ def resolve_grants(found: dict[str, ExtensionSource], every: list[ExtensionSourc
     """
     from harness_sidecar.resources import grants
 
+    by_id: dict[str, list[ExtensionSource]] = {}
+    for source in every:  # one pass: thousands of trusted ids cost O(N), not O(N²)
+        by_id.setdefault(source.id, []).append(source)
     for trust in trusted:
-        same = [s for s in every if s.id == trust.id]
+        same = by_id.get(trust.id, [])
         winner = found.get(trust.id)
         if not same or winner is None:
             continue  # found nowhere (the loader says extension_not_found), or a plugin's <plugin>:<id>
