@@ -478,7 +478,16 @@ def test_same_id_in_two_roots_and_explicit_sources(spawn, workspace, tmp_path):
     explicit = write(tmp_path / "elsewhere/shared.py", "def activate(api):\n    api.register_tool(name='which', "
                      "description='', input_schema={}, execute=lambda c, a: 'explicit')\n")
     sidecar = spawn()
-    a = sidecar.call("thread/start", {"roots": [str(workspace.root), str(user)], "trustedExtensions": ["shared"]})
+    # v4: a grant by id alone matches both roots' files, so neither is imported (trust_ambiguous)
+    ambiguous = sidecar.call("thread/start", {"roots": [str(workspace.root), str(user)],
+                                              "trustedExtensions": ["shared"]})
+    assert "which" not in [t["name"] for t in ambiguous["tools"]]
+    assert status_of(ambiguous, "shared")["status"] == "skipped_untrusted"
+    assert [d["candidates"] for d in ambiguous["diagnostics"] if d["kind"] == "trust_ambiguous"] == [
+        [str(workspace.root / "extensions/shared.py"), str(user / "extensions/shared.py")]]
+    # naming the winner's file chooses it
+    a = sidecar.call("thread/start", {"roots": [str(workspace.root), str(user)], "trustedExtensions": [
+        {"id": "shared", "path": str(workspace.root / "extensions/shared.py")}]})
     assert call(sidecar, a["threadId"], "which")["content"][0]["text"] == "project"
     assert any(d["kind"] == "shadowed" and d["path"] == str(user / "extensions/shared.py") for d in a["diagnostics"])
     b = sidecar.call("thread/start", {"roots": [str(user), str(workspace.root)], "trustedExtensions": ["shared"],

@@ -259,7 +259,7 @@ def test_a_real_plugins_session_start_hook_fires_only_when_its_hooks_are_trusted
         [said] = [n["params"] for n in sidecar.notifications if n["method"] == "thread/diagnostic"
                   and n["params"]["kind"] == "hook_untrusted"]
         assert said["source"] == "plugin:superpowers" and "trustedPlugins" in said["message"]
-        assert not (state / "plugin-data" / "superpowers").exists()  # its data folder: made on first use only
+        assert not list(state.glob("plugin-data/superpowers*"))  # its data folder: made on first use only
 
     sidecar = spawn_here()
     result = sidecar.call("thread/start", {"roots": [str(root)], "watch": False,
@@ -268,7 +268,9 @@ def test_a_real_plugins_session_start_hook_fires_only_when_its_hooks_are_trusted
     assert context.startswith("<EXTREMELY_IMPORTANT>\nYou have superpowers.")
     assert not [n for n in sidecar.notifications if n["method"] == "thread/diagnostic"
                 and n["params"]["kind"] in ("hook_untrusted", "hook_failed")]
-    assert (state / "plugin-data" / "superpowers").is_dir()  # CLAUDE_PLUGIN_DATA, under the state directory
+    # CLAUDE_PLUGIN_DATA, under the state directory, keyed by the plugin's folder plus its name (protocol-v4 §1)
+    [data] = state.glob("plugin-data/superpowers-*")
+    assert data.is_dir() and len(data.name) == len("superpowers-") + 16
 
 
 def test_trusted_plugins_is_checked_like_every_param(spawn, tree):

@@ -149,7 +149,7 @@ def test_limits_in_the_schema_are_the_limits_the_sidecar_knows():
     ({"roots": [""]}, "roots[0]", "'roots[0]' must be an absolute path, not ''"),
     ({"roots": ["/a\x00b"]}, "roots[0]", "'roots[0]' contains a NUL character"),
     ({"roots": [], "trustedExtensions": [5]}, "trustedExtensions[0]",
-     "'trustedExtensions[0]' must be an id string or an {id, sha256} object"),
+     "'trustedExtensions[0]' must be an id string or an {id, path?, sha256?} object"),
     ({"roots": [], "trustedExtensions": ["con"]}, "trustedExtensions[0]",
      "'trustedExtensions[0]': extension id 'con' is a reserved Windows device name"),
     ({"roots": [], "trustedExtensions": [{"id": "a", "sha256": "abc"}]}, "trustedExtensions[0].sha256",

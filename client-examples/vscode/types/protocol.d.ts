@@ -41,6 +41,10 @@ export type Revision = number;
  * via the `definition` "ToolName".
  */
 export type ToolName = string;
+export type DisabledPlugin = {
+  [k: string]: unknown;
+};
+export type DisabledPlugin1 = string;
 /**
  * error of a response: code, message and data.kind (clients branch on data.kind).
  *
@@ -173,6 +177,7 @@ export type ThreadDiagnosticParams =
   | ExtensionAuthorNotice
   | StderrDropped
   | CommandHookDiagnostic
+  | TrustAmbiguous
   | ContainmentReduced;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1764,11 +1769,17 @@ export interface PeerError {
   data?: unknown;
 }
 /**
+ * A grant applies to the candidates (same-id extensions of every root and explicit source) that match all it names; it takes effect only when exactly one matches and that one wins its id (otherwise nothing runs: trust_ambiguous).
+ *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "PinnedExtension".
  */
 export interface PinnedExtension {
   id: ExtensionId;
+  /**
+   * The extension's .py file or package folder (compared canonically): the grant applies to the candidate there only. Without it, an explicit source of this id (thread/start.extensions) counts as the path.
+   */
+  path?: AbsolutePath | null;
   /**
    * The extension's bytes must hash to this (any case), or it is not imported (hash_mismatch).
    */
@@ -1835,6 +1846,33 @@ export interface TemplatesRenderResult {
   diagnostics?: Diagnostic[];
 }
 /**
+ * A grant matched two or more candidates, or only a shadowed one: none of them runs any code (once per grant and thread; also in the catalog's diagnostics).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "TrustAmbiguous".
+ */
+export interface TrustAmbiguous {
+  threadId: ThreadId;
+  kind: "trust_ambiguous";
+  /**
+   * The list of the grant.
+   */
+  grant: "trustedPlugins" | "trustedExtensions" | "trustedHooks";
+  /**
+   * The plugin's name, the extension's id or the hooks file's path the grant names.
+   */
+  name: string;
+  /**
+   * Every candidate of that name: its folder or file.
+   */
+  candidates: string[];
+  /**
+   * What would choose one: the grant's path, or passing the one meant as an explicit source (thread/start.plugins or .extensions).
+   */
+  field: "path" | "plugins" | "extensions";
+  message: string;
+}
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadParams".
  */
@@ -1855,7 +1893,7 @@ export interface ThreadStartParams {
    */
   trustedExtensions?: TrustedExtension[] | null;
   /**
-   * Explicit extension sources; one wins over a root's extension of the same id. An id listed twice is invalid params.
+   * Explicit extension sources; one wins over a root's extension of the same id and counts as the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid params.
    */
   extensions?: ExplicitExtension[] | null;
   dynamicTools?: DynamicTool[] | null;
@@ -1880,13 +1918,13 @@ export interface ThreadStartParams {
    */
   trustedHooks?: TrustedHooks[] | null;
   /**
-   * Plugin folders besides the roots' plugins/<name>/ (e.g. the user's Claude Code or Codex plugin cache), in order.
+   * Plugin folders besides the roots' plugins/<name>/ (e.g. the user's Claude Code or Codex plugin cache), in order. One wins its name over a root's plugin and counts as the path of a trustedPlugins grant of its name that names none.
    */
   plugins?: AbsolutePath[] | null;
   /**
-   * Plugins (by name) the thread leaves out.
+   * Plugins the thread leaves out: by name, or (an absolute path) by folder.
    */
-  disabledPlugins?: PluginName[] | null;
+  disabledPlugins?: (DisabledPlugin & DisabledPlugin1)[] | null;
   /**
    * The only plugins whose code (hooks, MCP servers, extensions) may run.
    */
@@ -1904,13 +1942,17 @@ export interface TrustedHooks {
   sha256?: string | null;
 }
 /**
- * Code of a plugin the editor trusts, from the user's settings; its data needs no trust.
+ * Code of a plugin the editor trusts, from the user's settings; its data needs no trust. It applies to the same-name plugins (every root's and thread/start.plugins') matching all it names, and takes effect only when exactly one matches and that one wins its name (otherwise: trust_ambiguous).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "TrustedPlugin".
  */
 export interface TrustedPlugin {
   name: PluginName;
+  /**
+   * The plugin's folder (compared canonically): the grant applies to the candidate there only. Without it, a thread/start.plugins folder of this name counts as the path.
+   */
+  path?: AbsolutePath | null;
   /**
    * The plugin's whole tree must hash to this (protocol.md § Plugins), or none of its code is trusted (hash_mismatch).
    */

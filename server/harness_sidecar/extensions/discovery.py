@@ -38,6 +38,7 @@ class ExtensionSource:
     status: str = "skipped_untrusted"
     error: str | None = None
     origin: dict[str, Any] | None = None  # provenance when not its root's or the editor's (a plugin's)
+    refused: str | None = None  # why a trustedExtensions entry naming its id does not load it (protocol-v4 §1)
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
@@ -93,11 +94,16 @@ def read_source(ext_id: str, path: str, root: Root | None, limits: Limits) -> Ex
 
 
 def discover(roots: list[Root], explicit: list[ExplicitExtension], limits: Limits,
-             diagnostics: list[Diagnostic]) -> dict[str, ExtensionSource]:
-    """Every extension of every root plus the explicit ones; explicit, then earlier roots, win an id."""
+             diagnostics: list[Diagnostic], every: list[ExtensionSource] | None = None) -> dict[str, ExtensionSource]:
+    """Every extension of every root plus the explicit ones; explicit, then earlier roots, win an id.
+
+    ``every`` gets each extension read, shadowed ones too: the candidates a grant is matched with.
+    """
     found: dict[str, ExtensionSource] = {}
 
     def offer(source: ExtensionSource) -> None:
+        if every is not None:
+            every.append(source)
         winner = found.get(source.id)
         if winner is None:
             found[source.id] = source
@@ -155,3 +161,47 @@ def discover(roots: list[Root], explicit: list[ExplicitExtension], limits: Limit
             except OSError as exc:
                 diagnostics.append(Diagnostic.unreadable(exc, path))
     return dict(sorted(found.items()))
+
+
+def resolve_grants(found: dict[str, ExtensionSource], every: list[ExtensionSource], trusted: list[Any],
+                   diagnostics: list[Diagnostic]) -> None:
+    """Match each ``trustedExtensions`` entry with its id's candidates (``resources.grants``).
+
+    A grant loads its id's winner only when the winner is the one candidate it matches; otherwise
+    the winner is marked ``refused`` (never imported) and the editor is told why: ``trust_ambiguous``
+    (two or more match, or the one that matches is shadowed), ``hash_mismatch`` or
+    ``extension_not_found`` (its ``path`` names none). A winner's own pin mismatch is the loader's.
+    """
+    from harness_sidecar.resources import grants
+
+    by_id: dict[str, list[ExtensionSource]] = {}
+    for source in every:  # one pass: thousands of trusted ids cost O(N), not O(N²)
+        by_id.setdefault(source.id, []).append(source)
+    for trust in trusted:
+        same = by_id.get(trust.id, [])
+        winner = found.get(trust.id)
+        if not same or winner is None:
+            continue  # found nowhere (the loader says extension_not_found), or a plugin's <plugin>:<id>
+        candidates = [grants.Candidate(s.source, grants.canonical(s.source), s.root is None, s is winner,
+                                       (lambda s=s: s.sha256), s) for s in same]
+        resolution = grants.resolve(candidates, getattr(trust, "path", None), trust.sha256)
+        if resolution.problem is None:
+            continue
+        if resolution.problem == "not_found":
+            winner.refused = f"thread/start.trustedExtensions names '{trust.id}' at {trust.path}, where it is not found"
+            diagnostics.append(Diagnostic("extension_not_found", f"trusted extension '{trust.id}' is not found at "
+                                          f"{trust.path}; found at: {', '.join(c.path for c in candidates)}",
+                                          trust.path, extra={"id": trust.id}))
+        elif resolution.problem == "hash_mismatch":
+            if any(c.winner for c in resolution.matched):
+                continue  # the loader marks the winner hash_mismatch
+            [other] = resolution.matched[:1]
+            winner.refused = f"the grant names {other.path}, whose sha256 is not the pinned one"
+            diagnostics.append(Diagnostic("hash_mismatch", f"extension '{trust.id}' at {other.path} was not imported:"
+                                          f" sha256 is {other.sha256()}, the editor pinned {trust.sha256}",
+                                          other.path, extra={"id": trust.id}))
+        else:
+            diagnostic = grants.ambiguous("trustedExtensions", "extension", trust.id, resolution, candidates,
+                                          "extensions")
+            winner.refused = diagnostic.message
+            diagnostics.append(diagnostic)

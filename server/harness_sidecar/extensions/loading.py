@@ -97,6 +97,8 @@ async def load_trusted(found: dict[str, ExtensionSource], trusted: list[TrustedE
                                           f"trusted extension '{trust.id}' was not found in any root or in "
                                           f"thread/start.extensions", extra={"id": trust.id}))
             continue
+        if source.refused is not None:
+            continue  # the grant matched no runnable candidate: said when it was matched (discovery.resolve_grants)
         if trust.sha256 is not None and trust.sha256 != source.sha256:
             source.status = "hash_mismatch"
             source.error = f"sha256 is {source.sha256}, the editor pinned {trust.sha256}"

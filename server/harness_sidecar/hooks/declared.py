@@ -194,27 +194,61 @@ def _with_digest(source: HookSource, digest: str) -> HookSource:
     return replace(source, sha256=digest)
 
 
-def root_source(root: str, trusted: list[Any]) -> HookSource | None:
+def root_source(root: str, trusted: list[Any], refused: dict[str, str] | None = None) -> HookSource | None:
     """The source of ``<root>/hooks.json``, or None when the root has none.
 
     ``trusted``: ``thread/start.trustedHooks`` (``wire.params.TrustedHooks``: path, sha256?).
-    Trusted when ``trusted`` names that file; the pin (if any) is checked by ``read_file``.
+    Trusted when ``trusted`` names that file — compared canonically (protocol-v4 §1) — and no other
+    root's ``hooks.json`` is that same file (``refused``: path → why, from ``ambiguous_grants``); the
+    pin (if any) is checked by ``read_file``.
     """
     path = os.path.join(root, FILE_NAME)
     if not os.path.isfile(path):
         return None
-    real = os.path.normpath(path)
-    grant = next((t for t in trusted if os.path.normpath(t.path) == real), None)
+    if refused and path in refused:
+        return HookSource(f"root:{path}", path, why_untrusted=refused[path])
+    real = os.path.realpath(path)
+    grant = next((t for t in trusted if os.path.realpath(t.path) == real), None)
     if grant is None:
         return HookSource(f"root:{path}", path, why_untrusted="thread/start.trustedHooks does not name it")
     return HookSource(f"root:{path}", path, trusted=True, sha256=grant.sha256)
 
 
+def ambiguous_grants(roots: list[str], trusted: list[Any]) -> tuple[dict[str, str], list[Diagnostic]]:
+    """One grant, one candidate for hooks files: a ``trustedHooks`` path that is the canonical file of
+    two or more roots' ``hooks.json`` (a workspace's ``hooks.json`` linking to the user's trusted one)
+    trusts none of them. Returns the refused paths (→ why) and one ``trust_ambiguous`` per such grant."""
+    files = [os.path.join(root, FILE_NAME) for root in roots]
+    files = [f for f in files if os.path.isfile(f)]
+    if len(files) < 2 or not trusted:
+        return {}, []
+    canonical = {f: os.path.realpath(f) for f in files}
+    refused: dict[str, str] = {}
+    diagnostics = []
+    for grant in trusted:
+        want = os.path.realpath(grant.path)
+        matching = [f for f in files if canonical[f] == want]
+        if len(matching) < 2:
+            continue
+        message = (f"trustedHooks entry {grant.path} is the file of {len(matching)} roots' hooks.json "
+                   f"({', '.join(matching)}): none of them runs; a root's hooks.json that links to another "
+                   "root's is not the file you trusted — remove the link")
+        refused.update((f, message) for f in matching)
+        diagnostics.append(Diagnostic("trust_ambiguous", message, extra={
+            "grant": "trustedHooks", "name": grant.path, "candidates": matching, "field": "path"}))
+    return refused, diagnostics
+
+
 def read_roots(roots: list[str], trusted: list[Any]) -> list[Declared]:
-    """Every root's ``hooks.json``, in root order."""
+    """Every root's ``hooks.json``, in root order (a grant's ``trust_ambiguous`` in its first file's
+    diagnostics)."""
+    refused, ambiguous = ambiguous_grants(roots, trusted)
     out = []
     for root in roots:
-        source = root_source(root, trusted)
+        source = root_source(root, trusted, refused)
         if source is not None:
-            out.append(read_file(source))
+            declared = read_file(source)
+            if source.path in refused:
+                declared.diagnostics += [d for d in ambiguous if d.extra["candidates"][0] == source.path]
+            out.append(declared)
     return out

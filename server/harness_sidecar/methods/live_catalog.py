@@ -101,6 +101,7 @@ class LiveCatalog:
         catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
                                                                                     "mcp_tool_skipped")]
         hooks_change = self._hooks_change(thread, catalog)
+        self._say_ambiguous(thread, catalog.diagnostics)
         extensions = self._extension_view(thread, found)
         change = diff(thread.catalog, catalog, thread.extensions, extensions)
         tools = thread.registry.tools

@@ -49,6 +49,7 @@ class Thread:
     hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
     read_at_ns: int | None = None  # time.time_ns() before the roots were first read: the watch catches up from it
+    reported_ambiguous: set[str] = field(default_factory=set)  # trust_ambiguous messages already sent
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -131,6 +132,7 @@ class ThreadMethods:
         thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers,
                         read_at_ns=read_at_ns)
         thread.rescanning = asyncio.Lock()
+        self._say_ambiguous(thread, catalog.diagnostics)
         try:
             if start.trusted_extensions:
                 await self._load_extensions(thread, found)
@@ -145,6 +147,7 @@ class ThreadMethods:
         thread.hooks = self._command_hooks(thread_id, start, catalog)
         if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
+            self._say_ambiguous(thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self._new_pipeline(thread)
         hook_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
@@ -175,6 +178,16 @@ class ThreadMethods:
 
             zygote.warm(thread_id)
 
+    def _say_ambiguous(self, thread: Thread, diagnostics: list[Diagnostic]) -> None:
+        """Each grant that chose no runnable candidate (protocol-v4 §1) is one ``thread/diagnostic``
+        ``trust_ambiguous`` per thread, besides its entry in the catalog's diagnostics."""
+        for d in diagnostics:
+            if d.kind == "trust_ambiguous" and d.message not in thread.reported_ambiguous:
+                thread.reported_ambiguous.add(d.message)
+                self.peer.notify("thread/diagnostic", {"threadId": thread.id, "kind": d.kind, "message": d.message,
+                                                       **{k: d.extra[k] for k in ("grant", "name", "candidates",
+                                                                                  "field")}})
+
     def _say_containment(self, thread_id: str) -> None:
         """Where the kernel fences less than protocol.md promises, a thread running foreign code is told once."""
         from harness_sidecar.containment import landlock
@@ -201,10 +214,12 @@ class ThreadMethods:
         def scan() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, start.limits, persist=True)
             plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
-            found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics)
+            every: list[Any] = []
+            found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics, every)
             for ext_id, source in catalog.plugins.extension_sources(start.limits, catalog.diagnostics).items():
                 found.setdefault(ext_id, source)  # <plugin>:<id>, loaded only when trustedPlugins grants it
             found = dict(sorted(found.items()))
+            discovery.resolve_grants(found, every, start.trusted_extensions, catalog.diagnostics)
             trusted = {t.id for t in start.trusted_extensions}
             for ext_id in start.extension_settings:
                 if ext_id not in trusted or ext_id not in found:

@@ -43,6 +43,7 @@ from harness_sidecar.names import (
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources import grants
 from harness_sidecar.resources.catalog import Diagnostic, Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
@@ -423,11 +424,6 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
         return None
     dialect, rel = present[0]
     manifest_path = os.path.join(path, rel)
-    if len(present) > 1:
-        diagnostics.append(Diagnostic("plugin_manifest_both", f"{path} has both .codex-plugin/plugin.json and "
-                                      ".claude-plugin/plugin.json; the Codex manifest is read, the other ignored",
-                                      manifest_path, extra={"ignored": os.path.join(path, present[1][1]),
-                                                            "severity": "warning"}))
     try:
         data = reader.read(manifest_path, Root(path, real, -1), limits.max_file_bytes, "plugin manifest")
         text = data.decode("utf-8")
@@ -464,6 +460,20 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
         diagnostics.append(Diagnostic("invalid_manifest", f"{manifest_path}: plugin name {name!r} {why}; the "
                                       "plugin is left out", manifest_path, line=_key_line(text, "name")))
         return None
+    if len(present) > 1:
+        other = os.path.join(path, present[1][1])
+        other_name = _manifest_name(other, real, limits, reader)
+        if other_name != name:
+            said = f"names {other_name!r}" if other_name is not None else "names no plugin it can be read as"
+            diagnostics.append(Diagnostic(
+                "manifest_conflict", f"{manifest_path} names plugin {name!r} but {other} {said}: a plugin has one "
+                "name, so this one is left out", manifest_path,
+                "make both manifests name the same plugin, or remove one of them",
+                extra={"name": name, "otherName": other_name, "paths": [manifest_path, other]}))
+            return None
+        diagnostics.append(Diagnostic("plugin_manifest_both", f"{path} has both .codex-plugin/plugin.json and "
+                                      ".claude-plugin/plugin.json; the Codex manifest is read, the other ignored",
+                                      manifest_path, extra={"ignored": other, "severity": "warning"}))
     hooks = manifest.get("hooks")
     for entry in hooks if isinstance(hooks, list) else [hooks]:
         if isinstance(entry, str) and os.path.normpath(entry) == DEFAULT_HOOKS:
@@ -473,6 +483,17 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
                 "remove the 'hooks' field: hooks/hooks.json is read without it", line=_key_line(text, "hooks")))
             return None
     return dialect, manifest_path, manifest, text, frozenset(top)
+
+
+def _manifest_name(manifest_path: str, real: str, limits: Limits, reader: _Reader) -> str | None:
+    """The ``name`` a plugin's other manifest gives (``None`` when it cannot be read as one)."""
+    try:
+        data = json.loads(reader.read(manifest_path, Root(os.path.dirname(os.path.dirname(manifest_path)), real, -1),
+                                      limits.max_file_bytes, "plugin manifest").decode("utf-8"))
+    except (DomainError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    name = data.get("name") if isinstance(data, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
@@ -667,7 +688,7 @@ def _read_hook_sets(plugin: Plugin, why_untrusted: str, diagnostics: list[Diagno
     plugin.hook_sets = []
     for path, document in plugin.hook_documents:
         source = HookSource(f"plugin:{plugin.name}", path, plugin_root=plugin.path,
-                            plugin_data=plugin_data_dir(plugin.name), trusted=plugin.trust.hooks,
+                            plugin_data=plugin_data_dir(plugin.name, plugin.boundary.real), trusted=plugin.trust.hooks,
                             why_untrusted="" if plugin.trust.hooks else why_untrusted)
         handlers, problems = read_hooks(source, document)
         diagnostics.extend(problems)
@@ -762,57 +783,91 @@ def _extensions(plugin: Plugin) -> None:
                 plugin.extension_paths[full] = os.path.join(plugin.path, "extensions", name)
 
 
-def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic]) -> None:
-    """Apply ``trustedPlugins``: code is trusted only when the plugin is listed and its pin holds."""
-    grant = trusted.get(plugin.name)
+def _grant(plugin: Plugin, grant: Any, why: str, diagnostics: list[Diagnostic], sha256: str | None = None) -> None:
+    """Apply the one ``trustedPlugins`` entry that chose ``plugin`` (``None``: nothing of its code is trusted,
+    ``why``); the pin was checked when the grant was matched (``grants.resolve``)."""
     trust = Trust()
-    why = "thread/start.trustedPlugins does not name it"
     if grant is not None:
         trust.listed = True
-        if grant.sha256 is not None:
-            trust.sha256 = tree_sha256(plugin.boundary.real)
-            if trust.sha256 != grant.sha256:
-                diagnostics.append(Diagnostic(
-                    "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to {trust.sha256}, not the "
-                    f"pinned {grant.sha256}; its hooks, MCP servers and extensions are not trusted",
-                    plugin.path, extra={"name": plugin.name, "expected": grant.sha256, "actual": trust.sha256}))
-                why = f"its tree hashes to {trust.sha256}, not the pinned {grant.sha256} (it changed)"
-                grant = None
-        if grant is not None:
-            trust.hooks = grant.hooks
-            why = "thread/start.trustedPlugins grants it with hooks: false"
-            trust.mcp_servers = grant.mcp_servers
-            trust.extensions = grant.extensions
+        trust.sha256 = sha256  # the tree hash the pin was checked against, when it pins one
+        trust.hooks = grant.hooks
+        why = "thread/start.trustedPlugins grants it with hooks: false"
+        trust.mcp_servers = grant.mcp_servers
+        trust.extensions = grant.extensions
     plugin.trust = trust
     _read_hook_sets(plugin, why, diagnostics)
     for server in plugin.mcp_servers:
         server.trusted = trust.mcp(server.server)
 
 
+def _candidate(plugin: Plugin, winner: Plugin) -> grants.Candidate:
+    real = plugin.boundary.real
+    return grants.Candidate(plugin.path, os.path.realpath(real), plugin.root is None, plugin is winner,
+                            lambda: tree_sha256(real), plugin)
+
+
 def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits,
              diagnostics: list[Diagnostic]) -> list[Plugin]:
-    """The thread's plugins, in order (the roots' ``plugins/``, then ``paths``); one per name."""
-    grants = {t.name: t for t in trusted}
-    skip = set(disabled)
-    plugins: dict[str, Plugin] = {}
+    """The thread's plugins, in order (the roots' ``plugins/``, then ``paths``); one per name.
+
+    Every plugin found is a candidate for its name; the winner (whose data is served) is the first
+    one at ``paths`` (an explicit source), else the first in root order; each other is ``shadowed``.
+    A ``trustedPlugins`` entry trusts a winner only when it is the one candidate the entry matches.
+    """
+    skip = {d for d in disabled if not d.startswith("/")}
+    skip_folders = {grants.canonical(d) for d in disabled if d.startswith("/")}
+    found: dict[str, list[Plugin]] = {}
     reader = _Reader()
     for path, real, root in _candidates(roots, paths, diagnostics):
         plugin = _load_plugin(path, real, root, limits, diagnostics, reader)
-        if plugin is None or plugin.name in skip:
+        if plugin is None or plugin.name in skip or os.path.realpath(real) in skip_folders:
             continue
-        earlier = plugins.get(plugin.name)
-        if earlier is not None:
-            diagnostics.append(Diagnostic("shadowed", f"plugin '{plugin.name}' at {path} is shadowed by "
-                                          f"{earlier.path} (the earlier one wins)", path,
-                                          extra={"name": plugin.name, "shadowedBy": earlier.path}))
-            continue
-        _grant(plugin, grants, diagnostics)
-        plugins[plugin.name] = plugin
-    for name in grants:
-        if name not in plugins and name not in skip:
-            diagnostics.append(Diagnostic("trust_ignored", f"trustedPlugins names '{name}', which is not found",
-                                          extra={"name": name, "severity": "warning"}))
-    return list(plugins.values())
+        found.setdefault(plugin.name, []).append(plugin)
+    winners: dict[str, Plugin] = {}
+    for name, same in found.items():
+        winner = next((p for p in same if p.root is None), same[0])
+        winners[name] = winner
+        for other in same:
+            if other is not winner:
+                why = "an explicit thread/start.plugins folder wins" if winner.root is None else "the earlier one wins"
+                diagnostics.append(Diagnostic("shadowed", f"plugin '{name}' at {other.path} is shadowed by "
+                                              f"{winner.path} ({why}); none of its code runs", other.path,
+                                              extra={"name": name, "shadowedBy": winner.path}))
+    chosen: dict[str, Any] = {}
+    untrusted: dict[str, str] = {}
+    hashed: dict[str, str] = {}
+    for grant in trusted:
+        same = found.get(grant.name, [])
+        candidates = [_candidate(p, winners[grant.name]) for p in same] if same else []
+        resolution = grants.resolve(candidates, grant.path, grant.sha256)
+        if resolution.problem is None:
+            chosen[grant.name] = (grant, resolution.chosen)
+        elif resolution.problem == "not_found":
+            if grant.name in skip or (not same and grant.path is not None and grants.canonical(grant.path)
+                                      in skip_folders):
+                continue
+            where = f" at {grant.path}" if grant.path is not None else ""
+            diagnostics.append(Diagnostic("trust_ignored", f"trustedPlugins names '{grant.name}'{where}, which is not "
+                                          "found", grant.path, extra={"name": grant.name, "severity": "warning"}))
+        elif resolution.problem == "hash_mismatch":
+            for c in resolution.matched:
+                actual = c.sha256()
+                diagnostics.append(Diagnostic(
+                    "hash_mismatch", f"plugin '{grant.name}' at {c.path} hashes to {actual}, not the pinned "
+                    f"{grant.sha256}; its hooks, MCP servers and extensions are not trusted",
+                    c.path, extra={"name": grant.name, "expected": grant.sha256, "actual": actual}))
+                if c.winner:
+                    hashed[grant.name] = actual  # the catalog shows the tree hash a pin asked for
+                    untrusted[grant.name] = f"its tree hashes to {actual}, not the pinned {grant.sha256} (it changed)"
+        else:
+            diagnostic = grants.ambiguous("trustedPlugins", "plugin", grant.name, resolution, candidates, "plugins")
+            diagnostics.append(diagnostic)
+            untrusted[grant.name] = diagnostic.message
+    for name, plugin in winners.items():
+        grant, candidate = chosen.get(name, (None, None))
+        _grant(plugin, grant, untrusted.get(name, "thread/start.trustedPlugins does not name it"), diagnostics,
+               candidate.sha256() if grant is not None and grant.sha256 is not None else hashed.get(name))
+    return [p for same in found.values() for p in same if winners[p.name] is p]
 
 
 def attach(catalog: C.Catalog, paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits) -> None:

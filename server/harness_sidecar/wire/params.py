@@ -97,8 +97,12 @@ TOOL_NAME_SHAPE = Str(pattern=TOOL_NAME.pattern, name="ToolName",
 
 @dataclass
 class TrustedExtension:
+    """One entry of ``thread/start.trustedExtensions``: the extension of that id (at ``path``, hashing to
+    ``sha256``, when given) may be imported, if exactly one candidate matches (protocol-v4 §1)."""
+
     id: str
     sha256: str | None = None
+    path: str | None = None
 
 
 @dataclass
@@ -150,6 +154,7 @@ class TrustedPlugin:
     hooks: bool = True
     mcp_servers: bool | list[str] = True
     extensions: bool | list[str] = True
+    path: str | None = None  # the plugin's folder: the grant applies to the candidate there only
 
 
 def _no_repeats(attr: str, message: str, suffix: str = "",
@@ -197,13 +202,20 @@ def _compile_dynamic(tool: DynamicTool, where: str) -> None:
 
 PINNED_EXTENSION = Obj(
     [Field("id", EXTENSION_ID),
+     opt("path", ABSOLUTE_PATH,
+         description="The extension's .py file or package folder (compared canonically): the grant applies to "
+                     "the candidate there only. Without it, an explicit source of this id (thread/start.extensions) "
+                     "counts as the path."),
      opt("sha256", Str(pattern=SHA256_HEX.pattern, pattern_error="'{where}' must be 64 hexadecimal digits"),
          description="The extension's bytes must hash to this (any case), or it is not imported (hash_mismatch).")],
-    cls=lambda id, sha256=None: TrustedExtension(id, sha256.lower() if sha256 else None),
-    incoming=True, name="PinnedExtension")
+    cls=lambda id, path=None, sha256=None: TrustedExtension(id, sha256.lower() if sha256 else None, path),
+    incoming=True, name="PinnedExtension",
+    description="A grant applies to the candidates (same-id extensions of every root and explicit source) that "
+                "match all it names; it takes effect only when exactly one matches and that one wins its id "
+                "(otherwise nothing runs: trust_ambiguous).")
 TRUSTED_EXTENSION = Either(
     Convert(EXTENSION_ID, TrustedExtension), PINNED_EXTENSION, name="TrustedExtension",
-    error="'{where}' must be an id string or an {{id, sha256}} object")
+    error="'{where}' must be an id string or an {{id, path?, sha256?}} object")
 EXPLICIT_EXTENSION = Obj(
     [Field("id", EXTENSION_ID),
      Field("path", ABSOLUTE_PATH, description="A .py file or a package directory.")],
@@ -261,9 +273,27 @@ def _check_plugin_name(value: str, where: str) -> None:
 PLUGIN_NAME = Str(name="PluginName", check=_check_plugin_name,
                   description="A plugin's name (its manifest's name): the skill-name rule.",
                   schema_extra={"pattern": f"^(?:{NAME_PATTERN.pattern})$", "maxLength": MAX_NAME_LENGTH})
+
+
+def _check_disabled_plugin(value: str, where: str) -> None:
+    if value.startswith("/"):
+        _check_absolute_path(value, where)
+    else:
+        _check_plugin_name(value, where)
+
+
+DISABLED_PLUGIN = Str(name="DisabledPlugin", check=_check_disabled_plugin,
+                      description="A plugin's name, or an absolute path: the plugin in that folder (compared "
+                                  "canonically).",
+                      schema_extra={"anyOf": [{"pattern": f"^(?:{NAME_PATTERN.pattern})$",
+                                               "maxLength": MAX_NAME_LENGTH},
+                                              {"pattern": "^/[^\\u0000]*$"}]})
 _SOME_OR_ALL = Either(Bool(), Arr(Str()), error="'{where}' must be true, false or a list of names")
 TRUSTED_PLUGIN = Obj(
     [Field("name", PLUGIN_NAME),
+     opt("path", ABSOLUTE_PATH,
+         description="The plugin's folder (compared canonically): the grant applies to the candidate there only. "
+                     "Without it, a thread/start.plugins folder of this name counts as the path."),
      opt("sha256", Str(pattern=SHA256_HEX.pattern, pattern_error="'{where}' must be 64 hexadecimal digits"),
          description="The plugin's whole tree must hash to this (protocol.md § Plugins), or none of its code "
                      "is trusted (hash_mismatch)."),
@@ -273,18 +303,21 @@ TRUSTED_PLUGIN = Obj(
      opt("extensions", _SOME_OR_ALL, default=True,
          description="Its extensions may be imported: all, none or those ids (without the plugin prefix). "
                      "Default true.")],
-    cls=lambda name, sha256=None, hooks=True, mcp_servers=True, extensions=True: TrustedPlugin(
-        name, sha256.lower() if sha256 else None, hooks, mcp_servers, extensions),
+    cls=lambda name, path=None, sha256=None, hooks=True, mcp_servers=True, extensions=True: TrustedPlugin(
+        name, sha256.lower() if sha256 else None, hooks, mcp_servers, extensions, path),
     incoming=True, name="TrustedPlugin",
-    description="Code of a plugin the editor trusts, from the user's settings; its data needs no trust.")
+    description="Code of a plugin the editor trusts, from the user's settings; its data needs no trust. It applies "
+                "to the same-name plugins (every root's and thread/start.plugins') matching all it names, and takes "
+                "effect only when exactly one matches and that one wins its name (otherwise: trust_ambiguous).")
 THREAD_START = Obj(
     [Field("roots", Arr(ABSOLUTE_PATH), description="Ordered: the earlier root wins a resource of the same kind "
                                                     "and name."),
      opt("trustedExtensions", Arr(TRUSTED_EXTENSION, unique=_unique_trusted),
          description="The only extensions ever imported, in this order; an id listed twice is invalid params."),
      opt("extensions", Arr(EXPLICIT_EXTENSION, unique=_unique_explicit),
-         description="Explicit extension sources; one wins over a root's extension of the same id. An id listed "
-                     "twice is invalid params."),
+         description="Explicit extension sources; one wins over a root's extension of the same id and counts as "
+                     "the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid "
+                     "params."),
      opt("dynamicTools", Arr(DYNAMIC_TOOL, unique=_unique_dynamic), attr="dynamic_tools"),
      opt("limits", LIMITS),
      opt("cwd", ABSOLUTE_PATH, description="The user's working directory, for extensions (ctx.cwd)."),
@@ -296,9 +329,11 @@ THREAD_START = Obj(
          description="Hooks files whose command hooks may run (protocol.md § Command hooks); every other declared "
                      "hook is listed untrusted and never run."),
      opt("plugins", Arr(ABSOLUTE_PATH), description="Plugin folders besides the roots' plugins/<name>/ (e.g. "
-                                                    "the user's Claude Code or Codex plugin cache), in order."),
-     opt("disabledPlugins", Arr(PLUGIN_NAME), attr="disabled_plugins",
-         description="Plugins (by name) the thread leaves out."),
+                                                    "the user's Claude Code or Codex plugin cache), in order. One "
+                                                    "wins its name over a root's plugin and counts as the path of a "
+                                                    "trustedPlugins grant of its name that names none."),
+     opt("disabledPlugins", Arr(DISABLED_PLUGIN), attr="disabled_plugins",
+         description="Plugins the thread leaves out: by name, or (an absolute path) by folder."),
      opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
          description="The only plugins whose code (hooks, MCP servers, extensions) may run.")],
     cls=ThreadStartParams, incoming=True, name="ThreadStartParams")

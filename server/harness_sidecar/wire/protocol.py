@@ -272,6 +272,18 @@ THREAD_DIAGNOSTIC = Union(
          opt("event", Str()), opt("command", Str())], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("trust_ambiguous")),
+         Field("grant", Str(enum=("trustedPlugins", "trustedExtensions", "trustedHooks")),
+               description="The list of the grant."),
+         Field("name", Str(), description="The plugin's name, the extension's id or the hooks file's path the grant "
+                                          "names."),
+         Field("candidates", Arr(Str()), description="Every candidate of that name: its folder or file."),
+         Field("field", Str(enum=("path", "plugins", "extensions")),
+               description="What would choose one: the grant's path, or passing the one meant as an explicit "
+                           "source (thread/start.plugins or .extensions)."),
+         Field("message", Str())], name="TrustAmbiguous",
+        description="A grant matched two or more candidates, or only a shadowed one: none of them runs any code "
+                    "(once per grant and thread; also in the catalog's diagnostics)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
         name="ContainmentReduced",
         description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
