@@ -398,8 +398,11 @@ def test_params_parsing_stays_fast():
 
     params = {"threadId": "thread-1", "call": {"id": "call_1", "name": "review_note",
                                                 "arguments": {"text": "parse() drops the last token"}}}
-    parse = min(timeit.repeat(lambda: P.parse_tools_call(params), number=2000, repeat=5))
-    baseline = min(timeit.repeat(lambda: {**params, "call": {**params["call"]}}, number=2000, repeat=5))
+    # Per call, the best of many short samples (~1 ms each): a loaded machine preempts a long sample
+    # (2000 parses, ~20 ms) far more often than a short one, which made the ratio of a long parse
+    # sample to a short baseline sample grow with the load rather than with the code.
+    parse = min(timeit.repeat(lambda: P.parse_tools_call(params), number=100, repeat=60)) / 100
+    baseline = min(timeit.repeat(lambda: {**params, "call": {**params["call"]}}, number=2000, repeat=60)) / 2000
     assert parse < 40 * baseline, (parse, baseline)
 
 
