@@ -1,0 +1,144 @@
+"""Hook-side promises of protocol-v4 (§1 "No path is shell syntax"; §2 "Hook text never costs a result",
+"A hook's answer is read strictly", "Declared means listed", "SessionStart context reaches the model").
+
+Every test drives the real sidecar process. Hooks are small shell scripts that record what they saw
+into files of the test's temporary directory, so what ran — and what else ran — is seen from outside.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from helpers import write
+
+BASH = {"name": "Bash", "description": "Run a shell command.",
+        "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"],
+                        "additionalProperties": False}}
+
+
+class Editor:
+    """The editor's side: runs Bash calls (records them), answering with ``output`` (default: a short text)."""
+
+    def __init__(self, output: str | None = None) -> None:
+        self.ran: list[dict] = []
+        self.output = output
+
+    def __call__(self, message: dict) -> dict | None:
+        if message["method"] == "item/tool/call":
+            self.ran.append(message["params"]["arguments"])
+            text = self.output if self.output is not None else "ran " + json.dumps(message["params"]["arguments"])
+            return {"result": {"contentItems": [{"type": "inputText", "text": text}], "success": True}}
+        return {"error": {"code": -32601, "message": "no"}}
+
+
+def start_sidecar(spawn, editor: Editor, *args: str):
+    from harness_sidecar.client import sidecar_command
+
+    sidecar = spawn(initialize=False, on_request=editor, command=sidecar_command() + list(args))
+    sidecar.call("initialize", {"clientInfo": {"name": "test"}, "protocolVersion": "4", "capabilities": {}})
+    return sidecar
+
+
+def bash(sidecar, thread_id: str, command: str = "ls", call_id: str = "c1") -> dict:
+    return sidecar.call("tools/call", {"threadId": thread_id,
+                                       "call": {"id": call_id, "name": "Bash", "arguments": {"command": command}}},
+                        timeout=120)["result"]
+
+
+def diagnostics(sidecar, kind: str) -> list[dict]:
+    return [n["params"] for n in sidecar.notifications
+            if n["method"] == "thread/diagnostic" and n["params"].get("kind") == kind]
+
+
+def script(path: Path, body: str) -> str:
+    write(path, "#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return str(path)
+
+
+def group(matcher: str | None, *handlers: dict) -> list[dict]:
+    out: dict = {"hooks": list(handlers)}
+    if matcher is not None:
+        out["matcher"] = matcher
+    return [out]
+
+
+def cmd(command: str, **more) -> dict:
+    return {"type": "command", "command": command, **more}
+
+
+# -- §1 No path is shell syntax -----------------------------------------------------------------------
+
+# Folder names an attacker (a cloned repository, an archive) can choose. Each would run `touch <canary>`
+# in the hook's cwd if the sidecar pasted the path into the shell script.
+HOSTILE_NAMES = [
+    "fmt$(touch canary1)",
+    "fmt`touch canary2`",
+    "a b; touch canary3; c",
+    "q'uo\"te$(touch canary4)",
+    "x'$(touch canary5)'y",
+    'x"$(touch canary6)"y',
+    "new\nline$(touch canary7)",
+    "fmt$(touch canary8)'\"`touch canary9`;&|<>*?[]{}~#!\\",
+]
+
+
+def _canaries(top: Path) -> list[str]:
+    return [os.path.join(d, f) for d, _, files in os.walk(top) for f in files if f.startswith("canary")]
+
+
+def _records(trace: Path) -> list[tuple[str, ...]]:
+    """What the recording hook wrote: one record per run ($0, $1, $2), NUL-free separators."""
+    if not trace.exists():
+        return []
+    return [tuple(r.split("\x1f")) for r in trace.read_text().split("\x1e") if r]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=[f"name{i}" for i in range(len(HOSTILE_NAMES))])
+def test_a_folder_name_is_never_shell_code_in_any_form_of_a_hook_command(spawn, tmp_path, name):
+    """A project folder and a plugin folder with the hostile name; the root's and the plugin's hooks use the
+    placeholders bare, in double quotes (as real plugins write them), in single quotes and in exec form.
+    Each hook at that path runs with the path as one argument; nothing else runs."""
+    trace = tmp_path / "trace"
+    recorder = "printf '%s\\037%s\\037%s\\036' \"$0\" \"$1\" \"$2\" >> " + str(trace) + "\n"
+    project = tmp_path / name
+    plugin = project / "plugins" / ("fmt" + name)
+    script(project / "hooks" / "x.sh", recorder)
+    script(plugin / "hooks" / "x.sh", recorder)
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "fmt"}))
+    write(plugin / "hooks" / "hooks.json", json.dumps({"hooks": {"PreToolUse": group(
+        "Bash",
+        cmd('"${CLAUDE_PLUGIN_ROOT}/hooks/x.sh" plugin-dq "${CLAUDE_PROJECT_DIR}"'),
+        cmd("${CLAUDE_PLUGIN_ROOT}/hooks/x.sh plugin-bare ${CLAUDE_PLUGIN_DATA}"),
+        cmd("${PLUGIN_ROOT}/hooks/x.sh", args=["plugin-exec", "${PLUGIN_DATA}"]))}}))
+    write(project / "hooks.json", json.dumps({"hooks": {"PreToolUse": group(
+        "Bash",
+        cmd('"${CLAUDE_PROJECT_DIR}/hooks/x.sh" root-dq'),
+        cmd("${CLAUDE_PROJECT_DIR}/hooks/x.sh root-bare"),
+        cmd("sh '${CLAUDE_PROJECT_DIR}/hooks/x.sh' root-sq 'in ${CLAUDE_PROJECT_DIR} quotes'"),
+        cmd("cd \"$(dirname \"${CLAUDE_PROJECT_DIR}/hooks/x.sh\")\" && ./x.sh root-subst"),
+        cmd("${CLAUDE_PROJECT_DIR}/hooks/x.sh", args=["root-exec", "${CLAUDE_PROJECT_DIR}"]))}}))
+    editor = Editor()
+    sidecar = start_sidecar(spawn, editor)
+    started = sidecar.call("thread/start", {
+        "roots": [str(project)], "cwd": str(project), "dynamicTools": [BASH], "watch": False,
+        "trustedHooks": [{"path": str(project / "hooks.json")}], "trustedPlugins": [{"name": "fmt"}]}, timeout=120)
+    result = bash(sidecar, started["threadId"])
+    assert not result["isError"], result
+    assert editor.ran == [{"command": "ls"}]
+    assert _canaries(tmp_path) == []
+    root_hook, plugin_hook = str(project / "hooks" / "x.sh"), str(plugin / "hooks" / "x.sh")
+    runs = _records(trace)
+    by_label = {r[1]: r for r in runs}
+    assert len(runs) == 8 and set(by_label) == {"plugin-dq", "plugin-bare", "plugin-exec", "root-dq", "root-bare",
+                                                "root-sq", "root-subst", "root-exec"}, runs
+    assert by_label["plugin-dq"] == (plugin_hook, "plugin-dq", str(project))
+    assert by_label["plugin-bare"][0] == plugin_hook and by_label["plugin-bare"][2]
+    assert by_label["plugin-exec"][0] == plugin_hook and by_label["plugin-exec"][2] == by_label["plugin-bare"][2]
+    assert by_label["root-dq"][0] == by_label["root-bare"][0] == by_label["root-sq"][0] == root_hook
+    assert by_label["root-sq"][2] == f"in {project} quotes"
+    assert by_label["root-subst"][0] == "./x.sh"
+    assert by_label["root-exec"] == (root_hook, "root-exec", str(project))
