@@ -142,3 +142,85 @@ def test_a_folder_name_is_never_shell_code_in_any_form_of_a_hook_command(spawn, 
     assert by_label["root-sq"][2] == f"in {project} quotes"
     assert by_label["root-subst"][0] == "./x.sh"
     assert by_label["root-exec"] == (root_hook, "root-exec", str(project))
+
+
+# -- §2 A hook's answer is read strictly ---------------------------------------------------------------
+
+def _answering_root(tmp_path: Path, event: str, answers: dict[str, bytes], matcher: str | None = "Bash") -> Path:
+    """A root whose ``event`` hooks each print one answer's exact bytes (one handler per answer)."""
+    root = tmp_path / "project"
+    handlers = []
+    for label, data in answers.items():
+        (tmp_path / "answers").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "answers" / label).write_bytes(data)
+        handlers.append(cmd(f"cat {tmp_path / 'answers' / label}"))
+    write(root / "hooks.json", json.dumps({"hooks": {event: group(matcher, *handlers)}}))
+    return root
+
+
+def _thread(sidecar, root: Path, **more) -> str:
+    return sidecar.call("thread/start", {"roots": [str(root)], "cwd": str(root), "dynamicTools": [BASH], "watch": False,
+                                         "trustedHooks": [{"path": str(root / "hooks.json")}], **more},
+                        timeout=120)["threadId"]
+
+
+BOM = b"\xef\xbb\xbf"
+UNDEFINED_ANSWERS = {  # label: (stdout, the field the diagnostic names)
+    "decision-deny": (b'{"decision": "deny", "reason": "no"}', "decision"),
+    "permission-Deny": (b'{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "Deny"}}',
+                        "hookSpecificOutput.permissionDecision"),
+    "permission-number": (b'{"hookSpecificOutput": {"permissionDecision": 0}}', "hookSpecificOutput.permissionDecision"),
+    "bom-decision-Block": (BOM + b'{"decision": "Block"}', "decision"),
+}
+
+
+@pytest.mark.parametrize("label", sorted(UNDEFINED_ANSWERS))
+def test_an_undefined_decision_value_blocks_and_names_its_field(spawn, tmp_path, label):
+    data, field = UNDEFINED_ANSWERS[label]
+    root = _answering_root(tmp_path, "PreToolUse", {label: data})
+    editor = Editor()
+    sidecar = start_sidecar(spawn, editor)
+    result = bash(sidecar, _thread(sidecar, root))
+    assert result["isError"] and editor.ran == []
+    assert result["details"]["blocked"]["kind"] == "hook_failed"
+    assert f"'{field}'" in result["details"]["blocked"]["reason"]
+    [said] = diagnostics(sidecar, "hook_failed")
+    assert said["field"] == field and said["event"] == "PreToolUse"
+
+
+def test_a_bom_before_the_answer_is_skipped_and_defined_values_still_decide(spawn, tmp_path):
+    deny = BOM + b'{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", ' \
+                 b'"permissionDecisionReason": "not with a BOM either"}}'
+    editor = Editor()
+    sidecar = start_sidecar(spawn, editor)
+    result = bash(sidecar, _thread(sidecar, _answering_root(tmp_path / "a", "PreToolUse", {"deny": deny})))
+    assert result["isError"] and editor.ran == []
+    assert result["details"]["blocked"] == {"kind": "hook", "reason": "not with a BOM either",
+                                            "by": [f"root:{tmp_path / 'a' / 'project' / 'hooks.json'}"]}
+    allowing = {"approve": b'{"decision": "approve"}', "null": b'{"decision": null}',
+                "allow": BOM + b'{"hookSpecificOutput": {"permissionDecision": "allow", "additionalContext": "bom ok"}}'}
+    result = bash(sidecar, _thread(sidecar, _answering_root(tmp_path / "b", "PreToolUse", allowing)), call_id="c2")
+    assert not result["isError"] and editor.ran == [{"command": "ls"}]
+    assert result["details"]["hookContext"] == ["bom ok"]
+    assert diagnostics(sidecar, "hook_failed") == []
+
+
+def test_an_undefined_value_with_failures_open_lets_the_call_go_on_but_is_said(spawn, tmp_path):
+    root = _answering_root(tmp_path, "PreToolUse", {"x": b'{"decision": "deny"}'})
+    editor = Editor()
+    sidecar = start_sidecar(spawn, editor)
+    result = bash(sidecar, _thread(sidecar, root, limits={"commandHookFailure": "open"}))
+    assert not result["isError"] and editor.ran == [{"command": "ls"}]
+    assert [d["field"] for d in diagnostics(sidecar, "hook_failed")] == ["decision"]
+
+
+def test_a_permission_request_behavior_is_read_strictly(spawn, tmp_path):
+    answer = b'{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "Allow"}}}'
+    root = _answering_root(tmp_path, "PermissionRequest", {"x": answer})
+    sidecar = start_sidecar(spawn, Editor())
+    thread_id = _thread(sidecar, root)
+    said = sidecar.call("loop/event", {"threadId": thread_id, "event": "permission_request",
+                                       "payload": {"toolName": "Bash", "toolInput": {"command": "ls"}}})
+    assert said["decision"] == "deny" and said["blocked"] is not None
+    assert "hookSpecificOutput.decision.behavior" in said["blocked"]["reason"]
+    assert [d["field"] for d in diagnostics(sidecar, "hook_failed")] == ["hookSpecificOutput.decision.behavior"]

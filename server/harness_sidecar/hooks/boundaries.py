@@ -142,9 +142,13 @@ class ThreadHooks:
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
-            if failed is not None and verdict.failure is None:
-                self.notify({"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
-                             "event": event, "command": answer.handler.command, "message": failed})
+            field_name = answer.extra.get("field")  # an answer with an undefined value: said even when it blocks
+            if failed is not None and (verdict.failure is None or field_name is not None):
+                said = {"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
+                        "event": event, "command": answer.handler.command, "message": failed}
+                if field_name is not None:
+                    said["field"] = field_name
+                self.notify(said)
             verdicts.append(verdict)
         return verdicts
 

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, zygote
 from harness_sidecar.hooks.declared import Handler
+from harness_sidecar.hooks.decision import undefined_value
 
 
 MAX_STDOUT = 1024 * 1024
@@ -282,6 +283,8 @@ async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, t
         answer.failure = f"its stdout is larger than {MAX_STDOUT} bytes"
         return answer
     answer.stdout = bytes(proto.stdout).decode("utf-8", "replace")
+    if answer.stdout.startswith("\ufeff"):  # a UTF-8 BOM (Windows editors, PowerShell) is not the answer
+        answer.stdout = answer.stdout[1:]
     if code is None or code < 0:
         answer.failure = f"it was killed by signal {-code if code else '?'}"
     elif code == 0 and answer.stdout.lstrip().startswith("{"):
@@ -293,7 +296,14 @@ async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, t
             if type(output) is not dict:
                 answer.failure = "its stdout is JSON but not an object"
             else:
-                answer.output = output
+                undefined = undefined_value(handler.event, output)
+                if undefined is None:
+                    answer.output = output
+                else:  # read strictly (protocol-v4 §2): never a silent allow
+                    where, value, defined = undefined
+                    answer.failure = (f"its answer's '{where}' is {json.dumps(value, ensure_ascii=False)[:200]}, "
+                                      f"not a value the format defines ({', '.join(map(repr, defined))})")
+                    answer.extra["field"] = where
     elif code not in (0, 2):
         answer.failure = f"it exited with code {code}"
     return answer

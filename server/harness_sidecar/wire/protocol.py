@@ -269,9 +269,13 @@ THREAD_DIAGNOSTIC = Union(
                     "rather than block the sidecar (at most one a minute per thread)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed"))),
          Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
-         opt("event", Str()), opt("command", Str())], name="CommandHookDiagnostic",
+         opt("event", Str()), opt("command", Str()),
+         opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
+                                         "does not define (decision, hookSpecificOutput.permissionDecision, "
+                                         "hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
-                    "a command hook failed where a failure does not block."),
+                    "a command hook failed where a failure does not block, or answered a value the format does not "
+                    "define (said even when it blocks, with field)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
         name="ContainmentReduced",
         description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
