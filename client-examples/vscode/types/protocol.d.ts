@@ -429,7 +429,10 @@ export interface HookEntry {
    * As declared; null when absent.
    */
   matcher: string | null;
-  command: string;
+  /**
+   * Always there for a command handler; for an unsupported one, as declared (when it declares one).
+   */
+  command?: string;
   args?: string[];
   /**
    * Seconds (a positive number), as declared.
@@ -437,6 +440,22 @@ export interface HookEntry {
   timeout?: {
     [k: string]: unknown;
   };
+  /**
+   * Only with supported: false — the handler's type as declared (http, prompt, agent, mcp_tool, …); absent when it declares none.
+   */
+  type?: string;
+  /**
+   * An unsupported handler's url, as declared.
+   */
+  url?: string;
+  /**
+   * An unsupported handler's prompt, as declared.
+   */
+  prompt?: string;
+  /**
+   * Present (false) only for a handler of a type this sidecar does not run: listed, never run (hook_type_unsupported); absent means supported.
+   */
+  supported?: false;
   /**
    * Only trusted handlers run (thread/start.trustedHooks for a root's, trustedPlugins for a plugin's).
    */
@@ -618,7 +637,7 @@ export interface ClientInfo {
   version?: string | null;
 }
 /**
- * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block.
+ * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block, or answered a value the format does not define (said even when it blocks, with field).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CommandHookDiagnostic".
@@ -632,6 +651,10 @@ export interface CommandHookDiagnostic {
   sha256?: string;
   event?: string;
   command?: string;
+  /**
+   * hook_failed for an answer read strictly: the field whose value the format does not define (decision, hookSpecificOutput.permissionDecision, hookSpecificOutput.decision.behavior).
+   */
+  field?: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

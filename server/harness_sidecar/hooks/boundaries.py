@@ -62,7 +62,12 @@ class ThreadHooks:
     # -- what is declared --------------------------------------------------------------------------
 
     def handlers(self) -> list[Handler]:
+        """Every declared handler, supported or not (``catalog.hooks``)."""
         return [h for d in self.declared for h in d.handlers]
+
+    def runs_any(self) -> bool:
+        """Whether any handler can run here: trusted and of a supported type."""
+        return any(h.supported and h.source.trusted for h in self.handlers())
 
     def to_wire(self) -> list[dict[str, Any]]:
         return [h.to_wire() for h in self.handlers()]
@@ -93,12 +98,13 @@ class ThreadHooks:
         """One ``hook_untrusted`` diagnostic per untrusted source that declares handlers, per thread."""
         for d in self.declared:
             source = d.source
-            if source.trusted or not d.handlers or source.source in self.reported_untrusted:
+            runnable = [h for h in d.handlers if h.supported]
+            if source.trusted or not runnable or source.source in self.reported_untrusted:
                 continue
             self.reported_untrusted.add(source.source)
             self.notify({"threadId": self.thread_id, "kind": "hook_untrusted", "source": source.source,
                          "path": source.path, "sha256": source.sha256 or "",
-                         "message": f"{len(d.handlers)} command hook(s) of {source.source} do not run: "
+                         "message": f"{len(runnable)} command hook(s) of {source.source} do not run: "
                                     f"{source.why_untrusted or 'the editor does not trust this source'}; "
                                     f"{_how_to_trust(source.source)}"})
 
@@ -110,7 +116,8 @@ class ThreadHooks:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
-                if h.event == event and (value is None or h.matcher.matches(value)) and h.key not in out:
+                if h.event == event and h.supported and (value is None or h.matcher.matches(value)) \
+                        and h.key not in out:
                     out[h.key] = h
         return list(out.values())
 

@@ -147,7 +147,7 @@ class ThreadMethods:
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
         self.threads[thread_id] = thread
-        runs_hooks = thread.hooks is not None and any(h.source.trusted for h in thread.hooks.handlers())
+        runs_hooks = thread.hooks is not None and thread.hooks.runs_any()
         if thread.host is not None or servers is not None or runs_hooks:
             self._say_containment(thread_id)
         if runs_hooks:  # the process that starts its hooks, after the answer is written

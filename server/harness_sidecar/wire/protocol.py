@@ -116,8 +116,17 @@ CATALOG = Obj([
                                           "SubagentStart, SubagentStop, PreCompact, PostCompact, Notification, "
                                           "PermissionRequest."),
         Field("matcher", Nullable(Str()), description="As declared; null when absent."),
-        Field("command", Str()), opt("args", Arr(Str())),
+        opt("command", Str(), description="Always there for a command handler; for an unsupported one, as declared "
+                                          "(when it declares one)."),
+        opt("args", Arr(Str())),
         opt("timeout", AnyValue(), description="Seconds (a positive number), as declared."),
+        opt("type", Str(), description="Only with supported: false — the handler's type as declared (http, prompt, "
+                                       "agent, mcp_tool, …); absent when it declares none."),
+        opt("url", Str(), description="An unsupported handler's url, as declared."),
+        opt("prompt", Str(), description="An unsupported handler's prompt, as declared."),
+        opt("supported", Const(False), description="Present (false) only for a handler of a type this sidecar does "
+                                                   "not run: listed, never run (hook_type_unsupported); absent means "
+                                                   "supported."),
         Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks for a root's, "
                                              "trustedPlugins for a plugin's).")],
         name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order: the "
