@@ -283,3 +283,41 @@ def test_a_plugins_unsupported_handlers_are_listed_too(spawn, tmp_path):
                                             "supported": False, "trusted": False}]
     assert [d["kind"] for d in started["diagnostics"]] == ["hook_type_unsupported"]
     assert diagnostics(sidecar, "hook_untrusted") == []  # nothing of it could run anyway
+
+
+# -- §2 SessionStart context reaches the model ---------------------------------------------------------
+
+def test_session_start_context_is_in_the_system_prompt_for_the_threads_life(spawn, tmp_path):
+    """Plain stdout and additionalContext of two sources: in thread/start.hookContext and, in sections naming
+    each source, in every context/build — after a thread/refresh too."""
+    root = tmp_path / "project"
+    plain = script(tmp_path / "plain.sh", "echo 'Remember: the staging database is read-only.'\n")
+    json_answer = script(tmp_path / "json.sh", "printf '%s' '{\"hookSpecificOutput\": {\"hookEventName\": "
+                                               "\"SessionStart\", \"additionalContext\": \"Team style: tabs.\"}}'\n")
+    write(root / "hooks.json", json.dumps({"hooks": {"SessionStart": group("startup", cmd(plain))}}))
+    plugin = tmp_path / "plugins" / "style"
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "style"}))
+    write(plugin / "hooks" / "hooks.json", json.dumps({"hooks": {"SessionStart": group(None, cmd(json_answer))}}))
+    write(root / "AGENTS.md", "# Project\n\nBe brief.\n")
+    sidecar = start_sidecar(spawn, Editor())
+    started = sidecar.call("thread/start", {"roots": [str(root)], "plugins": [str(plugin)], "cwd": str(root),
+                                            "watch": False, "trustedHooks": [{"path": str(root / "hooks.json")}],
+                                            "trustedPlugins": [{"name": "style"}]}, timeout=120)
+    assert started["hookContext"] == ["Remember: the staging database is read-only.", "Team style: tabs."]
+    thread_id = started["threadId"]
+    expected = (f"# Hook context (SessionStart: root:{root / 'hooks.json'})\n\n"
+                "Remember: the staging database is read-only.\n\n"
+                "# Hook context (SessionStart: plugin:style)\n\nTeam style: tabs.\n")
+    prompt = sidecar.call("context/build", {"threadId": thread_id})["systemPrompt"]
+    assert prompt.startswith(f"# Instructions ({root / 'AGENTS.md'})") and prompt.endswith("\n" + expected)
+    sidecar.call("thread/refresh", {"threadId": thread_id})
+    assert sidecar.call("context/build", {"threadId": thread_id})["systemPrompt"].endswith("\n" + expected)
+
+
+def test_untrusted_session_start_hooks_add_nothing_to_the_system_prompt(spawn, tmp_path):
+    root = tmp_path / "project"
+    write(root / "hooks.json", json.dumps({"hooks": {"SessionStart": group(None, cmd("echo injected"))}}))
+    sidecar = start_sidecar(spawn, Editor())
+    started = sidecar.call("thread/start", {"roots": [str(root)], "cwd": str(root), "watch": False})
+    assert "hookContext" not in started
+    assert "injected" not in sidecar.call("context/build", {"threadId": started["threadId"]})["systemPrompt"]

@@ -772,6 +772,9 @@ export interface ContainmentReduced {
  * via the `definition` "ContextBuildResult".
  */
 export interface ContextBuildResult {
+  /**
+   * Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for what the thread's SessionStart hooks said (for the thread's life), then extension sections (protocol.md § context/build).
+   */
   systemPrompt: string;
 }
 /**
@@ -1965,7 +1968,7 @@ export interface ThreadStartResult {
   tools: ToolSpec[];
   diagnostics: Diagnostic[];
   /**
-   * thread/start only: what SessionStart command hooks added as context, in declaration order.
+   * thread/start only: what SessionStart command hooks added as context, in declaration order; it is also a section of every context/build systemPrompt for the thread's life.
    */
   hookContext?: string[];
 }

@@ -252,9 +252,11 @@ class ThreadHooks:
         verdicts = await self.run("UserPromptSubmit", self.matching("UserPromptSubmit", None), {"prompt": text})
         return merge(verdicts)
 
-    async def session_start(self) -> list[str]:
+    async def session_start(self) -> list[tuple[str, str]]:
+        """SessionStart at ``thread/start``: its context as (source, text) pairs, in declaration order — for
+        ``thread/start.hookContext`` and, for the thread's life, ``context/build``'s system prompt."""
         verdicts = await self.run("SessionStart", self.matching("SessionStart", "startup"), {"source": "startup"})
-        return merge(verdicts).context
+        return [(v.source, text) for v in verdicts for text in v.context]
 
     async def session_end(self, reason: str) -> None:
         handlers = self.matching("SessionEnd", reason)

@@ -8,7 +8,7 @@ from harness_sidecar import commands as C
 from harness_sidecar.hooks.python import CONTEXT
 from harness_sidecar.resources.activation import activate
 from harness_sidecar.resources import command_templates
-from harness_sidecar.resources.context import build_system_prompt, extension_sections
+from harness_sidecar.resources.context import build_system_prompt, extension_sections, hook_context_sections
 from harness_sidecar.resources.templates import render
 from harness_sidecar.wire import params as P
 
@@ -41,6 +41,8 @@ class ResourceMethods:
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         prompt = build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)
+        if thread.session_context:  # what SessionStart hooks said, for the thread's life
+            prompt += ("\n" if prompt else "") + hook_context_sections(thread.session_context)
         if thread.handlers(CONTEXT):
             from harness_sidecar.extensions.handlers import run_event
             from harness_sidecar.extensions.supervisor import HostLied, HostUnavailable

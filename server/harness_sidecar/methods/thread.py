@@ -46,6 +46,9 @@ class Thread:
     handler_timeouts: dict[str, list[int | None]] = field(default_factory=dict)  # event → each handler's own ms
     hooks: Any = None  # hooks.boundaries.ThreadHooks, when a root declares command hooks (protocol-v3 §5)
     hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
+    # what SessionStart hooks said at thread/start, (source, text) in declaration order: a section of every
+    # context/build's system prompt for the thread's life (protocol-v4 §2)
+    session_context: list[tuple[str, str]] = field(default_factory=list)
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
 
     def handlers(self, event: str) -> list[str]:
@@ -142,7 +145,7 @@ class ThreadMethods:
         if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
         thread.pipeline = self._new_pipeline(thread)
-        hook_context = await self._session_start_hooks(thread)
+        thread.session_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
@@ -160,8 +163,8 @@ class ThreadMethods:
         elif start.watch and self.watch_requested is not None:
             self.watch_requested(list(start.roots))
         snapshot = self._snapshot(thread)
-        if hook_context:
-            snapshot["hookContext"] = hook_context
+        if thread.session_context:
+            snapshot["hookContext"] = [text for _, text in thread.session_context]
         return snapshot
 
     def _warm_hooks(self, thread_id: str) -> None:
@@ -292,7 +295,7 @@ class ThreadMethods:
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
                            ui_timeout_s=limits.ui_timeout_ms / 1000)
 
-    async def _session_start_hooks(self, thread: Thread) -> list[str]:
+    async def _session_start_hooks(self, thread: Thread) -> list[tuple[str, str]]:
         if thread.hooks is None:
             return []
         thread.hooks.report_untrusted()

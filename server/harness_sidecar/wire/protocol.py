@@ -145,7 +145,8 @@ THREAD_START_RESULT = Obj([
     Field("tools", Arr(TOOL_SPEC), description="In claim order: builtins, dynamic tools, extension tools, MCP tools."),
     Field("diagnostics", Arr(DIAGNOSTIC)),
     opt("hookContext", Arr(Str()), description="thread/start only: what SessionStart command hooks added as "
-                                               "context, in declaration order."),
+                                               "context, in declaration order; it is also a section of every "
+                                               "context/build systemPrompt for the thread's life."),
 ], name="ThreadStartResult")
 
 SKILL_FILE = Obj([Field("path", Str(), description="Relative to the skill's directory, with '/'."),
@@ -469,7 +470,10 @@ MESSAGES: list[Message] = [
                                                           opt("diagnostics", Arr(DIAGNOSTIC))],
                                                          name="TemplatesRenderResult"),
              THREAD + ("template_not_found", "missing_argument", "invalid_arguments", *_FILE_ERRORS)),
-    _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str())], name="ContextBuildResult"), THREAD),
+    _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str(
+        description="Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for "
+                    "what the thread's SessionStart hooks said (for the thread's life), then extension sections "
+                    "(protocol.md § context/build)."))], name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
              Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),
