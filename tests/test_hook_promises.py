@@ -321,3 +321,113 @@ def test_untrusted_session_start_hooks_add_nothing_to_the_system_prompt(spawn, t
     started = sidecar.call("thread/start", {"roots": [str(root)], "cwd": str(root), "watch": False})
     assert "hookContext" not in started
     assert "injected" not in sidecar.call("context/build", {"threadId": started["threadId"]})["systemPrompt"]
+
+
+# -- §2 Hook text never costs a result -----------------------------------------------------------------
+
+CUT_MARK = "… [hook text cut by the sidecar: "
+
+
+def _wire_size(value) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+def _answers_of(tmp_path: Path, event: str, texts: list[str], key: str = "additionalContext") -> list[dict]:
+    """One handler per text, each answering it as ``hookSpecificOutput.<key>`` (or top-level systemMessage)."""
+    handlers = []
+    for i, text in enumerate(texts):
+        path = tmp_path / "answers" / f"{event}-{key}-{i}.json"
+        body = {"systemMessage": text} if key == "systemMessage" else \
+            {"hookSpecificOutput": {"hookEventName": event, key: text}}
+        write(path, json.dumps(body))
+        handlers.append(cmd(f"cat {path}"))
+    return handlers
+
+
+def test_forty_hooks_adding_a_megabyte_each_never_cost_the_tools_result(spawn, tmp_path):
+    """The v3 case: 40 PostToolUse hooks adding 1 MB additionalContext turned a successful call into too_large.
+    Now the core's result is whole, every hook's text is there (cut to fit and marked), the answer fits, and one
+    hook_text_truncated says so. PreToolUse's additionalContext and systemMessage are cut alike."""
+    limit = 4 * 1024 * 1024
+    core_text = "CORE " + "c" * 500_000
+    post = [f"{i:02d}:" + "p" * 1_000_000 for i in range(40)]
+    root = tmp_path / "project"
+    write(root / "hooks.json", json.dumps({"hooks": {
+        "PostToolUse": group("Bash", *_answers_of(tmp_path, "PostToolUse", post)),
+        "PreToolUse": group("Bash", *_answers_of(tmp_path, "PreToolUse", ["pre-context " + "q" * 1_000_000]),
+                            *_answers_of(tmp_path, "PreToolUse", ["pre-message " + "m" * 1_000_000], "systemMessage"))}}))
+    editor = Editor(output=core_text)
+    sidecar = start_sidecar(spawn, editor, "--max-result-bytes", str(limit))
+    thread_id = _thread(sidecar, root)
+    for call_id in ("c1", "c2"):  # and it keeps serving
+        result = bash(sidecar, thread_id, call_id=call_id)
+        assert not result["isError"] and result["details"].get("kind") != "too_large", str(result)[:600]
+        assert result["content"][0] == {"type": "text", "text": core_text}  # the core's result, whole
+        assert _wire_size({"result": result}) <= limit
+        feedback = result["details"]["hookFeedback"]
+        assert len(feedback) == 40 and [item["text"] for item in result["content"][1:]] == [
+            f"[hook {f['source']}] {f['text']}" for f in feedback]  # every hook's say, in declaration order
+        cut = [i for i, f in enumerate(feedback) if f["text"] != post[i]]
+        assert cut and feedback[0]["text"].startswith("00:p")
+        for i in cut:  # each cut is marked and keeps a prefix of that hook's text (nothing, at worst)
+            text = feedback[i]["text"]
+            assert CUT_MARK in text and text.endswith("more bytes did not fit --max-result-bytes]")
+            assert post[i].startswith(text[:text.index(CUT_MARK)])
+        assert result["details"]["hookContext"][0].startswith("pre-context ")
+        assert result["details"]["hookMessages"][0].startswith("pre-message ")
+    said = diagnostics(sidecar, "hook_text_truncated")
+    assert len(said) == 2 and said[0]["limit"] == limit and said[0]["cut"] >= len(cut)
+
+
+def test_hook_text_that_fits_is_untouched_and_nothing_is_said(spawn, tmp_path):
+    root = tmp_path / "project"
+    write(root / "hooks.json", json.dumps({"hooks": {
+        "PostToolUse": group("Bash", *_answers_of(tmp_path, "PostToolUse", ["fits " + "f" * 10_000]))}}))
+    sidecar = start_sidecar(spawn, Editor(), "--max-result-bytes", str(64 * 1024))
+    result = bash(sidecar, _thread(sidecar, root))
+    assert result["details"]["hookFeedback"][0]["text"] == "fits " + "f" * 10_000
+    assert diagnostics(sidecar, "hook_text_truncated") == []
+
+
+def test_a_blocked_calls_hook_context_is_cut_to_fit_too(spawn, tmp_path):
+    root = tmp_path / "project"
+    path = tmp_path / "deny.json"
+    write(path, json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                                   "permissionDecisionReason": "no",
+                                                   "additionalContext": "why " + "w" * 300_000}}))
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": group("Bash", cmd(f"cat {path}"))}}))
+    limit = 128 * 1024
+    sidecar = start_sidecar(spawn, Editor(), "--max-result-bytes", str(limit))
+    result = bash(sidecar, _thread(sidecar, root))
+    assert result["isError"] and result["details"]["blocked"]["reason"] == "no"
+    [context] = result["details"]["hookContext"]
+    assert context.startswith("why w") and CUT_MARK in context and _wire_size({"result": result}) <= limit
+    assert len(diagnostics(sidecar, "hook_text_truncated")) == 1
+
+
+def test_session_start_and_prompt_context_are_cut_to_fit_their_answers(spawn, tmp_path):
+    """thread/start.hookContext, the system prompt's hook section and input/submit's hookContext: each answer
+    fits, the catalog and the message are whole, each cut is marked."""
+    limit = 256 * 1024
+    root = tmp_path / "project"
+    write(root / "AGENTS.md", "# Project\n\n" + "Keep this instruction whole. " * 2000 + "\n")
+    write(root / "hooks.json", json.dumps({"hooks": {
+        "SessionStart": group(None, *_answers_of(tmp_path, "SessionStart", ["start " + "s" * 200_000] * 1
+                                                 + ["second " + "t" * 200_000])),
+        "UserPromptSubmit": group(None, *_answers_of(tmp_path, "UserPromptSubmit", ["prompt " + "u" * 400_000]))}}))
+    sidecar = start_sidecar(spawn, Editor(), "--max-result-bytes", str(limit))
+    started = sidecar.call("thread/start", {"roots": [str(root)], "cwd": str(root), "watch": False,
+                                            "trustedHooks": [{"path": str(root / "hooks.json")}]}, timeout=120)
+    assert _wire_size(started) <= limit
+    first, second = started["hookContext"]
+    assert first == "start " + "s" * 200_000 and second.startswith("second t") and CUT_MARK in second
+    prompt = sidecar.call("context/build", {"threadId": started["threadId"]})["systemPrompt"]
+    assert _wire_size({"systemPrompt": prompt}) <= limit
+    assert ("Keep this instruction whole. " * 2000).strip() in prompt  # the method's own text, whole
+    assert f"# Hook context (SessionStart: root:{root / 'hooks.json'})\n\nstart s" in prompt and CUT_MARK in prompt
+    submitted = sidecar.call("input/submit", {"threadId": started["threadId"], "text": "hello " + "h" * 100_000})
+    assert submitted["message"] == {"role": "user", "content": "hello " + "h" * 100_000}
+    [context] = submitted["hookContext"]
+    assert context.startswith("prompt u") and CUT_MARK in context and _wire_size(submitted) <= limit
+    assert [d["message"].split(" were cut")[0].split(" of ")[-1]
+            for d in diagnostics(sidecar, "hook_text_truncated")] == ["thread/start", "context/build", "input/submit"]

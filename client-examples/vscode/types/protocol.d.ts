@@ -173,6 +173,7 @@ export type ThreadDiagnosticParams =
   | ExtensionAuthorNotice
   | StderrDropped
   | CommandHookDiagnostic
+  | HookTextTruncated
   | ContainmentReduced;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1377,6 +1378,29 @@ export interface HookFeedback {
   source: string;
   kind: "block" | "context";
   text: string;
+}
+/**
+ * Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer the method made is kept whole.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookTextTruncated".
+ */
+export interface HookTextTruncated {
+  threadId: ThreadId;
+  kind: "hook_text_truncated";
+  /**
+   * How many hook texts were cut (each ends with the cut mark).
+   */
+  cut: number;
+  /**
+   * UTF-8 bytes of hook text left out, in all.
+   */
+  leftOutBytes: number;
+  /**
+   * --max-result-bytes.
+   */
+  limit: number;
+  message: string;
 }
 /**
  * The thread's extension host died.

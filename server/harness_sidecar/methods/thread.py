@@ -163,8 +163,14 @@ class ThreadMethods:
         elif start.watch and self.watch_requested is not None:
             self.watch_requested(list(start.roots))
         snapshot = self._snapshot(thread)
-        if thread.session_context:
+        if thread.session_context:  # cut to fit beside the catalog (hooks.fit); the thread keeps what was sent
+            from harness_sidecar.hooks import fit
+
             snapshot["hookContext"] = [text for _, text in thread.session_context]
+            snapshot = fit.fit_answer(snapshot, ("hookContext",), self.max_result_bytes, self._diagnostic, thread_id,
+                                      "thread/start")
+            thread.session_context = [(source, text) for (source, _), text in zip(thread.session_context,
+                                                                                   snapshot["hookContext"])]
         return snapshot
 
     def _warm_hooks(self, thread_id: str) -> None:
@@ -293,7 +299,10 @@ class ThreadMethods:
                            limits.command_hook_timeout_ms, limits.max_command_hook_timeout_ms,
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
-                           ui_timeout_s=limits.ui_timeout_ms / 1000)
+                           ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes)
+
+    def _diagnostic(self, params: dict[str, Any]) -> None:
+        self.peer.notify("thread/diagnostic", params)
 
     async def _session_start_hooks(self, thread: Thread) -> list[tuple[str, str]]:
         if thread.hooks is None:

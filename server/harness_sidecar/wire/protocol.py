@@ -286,6 +286,14 @@ THREAD_DIAGNOSTIC = Union(
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block, or answered a value the format does not "
                     "define (said even when it blocks, with field)."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("hook_text_truncated")),
+         Field("cut", Int(minimum=1), description="How many hook texts were cut (each ends with the cut mark)."),
+         Field("leftOutBytes", Int(minimum=0), description="UTF-8 bytes of hook text left out, in all."),
+         Field("limit", Int(minimum=1), description="--max-result-bytes."), Field("message", Str())],
+        name="HookTextTruncated",
+        description="Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, "
+                    "context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer "
+                    "the method made is kept whole."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
         name="ContainmentReduced",
         description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
