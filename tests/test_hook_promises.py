@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,10 +37,11 @@ class Editor:
         return {"error": {"code": -32601, "message": "no"}}
 
 
-def start_sidecar(spawn, editor: Editor, *args: str):
+def start_sidecar(spawn, editor: Editor, *args: str, **process):
     from harness_sidecar.client import sidecar_command
 
-    sidecar = spawn(initialize=False, on_request=editor, command=sidecar_command() + list(args))
+    process.setdefault("command", sidecar_command() + list(args))
+    sidecar = spawn(initialize=False, on_request=editor, **process)
     sidecar.call("initialize", {"clientInfo": {"name": "test"}, "protocolVersion": "4", "capabilities": {}})
     return sidecar
 
@@ -97,14 +101,13 @@ def _records(trace: Path) -> list[tuple[str, ...]]:
     return [tuple(r.split("\x1f")) for r in trace.read_text().split("\x1e") if r]
 
 
-@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=[f"name{i}" for i in range(len(HOSTILE_NAMES))])
-def test_a_folder_name_is_never_shell_code_in_any_form_of_a_hook_command(spawn, tmp_path, name):
-    """A project folder and a plugin folder with the hostile name; the root's and the plugin's hooks use the
-    placeholders bare, in double quotes (as real plugins write them), in single quotes and in exec form.
-    Each hook at that path runs with the path as one argument; nothing else runs."""
-    trace = tmp_path / "trace"
+def _hostile_name_case(spawn, top: Path, name: str, **process) -> None:
+    """A project folder and a plugin folder named ``name`` under ``top``; the root's and the plugin's hooks use
+    the placeholders bare, in double quotes (as real plugins write them), in single quotes, inside ``$(…)`` and
+    in exec form. Each hook at that path runs with the path as one argument; nothing else runs."""
+    trace = top / "trace"
     recorder = "printf '%s\\037%s\\037%s\\036' \"$0\" \"$1\" \"$2\" >> " + str(trace) + "\n"
-    project = tmp_path / name
+    project = top / name
     plugin = project / "plugins" / ("fmt" + name)
     script(project / "hooks" / "x.sh", recorder)
     script(plugin / "hooks" / "x.sh", recorder)
@@ -121,15 +124,18 @@ def test_a_folder_name_is_never_shell_code_in_any_form_of_a_hook_command(spawn, 
         cmd("sh '${CLAUDE_PROJECT_DIR}/hooks/x.sh' root-sq 'in ${CLAUDE_PROJECT_DIR} quotes'"),
         cmd("cd \"$(dirname \"${CLAUDE_PROJECT_DIR}/hooks/x.sh\")\" && ./x.sh root-subst"),
         cmd("${CLAUDE_PROJECT_DIR}/hooks/x.sh", args=["root-exec", "${CLAUDE_PROJECT_DIR}"]))}}))
+    for path in [top, *top.rglob("*")]:  # an injected command could write anywhere here (as any user)
+        if path.is_dir():
+            path.chmod(0o777)
     editor = Editor()
-    sidecar = start_sidecar(spawn, editor)
+    sidecar = start_sidecar(spawn, editor, **process)
     started = sidecar.call("thread/start", {
         "roots": [str(project)], "cwd": str(project), "dynamicTools": [BASH], "watch": False,
         "trustedHooks": [{"path": str(project / "hooks.json")}], "trustedPlugins": [{"name": "fmt"}]}, timeout=120)
     result = bash(sidecar, started["threadId"])
     assert not result["isError"], result
     assert editor.ran == [{"command": "ls"}]
-    assert _canaries(tmp_path) == []
+    assert _canaries(top) == []
     root_hook, plugin_hook = str(project / "hooks" / "x.sh"), str(plugin / "hooks" / "x.sh")
     runs = _records(trace)
     by_label = {r[1]: r for r in runs}
@@ -142,6 +148,39 @@ def test_a_folder_name_is_never_shell_code_in_any_form_of_a_hook_command(spawn, 
     assert by_label["root-sq"][2] == f"in {project} quotes"
     assert by_label["root-subst"][0] == "./x.sh"
     assert by_label["root-exec"] == (root_hook, "root-exec", str(project))
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=[f"name{i}" for i in range(len(HOSTILE_NAMES))])
+def test_a_folder_name_is_never_shell_code_in_any_form_of_a_hook_command(spawn, tmp_path, name):
+    _hostile_name_case(spawn, tmp_path, name)
+
+
+SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(SYSTEM_PYTHON),
+                    reason="needs root, setpriv and a system Python to become an ordinary user")
+def test_as_the_editors_ordinary_user_a_folder_name_is_never_shell_code(spawn):
+    """The same as the editor's (ordinary) user: a sidecar run as nobody, every folder writable by it."""
+    import site
+
+    from harness_sidecar.client import child_env
+
+    top = Path(tempfile.mkdtemp(prefix="harness-hook-names-"))
+    try:
+        top.chmod(0o777)
+        env = child_env()
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *site.getsitepackages()])
+        env["HARNESS_SIDECAR_STATE_DIR"] = str(top / "state")
+        env["HOME"] = str(top)
+        for i, name in enumerate((HOSTILE_NAMES[3], HOSTILE_NAMES[6], HOSTILE_NAMES[7])):
+            case = top / f"case{i}"
+            case.mkdir()
+            _hostile_name_case(spawn, case, name, env=env,
+                               command=[*AS_NOBODY, SYSTEM_PYTHON, "-P", "-m", "harness_sidecar"])
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 # -- §2 A hook's answer is read strictly ---------------------------------------------------------------
