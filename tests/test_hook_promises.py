@@ -470,3 +470,21 @@ def test_session_start_and_prompt_context_are_cut_to_fit_their_answers(spawn, tm
     assert context.startswith("prompt u") and CUT_MARK in context and _wire_size(submitted) <= limit
     assert [d["message"].split(" were cut")[0].split(" of ")[-1]
             for d in diagnostics(sidecar, "hook_text_truncated")] == ["thread/start", "context/build", "input/submit"]
+
+
+def test_loop_event_context_and_messages_are_cut_to_fit(spawn, tmp_path):
+    root = tmp_path / "project"
+    write(root / "hooks.json", json.dumps({"hooks": {"Stop": group(
+        None, *_answers_of(tmp_path, "Stop", ["stop-context " + "k" * 300_000]),
+        *_answers_of(tmp_path, "Stop", ["stop-message " + "n" * 300_000], "systemMessage"))}}))
+    limit = 200 * 1024
+    sidecar = start_sidecar(spawn, Editor(), "--max-result-bytes", str(limit))
+    said = sidecar.call("loop/event", {"threadId": _thread(sidecar, root), "event": "stop",
+                                       "payload": {"stopHookActive": False}})
+    assert said["blocked"] is None and _wire_size(said) <= limit
+    [context], [message] = said["additionalContext"], said["systemMessages"]
+    for text, said_text in (("stop-context " + "k" * 300_000, context), ("stop-message " + "n" * 300_000, message)):
+        assert said_text == text or (CUT_MARK in said_text and text.startswith(said_text[:said_text.index(CUT_MARK)]))
+    assert CUT_MARK in context + message and context.startswith("stop-context k")
+    assert [d["cut"] for d in diagnostics(sidecar, "hook_text_truncated")] == [len([t for t in (context, message)
+                                                                                     if CUT_MARK in t])]
