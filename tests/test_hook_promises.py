@@ -488,3 +488,19 @@ def test_loop_event_context_and_messages_are_cut_to_fit(spawn, tmp_path):
     assert CUT_MARK in context + message and context.startswith("stop-context k")
     assert [d["cut"] for d in diagnostics(sidecar, "hook_text_truncated")] == [len([t for t in (context, message)
                                                                                      if CUT_MARK in t])]
+
+
+def test_a_result_that_leaves_no_room_keeps_the_result_and_leaves_the_hooks_text_out(spawn, tmp_path):
+    """The core's result alone nearly fills --max-result-bytes: not even a cut mark fits beside it. The result is
+    answered whole (never too_large for the hooks), the hooks' text is left out, and that is said."""
+    limit = 64 * 1024
+    core_text = "CORE " + "c" * (limit - 1500)
+    root = tmp_path / "project"
+    write(root / "hooks.json", json.dumps({"hooks": {
+        "PostToolUse": group("Bash", *_answers_of(tmp_path, "PostToolUse", [f"post{i} " + "p" * 5000 for i in range(8)]))}}))
+    sidecar = start_sidecar(spawn, Editor(output=core_text), "--max-result-bytes", str(limit))
+    result = bash(sidecar, _thread(sidecar, root))
+    assert not result["isError"] and result["content"] == [{"type": "text", "text": core_text}]
+    assert "hookFeedback" not in result["details"]
+    [said] = diagnostics(sidecar, "hook_text_truncated")
+    assert said["cut"] == 8 and "left out whole" in said["message"]

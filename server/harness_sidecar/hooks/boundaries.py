@@ -248,6 +248,10 @@ class ThreadHooks:
         weights = [1] * (len(context) + len(messages)) + [2] * len(feedback)  # feedback: an item and an entry
         fitted = self._fit(texts, weights, lambda: fit.json_size({"result": made([""] * len(texts)).to_wire()}),
                            f"tools/call {call.id!r}")
+        if fitted.dropped:  # the result alone fills the answer: it is kept, the hooks' say is left out
+            if extra:
+                result.details = {**result.details, **extra}
+            return result
         return made(fitted.texts)
 
     def _fit(self, texts: list[str], weights: list[int], size_without: Callable[[], int], where: str) -> fit.Fitted:

@@ -38,6 +38,7 @@ class Fitted:
     cut: int = 0  # how many texts were cut (each marked)
     left_out_bytes: int = 0  # UTF-8 bytes of hook text left out, in all
     cuts: list[int] = field(default_factory=list)  # the indexes of the cut texts
+    dropped: bool = False  # no room even for the marks: ``texts`` is empty and the caller leaves the hooks' part out
 
 
 def fit(texts: list[str], weights: list[int] | None, budget: int) -> Fitted:
@@ -50,6 +51,9 @@ def fit(texts: list[str], weights: list[int] | None, budget: int) -> Fitted:
     # room kept for the marks of the texts after each one, should they all be cut to nothing
     marks = [_string_size(CUT_MARK.format(left=len(t.encode("utf-8")))) * w for t, w in zip(texts, weights)]
     reserve = sum(marks)
+    if reserve > budget:  # not even the marks fit beside the method's answer: the hooks' say is left out whole
+        total = sum(len(t.encode("utf-8")) for t in texts)
+        return Fitted([], cut=len(texts), left_out_bytes=total, cuts=list(range(len(texts))), dropped=True)
     used = 0
     for i, (text, size, weight) in enumerate(zip(texts, sizes, weights)):
         reserve -= marks[i]
@@ -91,10 +95,11 @@ def fit_and_say(texts: list[str], weights: list[int] | None, limit: int, size_wi
         return Fitted([])
     fitted = fit(texts, weights, limit - SLACK - size_without())
     if fitted.cut:
+        how = ("left out whole: the answer leaves no room even for a mark" if fitted.dropped else "each cut is marked")
         notify({"threadId": thread_id, "kind": "hook_text_truncated", "cut": fitted.cut,
                 "leftOutBytes": fitted.left_out_bytes, "limit": limit,
                 "message": f"{fitted.cut} hook text(s) of {where} were cut ({fitted.left_out_bytes} bytes left out) "
-                           f"to fit --max-result-bytes ({limit}); each cut is marked"})
+                           f"to fit --max-result-bytes ({limit}); {how}"})
     return fitted
 
 
@@ -108,6 +113,10 @@ def fit_answer(answer: dict[str, Any], keys: tuple[str, ...], limit: int, notify
     fitted = fit_and_say(texts, None, limit, lambda: json_size({**answer, **{k: [""] * len(answer[k]) for k in present}}),
                          notify, thread_id, where)
     out = dict(answer)
+    if fitted.dropped:
+        for k in present:
+            out[k] = []
+        return out
     i = 0
     for k in present:
         out[k] = fitted.texts[i:i + len(answer[k])]

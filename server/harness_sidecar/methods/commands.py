@@ -115,6 +115,8 @@ class CommandMethods:
 
             answer = fit.fit_answer(answer, ("hookContext",), self.max_result_bytes, self._diagnostic,
                                     P.thread_id(params), "input/submit")
+            if not answer["hookContext"]:  # no room beside the message even for a mark: left out, and said
+                del answer["hookContext"]
         return answer
 
     async def _input_submit(self, params: dict[str, Any]) -> dict[str, Any]:

@@ -68,7 +68,8 @@ class ResourceMethods:
             texts = [text for _, text in thread.session_context]
             fitted = fit.fit_and_say(texts, None, self.max_result_bytes, lambda: fit.json_size({"systemPrompt": joined(
                 [(source, "x") for source, _ in thread.session_context])}), self._diagnostic, thread.id, "context/build")
-            prompt = joined([(source, text) for (source, _), text in zip(thread.session_context, fitted.texts)])
+            prompt = joined([(source, text) for (source, _), text in zip(thread.session_context, fitted.texts)]
+                            if not fitted.dropped else [])
         elif extension_text:
             prompt += ("\n" if prompt else "") + extension_text
         return {"systemPrompt": prompt}

@@ -171,6 +171,8 @@ class ThreadMethods:
                                       "thread/start")
             thread.session_context = [(source, text) for (source, _), text in zip(thread.session_context,
                                                                                    snapshot["hookContext"])]
+            if not snapshot["hookContext"]:  # no room beside the catalog: left out (said by hook_text_truncated)
+                del snapshot["hookContext"]
         return snapshot
 
     def _warm_hooks(self, thread_id: str) -> None:
