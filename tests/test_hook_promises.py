@@ -95,7 +95,7 @@ def _canaries(top: Path) -> list[str]:
 
 
 def _records(trace: Path) -> list[tuple[str, ...]]:
-    """What the recording hook wrote: one record per run ($0, $1, $2), NUL-free separators."""
+    """What the recording hook wrote: one record per run ($0, $1, $2, $3), NUL-free separators."""
     if not trace.exists():
         return []
     return [tuple(r.split("\x1f")) for r in trace.read_text().split("\x1e") if r]
@@ -106,7 +106,7 @@ def _hostile_name_case(spawn, top: Path, name: str, **process) -> None:
     the placeholders bare, in double quotes (as real plugins write them), in single quotes, inside ``$(…)`` and
     in exec form. Each hook at that path runs with the path as one argument; nothing else runs."""
     trace = top / "trace"
-    recorder = "printf '%s\\037%s\\037%s\\036' \"$0\" \"$1\" \"$2\" >> " + str(trace) + "\n"
+    recorder = "printf '%s\\037%s\\037%s\\037%s\\036' \"$0\" \"$1\" \"$2\" \"$3\" >> " + str(trace) + "\n"
     project = top / name
     plugin = project / "plugins" / ("fmt" + name)
     script(project / "hooks" / "x.sh", recorder)
@@ -121,6 +121,7 @@ def _hostile_name_case(spawn, top: Path, name: str, **process) -> None:
         "Bash",
         cmd('"${CLAUDE_PROJECT_DIR}/hooks/x.sh" root-dq'),
         cmd("${CLAUDE_PROJECT_DIR}/hooks/x.sh root-bare"),
+        cmd("$CLAUDE_PROJECT_DIR/hooks/x.sh root-nobrace \"$CLAUDE_PROJECT_DIR\" '$CLAUDE_PROJECT_DIR'"),
         cmd("sh '${CLAUDE_PROJECT_DIR}/hooks/x.sh' root-sq 'in ${CLAUDE_PROJECT_DIR} quotes'"),
         cmd("cd \"$(dirname \"${CLAUDE_PROJECT_DIR}/hooks/x.sh\")\" && ./x.sh root-subst"),
         cmd("${CLAUDE_PROJECT_DIR}/hooks/x.sh", args=["root-exec", "${CLAUDE_PROJECT_DIR}"]))}}))
@@ -139,15 +140,16 @@ def _hostile_name_case(spawn, top: Path, name: str, **process) -> None:
     root_hook, plugin_hook = str(project / "hooks" / "x.sh"), str(plugin / "hooks" / "x.sh")
     runs = _records(trace)
     by_label = {r[1]: r for r in runs}
-    assert len(runs) == 8 and set(by_label) == {"plugin-dq", "plugin-bare", "plugin-exec", "root-dq", "root-bare",
-                                                "root-sq", "root-subst", "root-exec"}, runs
-    assert by_label["plugin-dq"] == (plugin_hook, "plugin-dq", str(project))
+    assert len(runs) == 9 and set(by_label) == {"plugin-dq", "plugin-bare", "plugin-exec", "root-dq", "root-bare",
+                                                "root-nobrace", "root-sq", "root-subst", "root-exec"}, runs
+    assert by_label["root-nobrace"] == (root_hook, "root-nobrace", str(project), "$CLAUDE_PROJECT_DIR")
+    assert by_label["plugin-dq"][:3] == (plugin_hook, "plugin-dq", str(project))
     assert by_label["plugin-bare"][0] == plugin_hook and by_label["plugin-bare"][2]
     assert by_label["plugin-exec"][0] == plugin_hook and by_label["plugin-exec"][2] == by_label["plugin-bare"][2]
     assert by_label["root-dq"][0] == by_label["root-bare"][0] == by_label["root-sq"][0] == root_hook
     assert by_label["root-sq"][2] == f"in {project} quotes"
     assert by_label["root-subst"][0] == "./x.sh"
-    assert by_label["root-exec"] == (root_hook, "root-exec", str(project))
+    assert by_label["root-exec"][:3] == (root_hook, "root-exec", str(project))
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=[f"name{i}" for i in range(len(HOSTILE_NAMES))])

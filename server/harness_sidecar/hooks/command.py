@@ -32,6 +32,7 @@ from harness_sidecar.hooks.decision import undefined_value
 MAX_STDOUT = 1024 * 1024
 STDERR_TAIL = 2000
 _VARIABLE = re.compile(r"\$\{([A-Z_]+)\}")
+_BARE_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")  # $NAME: the whole name, as the shell reads it
 
 
 @dataclass
@@ -67,8 +68,9 @@ def substitute(text: str, values: dict[str, str]) -> str:
 def shell_command(text: str, values: dict[str, str]) -> str:
     """Shell form (protocol-v4 §1 "No path is shell syntax"): no value is pasted into the script.
 
-    Each ``${NAME}`` of the known variables stays a parameter expansion the shell makes from the hook's
-    environment (where ``variables`` puts the value), quoted by where it stands: ``"${NAME}"`` outside
+    Each ``${NAME}`` (and, outside quotes, ``$NAME``) of the known variables stays a parameter expansion the
+    shell makes from the hook's environment (where ``variables`` puts the value), quoted by where it
+    stands: ``"${NAME}"`` outside
     quotes (no field splitting, no globbing), as written inside double quotes, and ``'"${NAME}"'`` inside
     single quotes (the quote is closed around it, so it expands there as Claude Code's pasting did). The
     shell never reads the result of an expansion as code, so whatever bytes a folder name holds —
@@ -84,7 +86,9 @@ def shell_command(text: str, values: dict[str, str]) -> str:
         frame = frames[-1]
         quote = frame[0]
         if c == "$":
-            m = _VARIABLE.match(text, i)
+            # ${NAME} anywhere (Claude Code pastes it, even in single quotes); $NAME only outside quotes, where
+            # the shell would split it (in double quotes it is whole already, in single quotes it is text)
+            m = _VARIABLE.match(text, i) or (_BARE_VARIABLE.match(text, i) if quote == "" else None)
             if m is not None and m.group(1) in values:
                 name = m.group(1)
                 out.append(f'"${{{name}}}"' if quote == "" else f'${{{name}}}' if quote == '"'
