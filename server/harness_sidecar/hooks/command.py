@@ -70,9 +70,9 @@ def shell_command(text: str, values: dict[str, str]) -> str:
 
     Each ``${NAME}`` (and, outside quotes, ``$NAME``) of the known variables stays a parameter expansion the
     shell makes from the hook's environment (where ``variables`` puts the value), quoted by where it
-    stands: ``"${NAME}"`` outside
-    quotes (no field splitting, no globbing), as written inside double quotes, and ``'"${NAME}"'`` inside
-    single quotes (the quote is closed around it, so it expands there as Claude Code's pasting did). The
+    stands: ``"${NAME}"`` outside quotes (no field splitting, no globbing), as written inside double
+    quotes, and ``'"${NAME}"'`` inside single quotes (the quote is closed around it, so it expands there
+    as Claude Code's pasting did). The
     shell never reads the result of an expansion as code, so whatever bytes a folder name holds —
     ``$(…)``, backticks, ``;``, quotes, newlines — it is one word, the path. Only the quoting is read
     here (a misread of nested quotes can only change which quotes surround the expansion, never make
