@@ -255,16 +255,18 @@ def test_an_undefined_value_with_failures_open_lets_the_call_go_on_but_is_said(s
     assert [d["field"] for d in diagnostics(sidecar, "hook_failed")] == ["decision"]
 
 
-def test_a_permission_request_behavior_is_read_strictly(spawn, tmp_path):
-    answer = b'{"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "Allow"}}}'
+@pytest.mark.parametrize("decision,field", [({"behavior": "Allow"}, "hookSpecificOutput.decision.behavior"),
+                                            ("deny", "hookSpecificOutput.decision")])
+def test_a_permission_request_behavior_is_read_strictly(spawn, tmp_path, decision, field):
+    answer = json.dumps({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}).encode()
     root = _answering_root(tmp_path, "PermissionRequest", {"x": answer})
     sidecar = start_sidecar(spawn, Editor())
     thread_id = _thread(sidecar, root)
     said = sidecar.call("loop/event", {"threadId": thread_id, "event": "permission_request",
                                        "payload": {"toolName": "Bash", "toolInput": {"command": "ls"}}})
     assert said["decision"] == "deny" and said["blocked"] is not None
-    assert "hookSpecificOutput.decision.behavior" in said["blocked"]["reason"]
-    assert [d["field"] for d in diagnostics(sidecar, "hook_failed")] == ["hookSpecificOutput.decision.behavior"]
+    assert f"'{field}'" in said["blocked"]["reason"]
+    assert [d["field"] for d in diagnostics(sidecar, "hook_failed")] == [field]
 
 
 # -- §2 Declared means listed --------------------------------------------------------------------------

@@ -653,7 +653,7 @@ export interface CommandHookDiagnostic {
   event?: string;
   command?: string;
   /**
-   * hook_failed for an answer read strictly: the field whose value the format does not define (decision, hookSpecificOutput.permissionDecision, hookSpecificOutput.decision.behavior).
+   * hook_failed for an answer read strictly: the field whose value the format does not define (decision, hookSpecificOutput.permissionDecision, hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).
    */
   field?: string;
 }

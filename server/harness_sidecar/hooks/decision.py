@@ -138,9 +138,10 @@ def undefined_value(event: str, output: dict[str, Any]) -> tuple[str, Any, tuple
         return "hookSpecificOutput.permissionDecision", permission, PERMISSION_DECISIONS
     behavior = specific.get("decision")
     if event == "PermissionRequest" and behavior is not None:
-        value = behavior.get("behavior") if type(behavior) is dict else behavior
-        if value not in BEHAVIORS:
-            return "hookSpecificOutput.decision.behavior", value, BEHAVIORS
+        if type(behavior) is not dict:  # {behavior, message?} — a bare "deny" would otherwise decide nothing
+            return "hookSpecificOutput.decision", behavior, ("{\"behavior\": \"allow\"|\"deny\"}",)
+        if behavior.get("behavior") not in BEHAVIORS:
+            return "hookSpecificOutput.decision.behavior", behavior.get("behavior"), BEHAVIORS
     return None
 
 

@@ -282,7 +282,7 @@ THREAD_DIAGNOSTIC = Union(
          opt("event", Str()), opt("command", Str()),
          opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
                                          "does not define (decision, hookSpecificOutput.permissionDecision, "
-                                         "hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
+                                         "hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block, or answered a value the format does not "
                     "define (said even when it blocks, with field)."),
