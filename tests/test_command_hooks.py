@@ -523,8 +523,12 @@ def test_check_lists_and_lints_a_roots_hooks(ws):
                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     report = json.loads(done.stdout)
     assert done.returncode == 1
+    # v4 "Declared means listed": the agent handler is listed too, supported: false (v3 left it out)
     assert report["catalog"]["hooks"] == [{"source": f"root:{ws.hooks_file}", "event": "PreToolUse",
-                                           "matcher": "Bash", "command": "exit 0", "trusted": False}]
+                                           "matcher": "Bash", "command": "exit 0", "trusted": False},
+                                          {"source": f"root:{ws.hooks_file}", "event": "PreToolUse", "matcher": None,
+                                           "type": "agent", "prompt": "Review it", "supported": False,
+                                           "trusted": False}]
     assert [d["kind"] for d in report["diagnostics"]] == ["hook_type_unsupported"]
 
 

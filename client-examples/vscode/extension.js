@@ -203,9 +203,11 @@ class CatalogTree {
       Object.assign(item, { description, tooltip, iconPath: new vscode.ThemeIcon(icon), command });
       return { item };
     };
+    // an unsupported handler (protocol v4: supported === false) is listed with its type; it never runs
+    const hookWhat = (h) => (h.supported === false ? `${h.type || 'untyped'} handler, not supported: never runs` : h.command);
     const hookLeaf = (h) => leaf(`${h.event}${h.matcher ? ` [${h.matcher}]` : ''}`,
-      `${h.trusted ? 'trusted' : 'not trusted'} · ${h.command}`, `${h.command}\n${h.source}`, h.trusted ? 'pass' : 'lock',
-      open(h.path || h.source.replace(/^root:/, '')));
+      `${h.trusted ? 'trusted' : 'not trusted'} · ${hookWhat(h)}`, `${hookWhat(h)}\n${h.source}`,
+      h.supported === false ? 'circle-slash' : h.trusted ? 'pass' : 'lock', open(h.path || h.source.replace(/^root:/, '')));
     if (node.plugin) return pluginParts(node.plugin, catalog, leaf, hookLeaf, open);
     switch (node.group) {
       case 'skills':

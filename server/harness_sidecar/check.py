@@ -173,7 +173,8 @@ def main(args: list[str]) -> int:
         for h in declared.handlers:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
             digest = f" sha256={declared.source.sha256[:12]}…" if declared.source.sha256 else ""
-            out.write(f"  hook          {h.event}{matcher}: {h.command}  ({declared.source.source}: "
+            what = h.command if h.supported else f"({h.type or 'untyped'} handler: not supported here, never runs)"
+            out.write(f"  hook          {h.event}{matcher}: {what}  ({declared.source.source}: "
                       f"{declared.source.path}{digest}; runs only when trusted)\n")
     _write_plugins(out, catalog)
     if not (catalog.instructions or catalog.skills or catalog.templates or found or hooks or catalog.plugins.plugins

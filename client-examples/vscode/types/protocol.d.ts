@@ -178,6 +178,7 @@ export type ThreadDiagnosticParams =
   | StderrDropped
   | CommandHookDiagnostic
   | TrustAmbiguous
+  | HookTextTruncated
   | ContainmentReduced;
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -434,7 +435,10 @@ export interface HookEntry {
    * As declared; null when absent.
    */
   matcher: string | null;
-  command: string;
+  /**
+   * Always there for a command handler; for an unsupported one, as declared (when it declares one).
+   */
+  command?: string;
   args?: string[];
   /**
    * Seconds (a positive number), as declared.
@@ -442,6 +446,22 @@ export interface HookEntry {
   timeout?: {
     [k: string]: unknown;
   };
+  /**
+   * Only with supported: false — the handler's type as declared (http, prompt, agent, mcp_tool, …); absent when it declares none.
+   */
+  type?: string;
+  /**
+   * An unsupported handler's url, as declared.
+   */
+  url?: string;
+  /**
+   * An unsupported handler's prompt, as declared.
+   */
+  prompt?: string;
+  /**
+   * Present (false) only for a handler of a type this sidecar does not run: listed, never run (hook_type_unsupported); absent means supported.
+   */
+  supported?: false;
   /**
    * Only trusted handlers run (thread/start.trustedHooks for a root's, trustedPlugins for a plugin's).
    */
@@ -623,7 +643,7 @@ export interface ClientInfo {
   version?: string | null;
 }
 /**
- * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block.
+ * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block, or answered a value the format does not define (said even when it blocks, with field).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CommandHookDiagnostic".
@@ -637,6 +657,10 @@ export interface CommandHookDiagnostic {
   sha256?: string;
   event?: string;
   command?: string;
+  /**
+   * hook_failed for an answer read strictly: the field whose value the format does not define (decision, hookSpecificOutput.permissionDecision, hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).
+   */
+  field?: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -754,6 +778,9 @@ export interface ContainmentReduced {
  * via the `definition` "ContextBuildResult".
  */
 export interface ContextBuildResult {
+  /**
+   * Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for what the thread's SessionStart hooks said (for the thread's life), then extension sections (protocol.md § context/build).
+   */
   systemPrompt: string;
 }
 /**
@@ -1356,6 +1383,29 @@ export interface HookFeedback {
   source: string;
   kind: "block" | "context";
   text: string;
+}
+/**
+ * Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer the method made is kept whole.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookTextTruncated".
+ */
+export interface HookTextTruncated {
+  threadId: ThreadId;
+  kind: "hook_text_truncated";
+  /**
+   * How many hook texts were cut (each ends with the cut mark).
+   */
+  cut: number;
+  /**
+   * UTF-8 bytes of hook text left out, in all.
+   */
+  leftOutBytes: number;
+  /**
+   * --max-result-bytes.
+   */
+  limit: number;
+  message: string;
 }
 /**
  * The thread's extension host died.
@@ -1984,7 +2034,7 @@ export interface ThreadStartResult {
   tools: ToolSpec[];
   diagnostics: Diagnostic[];
   /**
-   * thread/start only: what SessionStart command hooks added as context, in declaration order.
+   * thread/start only: what SessionStart command hooks added as context, in declaration order; it is also a section of every context/build systemPrompt for the thread's life.
    */
   hookContext?: string[];
 }

@@ -22,7 +22,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar.hooks import command
+from harness_sidecar.hooks import command, fit
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
 from harness_sidecar.resources.catalog import Diagnostic
@@ -58,11 +58,17 @@ class ThreadHooks:
     reported_untrusted: set[str] = field(default_factory=set)
     deciding: set[asyncio.Task] = field(default_factory=set)  # PreToolUse runs of calls whose core has not begun
     closing: bool = False  # thread/close: calls still deciding are answered blocked "closed"
+    max_result_bytes: int = 16 * 1024 * 1024  # --max-result-bytes: what hooks add is cut to fit it (hooks.fit)
 
     # -- what is declared --------------------------------------------------------------------------
 
     def handlers(self) -> list[Handler]:
+        """Every declared handler, supported or not (``catalog.hooks``)."""
         return [h for d in self.declared for h in d.handlers]
+
+    def runs_any(self) -> bool:
+        """Whether any handler can run here: trusted and of a supported type."""
+        return any(h.supported and h.source.trusted for h in self.handlers())
 
     def to_wire(self) -> list[dict[str, Any]]:
         return [h.to_wire() for h in self.handlers()]
@@ -93,12 +99,13 @@ class ThreadHooks:
         """One ``hook_untrusted`` diagnostic per untrusted source that declares handlers, per thread."""
         for d in self.declared:
             source = d.source
-            if source.trusted or not d.handlers or source.source in self.reported_untrusted:
+            runnable = [h for h in d.handlers if h.supported]
+            if source.trusted or not runnable or source.source in self.reported_untrusted:
                 continue
             self.reported_untrusted.add(source.source)
             self.notify({"threadId": self.thread_id, "kind": "hook_untrusted", "source": source.source,
                          "path": source.path, "sha256": source.sha256 or "",
-                         "message": f"{len(d.handlers)} command hook(s) of {source.source} do not run: "
+                         "message": f"{len(runnable)} command hook(s) of {source.source} do not run: "
                                     f"{source.why_untrusted or 'the editor does not trust this source'}; "
                                     f"{_how_to_trust(source.source)}"})
 
@@ -110,7 +117,8 @@ class ThreadHooks:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
-                if h.event == event and (value is None or h.matcher.matches(value)) and h.key not in out:
+                if h.event == event and h.supported and (value is None or h.matcher.matches(value)) \
+                        and h.key not in out:
                     out[h.key] = h
         return list(out.values())
 
@@ -142,9 +150,13 @@ class ThreadHooks:
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
-            if failed is not None and verdict.failure is None:
-                self.notify({"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
-                             "event": event, "command": answer.handler.command, "message": failed})
+            field_name = answer.extra.get("field")  # an answer with an undefined value: said even when it blocks
+            if failed is not None and (verdict.failure is None or field_name is not None):
+                said = {"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
+                        "event": event, "command": answer.handler.command, "message": failed}
+                if field_name is not None:
+                    said["field"] = field_name
+                self.notify(said)
             verdicts.append(verdict)
         return verdicts
 
@@ -158,6 +170,8 @@ class ThreadHooks:
         """PreToolUse → ``proceed`` (the extensions' hooks, the core, the transforms) → PostToolUse."""
         pre = self.matching("PreToolUse", call.name)
         extra: dict[str, Any] = {}
+        context: list[str] = []
+        messages: list[str] = []
         if pre:
             if self.closing:
                 return blocked(call, "host", "closed", "the thread was closed before the call began")
@@ -181,37 +195,76 @@ class ThreadHooks:
             if decision.outcome == ASK:
                 decision = await self._confirm(call, decision)
             if decision.outcome == BLOCKED:
-                return _blocked(call, decision)
+                return self._blocked(call, decision)
             if decision.updated_input is not None and decision.updated_input != call.arguments:
                 problem = validate(tool, decision.updated_input)
                 if problem is not None:
                     decision.outcome, decision.kind, decision.by = BLOCKED, "hook", decision.rewritten_by
                     decision.reason = (f"the input the hook rewrote does not match the tool's inputSchema: "
                                        f"{problem[0]} (at {problem[1]})")
-                    return _blocked(call, decision)
+                    return self._blocked(call, decision)
                 call = ToolCall(call.id, call.name, decision.updated_input)
                 extra["hookRewrittenBy"] = decision.rewritten_by
-            if decision.context:
-                extra["hookContext"] = decision.context
-            if decision.system_messages:
-                extra["hookMessages"] = decision.system_messages
+            context, messages = decision.context, decision.system_messages
         result = await proceed(call)
         post = self.matching("PostToolUse", call.name)
+        feedback: list[tuple[str, str, str]] = []  # (source, kind, text)
         if post:
             verdicts = await self.run("PostToolUse", post, {
                 "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
                 "tool_response": result.to_wire()})
-            feedback = []
             for v in verdicts:
                 for kind, text in ([("block", v.feedback)] if v.feedback else []) + [("context", c) for c in v.context]:
-                    feedback.append({"source": v.source, "kind": kind, "text": text})
+                    feedback.append((v.source, kind, text))
+        if not (context or messages or feedback):
+            if extra:
+                result.details = {**result.details, **extra}
+            return result
+        return self._with_hook_text(call, result, extra, context, messages, feedback)
+
+    def _with_hook_text(self, call: ToolCall, result: ToolResult, extra: dict[str, Any], context: list[str],
+                        messages: list[str], feedback: list[tuple[str, str, str]]) -> ToolResult:
+        """``result`` with what the hooks said: ``details.hookContext``/``hookMessages``, and PostToolUse
+        feedback as text items and ``details.hookFeedback`` — every text cut to fit ``--max-result-bytes``
+        around the result the call made (``hooks.fit``), which is never lost for them."""
+
+        def made(texts: list[str]) -> ToolResult:
+            n, m = len(context), len(messages)
+            said_context, said_messages, said_feedback = texts[:n], texts[n:n + m], texts[n + m:]
+            details = {**result.details, **extra}
+            if said_context:
+                details["hookContext"] = said_context
+            if said_messages:
+                details["hookMessages"] = said_messages
+            content = result.content
             if feedback:
-                result.content = [*result.content, *({"type": "text", "text": f"[hook {f['source']}] {f['text']}"}
-                                                     for f in feedback)]
-                extra["hookFeedback"] = feedback
-        if extra:
-            result.details = {**result.details, **extra}
-        return result
+                items = [{"source": source, "kind": kind, "text": text}
+                         for (source, kind, _), text in zip(feedback, said_feedback)]
+                content = [*content, *({"type": "text", "text": f"[hook {f['source']}] {f['text']}"} for f in items)]
+                details["hookFeedback"] = items
+            return ToolResult(result.tool_call_id, result.tool_name, content, details, result.is_error)
+
+        texts = [*context, *messages, *(text for _, _, text in feedback)]
+        weights = [1] * (len(context) + len(messages)) + [2] * len(feedback)  # feedback: an item and an entry
+        fitted = self._fit(texts, weights, lambda: fit.json_size({"result": made([""] * len(texts)).to_wire()}),
+                           f"tools/call {call.id!r}")
+        if fitted.dropped:  # the result alone fills the answer: it is kept, the hooks' say is left out
+            if extra:
+                result.details = {**result.details, **extra}
+            return result
+        return made(fitted.texts)
+
+    def _fit(self, texts: list[str], weights: list[int], size_without: Callable[[], int], where: str) -> fit.Fitted:
+        """``texts`` cut to fit this thread's ``--max-result-bytes`` beside what the answer is without them
+        (``size_without``); one ``hook_text_truncated`` when any is cut."""
+        return fit.fit_and_say(texts, weights, self.max_result_bytes, size_without, self.notify, self.thread_id, where)
+
+    def _blocked(self, call: ToolCall, decision: Decision) -> ToolResult:
+        result = _blocked(call, decision)
+        context = result.details.pop("hookContext", None)
+        if not context:
+            return result
+        return self._with_hook_text(call, result, {}, context, [], [])
 
     async def _confirm(self, call: ToolCall, decision: Decision) -> Decision:
         """``ask``: one ``ui/confirm`` naming the hooks; no UI, no answer or a no = blocked."""
@@ -241,9 +294,11 @@ class ThreadHooks:
         verdicts = await self.run("UserPromptSubmit", self.matching("UserPromptSubmit", None), {"prompt": text})
         return merge(verdicts)
 
-    async def session_start(self) -> list[str]:
+    async def session_start(self) -> list[tuple[str, str]]:
+        """SessionStart at ``thread/start``: its context as (source, text) pairs, in declaration order — for
+        ``thread/start.hookContext`` and, for the thread's life, ``context/build``'s system prompt."""
         verdicts = await self.run("SessionStart", self.matching("SessionStart", "startup"), {"source": "startup"})
-        return merge(verdicts).context
+        return [(v.source, text) for v in verdicts for text in v.context]
 
     async def session_end(self, reason: str) -> None:
         handlers = self.matching("SessionEnd", reason)

@@ -3,8 +3,10 @@
 Shell form (``command`` alone) runs ``/bin/sh -c command``; with ``args``, ``command`` is run directly
 with them. The process is started by ``containment.launcher`` (kind ``HOOK``, owned by the thread):
 cwd = the thread's cwd; environment = the sidecar's plus ``CLAUDE_PROJECT_DIR`` and, for a plugin,
-``CLAUDE_PLUGIN_ROOT``/``PLUGIN_ROOT``/``CLAUDE_PLUGIN_DATA``/``PLUGIN_DATA`` (``${NAME}`` of those is
-also substituted in ``command`` and ``args``). stdin is one JSON object, then EOF. stdout is read up
+``CLAUDE_PLUGIN_ROOT``/``PLUGIN_ROOT``/``CLAUDE_PLUGIN_DATA``/``PLUGIN_DATA``. ``${NAME}`` of those is
+never pasted into a shell script: in shell form it stays an expansion of that environment variable,
+quoted (``shell_command``); in exec form it is substituted in ``command`` and ``args``, each a whole
+argument (protocol-v4 §1). stdin is one JSON object, then EOF. stdout is read up
 to 1 MiB (more is a failure), stderr's tail is kept for the reason of a block or a failure, and each
 stderr line goes to the sidecar's stderr with the hook's prefix. At the deadline the whole process group is killed.
 
@@ -24,11 +26,13 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, zygote
 from harness_sidecar.hooks.declared import Handler
+from harness_sidecar.hooks.decision import undefined_value
 
 
 MAX_STDOUT = 1024 * 1024
 STDERR_TAIL = 2000
 _VARIABLE = re.compile(r"\$\{([A-Z_]+)\}")
+_BARE_VARIABLE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")  # $NAME: the whole name, as the shell reads it
 
 
 @dataclass
@@ -61,11 +65,65 @@ def substitute(text: str, values: dict[str, str]) -> str:
     return _VARIABLE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
 
+def shell_command(text: str, values: dict[str, str]) -> str:
+    """Shell form (protocol-v4 §1 "No path is shell syntax"): no value is pasted into the script.
+
+    Each ``${NAME}`` (and, outside quotes, ``$NAME``) of the known variables stays a parameter expansion the
+    shell makes from the hook's environment (where ``variables`` puts the value), quoted by where it
+    stands: ``"${NAME}"`` outside quotes (no field splitting, no globbing), as written inside double
+    quotes, and ``'"${NAME}"'`` inside single quotes (the quote is closed around it, so it expands there
+    as Claude Code's pasting did). The
+    shell never reads the result of an expansion as code, so whatever bytes a folder name holds —
+    ``$(…)``, backticks, ``;``, quotes, newlines — it is one word, the path. Only the quoting is read
+    here (a misread of nested quotes can only change which quotes surround the expansion, never make
+    a value code: the value is never in the script).
+    """
+    out: list[str] = []
+    frames = [["", 0]]  # one per command substitution "$(" open: [its quote: "" | "'" | '"', its "(" depth]
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        frame = frames[-1]
+        quote = frame[0]
+        if c == "$":
+            # ${NAME} anywhere (Claude Code pastes it, even in single quotes); $NAME only outside quotes, where
+            # the shell would split it (in double quotes it is whole already, in single quotes it is text)
+            m = _VARIABLE.match(text, i) or (_BARE_VARIABLE.match(text, i) if quote == "" else None)
+            if m is not None and m.group(1) in values:
+                name = m.group(1)
+                out.append(f'"${{{name}}}"' if quote == "" else f'${{{name}}}' if quote == '"'
+                           else f"'\"${{{name}}}\"'")
+                i = m.end()
+                continue
+            if quote != "'" and text.startswith("$(", i):
+                frames.append(["", 0])
+                out.append("$(")
+                i += 2
+                continue
+        if c == "\\" and quote != "'" and i + 1 < n:
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        if c in "'\"" and (quote == "" or quote == c):
+            frame[0] = c if quote == "" else ""
+        elif quote == "" and len(frames) > 1 and c in "()":
+            if c == "(":
+                frame[1] += 1
+            elif frame[1]:
+                frame[1] -= 1
+            else:
+                frames.pop()
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def argv_of(handler: Handler, values: dict[str, str]) -> list[str]:
-    command = substitute(handler.command, values)
+    """The command line: shell form's script never holds a value (``shell_command``); exec form's values
+    are whole arguments (no shell reads them)."""
     if handler.args is None:
-        return ["/bin/sh", "-c", command]
-    return [command, *(substitute(a, values) for a in handler.args)]
+        return ["/bin/sh", "-c", shell_command(handler.command, values)]
+    return [substitute(handler.command, values), *(substitute(a, values) for a in handler.args)]
 
 
 class _Collector(asyncio.SubprocessProtocol):
@@ -229,6 +287,8 @@ async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, t
         answer.failure = f"its stdout is larger than {MAX_STDOUT} bytes"
         return answer
     answer.stdout = bytes(proto.stdout).decode("utf-8", "replace")
+    if answer.stdout.startswith("\ufeff"):  # a UTF-8 BOM (Windows editors, PowerShell) is not the answer
+        answer.stdout = answer.stdout[1:]
     if code is None or code < 0:
         answer.failure = f"it was killed by signal {-code if code else '?'}"
     elif code == 0 and answer.stdout.lstrip().startswith("{"):
@@ -240,7 +300,14 @@ async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, t
             if type(output) is not dict:
                 answer.failure = "its stdout is JSON but not an object"
             else:
-                answer.output = output
+                undefined = undefined_value(handler.event, output)
+                if undefined is None:
+                    answer.output = output
+                else:  # read strictly (protocol-v4 §2): never a silent allow
+                    where, value, defined = undefined
+                    answer.failure = (f"its answer's '{where}' is {json.dumps(value, ensure_ascii=False)[:200]}, "
+                                      f"not a value the format defines ({', '.join(map(repr, defined))})")
+                    answer.extra["field"] = where
     elif code not in (0, 2):
         answer.failure = f"it exited with code {code}"
     return answer

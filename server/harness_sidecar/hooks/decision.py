@@ -117,6 +117,34 @@ def merge(verdicts: list[Verdict]) -> Decision:
                     allowed_by=_unique([v.source for v in verdicts if v.decision == ALLOW]))
 
 
+# The values the formats define (Claude Code's hooks reference, Codex's hook output schemas): anything
+# else — another spelling, another case, another type — is a failure, never a silent allow (protocol-v4 §2).
+DECISIONS = ("approve", "block")  # top-level ``decision`` (``approve`` is PreToolUse's, deprecated)
+PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")  # ``hookSpecificOutput.permissionDecision``
+BEHAVIORS = ("allow", "deny")  # PermissionRequest's ``hookSpecificOutput.decision.behavior``
+
+
+def undefined_value(event: str, output: dict[str, Any]) -> tuple[str, Any, tuple[str, ...]] | None:
+    """The first decision field of a JSON answer whose value the format does not define: (its path, the
+    value, the defined values); None when every one present is defined (``null`` counts as absent)."""
+    decision = output.get("decision")
+    if decision is not None and decision not in DECISIONS:
+        return "decision", decision, DECISIONS
+    specific = output.get("hookSpecificOutput")
+    if type(specific) is not dict:
+        return None
+    permission = specific.get("permissionDecision")
+    if permission is not None and permission not in PERMISSION_DECISIONS:
+        return "hookSpecificOutput.permissionDecision", permission, PERMISSION_DECISIONS
+    behavior = specific.get("decision")
+    if event == "PermissionRequest" and behavior is not None:
+        if type(behavior) is not dict:  # {behavior, message?} — a bare "deny" would otherwise decide nothing
+            return "hookSpecificOutput.decision", behavior, ("{\"behavior\": \"allow\"|\"deny\"}",)
+        if behavior.get("behavior") not in BEHAVIORS:
+            return "hookSpecificOutput.decision.behavior", behavior.get("behavior"), BEHAVIORS
+    return None
+
+
 def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdict, str | None]:
     """A command hook's ``command.Answer`` as a verdict, and the failure to report as a diagnostic (if any).
 

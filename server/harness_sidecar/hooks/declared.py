@@ -7,8 +7,8 @@ The shape (protocol-v3 §5)::
                                        "timeout"?: seconds}]}]}}
 
 Unknown fields are ignored; a document without the ``hooks`` wrapper is a diagnostic
-(``hook_invalid``); handler types other than ``command`` are listed with ``hook_type_unsupported``
-and never run; an unknown event or a matcher that is not a valid regular expression is
+(``hook_invalid``); handlers of types other than ``command`` are listed (``supported: false``) with
+``hook_type_unsupported`` and never run; an unknown event or a matcher that is not a valid regular expression is
 ``hook_invalid`` for that entry alone.
 
 **The seam for other sources.** Reading does not depend on where a declaration comes from: a
@@ -69,6 +69,11 @@ class Handler:
     args: tuple[str, ...] | None
     timeout_s: float | None
     order: int  # declaration order within its source
+    # A handler of a type this sidecar does not run (protocol-v4 §2 "Declared means listed"): listed in
+    # ``catalog.hooks`` with ``supported: false`` and its ``type``, never matched, never run.
+    type: str | None = "command"
+    supported: bool = True
+    declared: tuple[tuple[str, str], ...] = ()  # an unsupported handler's url / prompt, as declared
 
     @property
     def key(self) -> tuple[str, str, tuple[str, ...] | None]:
@@ -76,12 +81,18 @@ class Handler:
         return (self.source.source, self.command, self.args)
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"source": self.source.source, "event": self.event, "matcher": self.matcher.text,
-                               "command": self.command}
+        out: dict[str, Any] = {"source": self.source.source, "event": self.event, "matcher": self.matcher.text}
+        if self.supported or self.command:
+            out["command"] = self.command
         if self.args is not None:
             out["args"] = list(self.args)
         if self.timeout_s is not None:
             out["timeout"] = int(self.timeout_s) if self.timeout_s.is_integer() else self.timeout_s
+        if not self.supported:
+            if self.type is not None:
+                out["type"] = self.type
+            out.update(self.declared)
+            out["supported"] = False
         out["trusted"] = self.source.trusted
         return out
 
@@ -139,7 +150,9 @@ def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[D
                 kind = item.get("type")
                 if kind != "command":
                     problem("hook_type_unsupported", f"'{spot}' is a hook of type {kind!r}: only 'command' hooks "
-                            "run here; this one is listed and never run", event=event, type=str(kind))
+                            "run here; this one is listed (supported: false) and never run", event=event,
+                            type=str(kind))
+                    handlers.append(_unsupported(source, event, matcher, item, len(handlers)))
                     continue
                 command, args, timeout = item.get("command"), item.get("args"), item.get("timeout")
                 if type(command) is not str or not command.strip():
@@ -154,6 +167,17 @@ def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[D
                 handlers.append(Handler(source, event, matcher, command, None if args is None else tuple(args),
                                         None if timeout is None else float(timeout), len(handlers)))
     return handlers, diagnostics
+
+
+def _unsupported(source: HookSource, event: str, matcher: Matcher, item: dict[str, Any], order: int) -> Handler:
+    """A handler of a type that does not run here, as it is listed (its strings as declared, no more)."""
+    kind = item.get("type")
+    command = item.get("command")
+    timeout = item.get("timeout")
+    declared = tuple((k, item[k]) for k in ("url", "prompt") if type(item.get(k)) is str)
+    return Handler(source, event, matcher, command if type(command) is str else "", None,
+                   float(timeout) if type(timeout) in (int, float) and timeout > 0 else None, order,
+                   type=kind if type(kind) is str else None, supported=False, declared=declared)
 
 
 def read_file(source: HookSource) -> Declared:

@@ -76,7 +76,11 @@ class CommandMethods:
         hooks, extensions = await asyncio.gather(
             run_event_hooks(request.event, request.payload, thread.hooks),
             loop.extension_verdicts(self, thread, request.event, request.payload))
-        return loop.result(request.event, merge([*hooks, *extensions]))
+        from harness_sidecar.hooks import fit
+
+        return fit.fit_answer(loop.result(request.event, merge([*hooks, *extensions])),
+                              ("additionalContext", "systemMessages"), self.max_result_bytes, self._diagnostic,
+                              thread.id, f"loop/event {request.event}")
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         from harness_sidecar.extensions.handlers import run_command
@@ -105,6 +109,17 @@ class CommandMethods:
                 "extensionId": command.extension_id}, "isError": True}
 
     async def input_submit(self, params: dict[str, Any]) -> dict[str, Any]:
+        answer = await self._input_submit(params)
+        if "hookContext" in answer:  # UserPromptSubmit context, cut to fit beside the message (hooks.fit)
+            from harness_sidecar.hooks import fit
+
+            answer = fit.fit_answer(answer, ("hookContext",), self.max_result_bytes, self._diagnostic,
+                                    P.thread_id(params), "input/submit")
+            if not answer["hookContext"]:  # no room beside the message even for a mark: left out, and said
+                del answer["hookContext"]
+        return answer
+
+    async def _input_submit(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_input_submit(params)
         self._refuse_if_failed(thread)

@@ -8,7 +8,7 @@ from harness_sidecar import commands as C
 from harness_sidecar.hooks.python import CONTEXT
 from harness_sidecar.resources.activation import activate
 from harness_sidecar.resources import command_templates
-from harness_sidecar.resources.context import build_system_prompt, extension_sections
+from harness_sidecar.resources.context import build_system_prompt, extension_sections, hook_context_sections
 from harness_sidecar.resources.templates import render
 from harness_sidecar.wire import params as P
 
@@ -41,6 +41,7 @@ class ResourceMethods:
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         prompt = build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)
+        extension_text = ""
         if thread.handlers(CONTEXT):
             from harness_sidecar.extensions.handlers import run_event
             from harness_sidecar.extensions.supervisor import HostLied, HostUnavailable
@@ -57,6 +58,18 @@ class ResourceMethods:
                 self._host_lied(thread, exc)
                 outcome = None
             if outcome is not None and outcome.sections:
-                text = extension_sections(outcome.sections, thread.limits.extension_context_bytes)
-                prompt += ("\n" if prompt else "") + text
+                extension_text = extension_sections(outcome.sections, thread.limits.extension_context_bytes)
+        if thread.session_context:  # what SessionStart hooks said, for the thread's life, cut to fit (hooks.fit)
+            from harness_sidecar.hooks import fit
+
+            def joined(context: list[tuple[str, str]]) -> str:
+                return "\n".join(p for p in (prompt, hook_context_sections(context), extension_text) if p)
+
+            texts = [text for _, text in thread.session_context]
+            fitted = fit.fit_and_say(texts, None, self.max_result_bytes, lambda: fit.json_size({"systemPrompt": joined(
+                [(source, "x") for source, _ in thread.session_context])}), self._diagnostic, thread.id, "context/build")
+            prompt = joined([(source, text) for (source, _), text in zip(thread.session_context, fitted.texts)]
+                            if not fitted.dropped else [])
+        elif extension_text:
+            prompt += ("\n" if prompt else "") + extension_text
         return {"systemPrompt": prompt}

@@ -47,6 +47,9 @@ class Thread:
     handler_timeouts: dict[str, list[int | None]] = field(default_factory=dict)  # event → each handler's own ms
     hooks: Any = None  # hooks.boundaries.ThreadHooks, when a root declares command hooks (protocol-v3 §5)
     hooks_pending: Any = None  # a changed declaration, applied at the next thread/refresh
+    # what SessionStart hooks said at thread/start, (source, text) in declaration order: a section of every
+    # context/build's system prompt for the thread's life (protocol-v4 §2)
+    session_context: list[tuple[str, str]] = field(default_factory=list)
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
     read_at_ns: int | None = None  # time.time_ns() before the roots were first read: the watch catches up from it
     reported_ambiguous: set[str] = field(default_factory=set)  # trust_ambiguous messages already sent
@@ -149,12 +152,12 @@ class ThreadMethods:
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
             self._say_ambiguous(thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self._new_pipeline(thread)
-        hook_context = await self._session_start_hooks(thread)
+        thread.session_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
         self.threads[thread_id] = thread
-        runs_hooks = thread.hooks is not None and any(h.source.trusted for h in thread.hooks.handlers())
+        runs_hooks = thread.hooks is not None and thread.hooks.runs_any()
         if thread.host is not None or servers is not None or runs_hooks:
             self._say_containment(thread_id)
         if runs_hooks:  # the process that starts its hooks, after the answer is written
@@ -167,8 +170,16 @@ class ThreadMethods:
         elif start.watch and self.watch_requested is not None:
             self.watch_requested(list(start.roots))
         snapshot = self._snapshot(thread)
-        if hook_context:
-            snapshot["hookContext"] = hook_context
+        if thread.session_context:  # cut to fit beside the catalog (hooks.fit); the thread keeps what was sent
+            from harness_sidecar.hooks import fit
+
+            snapshot["hookContext"] = [text for _, text in thread.session_context]
+            snapshot = fit.fit_answer(snapshot, ("hookContext",), self.max_result_bytes, self._diagnostic, thread_id,
+                                      "thread/start")
+            thread.session_context = [(source, text) for (source, _), text in zip(thread.session_context,
+                                                                                   snapshot["hookContext"])]
+            if not snapshot["hookContext"]:  # no room beside the catalog: left out (said by hook_text_truncated)
+                del snapshot["hookContext"]
         return snapshot
 
     def _warm_hooks(self, thread_id: str) -> None:
@@ -309,9 +320,12 @@ class ThreadMethods:
                            limits.command_hook_timeout_ms, limits.max_command_hook_timeout_ms,
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
-                           ui_timeout_s=limits.ui_timeout_ms / 1000)
+                           ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes)
 
-    async def _session_start_hooks(self, thread: Thread) -> list[str]:
+    def _diagnostic(self, params: dict[str, Any]) -> None:
+        self.peer.notify("thread/diagnostic", params)
+
+    async def _session_start_hooks(self, thread: Thread) -> list[tuple[str, str]]:
         if thread.hooks is None:
             return []
         thread.hooks.report_untrusted()

@@ -94,3 +94,14 @@ def extension_sections(contributions: list[dict[str, str]], budget: int) -> str:
         parts.append(f"({left_out} more extension section{'s' if left_out != 1 else ''} left out: "
                      f"extensionContextBytes is full)\n")
     return "\n".join(parts)
+
+
+def hook_context_sections(context: list[tuple[str, str]], event: str = "SessionStart") -> str:
+    """``# Hook context (<event>: <source>)`` sections, one per source in declaration order, its texts joined
+    (protocol-v4 §2 "SessionStart context reaches the model")."""
+    by_source: dict[str, list[str]] = {}
+    for source, text in context:
+        if text.strip():
+            by_source.setdefault(source, []).append(text.strip())
+    return "\n".join(f"# Hook context ({event}: {source})\n\n" + "\n\n".join(texts) + "\n"
+                     for source, texts in by_source.items())

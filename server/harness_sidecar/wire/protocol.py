@@ -116,8 +116,17 @@ CATALOG = Obj([
                                           "SubagentStart, SubagentStop, PreCompact, PostCompact, Notification, "
                                           "PermissionRequest."),
         Field("matcher", Nullable(Str()), description="As declared; null when absent."),
-        Field("command", Str()), opt("args", Arr(Str())),
+        opt("command", Str(), description="Always there for a command handler; for an unsupported one, as declared "
+                                          "(when it declares one)."),
+        opt("args", Arr(Str())),
         opt("timeout", AnyValue(), description="Seconds (a positive number), as declared."),
+        opt("type", Str(), description="Only with supported: false — the handler's type as declared (http, prompt, "
+                                       "agent, mcp_tool, …); absent when it declares none."),
+        opt("url", Str(), description="An unsupported handler's url, as declared."),
+        opt("prompt", Str(), description="An unsupported handler's prompt, as declared."),
+        opt("supported", Const(False), description="Present (false) only for a handler of a type this sidecar does "
+                                                   "not run: listed, never run (hook_type_unsupported); absent means "
+                                                   "supported."),
         Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks for a root's, "
                                              "trustedPlugins for a plugin's).")],
         name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order: the "
@@ -136,7 +145,8 @@ THREAD_START_RESULT = Obj([
     Field("tools", Arr(TOOL_SPEC), description="In claim order: builtins, dynamic tools, extension tools, MCP tools."),
     Field("diagnostics", Arr(DIAGNOSTIC)),
     opt("hookContext", Arr(Str()), description="thread/start only: what SessionStart command hooks added as "
-                                               "context, in declaration order."),
+                                               "context, in declaration order; it is also a section of every "
+                                               "context/build systemPrompt for the thread's life."),
 ], name="ThreadStartResult")
 
 SKILL_FILE = Obj([Field("path", Str(), description="Relative to the skill's directory, with '/'."),
@@ -269,9 +279,13 @@ THREAD_DIAGNOSTIC = Union(
                     "rather than block the sidecar (at most one a minute per thread)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed"))),
          Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
-         opt("event", Str()), opt("command", Str())], name="CommandHookDiagnostic",
+         opt("event", Str()), opt("command", Str()),
+         opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
+                                         "does not define (decision, hookSpecificOutput.permissionDecision, "
+                                         "hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
-                    "a command hook failed where a failure does not block."),
+                    "a command hook failed where a failure does not block, or answered a value the format does not "
+                    "define (said even when it blocks, with field)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("trust_ambiguous")),
          Field("grant", Str(enum=("trustedPlugins", "trustedExtensions", "trustedHooks")),
                description="The list of the grant."),
@@ -284,6 +298,14 @@ THREAD_DIAGNOSTIC = Union(
          Field("message", Str())], name="TrustAmbiguous",
         description="A grant matched two or more candidates, or only a shadowed one: none of them runs any code "
                     "(once per grant and thread; also in the catalog's diagnostics)."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("hook_text_truncated")),
+         Field("cut", Int(minimum=1), description="How many hook texts were cut (each ends with the cut mark)."),
+         Field("leftOutBytes", Int(minimum=0), description="UTF-8 bytes of hook text left out, in all."),
+         Field("limit", Int(minimum=1), description="--max-result-bytes."), Field("message", Str())],
+        name="HookTextTruncated",
+        description="Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, "
+                    "context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer "
+                    "the method made is kept whole."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
         name="ContainmentReduced",
         description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
@@ -468,7 +490,10 @@ MESSAGES: list[Message] = [
                                                           opt("diagnostics", Arr(DIAGNOSTIC))],
                                                          name="TemplatesRenderResult"),
              THREAD + ("template_not_found", "missing_argument", "invalid_arguments", *_FILE_ERRORS)),
-    _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str())], name="ContextBuildResult"), THREAD),
+    _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str(
+        description="Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for "
+                    "what the thread's SessionStart hooks said (for the thread's life), then extension sections "
+                    "(protocol.md § context/build)."))], name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
              Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),

@@ -522,6 +522,16 @@ function M.shown_diagnostics(started)
   return vim.tbl_filter(function(d) return not ROOT_KINDS[d.kind] end, started.diagnostics)
 end
 
+
+--- What a catalog.hooks entry runs, for a person: its command, or (protocol v4) the type of a handler the
+--- sidecar lists but does not run (supported = false; it may have no command).
+function M.hook_what(h)
+  if h.supported == false then
+    return string.format('(%s handler, not supported: never runs)', tostring(h.type or 'untyped'))
+  end
+  return tostring(h.command)
+end
+
 function M.catalog_text(started)
   local lines = { '# Harness catalog', '', '## Skills' }
   for _, s in ipairs(started.catalog.skills) do
@@ -546,7 +556,7 @@ function M.catalog_text(started)
     table.insert(lines, '## Command hooks')
     for _, h in ipairs(hooks) do
       local matcher = (type(h.matcher) == 'string' and h.matcher ~= '') and (' [' .. h.matcher .. ']') or ''
-      table.insert(lines, string.format('- %s%s: %s — %s (%s)', h.event, matcher, h.command,
+      table.insert(lines, string.format('- %s%s: %s — %s (%s)', h.event, matcher, M.hook_what(h),
         h.trusted and 'trusted' or 'not trusted', h.source))
     end
   end
@@ -632,7 +642,7 @@ function M.plugins_text(started)
       if h.source == 'plugin:' .. p.name then
         listed = listed + 1
         local matcher = (type(h.matcher) == 'string' and h.matcher ~= '') and (' [' .. h.matcher .. ']') or ''
-        table.insert(lines, string.format('- hook %s%s: %s — %s', h.event, matcher, tostring(h.command), trust_word(h.trusted)))
+        table.insert(lines, string.format('- hook %s%s: %s — %s', h.event, matcher, M.hook_what(h), trust_word(h.trusted)))
       end
     end
     if listed == 0 and p.hooks > 0 then
