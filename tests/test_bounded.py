@@ -95,8 +95,9 @@ def test_a_flooding_thread_does_not_hold_up_another(spawn, roots, flood) -> None
     sidecar = spawn()
     first = thread(sidecar, one, ["flood"])
     second = thread(sidecar, two)
-    waits = []
+    waits, calls = [], []
     for i in range(2):
+        called = time.monotonic()
         request = sidecar.request_async("tools/call", {"threadId": first, "call": {
             "id": f"c{i}", "name": "flood", "arguments": {}}})
         while request not in sidecar._stash:
@@ -104,11 +105,14 @@ def test_a_flooding_thread_does_not_hold_up_another(spawn, roots, flood) -> None
             sidecar.call("tools/list", {"threadId": second}, timeout=120)
             waits.append(time.monotonic() - began)
             time.sleep(0.005)
+        calls.append(time.monotonic() - called)
         answer = sidecar._stash.pop(request)["result"]["result"]
         if flood == "500,000 small values":  # refused before parsing, as too large
             assert answer["isError"] and answer["details"]["kind"] == "too_large", answer
         else:
             assert not answer["isError"], answer
     waits.sort()
-    # The contract's figure is p99 ≤ 100 ms (bench/); a loaded 2-core CI machine gets 10 times that here.
-    assert waits[-1] < 1.0, (flood, waits[-5:])
+    # The contract's figure is p99 ≤ 100 ms (bench/); a loaded 2-core CI machine gets 10 times that
+    # here, and a machine loaded far past its cores more: there, held up means waiting for most of the
+    # flood (before: the whole of it, 3-36 s), so the bound is 1 s or half the flood call's own time.
+    assert waits[-1] < max(1.0, 0.5 * max(calls)), (flood, waits[-5:], calls)
