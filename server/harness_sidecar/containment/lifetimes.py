@@ -200,6 +200,7 @@ class Lifetimes:
         self.cgroups = find_cgroups()
         self.subreaper = False
         self.started: set[int] = set()  # our own children (subreaper mode): pids the launcher started
+        self.max_processes: dict[str, int] = {}  # owner → limits.maxProcesses (enforced with cgroups; paced always)
         self._registry_r = self._registry_w = -1
         self._launching: tuple[str, str, str] | None = None  # (kind, owner, slot) of the child being started
         self._host_enters = False
@@ -318,10 +319,16 @@ class Lifetimes:
 
     def limit(self, owner: str, max_processes: int) -> None:
         """A thread's process limit, for its slot (thread/start, ahead of its first process)."""
+        if owner:
+            self.max_processes[owner] = max_processes
         if self.cgroups is not None and owner:
             self.cgroups.wanted[owner] = max_processes
             if owner in self.cgroups.slots:
                 self.cgroups.set_limit(self.cgroups.slots[owner], max_processes)
+
+    def max_processes_of(self, owner: str) -> int:
+        """``owner``'s ``limits.maxProcesses`` (what its hooks' zygote paces itself by, cgroups or not)."""
+        return self.max_processes.get(owner, DEFAULT_MAX_PROCESSES)
 
     def started_process(self, pid: int, kind: str, owner: str) -> None:
         """The launcher's child ``pid`` runs (called by whoever started it): a spare's slot is noted."""
@@ -370,6 +377,7 @@ class Lifetimes:
             from harness_sidecar.containment import zygote
 
             zygote.end(owner)
+        self.max_processes.pop(owner, None)
         if self.cgroups is not None and owner:
             self.cgroups.wanted.pop(owner, None)
             slot = self.cgroups.slots.pop(owner, None)
