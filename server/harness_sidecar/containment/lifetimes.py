@@ -55,6 +55,10 @@ HOST = "host"  # = launcher.HOST (not imported: the launcher imports us)
 ENTER = "HARNESS_SIDECAR_CGROUP"  # a Python host's group: it enters it itself (``enter_own_group``)
 _PR_SET_CHILD_SUBREAPER = 36
 SHELL = "/bin/sh"
+# A slot's processes' groups are in its folder ``g/``: a started process may write beneath that folder
+# alone of the cgroup file system (Landlock, ``landlock.enter_domain``), so it can enter its own group
+# but never another thread's, a group outside the sidecar's, nor its slot's ``pids.max``.
+GROUPS = "g"
 # $1: the group's path without the pid; $$ is the shell's pid, which exec keeps. Never run unfenced.
 _ENTER_SCRIPT = 'd="$1-$$"; shift; { mkdir "$d" && echo 0 > "$d/cgroup.procs"; } 2>/dev/null || exit 126; exec "$@"'
 
@@ -76,6 +80,23 @@ class Cgroups:
     spares: dict[int, str] = field(default_factory=dict)  # a spare host's pid → its slot
     wanted: dict[str, int] = field(default_factory=dict)  # owner → limits.maxProcesses
     _next: int = 0
+    relative: str = ""  # ``root`` as /proc/<pid>/cgroup names it (below the mount)
+
+    def holds(self, pid: int) -> bool | None:
+        """Whether ``pid`` is in a group of ours (None: it is gone, or cannot be read)."""
+        try:
+            with open(f"/proc/{pid}/cgroup") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            parts = line.split(":", 2)
+            if len(parts) != 3:
+                continue
+            if (self.version == 2 and parts[0] == "0" and parts[1] == "") or \
+                    (self.version == 1 and "pids" in parts[1].split(",")):
+                return parts[2] == self.relative or parts[2].startswith(self.relative + "/")
+        return None
 
     def new_slot(self, max_processes: int) -> str:
         self._next += 1
@@ -84,6 +105,7 @@ class Cgroups:
         if self.version == 2 and self.limits:
             _write(os.path.join(path, "cgroup.subtree_control"), "+pids", quiet=True)
         self.set_limit(path, max_processes)
+        os.mkdir(os.path.join(path, GROUPS))
         return path
 
     def set_limit(self, path: str, max_processes: int) -> None:
@@ -157,6 +179,10 @@ def _try_root(parent: str) -> str | None:
     return root
 
 
+def _relative(own: str) -> str:
+    return own.rstrip("/") + f"/harness-sidecar-{os.getpid()}"
+
+
 def find_cgroups() -> Cgroups | None:
     """The best cgroup subtree the kernel lets us make, or None."""
     only = os.environ.get(SWITCH, "").lower()
@@ -183,13 +209,13 @@ def find_cgroups() -> Cgroups | None:
                 killable = os.path.exists(os.path.join(root, "cgroup.kill"))
                 limits = limits and os.path.exists(os.path.join(root, "cgroup.subtree_control"))
                 if killable or limits:
-                    return Cgroups(root, 2, limits, killable)
+                    return Cgroups(root, 2, limits, killable, relative=_relative(own2))
                 os.rmdir(root)
     own1 = _own_cgroup("pids")
     if v1_pids and own1 is not None:
         root = _try_root(os.path.join(v1_pids[0][0], own1.lstrip("/")))
         if root is not None and os.path.exists(os.path.join(root, "pids.max")):
-            return Cgroups(root, 1, True, False)
+            return Cgroups(root, 1, True, False, relative=_relative(own1))
     return None
 
 
@@ -198,19 +224,24 @@ class Lifetimes:
 
     def __init__(self) -> None:
         self.cgroups = find_cgroups()
-        self.subreaper = False
+        self.subreaper = False  # the subreaper *mode*: no cgroups, orphans adopted and ended
+        self.adopts = False  # we are a child subreaper (both modes: with cgroups, to end what escapes them)
         self.started: set[int] = set()  # our own children (subreaper mode): pids the launcher started
         self.max_processes: dict[str, int] = {}  # owner → limits.maxProcesses (enforced with cgroups; paced always)
         self._registry_r = self._registry_w = -1
         self._launching: tuple[str, str, str] | None = None  # (kind, owner, slot) of the child being started
+        self._groups: str | None = None  # the groups folder of the child being started (cgroups)
         self._host_enters = False
         self._wrapped = False
         self._sweeping = False
         self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
-        if self.cgroups is None and sys.platform.startswith("linux"):
-            self.subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-            if self.subreaper:
+        if sys.platform.startswith("linux"):
+            # With cgroups too: a process that leaves its group (where Landlock does not stop it) and whose
+            # parent dies is adopted by us, not by init, so that the sweep still finds it.
+            self.adopts = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            self.subreaper = self.adopts and self.cgroups is None
+            if self.adopts:
                 # a child writes its pid here between fork and exec: the sweep knows what we started
                 self._registry_r, self._registry_w = os.pipe()
                 os.set_blocking(self._registry_r, False)
@@ -247,7 +278,8 @@ class Lifetimes:
             raise
         self._launching = (HOST, owner, where)
         self._host_enters = True
-        return where
+        self._groups = os.path.join(where, GROUPS)
+        return self._groups
 
     def argv(self, kind: str, owner: str, argv: list[str], env: dict[str, str] | None,
              cwd: str | None) -> list[str]:
@@ -274,10 +306,28 @@ class Lifetimes:
             logger.error("cannot make the cgroup of %s: %s", owner or "a process without a thread", exc)
             raise
         self._wrapped = True
-        return [SHELL, "-c", _ENTER_SCRIPT, "harness-sidecar-enter", os.path.join(where, kind), path, *argv[1:]]
+        self._groups = os.path.join(where, GROUPS)
+        return [SHELL, "-c", _ENTER_SCRIPT, "harness-sidecar-enter", os.path.join(self._groups, kind), path, *argv[1:]]
 
     def child_setup(self, kind: str, owner: str, max_processes: int | None) -> Callable[[], None] | None:
-        """Prepare the owner's group (parent side); the returned function runs in the child."""
+        """Prepare the owner's group (parent side); the returned function runs in the child. Where we adopt
+        orphans, the child also says its pid (the sweep then knows it is ours to leave alone)."""
+        fence = self._group_setup(kind, owner, max_processes)
+        if self._registry_w < 0 or self.cgroups is None:
+            return fence
+        registry = self._registry_w
+
+        def register_and_fence() -> None:
+            try:
+                os.write(registry, b"%d\n" % os.getpid())
+            except OSError:
+                pass
+            if fence is not None:
+                fence()
+
+        return register_and_fence
+
+    def _group_setup(self, kind: str, owner: str, max_processes: int | None) -> Callable[[], None] | None:
         if self.cgroups is not None and kind == HOST and self._host_enters:
             self._host_enters = False  # host_slot() was asked: the host enters its group itself
             return None
@@ -292,7 +342,8 @@ class Lifetimes:
                 logger.error("cannot make the cgroup of %s: %s", owner or "a spare host", exc)
                 raise
             self._launching = (kind, owner, where)
-            prefix = os.path.join(where, kind + "-")
+            self._groups = os.path.join(where, GROUPS)
+            prefix = os.path.join(self._groups, kind + "-")
 
             def enter() -> None:
                 path = prefix + str(os.getpid())
@@ -316,6 +367,12 @@ class Lifetimes:
 
             return register
         return None
+
+    def take_groups(self) -> str | None:
+        """The groups folder the child being started enters (its slot's ``g/``; None without cgroups):
+        the one folder of the cgroup file system its Landlock domain lets it write beneath."""
+        groups, self._groups = self._groups, None
+        return groups
 
     def limit(self, owner: str, max_processes: int) -> None:
         """A thread's process limit, for its slot (thread/start, ahead of its first process)."""
@@ -351,7 +408,7 @@ class Lifetimes:
             cgroups.slots[owner] = spare
             cgroups.set_limit(spare, cgroups.wanted.get(owner, DEFAULT_MAX_PROCESSES))
             return
-        new = os.path.join(cgroups.slots[owner], f"{kind}-{pid}")
+        new = os.path.join(cgroups.slots[owner], GROUPS, f"{kind}-{pid}")
         try:
             os.mkdir(new)
         except FileExistsError:
@@ -367,9 +424,8 @@ class Lifetimes:
             if spare is not None:
                 self._end(spare)
             elif owner in self.cgroups.slots:
-                self._end(os.path.join(self.cgroups.slots[owner], f"{kind}-{pid}"))
-        elif self.subreaper:
-            self.sweep()  # its orphans were re-parented to us: end them now, not at the next tick
+                self._end(os.path.join(self.cgroups.slots[owner], GROUPS, f"{kind}-{pid}"))
+        self.sweep()  # its orphans were re-parented to us: end them now, not at the next tick
 
     def end_owner(self, owner: str) -> None:
         """A thread closed: end everything left in its group (hosts and servers were stopped first)."""
@@ -383,8 +439,7 @@ class Lifetimes:
             slot = self.cgroups.slots.pop(owner, None)
             if slot is not None:
                 self._end(slot)
-        elif self.subreaper:
-            self.sweep()
+        self.sweep()
 
     def _end(self, path: str, tries: int = END_TRIES) -> None:
         assert self.cgroups is not None
@@ -407,14 +462,20 @@ class Lifetimes:
                 if self.cgroups.end(self.cgroups.root):
                     break
                 time.sleep(END_RETRY_S)
+            if self.adopts:  # and whatever left its group: every descendant of ours but the reaper
+                for _ in range(3):
+                    if not self._end_escaped(everything=True):
+                        break
+                    time.sleep(END_RETRY_S)
         elif self.subreaper:
             self.sweep()
 
     # -- the subreaper sweep
 
     def start_sweeping(self) -> None:
-        """Subreaper mode: end adopted orphans every ``SWEEP_S`` (call from the event loop)."""
-        if not self.subreaper or self._sweeping:
+        """Subreaper mode: end adopted orphans every ``SWEEP_S``; with cgroups, end every descendant that
+        left them (call from the event loop)."""
+        if not self.adopts or self._sweeping:
             return
         import asyncio
 
@@ -427,10 +488,7 @@ class Lifetimes:
 
         loop.call_later(SWEEP_S, tick)
 
-    def sweep(self) -> None:
-        """End every child of ours we did not start, with everything below it; reap them."""
-        if not self.subreaper:
-            return
+    def _read_registry(self) -> None:
         while True:
             try:
                 data = os.read(self._registry_r, 65536)
@@ -441,6 +499,17 @@ class Lifetimes:
             if not data:
                 break
             self.started.update(int(x) for x in data.split() if x.isdigit())
+
+    def sweep(self) -> None:
+        """Subreaper mode: end every child of ours we did not start, with everything below it; reap them.
+        With cgroups: end every descendant that is in no group of ours (it left its own), reap the orphans
+        that ended (they are ours too: we adopt them)."""
+        if not self.adopts:
+            return
+        if self.cgroups is not None:
+            self._end_escaped()
+            return
+        self._read_registry()
         me = os.getpid()
         zombies: set[int] = set()
         table = process_table(me, zombies)
@@ -469,6 +538,41 @@ class Lifetimes:
                 pass
         for pid in strays:  # they are our children now: reap them (no zombies)
             _reap_soon(pid)
+
+    def _end_escaped(self, everything: bool = False) -> bool:
+        """Cgroups: SIGKILL each descendant of ours (the reaper excepted) outside our groups — or, with
+        ``everything`` (the sidecar is leaving), each descendant at all. True when one was found."""
+        assert self.cgroups is not None
+        self._read_registry()
+        me = os.getpid()
+        zombies: set[int] = set()
+        table = process_table(me, zombies)
+        for pid in zombies - self.started:  # adopted orphans that ended: reaped (their pids are freed)
+            _reap_soon(pid, 0)
+        children = {pid for pid, (ppid, _start) in table.items() if ppid == me}
+        self.started &= children | zombies
+        below: dict[int, list[int]] = {}
+        for pid, (ppid, _start) in table.items():
+            below.setdefault(ppid, []).append(pid)
+        reaper_pid = self.reaper.pid if self.reaper is not None else -1
+        found = False
+        todo = [pid for pid in below.get(me, []) if pid != reaper_pid]
+        while todo:
+            pid = todo.pop()
+            todo += below.get(pid, [])
+            if not everything and table[pid][0] == me and pid in self.started:
+                continue  # one we started, maybe entering its group now; its owner ends it (its stop, its pid)
+            if everything or self.cgroups.holds(pid) is False:
+                if not everything:
+                    logger.warning("process %d left the cgroup it was started in: ended", pid)
+                found = True
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                if table[pid][0] == me and pid not in self.started:
+                    _reap_soon(pid)
+        return found
 
     # -- the reaper
 

@@ -8,6 +8,8 @@ Its stdin is a pipe whose only write end the sidecar holds: EOF means the sideca
   ``pids.max`` 0 and SIGKILL to each member until none is left) and the groups are removed;
 - ``tree``: while the sidecar runs, it notes the sidecar's descendants every 0.5 s (pid and start
   time); at EOF it kills those still alive (same pid, same start time).
+- ``cgroup`` notes the descendants too, and kills those still alive after the groups: a process
+  that left its group (where Landlock did not stop it) is ended with the rest.
 
 Standard library only, no imports of the project: it starts in a few milliseconds and holds nothing.
 ``lifetimes`` and ``mcp.process`` use its cgroup and ``/proc`` helpers too, so that there is one of each.
@@ -121,7 +123,7 @@ def main(argv):
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     seen = {}
     while True:
-        ready, _w, _x = select.select([0], [], [], LOOK_S if mode == "tree" else None)
+        ready, _w, _x = select.select([0], [], [], LOOK_S)
         if ready:
             try:
                 data = os.read(0, 4096)
@@ -137,7 +139,6 @@ def main(argv):
         seen = {pid: start for pid, start in seen.items() if procs.get(pid, (0, None))[1] == start}
     if mode == "cgroup":
         end_cgroups(argv[2], argv[3] == "1")
-        return
     for _ in range(3):
         procs = table()
         seen.update(descendants(sidecar, procs) if sidecar in procs else {})
