@@ -272,10 +272,14 @@ THREAD_DIAGNOSTIC = Union(
          opt("event", Str()), opt("command", Str())], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block."),
-    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")),
+         Field("what", Arr(Str(enum=("processes", "maxProcesses", "landlock"))),
+               description="What is fenced less: processes (no writable cgroups: the subreaper mode, or nothing), "
+                           "maxProcesses (cgroups without the pids controller), landlock (missing or below ABI 6)."),
+         Field("message", Str())],
         name="ContainmentReduced",
-        description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
-                    "what is not fenced."),
+        description="Once per thread that starts foreign code, where the machine fences less than protocol.md "
+                    "promises: what is not fenced."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks",
                                                "plugin", "commandTemplate"))),
