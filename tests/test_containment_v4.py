@@ -28,9 +28,10 @@ from pathlib import Path
 
 import pytest
 from harness_sidecar.client import child_env
+from harness_sidecar.containment.reaper import LOOK_S
 from helpers import add_skill, write
 from test_lifetimes import GONE_WITHIN_S, alive, assert_gone_within, cgroup_mounts, identity, marked, sidecar_env
-from test_lifetimes import mode  # noqa: F401 - the fence modes' fixture, shared
+from test_lifetimes import _leave_nothing, mode  # noqa: F401 - fixtures, shared: the fence modes; no survivors
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="containment is Linux's")
 
@@ -112,26 +113,33 @@ out = sys.argv[1]
 def groups():
     with open("/proc/self/cgroup") as f:
         return {c: p for _i, c, p in (l.rstrip("\n").split(":", 2) for l in f) if c in ("pids", "")}
-def attempt(path, text):
+moved = set()  # the hierarchies it left its group in: the first move the kernel allowed stands
+def attempt(mount, path, text):
+    if mount in moved:
+        return "not tried"
     try:
         with open(path, "w") as f:
             f.write(text)
-        return "allowed"
     except OSError as exc:
         return exc.__class__.__name__
+    if path.endswith("cgroup.procs"):
+        moved.add(mount)
+    return "allowed"
 def escape():
     tried = {}
     mounts = [l.split()[1] for l in open("/proc/self/mounts")  # the pids hierarchy and cgroup2: no others
               if l.split()[2] == "cgroup2" or (l.split()[2] == "cgroup" and "pids" in l.split()[3].split(","))]
     for mount in mounts:
-        tried[mount + "/cgroup.procs"] = attempt(mount + "/cgroup.procs", str(os.getpid()))
+        tried[mount + "/cgroup.procs"] = attempt(mount, mount + "/cgroup.procs", str(os.getpid()))
         for controllers, path in groups().items():
             if "harness-sidecar-" in path:
                 top = path[:path.index("/slot-")]
                 slot = path[:path.index("/g/")]
-                for target in (top + "/cgroup.procs", slot + "/pids.max"):
-                    if os.path.exists(mount + target):
-                        tried[mount + target] = attempt(mount + target, "max" if target.endswith("max") else str(os.getpid()))
+                above = top.rsplit("/", 1)[0]  # the group the sidecar runs in (a delegated one, for a user)
+                for target in (above + "/cgroup.procs", top + "/cgroup.procs", slot + "/pids.max"):
+                    if os.path.exists(mount + target) and mount + target not in tried:
+                        tried[mount + target] = attempt(mount, mount + target,
+                                                        "max" if target.endswith("max") else str(os.getpid()))
     return tried
 def tell(report, name):
     with open(out + name + ".tmp", "w") as f:
@@ -140,6 +148,9 @@ def tell(report, name):
 if "--linger" in sys.argv:
     if os.fork() == 0:
         os.setsid()
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # a daemon: the hook's pipes are not held (its call is answered as it exits)
+            os.dup2(null, fd)
         tried = escape()
         tell({"pid": os.getpid(), "tried": tried, "groups": groups()}, ".child")
         time.sleep(600)
@@ -214,6 +225,10 @@ def test_a_process_that_left_its_cgroup_is_still_ended(spawn, tmp_path, fences, 
     elif how == "EOF":
         sidecar.proc.stdin.close()
     else:
+        # The reaper notes the sidecar's descendants every LOOK_S (0.5 s): one that left its group and lived
+        # less than that before the SIGKILL may survive (protocol.md says so). Past it, none does.
+        time.sleep(2 * LOOK_S)
+        since = time.monotonic()
         sidecar.proc.send_signal(signal.SIGKILL)
     assert_gone_within(ids, since, how)
 
@@ -319,6 +334,12 @@ def test_a_fork_bomb_as_the_user_blocks_hooks_at_once_and_thread_start_says_reso
             {"name": "noop", "required": True, "command": [SYSTEM_PYTHON, str(shared / "server.py")]}]}, timeout=60)
         assert "error" in refused, refused
         assert refused["error"]["code"] == -32070 and refused["error"]["data"]["kind"] == "resources_exhausted", refused
+        host = sidecar.request("thread/start", {"roots": [str(root)], "watch": False,
+                                                "trustedExtensions": [{"id": "bomber"}]}, timeout=60)
+        if "error" in host:  # a spare host may have been ready before the bomb: then it starts
+            assert host["error"]["data"]["kind"] == "resources_exhausted", host
+        else:
+            sidecar.call("thread/close", {"threadId": host["result"]["threadId"]}, timeout=30)
     finally:
         sidecar.call("thread/close", {"threadId": bomber}, timeout=30)
     deadline = time.monotonic() + GONE_WITHIN_S
@@ -330,3 +351,83 @@ def test_a_fork_bomb_as_the_user_blocks_hooks_at_once_and_thread_start_says_reso
         {"name": "noop", "required": True, "command": [SYSTEM_PYTHON, str(shared / "server.py")]}]}, timeout=60)
     assert again["threadId"]
     assert sidecar.call("tools/call", load_skill(hooks, 2), timeout=60)["result"]["isError"] is False
+
+
+# -- the same as an ordinary user, with a delegated cgroup v2 subtree (as systemd delegates one) ---------------
+
+def unified_mount() -> str | None:
+    for line in open("/proc/self/mounts"):
+        parts = line.split()
+        if parts[2] == "cgroup2" and os.path.exists(os.path.join(parts[1], "cgroup.procs")) \
+                and os.access(parts[1], os.W_OK):
+            return parts[1]
+    return None
+
+
+@pytest.fixture
+def delegated(shared):
+    """A cgroup v2 group owned by a user of its own (its folder, cgroup.procs, subtree_control, threads)."""
+    mount = unified_mount()
+    if not AS_USER or mount is None:
+        pytest.skip("needs root, setpriv, prlimit, a system Python and a writable cgroup2 mount")
+    uid = 40000 + os.getpid() % 20000
+    group = Path(tempfile.mkdtemp(prefix=f"harness-v4-user-{os.getpid()}-", dir=mount))  # a cgroup folder
+    for name in ("", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"):
+        os.chown(group / name if name else group, uid, uid)
+    yield uid, group
+    try:
+        (group / "cgroup.kill").write_text("1")  # the sidecar too (its fixture ends after this one)
+    except OSError:
+        pass
+    for _ in range(100):
+        leftovers = sorted((p for p in group.rglob("*") if p.is_dir()), key=lambda p: -len(str(p)))
+        for folder in [*leftovers, group]:
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        if not group.exists():
+            break
+        time.sleep(0.05)
+
+
+def user_sidecar_in(spawn, uid: int, group: Path, landlock: bool):
+    env = child_env({"HARNESS_SIDECAR_STATE_DIR": "/tmp/harness-contain-v4-state-%d" % uid,
+                     "HARNESS_SIDECAR_CGROUPS": "v2"})
+    if not landlock:
+        env["HARNESS_SIDECAR_LANDLOCK"] = "off"
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *site.getsitepackages()])
+    command = ["sh", "-c", f'echo $$ > {group}/cgroup.procs && exec setpriv --reuid={uid} --regid={uid} '
+               f'--clear-groups {SYSTEM_PYTHON} -P -m harness_sidecar']
+    sidecar = spawn(env=env, command=command, initialize=False)
+    return sidecar, sidecar.call("initialize", {})
+
+
+@pytest.mark.parametrize("landlock", [True, False])
+def test_as_an_ordinary_user_with_a_delegated_cgroup_a_process_cannot_leave_or_outlive_it(spawn, shared, delegated,
+                                                                                         landlock):
+    uid, group = delegated
+    sidecar, initialized = user_sidecar_in(spawn, uid, group, landlock)
+    if landlock and not initialized["containment"]["landlockAbi"]:
+        pytest.skip("the kernel has no Landlock")
+    script = write(shared / "escaper.py", ESCAPER)
+    out = shared / "escape.json"
+    root = hooked(shared / "p", [{"type": "command", "command": SYSTEM_PYTHON,
+                                  "args": [str(script), str(out), "--linger"]}])
+    for path in [shared, *shared.rglob("*")]:
+        path.chmod(0o777 if path.is_dir() else 0o644)
+    thread = thread_of(sidecar, root)
+    assert sidecar.call("tools/call", load_skill(thread), timeout=60)["result"]["isError"] is False
+    report = wait_file(Path(str(out) + ".child"))
+    target = str(group / "cgroup.procs")
+    assert target in report["tried"], report  # the group the sidecar runs in: the user's own, writable
+    if landlock:
+        assert set(report["tried"].values()) == {"PermissionError"}, report["tried"]
+        assert ours(report["groups"], sidecar.proc.pid), report["groups"]
+    else:  # without Landlock the kernel lets the user move it there: it left the sidecar's groups
+        assert report["tried"][target] == "allowed", report["tried"]
+        assert not ours(report["groups"], sidecar.proc.pid), report["groups"]
+    escaped = identity(report["pid"])
+    since = time.monotonic()
+    sidecar.call("thread/close", {"threadId": thread}, timeout=30)
+    assert_gone_within([escaped] if escaped else [], since, "thread/close")

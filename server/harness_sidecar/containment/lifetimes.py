@@ -83,7 +83,8 @@ class Cgroups:
     relative: str = ""  # ``root`` as /proc/<pid>/cgroup names it (below the mount)
 
     def holds(self, pid: int) -> bool | None:
-        """Whether ``pid`` is in a group of ours (None: it is gone, or cannot be read)."""
+        """Whether ``pid`` is in a slot's groups folder of ours — where every started process is, and stays
+        (None: it is gone, or cannot be read). Our root itself, or a slot's own group, is not one."""
         try:
             with open(f"/proc/{pid}/cgroup") as f:
                 lines = f.read().splitlines()
@@ -95,7 +96,10 @@ class Cgroups:
                 continue
             if (self.version == 2 and parts[0] == "0" and parts[1] == "") or \
                     (self.version == 1 and "pids" in parts[1].split(",")):
-                return parts[2] == self.relative or parts[2].startswith(self.relative + "/")
+                if not parts[2].startswith(self.relative + "/slot-"):
+                    return False
+                slot, _, rest = parts[2][len(self.relative) + 1:].partition("/")
+                return slot[5:].isdigit() and (rest == GROUPS or rest.startswith(GROUPS + "/"))
         return None
 
     def new_slot(self, max_processes: int) -> str:
@@ -237,9 +241,12 @@ class Lifetimes:
         self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
         if sys.platform.startswith("linux"):
-            # With cgroups too: a process that leaves its group (where Landlock does not stop it) and whose
-            # parent dies is adopted by us, not by init, so that the sweep still finds it.
-            self.adopts = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            # With cgroups too (in the sidecar: ``containment.SERVING``): a process that leaves its group
+            # (where Landlock does not stop it) and whose parent dies is adopted by us, not by init, so
+            # that the sweep still finds it.
+            from harness_sidecar import containment
+
+            self.adopts = (self.cgroups is None or containment.SERVING) and _prctl(_PR_SET_CHILD_SUBREAPER, 1)
             self.subreaper = self.adopts and self.cgroups is None
             if self.adopts:
                 # a child writes its pid here between fork and exec: the sweep knows what we started
