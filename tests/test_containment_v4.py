@@ -84,6 +84,21 @@ def test_one_handler_and_300_pipelined_calls_are_each_answered_by_their_deadline
     assert [a["result"]["result"]["isError"] for a in answers] == [False] * 300
 
 
+def test_hooks_waiting_their_turn_still_end_at_their_deadline(spawn, tmp_path, mode):
+    """maxProcesses 16: four of the thread's hooks run at once, the others wait; a deadline passes for all."""
+    handlers = [{"type": "command", "command": f"sleep 30 # {n}", "timeout": 1} for n in range(100)]
+    sidecar = spawn(env=sidecar_env(mode))
+    thread = thread_of(sidecar, hooked(tmp_path / "p", handlers), limits={"maxProcesses": 16})
+    since = time.monotonic()
+    result = sidecar.call("tools/call", load_skill(thread), timeout=60)["result"]
+    took = time.monotonic() - since
+    assert took <= 1 + GRACE_S, f"answered after {took:.1f} s: past the hooks' 1 s deadline plus hostGraceMs"
+    assert result["isError"] is True and result["details"]["blocked"]["kind"] == "hook_failed", result
+    assert "did not finish within 1000 ms" in result["details"]["blocked"]["reason"]
+    # and the thread serves on: its queue is empty again
+    sidecar.call("thread/close", {"threadId": thread}, timeout=30)
+
+
 def test_a_hook_past_max_processes_blocks_its_call_at_once(spawn, tmp_path, mode):
     if mode == "subreaper":
         pytest.skip("maxProcesses needs cgroups (the user's process limit: test_a_fork_bomb_as_the_user_...)")

@@ -17,6 +17,12 @@ Every process the sidecar starts (through ``launcher``) is *fenced* here, by one
   start (with everything below it). Weaker: such a process is ended ~1–2 s after it leaves its
   owner's tree even while the owner runs, and ``maxProcesses`` is not enforced.
 
+With cgroups, a started process cannot leave its group where Landlock is available (its domain may
+write beneath its slot's ``g/`` alone of the cgroup file system: ``landlock``). Where it is not, the
+serving sidecar (``containment.SERVING``) is a child subreaper too, and its sweep (every ``SWEEP_S``,
+and at each end) kills every descendant that is in no slot's ``g/`` of ours; ``close`` ends every
+descendant; the reaper notes descendants every 0.5 s and ends them after the groups.
+
 Either way a small **reaper** process (``reaper.py``, started directly, not by the launcher, in a
 session of its own) outlives a SIGKILLed sidecar by moments: it waits for EOF on a pipe only the
 sidecar holds, then ends the sidecar's groups (cgroups) or the sidecar's descendants as it last

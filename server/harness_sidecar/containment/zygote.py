@@ -20,6 +20,14 @@ What it changes, and what it keeps (protocol.md, "Containment"):
 - nothing else: the hook's pid is its own process group (the deadline's ``killpg`` from the sidecar),
   its stdin/stdout/stderr are the sidecar's pipes, passed over the control socket.
 
+Starts are queued (issue 27): a call matching 300 handlers, or 300 calls at once, would otherwise ask
+for 300 processes at once (past ``maxProcesses``: EAGAIN) and ~1,500 descriptors, and starts that found
+the control socket full (``net.unix.max_dgram_qlen``, often 10) each replaced the one writer callback
+of the one before — only the last was ever woken, and its call hung. Now one ordered queue, one writer:
+at most ``hooks_at_once`` (min(32, maxProcesses / 4)) of a thread's hooks are sent and not yet exited;
+a start's pipes are made as it is sent; a start whose caller gives up first (its deadline) leaves the
+queue; a start the system refuses (EAGAIN in the zygote, EMFILE here) fails at once.
+
 The zygote is untrusted as its hooks are: what it says is parsed with bounds, a pid it names is
 believed only for its own child (the sidecar signals it), and a zygote that dies or says nonsense
 fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
