@@ -19,7 +19,7 @@ Every process the sidecar starts (through ``launcher``) is *fenced* here, by one
 
 With cgroups, a started process cannot leave its group where Landlock is available (its domain may
 write beneath its slot's ``g/`` alone of the cgroup file system: ``landlock``). Where it is not, the
-serving sidecar (``containment.SERVING``) is a child subreaper too, and its sweep (every ``SWEEP_S``,
+serving sidecar (``containment.SERVING``) is a child subreaper too (only there), and its sweep (every ``SWEEP_S``,
 and at each end) kills every descendant that is in no slot's ``g/`` of ours; ``close`` ends every
 descendant; the reaper notes descendants every 0.5 s and ends them after the groups.
 
@@ -247,12 +247,14 @@ class Lifetimes:
         self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
         if sys.platform.startswith("linux"):
-            # With cgroups too (in the sidecar: ``containment.SERVING``): a process that leaves its group
-            # (where Landlock does not stop it) and whose parent dies is adopted by us, not by init, so
-            # that the sweep still finds it.
+            # With cgroups too where Landlock is missing (in the sidecar: ``containment.SERVING``): a process
+            # that leaves its group and whose parent dies is adopted by us, not by init, so that the sweep
+            # still finds it. (With Landlock none can leave: nothing to look for, nothing paid.)
             from harness_sidecar import containment
+            from harness_sidecar.containment import landlock
 
-            self.adopts = (self.cgroups is None or containment.SERVING) and _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            escapable = containment.SERVING and landlock.abi() is None
+            self.adopts = (self.cgroups is None or escapable) and _prctl(_PR_SET_CHILD_SUBREAPER, 1)
             self.subreaper = self.adopts and self.cgroups is None
             if self.adopts:
                 # a child writes its pid here between fork and exec: the sweep knows what we started
@@ -596,7 +598,8 @@ class Lifetimes:
 
         read, write = os.pipe()
         args = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(__file__), "reaper.py"), str(os.getpid())]
-        args += ["cgroup", self.cgroups.root, "1" if self.cgroups.killable else "0"] if self.cgroups else ["tree"]
+        args += ["cgroup", self.cgroups.root, "1" if self.cgroups.killable else "0", "1" if self.adopts else "0"] \
+            if self.cgroups else ["tree"]
         try:
             self.reaper = subprocess.Popen(args, stdin=read, stdout=subprocess.DEVNULL, start_new_session=True,
                                            close_fds=True)
