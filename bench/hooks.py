@@ -4,6 +4,8 @@
   the hook − p50 without, the calls interleaved), against the fork/exec floor measured in the same
   run — spawning ``/bin/true`` from Python and waiting for it;
 - four matching hooks that each take 200 ms against one such hook: they run in parallel;
+- 300 matching ``exit 0`` handlers on one call (issue 27): answered, and its round trip ÷ 300 against
+  the round trip of a call with one such handler (and against what that one handler adds);
 - tools/call with no hooks declared against the sidecar as it was before command hooks (the commit
   ``BASE``, exported from git and run in the same invocation): sequential p50 and pipelined rate.
 
@@ -128,6 +130,32 @@ def parallel_hooks(tmp: Path, runs: int) -> dict:
     return {"one_ms": o, "four_ms": f, "ratio": f["median"] / o["median"]}
 
 
+def many_handlers(tmp: Path, runs: int, count: int = 300) -> dict:
+    one = RawAt(REPO / "server")
+    many = RawAt(REPO / "server")
+    plain = RawAt(REPO / "server")
+    one_thread = open_thread(one, make_root(tmp / "one-exit0", [{"type": "command", "command": "exit 0"}]))
+    # distinct handlers (identical ones would run once)
+    many_thread = open_thread(many, make_root(tmp / "many-exit0", [
+        {"type": "command", "command": f"exit 0 # {n}"} for n in range(count)]))
+    plain_thread = open_thread(plain, make_root(tmp / "plain-exit0", None))
+    ones, manys, plains = [], [], []
+    for i in range(1, runs + 3):  # interleaved; 2 warm-up rounds
+        a = round_trip_ms(one, one_thread, i)
+        b = round_trip_ms(many, many_thread, i)
+        c = round_trip_ms(plain, plain_thread, i)
+        if i > 2:
+            ones.append(a)
+            manys.append(b)
+            plains.append(c)
+    for raw in (one, many, plain):
+        raw.close()
+    o, m, p = summary(ones), summary(manys), summary(plains)
+    per = m["median"] / count
+    return {"count": count, "one_ms": o, "many_ms": m, "plain_ms": p, "per_handler_ms": per,
+            "ratio": per / o["median"], "ratio_to_added": per / max(1e-6, o["median"] - p["median"])}
+
+
 def no_hooks_vs_base(tmp: Path, runs: int, sequential: int, pipelined: int) -> dict:
     base = tmp / "base"
     base.mkdir()
@@ -177,6 +205,10 @@ def run(quick: bool) -> dict:
               f"{fmt(t['floor_ms'], ' ms', 2)}, through containment.launcher {fmt(t['launcher_ms'], ' ms', 2)}", flush=True)
         p = results["parallel"] = parallel_hooks(tmp, 5 if quick else 15)
         print(f"one 200 ms hook {fmt(p['one_ms'], ' ms')}, four {fmt(p['four_ms'], ' ms')}", flush=True)
+        m = results["many"] = many_handlers(tmp, 5 if quick else 15)
+        print(f"{m['count']} matching 'exit 0' handlers on one call {fmt(m['many_ms'], ' ms')} "
+              f"({m['per_handler_ms']:.2f} ms each); one such handler {fmt(m['one_ms'], ' ms', 2)}, "
+              f"no hook {fmt(m['plain_ms'], ' ms', 2)}", flush=True)
         b = results["no_hooks"] = no_hooks_vs_base(tmp, 3 if quick else 7, 100 if quick else 400,
                                                    1000 if quick else 3000)
         print(f"no hooks declared: sequential p50 {fmt(b['today_seq_ms'], ' ms', 3)} vs {BASE} "
@@ -186,13 +218,16 @@ def run(quick: bool) -> dict:
 
 
 def targets(results: dict) -> list[tuple[str, bool, str]]:
-    t, p, b = results["trivial"], results["parallel"], results["no_hooks"]
+    t, p, b, m = results["trivial"], results["parallel"], results["no_hooks"], results["many"]
     return [
         ("a trivial PreToolUse hook adds ≤ 1.5× the /bin/true spawn floor (p50)", t["ratio"] <= 1.5,
          f"{t['ratio']:.2f}× (+{t['added_ms']:.2f} ms vs {t['floor_ms']['median']:.2f} ms)"),
         ("… and ≤ 1.5× the same spawn through containment.launcher (its fences' own cost excluded)",
          t["ratio_to_launcher"] <= 1.5, f"{t['ratio_to_launcher']:.2f}× (launcher {t['launcher_ms']['median']:.2f} ms)"),
         ("four matching 200 ms hooks ≤ 1.3× one", p["ratio"] <= 1.3, f"{p['ratio']:.2f}×"),
+        (f"{m['count']} matching 'exit 0' handlers: answered, time ÷ {m['count']} ≤ 2× one handler's call",
+         m["ratio"] <= 2, f"{m['ratio']:.2f}× ({m['per_handler_ms']:.2f} ms vs {m['one_ms']['median']:.2f} ms; "
+                          f"{m['ratio_to_added']:.2f}× what one handler adds to a call)"),
         (f"no hooks declared: sequential p50 ≤ 1.05× {BASE}", b["seq_ratio"] <= 1.05, f"{b['seq_ratio']:.3f}×"),
         (f"no hooks declared: pipelined time per call ≤ 1.05× {BASE} (median run)", b["rate_ratio"] <= 1.05,
          f"{b['rate_ratio']:.3f}×"),

@@ -87,6 +87,10 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     configure_logging(level)
     import asyncio
 
+    from harness_sidecar import containment
+
+    containment.SERVING = True
+
     from harness_sidecar.wire.endpoint import Endpoint
 
     endpoint = Endpoint(writer, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes,
@@ -118,8 +122,11 @@ def serve_lsp() -> int:
     if missing:
         print("harness-sidecar: --lsp needs pygls and lsprotocol; install the 'lsp' extra from your harness-sidecar checkout: pip install -e '.[lsp]'", file=sys.stderr)
         return 2
+    from harness_sidecar import containment
     from harness_sidecar.wire import lsp
     from harness_sidecar.wire.transport import claim_stdout
+
+    containment.SERVING = True
 
     def load_lint():  # the catalog's rules, for live diagnostics and hovers
         from harness_sidecar.resources import lint

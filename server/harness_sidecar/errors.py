@@ -127,6 +127,9 @@ def as_rpc_error(method: str, exc: Exception) -> RpcError:
     if isinstance(exc, MemoryError) or (isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS):
         return DomainError("resources_exhausted", f"'{method}' could not get what it needs from the system: "
                            f"{type(exc).__name__}: {exc}", errno=getattr(exc, "errno", None))
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):  # pthread_create: EAGAIN
+        return DomainError("resources_exhausted", f"'{method}' could not get a thread from the system: {exc}",
+                           errno=_errno.EAGAIN)
     return InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}")
 
 

@@ -763,7 +763,7 @@ export interface Containment {
   scopedSignals: boolean;
 }
 /**
- * Once per thread that starts foreign code, where Landlock is missing or below ABI 6: what is not fenced.
+ * Once per thread that starts foreign code, where the machine fences less than protocol.md promises: what is not fenced.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ContainmentReduced".
@@ -771,6 +771,10 @@ export interface Containment {
 export interface ContainmentReduced {
   threadId: ThreadId;
   kind: "containment_reduced";
+  /**
+   * What is fenced less: processes (no writable cgroups: the subreaper mode, or nothing), maxProcesses (cgroups without the pids controller), landlock (missing or below ABI 6).
+   */
+  what: ("processes" | "maxProcesses" | "landlock")[];
   message: string;
 }
 /**

@@ -66,7 +66,10 @@ def _child_setup(launch: Launch) -> Callable[[], None] | None:
         return None
     parent = os.getpid()
     fence = _lifetime_fence(launch)
-    enter_domain = landlock.enter_domain()  # prepared here, in the parent
+    from harness_sidecar.containment import lifetimes
+
+    # prepared here, in the parent: its domain may write beneath its slot's groups folder alone of the cgroups
+    enter_domain = landlock.enter_domain(lifetimes.get().take_groups())
 
     def setup() -> None:
         prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

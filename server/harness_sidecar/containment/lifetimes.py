@@ -17,6 +17,12 @@ Every process the sidecar starts (through ``launcher``) is *fenced* here, by one
   start (with everything below it). Weaker: such a process is ended ~1–2 s after it leaves its
   owner's tree even while the owner runs, and ``maxProcesses`` is not enforced.
 
+With cgroups, a started process cannot leave its group where Landlock is available (its domain may
+write beneath its slot's ``g/`` alone of the cgroup file system: ``landlock``). Where it is not, the
+serving sidecar (``containment.SERVING``) is a child subreaper too (only there), and its sweep (every ``SWEEP_S``,
+and at each end) kills every descendant that is in no slot's ``g/`` of ours; ``close`` ends every
+descendant; the reaper notes descendants every 0.5 s and ends them after the groups.
+
 Either way a small **reaper** process (``reaper.py``, started directly, not by the launcher, in a
 session of its own) outlives a SIGKILLed sidecar by moments: it waits for EOF on a pipe only the
 sidecar holds, then ends the sidecar's groups (cgroups) or the sidecar's descendants as it last
@@ -55,6 +61,10 @@ HOST = "host"  # = launcher.HOST (not imported: the launcher imports us)
 ENTER = "HARNESS_SIDECAR_CGROUP"  # a Python host's group: it enters it itself (``enter_own_group``)
 _PR_SET_CHILD_SUBREAPER = 36
 SHELL = "/bin/sh"
+# A slot's processes' groups are in its folder ``g/``: a started process may write beneath that folder
+# alone of the cgroup file system (Landlock, ``landlock.enter_domain``), so it can enter its own group
+# but never another thread's, a group outside the sidecar's, nor its slot's ``pids.max``.
+GROUPS = "g"
 # $1: the group's path without the pid; $$ is the shell's pid, which exec keeps. Never run unfenced.
 _ENTER_SCRIPT = 'd="$1-$$"; shift; { mkdir "$d" && echo 0 > "$d/cgroup.procs"; } 2>/dev/null || exit 126; exec "$@"'
 
@@ -76,6 +86,27 @@ class Cgroups:
     spares: dict[int, str] = field(default_factory=dict)  # a spare host's pid → its slot
     wanted: dict[str, int] = field(default_factory=dict)  # owner → limits.maxProcesses
     _next: int = 0
+    relative: str = ""  # ``root`` as /proc/<pid>/cgroup names it (below the mount)
+
+    def holds(self, pid: int) -> bool | None:
+        """Whether ``pid`` is in a slot's groups folder of ours — where every started process is, and stays
+        (None: it is gone, or cannot be read). Our root itself, or a slot's own group, is not one."""
+        try:
+            with open(f"/proc/{pid}/cgroup") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return None
+        for line in lines:
+            parts = line.split(":", 2)
+            if len(parts) != 3:
+                continue
+            if (self.version == 2 and parts[0] == "0" and parts[1] == "") or \
+                    (self.version == 1 and "pids" in parts[1].split(",")):
+                if not parts[2].startswith(self.relative + "/slot-"):
+                    return False
+                slot, _, rest = parts[2][len(self.relative) + 1:].partition("/")
+                return slot[5:].isdigit() and (rest == GROUPS or rest.startswith(GROUPS + "/"))
+        return None
 
     def new_slot(self, max_processes: int) -> str:
         self._next += 1
@@ -84,6 +115,7 @@ class Cgroups:
         if self.version == 2 and self.limits:
             _write(os.path.join(path, "cgroup.subtree_control"), "+pids", quiet=True)
         self.set_limit(path, max_processes)
+        os.mkdir(os.path.join(path, GROUPS))
         return path
 
     def set_limit(self, path: str, max_processes: int) -> None:
@@ -157,6 +189,10 @@ def _try_root(parent: str) -> str | None:
     return root
 
 
+def _relative(own: str) -> str:
+    return own.rstrip("/") + f"/harness-sidecar-{os.getpid()}"
+
+
 def find_cgroups() -> Cgroups | None:
     """The best cgroup subtree the kernel lets us make, or None."""
     only = os.environ.get(SWITCH, "").lower()
@@ -183,13 +219,13 @@ def find_cgroups() -> Cgroups | None:
                 killable = os.path.exists(os.path.join(root, "cgroup.kill"))
                 limits = limits and os.path.exists(os.path.join(root, "cgroup.subtree_control"))
                 if killable or limits:
-                    return Cgroups(root, 2, limits, killable)
+                    return Cgroups(root, 2, limits, killable, relative=_relative(own2))
                 os.rmdir(root)
     own1 = _own_cgroup("pids")
     if v1_pids and own1 is not None:
         root = _try_root(os.path.join(v1_pids[0][0], own1.lstrip("/")))
         if root is not None and os.path.exists(os.path.join(root, "pids.max")):
-            return Cgroups(root, 1, True, False)
+            return Cgroups(root, 1, True, False, relative=_relative(own1))
     return None
 
 
@@ -198,18 +234,29 @@ class Lifetimes:
 
     def __init__(self) -> None:
         self.cgroups = find_cgroups()
-        self.subreaper = False
+        self.subreaper = False  # the subreaper *mode*: no cgroups, orphans adopted and ended
+        self.adopts = False  # we are a child subreaper (both modes: with cgroups, to end what escapes them)
         self.started: set[int] = set()  # our own children (subreaper mode): pids the launcher started
+        self.max_processes: dict[str, int] = {}  # owner → limits.maxProcesses (enforced with cgroups; paced always)
         self._registry_r = self._registry_w = -1
         self._launching: tuple[str, str, str] | None = None  # (kind, owner, slot) of the child being started
+        self._groups: str | None = None  # the groups folder of the child being started (cgroups)
         self._host_enters = False
         self._wrapped = False
         self._sweeping = False
         self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
-        if self.cgroups is None and sys.platform.startswith("linux"):
-            self.subreaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-            if self.subreaper:
+        if sys.platform.startswith("linux"):
+            # With cgroups too where Landlock is missing (in the sidecar: ``containment.SERVING``): a process
+            # that leaves its group and whose parent dies is adopted by us, not by init, so that the sweep
+            # still finds it. (With Landlock none can leave: nothing to look for, nothing paid.)
+            from harness_sidecar import containment
+            from harness_sidecar.containment import landlock
+
+            escapable = containment.SERVING and landlock.abi() is None
+            self.adopts = (self.cgroups is None or escapable) and _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            self.subreaper = self.adopts and self.cgroups is None
+            if self.adopts:
                 # a child writes its pid here between fork and exec: the sweep knows what we started
                 self._registry_r, self._registry_w = os.pipe()
                 os.set_blocking(self._registry_r, False)
@@ -246,7 +293,8 @@ class Lifetimes:
             raise
         self._launching = (HOST, owner, where)
         self._host_enters = True
-        return where
+        self._groups = os.path.join(where, GROUPS)
+        return self._groups
 
     def argv(self, kind: str, owner: str, argv: list[str], env: dict[str, str] | None,
              cwd: str | None) -> list[str]:
@@ -273,10 +321,28 @@ class Lifetimes:
             logger.error("cannot make the cgroup of %s: %s", owner or "a process without a thread", exc)
             raise
         self._wrapped = True
-        return [SHELL, "-c", _ENTER_SCRIPT, "harness-sidecar-enter", os.path.join(where, kind), path, *argv[1:]]
+        self._groups = os.path.join(where, GROUPS)
+        return [SHELL, "-c", _ENTER_SCRIPT, "harness-sidecar-enter", os.path.join(self._groups, kind), path, *argv[1:]]
 
     def child_setup(self, kind: str, owner: str, max_processes: int | None) -> Callable[[], None] | None:
-        """Prepare the owner's group (parent side); the returned function runs in the child."""
+        """Prepare the owner's group (parent side); the returned function runs in the child. Where we adopt
+        orphans, the child also says its pid (the sweep then knows it is ours to leave alone)."""
+        fence = self._group_setup(kind, owner, max_processes)
+        if self._registry_w < 0 or self.cgroups is None:
+            return fence
+        registry = self._registry_w
+
+        def register_and_fence() -> None:
+            try:
+                os.write(registry, b"%d\n" % os.getpid())
+            except OSError:
+                pass
+            if fence is not None:
+                fence()
+
+        return register_and_fence
+
+    def _group_setup(self, kind: str, owner: str, max_processes: int | None) -> Callable[[], None] | None:
         if self.cgroups is not None and kind == HOST and self._host_enters:
             self._host_enters = False  # host_slot() was asked: the host enters its group itself
             return None
@@ -291,7 +357,8 @@ class Lifetimes:
                 logger.error("cannot make the cgroup of %s: %s", owner or "a spare host", exc)
                 raise
             self._launching = (kind, owner, where)
-            prefix = os.path.join(where, kind + "-")
+            self._groups = os.path.join(where, GROUPS)
+            prefix = os.path.join(self._groups, kind + "-")
 
             def enter() -> None:
                 path = prefix + str(os.getpid())
@@ -316,12 +383,24 @@ class Lifetimes:
             return register
         return None
 
+    def take_groups(self) -> str | None:
+        """The groups folder the child being started enters (its slot's ``g/``; None without cgroups):
+        the one folder of the cgroup file system its Landlock domain lets it write beneath."""
+        groups, self._groups = self._groups, None
+        return groups
+
     def limit(self, owner: str, max_processes: int) -> None:
         """A thread's process limit, for its slot (thread/start, ahead of its first process)."""
+        if owner:
+            self.max_processes[owner] = max_processes
         if self.cgroups is not None and owner:
             self.cgroups.wanted[owner] = max_processes
             if owner in self.cgroups.slots:
                 self.cgroups.set_limit(self.cgroups.slots[owner], max_processes)
+
+    def max_processes_of(self, owner: str) -> int:
+        """``owner``'s ``limits.maxProcesses`` (what its hooks' zygote paces itself by, cgroups or not)."""
+        return self.max_processes.get(owner, DEFAULT_MAX_PROCESSES)
 
     def started_process(self, pid: int, kind: str, owner: str) -> None:
         """The launcher's child ``pid`` runs (called by whoever started it): a spare's slot is noted."""
@@ -344,7 +423,7 @@ class Lifetimes:
             cgroups.slots[owner] = spare
             cgroups.set_limit(spare, cgroups.wanted.get(owner, DEFAULT_MAX_PROCESSES))
             return
-        new = os.path.join(cgroups.slots[owner], f"{kind}-{pid}")
+        new = os.path.join(cgroups.slots[owner], GROUPS, f"{kind}-{pid}")
         try:
             os.mkdir(new)
         except FileExistsError:
@@ -360,9 +439,8 @@ class Lifetimes:
             if spare is not None:
                 self._end(spare)
             elif owner in self.cgroups.slots:
-                self._end(os.path.join(self.cgroups.slots[owner], f"{kind}-{pid}"))
-        elif self.subreaper:
-            self.sweep()  # its orphans were re-parented to us: end them now, not at the next tick
+                self._end(os.path.join(self.cgroups.slots[owner], GROUPS, f"{kind}-{pid}"))
+        self.sweep()  # its orphans were re-parented to us: end them now, not at the next tick
 
     def end_owner(self, owner: str) -> None:
         """A thread closed: end everything left in its group (hosts and servers were stopped first)."""
@@ -370,13 +448,13 @@ class Lifetimes:
             from harness_sidecar.containment import zygote
 
             zygote.end(owner)
+        self.max_processes.pop(owner, None)
         if self.cgroups is not None and owner:
             self.cgroups.wanted.pop(owner, None)
             slot = self.cgroups.slots.pop(owner, None)
             if slot is not None:
                 self._end(slot)
-        elif self.subreaper:
-            self.sweep()
+        self.sweep()
 
     def _end(self, path: str, tries: int = END_TRIES) -> None:
         assert self.cgroups is not None
@@ -399,14 +477,20 @@ class Lifetimes:
                 if self.cgroups.end(self.cgroups.root):
                     break
                 time.sleep(END_RETRY_S)
+            if self.adopts:  # and whatever left its group: every descendant of ours but the reaper
+                for _ in range(3):
+                    if not self._end_escaped(everything=True):
+                        break
+                    time.sleep(END_RETRY_S)
         elif self.subreaper:
             self.sweep()
 
     # -- the subreaper sweep
 
     def start_sweeping(self) -> None:
-        """Subreaper mode: end adopted orphans every ``SWEEP_S`` (call from the event loop)."""
-        if not self.subreaper or self._sweeping:
+        """Subreaper mode: end adopted orphans every ``SWEEP_S``; with cgroups, end every descendant that
+        left them (call from the event loop)."""
+        if not self.adopts or self._sweeping:
             return
         import asyncio
 
@@ -419,10 +503,7 @@ class Lifetimes:
 
         loop.call_later(SWEEP_S, tick)
 
-    def sweep(self) -> None:
-        """End every child of ours we did not start, with everything below it; reap them."""
-        if not self.subreaper:
-            return
+    def _read_registry(self) -> None:
         while True:
             try:
                 data = os.read(self._registry_r, 65536)
@@ -433,6 +514,17 @@ class Lifetimes:
             if not data:
                 break
             self.started.update(int(x) for x in data.split() if x.isdigit())
+
+    def sweep(self) -> None:
+        """Subreaper mode: end every child of ours we did not start, with everything below it; reap them.
+        With cgroups: end every descendant that is in no group of ours (it left its own), reap the orphans
+        that ended (they are ours too: we adopt them)."""
+        if not self.adopts:
+            return
+        if self.cgroups is not None:
+            self._end_escaped()
+            return
+        self._read_registry()
         me = os.getpid()
         zombies: set[int] = set()
         table = process_table(me, zombies)
@@ -462,6 +554,41 @@ class Lifetimes:
         for pid in strays:  # they are our children now: reap them (no zombies)
             _reap_soon(pid)
 
+    def _end_escaped(self, everything: bool = False) -> bool:
+        """Cgroups: SIGKILL each descendant of ours (the reaper excepted) outside our groups — or, with
+        ``everything`` (the sidecar is leaving), each descendant at all. True when one was found."""
+        assert self.cgroups is not None
+        self._read_registry()
+        me = os.getpid()
+        zombies: set[int] = set()
+        table = process_table(me, zombies)
+        for pid in zombies - self.started:  # adopted orphans that ended: reaped (their pids are freed)
+            _reap_soon(pid, 0)
+        children = {pid for pid, (ppid, _start) in table.items() if ppid == me}
+        self.started &= children | zombies
+        below: dict[int, list[int]] = {}
+        for pid, (ppid, _start) in table.items():
+            below.setdefault(ppid, []).append(pid)
+        reaper_pid = self.reaper.pid if self.reaper is not None else -1
+        found = False
+        todo = [pid for pid in below.get(me, []) if pid != reaper_pid]
+        while todo:
+            pid = todo.pop()
+            todo += below.get(pid, [])
+            if not everything and table[pid][0] == me and pid in self.started:
+                continue  # one we started, maybe entering its group now; its owner ends it (its stop, its pid)
+            if everything or self.cgroups.holds(pid) is False:
+                if not everything:
+                    logger.warning("process %d left the cgroup it was started in: ended", pid)
+                found = True
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                if table[pid][0] == me and pid not in self.started:
+                    _reap_soon(pid)
+        return found
+
     # -- the reaper
 
     def _start_reaper(self) -> None:
@@ -471,7 +598,8 @@ class Lifetimes:
 
         read, write = os.pipe()
         args = [sys.executable, "-I", "-S", os.path.join(os.path.dirname(__file__), "reaper.py"), str(os.getpid())]
-        args += ["cgroup", self.cgroups.root, "1" if self.cgroups.killable else "0"] if self.cgroups else ["tree"]
+        args += ["cgroup", self.cgroups.root, "1" if self.cgroups.killable else "0", "1" if self.adopts else "0"] \
+            if self.cgroups else ["tree"]
         try:
             self.reaper = subprocess.Popen(args, stdin=read, stdout=subprocess.DEVNULL, start_new_session=True,
                                            close_fds=True)

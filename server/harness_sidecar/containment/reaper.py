@@ -8,6 +8,8 @@ Its stdin is a pipe whose only write end the sidecar holds: EOF means the sideca
   ``pids.max`` 0 and SIGKILL to each member until none is left) and the groups are removed;
 - ``tree``: while the sidecar runs, it notes the sidecar's descendants every 0.5 s (pid and start
   time); at EOF it kills those still alive (same pid, same start time).
+- ``cgroup ROOT KILLABLE 1`` (where Landlock is missing, so a process may leave its group) notes the
+  descendants too, and kills those still alive after the groups.
 
 Standard library only, no imports of the project: it starts in a few milliseconds and holds nothing.
 ``lifetimes`` and ``mcp.process`` use its cgroup and ``/proc`` helpers too, so that there is one of each.
@@ -120,8 +122,9 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     seen = {}
+    track = mode == "tree" or (len(argv) > 4 and argv[4] == "1")
     while True:
-        ready, _w, _x = select.select([0], [], [], LOOK_S if mode == "tree" else None)
+        ready, _w, _x = select.select([0], [], [], LOOK_S if track else None)
         if ready:
             try:
                 data = os.read(0, 4096)
@@ -137,7 +140,8 @@ def main(argv):
         seen = {pid: start for pid, start in seen.items() if procs.get(pid, (0, None))[1] == start}
     if mode == "cgroup":
         end_cgroups(argv[2], argv[3] == "1")
-        return
+        if not track:
+            return
     for _ in range(3):
         procs = table()
         seen.update(descendants(sidecar, procs) if sidecar in procs else {})

@@ -20,6 +20,14 @@ What it changes, and what it keeps (protocol.md, "Containment"):
 - nothing else: the hook's pid is its own process group (the deadline's ``killpg`` from the sidecar),
   its stdin/stdout/stderr are the sidecar's pipes, passed over the control socket.
 
+Starts are queued (issue 27): a call matching 300 handlers, or 300 calls at once, would otherwise ask
+for 300 processes at once (past ``maxProcesses``: EAGAIN) and ~1,500 descriptors, and starts that found
+the control socket full (``net.unix.max_dgram_qlen``, often 10) each replaced the one writer callback
+of the one before — only the last was ever woken, and its call hung. Now one ordered queue, one writer:
+at most ``hooks_at_once`` (min(32, maxProcesses / 4)) of a thread's hooks are sent and not yet exited;
+a start's pipes are made as it is sent; a start whose caller gives up first (its deadline) leaves the
+queue; a start the system refuses (EAGAIN in the zygote, EMFILE here) fails at once.
+
 The zygote is untrusted as its hooks are: what it says is parsed with bounds, a pid it names is
 believed only for its own child (the sidecar signals it), and a zygote that dies or says nonsense
 fails the hooks it was running (``-SIGKILL``) and is replaced at the next start.
@@ -53,6 +61,7 @@ import signal
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.containment import launcher
@@ -102,6 +111,8 @@ class _Transport(asyncio.SubprocessTransport):
         self.at_once = False  # handed back before its pid was known (connection_made then, not at the pid)
         self.start_error: OSError | None = None  # at_once: why it was not started
         self._group_kill = False  # at_once: its group is to be killed as soon as its pid is known
+        self.queued = False  # waiting in its zygote's queue: its request not sent yet (no pipes, no process)
+        self.holds_slot = False  # counted in its zygote's hooks at once (from the request's send to its exit)
 
     # -- asyncio.SubprocessTransport
 
@@ -147,6 +158,11 @@ class _Transport(asyncio.SubprocessTransport):
         if self.closed:
             return
         self.closed = True
+        if self.queued:  # never sent: it leaves the queue (its deadline, or its caller, came first)
+            self.queued = False
+            if self.zygote is not None:
+                self.zygote.dequeue(self)
+            return
         for pipe in list(self.pipes.values()):
             pipe.close()
         if self.returncode is None:
@@ -200,8 +216,16 @@ class _Transport(asyncio.SubprocessTransport):
         if self.start_error is not None or self.pid is not None:
             return
         self.start_error = error
+        self.release()
         self.protocol.process_exited()
         self.finish()
+
+    def release(self) -> None:
+        """Its process has exited or never started: its zygote may send the next waiting start."""
+        if self.holds_slot:
+            self.holds_slot = False
+            if self.zygote is not None:
+                self.zygote.released()
 
     def _ended(self) -> None:
         """Our pidfd is readable: the hook has exited, and stays a zombie until we tell the zygote to reap it
@@ -235,6 +259,7 @@ class _Transport(asyncio.SubprocessTransport):
         if self.statfd is not None:
             os.close(self.statfd)
             self.statfd = None
+        self.release()
         self.protocol.process_exited()
         self.finish()
 
@@ -446,6 +471,11 @@ class Zygote:
         self.spare_timer: asyncio.TimerHandle | None = None
         self.requests: dict[int, tuple[launcher.Launch, list[str], bytes]] = {}  # start objects made, by launch
         self.reap_timer: asyncio.TimerHandle | None = None
+        self.queue: collections.deque[_Start] = collections.deque()  # starts not sent yet, in order
+        self.in_flight = 0  # hooks sent and not yet exited (or failed)
+        self.limit = hooks_at_once(owner)
+        self.writing = False  # our writer is in the loop: the socket was full
+        self._pump_handle: asyncio.Handle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
         self._make_spare()
@@ -456,47 +486,30 @@ class Zygote:
         is then a pipe holding them, then EOF — written (what fits the pipe; the rest as it drains) right
         after the request is sent, while the zygote wakes, so the hook finds them there.
 
-        ``at_once``: the transport is handed back as soon as the zygote has the request, not when it names
+        Starts are queued, in order, and sent while fewer than ``hooks_at_once`` of the thread's hooks run
+        (their pipes made as each is sent): however many hooks a call matches, or however many calls come
+        at once, the sidecar holds a bounded number of descriptors and the thread's cgroup a bounded number
+        of processes, and every start is either sent, or dropped when its caller gives up on it (its
+        deadline) — never lost.
+
+        ``at_once``: the transport is handed back as soon as the start is queued, not when the zygote names
         the pid (the caller's task is not woken for it); a start that fails is then no ``OSError`` but a
         transport whose ``start_error`` says why, whose process "exits" at once."""
         given = stdin if isinstance(stdin, bytes) or callable(stdin) else None
-        ours: dict[int, int] = {}  # fd number in the hook → our end of its pipe
-        theirs: list[int] = []
+        pipes: list[int] = []  # fd numbers in the hook that are pipes of ours
         stdio: list[str] = []
-        spare = self.spare if given is not None and stdout == stderr == subprocess.PIPE else None
-        try:
-            try:
-                if spare is not None:  # a command hook's three pipes, made while the loop was idle
-                    self.spare = None
-                    theirs = [spare.pop(-1 - n) for n in range(3)]
-                    ours, stdio = spare, ["fd", "fd", "fd"]
-                for n, how in enumerate((stdin, stdout, stderr) if spare is None else ()):
-                    if how == subprocess.PIPE or (n == 0 and given is not None):
-                        ours[n], theirs_n = _pipe(n)
-                        theirs.append(theirs_n)
-                        stdio.append("fd")
-                    elif how in (None, subprocess.DEVNULL):
-                        stdio.append("devnull")
-                    else:
-                        raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
-                request = self._request(launch, stdio)
-                reaps = self.reaps
-                if reaps and len(request) <= MAX_REQUEST:  # the hooks read since the last start: reaped after it
-                    request, self.reaps = request + b"\n" + json.dumps(reaps).encode(), []
-                if len(request) <= MAX_REQUEST:
-                    await self._send(request, theirs)
-            finally:
-                for fd in theirs:
-                    os.close(fd)
-        except BaseException:
-            for fd in ours.values():
-                os.close(fd)
-            raise
-        if callable(given):
-            given = given()
+        for n, how in enumerate((stdin, stdout, stderr)):
+            if how == subprocess.PIPE or (n == 0 and given is not None):
+                pipes.append(n)
+                stdio.append("fd")
+            elif how in (None, subprocess.DEVNULL):
+                stdio.append("devnull")
+            else:
+                raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
+        request = self._request(launch, stdio)
         if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
-            for fd in ours.values():
-                os.close(fd)
+            if callable(given):
+                given = given()
             if given is None:
                 return await launcher.spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
             direct, protocol = await launcher.spawn_direct(launch, protocol_factory, stdin=subprocess.PIPE,
@@ -507,8 +520,104 @@ class Zygote:
             except (OSError, RuntimeError):
                 pass  # a hook that does not read its stdin may close it: that is its business
             return direct, protocol
+        if not self.alive:
+            raise ConnectionResetError("the hooks' zygote has exited")
+        protocol = protocol_factory()
+        transport = _Transport(self.loop, protocol, self)
+        answer = None if at_once else self.loop.create_future()
+        transport.queued = True
+        self.queue.append(_Start(transport, request, tuple(pipes), given, answer))
+        if at_once:
+            transport.at_once = True
+            protocol.connection_made(transport)
+        self._pump()
+        if answer is None:
+            return transport, protocol
+        try:
+            await answer
+        except BaseException:
+            transport.close()
+            raise
+        return transport, protocol
+
+    def _pump(self) -> None:
+        """Send the waiting starts, in order, while the socket takes them and fewer than ``limit`` run."""
+        self._pump_handle = None
+        sent = 0
+        while self.queue and self.alive and self.in_flight < self.limit:
+            start = self.queue[0]
+            if start.ours is None:
+                try:
+                    start.ours, start.theirs = self._pipes(start)
+                except OSError as exc:  # no descriptors left (EMFILE, ENFILE): this start fails now
+                    self.queue.popleft()
+                    self._never_sent(start, exc)
+                    continue
+            request, reaps = start.request, self.reaps
+            if reaps and len(request) + 16 * len(reaps) <= MAX_REQUEST:  # hooks read since: reaped after it
+                request += b"\n" + json.dumps(reaps).encode()
+            else:
+                reaps = []
+            ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", start.theirs))] if start.theirs else []
+            try:
+                self.control.sendmsg([request], ancillary)
+            except (BlockingIOError, InterruptedError):  # the zygote's queue is full: when it has room
+                self._want_writer()
+                break
+            except OSError as exc:  # e.g. ETOOMANYREFS (descriptors in flight), or the zygote is gone
+                self.queue.popleft()
+                self._never_sent(start, exc)
+                continue
+            self.queue.popleft()
+            if reaps:
+                self.reaps = []
+            _close_all(None, start.theirs)
+            start.theirs = []
+            transport = start.transport
+            transport.queued = False
+            transport.holds_slot = True
+            self.in_flight += 1
+            self.waiting.append((start.answer, transport))
+            if not sent and not self.queue:
+                # The socket wakes the zygote "in sync": mostly onto this CPU, where it would wait for this
+                # task to sleep — all we do until then (stdin, the transport, the deadline, the loop's turn:
+                # ~80 us, measured, in 3 starts of 4) on the hook's clock. Let it run first: it starts the
+                # hook while we go on. (Where it woke elsewhere, nothing waits here and this returns at once.)
+                os.sched_yield()
+            sent += 1
+            self._attach(start)
+
+    def _pipes(self, start: _Start) -> tuple[dict[int, int], list[int]]:
+        """Our ends and the hook's of ``start``'s pipes (a command hook's three: the spare ones, if made)."""
+        spare = self.spare if start.given is not None and start.pipes == (0, 1, 2) else None
+        if spare is not None:  # a command hook's three pipes, made while the loop was idle
+            self.spare = None
+            theirs = [spare.pop(-1 - n) for n in range(3)]
+            return spare, theirs
+        ours: dict[int, int] = {}
+        theirs = []
+        try:
+            for n in start.pipes:
+                ours[n], end = _pipe(n)
+                theirs.append(end)
+        except OSError:
+            _close_all(ours, theirs)
+            raise
+        return ours, theirs
+
+    def _attach(self, start: _Start) -> None:
+        """The zygote has ``start``: its stdin written (what fits; the rest as the pipe drains), its pipes
+        the transport's — made while the zygote starts the hook (off the hook's clock)."""
+        transport, ours, given = start.transport, start.ours or {}, start.given
+        start.ours = None
+        if callable(given):
+            try:
+                given = given()
+            except Exception as exc:  # the payload could not be made: the hook gets EOF
+                logger.warning("the stdin of a command hook of %s could not be made: %s", self.owner, exc)
+                given = b""
         unwritten = b""  # what of a given stdin did not fit the pipe
-        if given is not None:  # what fits, now
+        if given is not None and 0 in ours:  # what fits, now
             try:
                 unwritten = given[os.write(ours[0], given):]
             except BlockingIOError:
@@ -517,9 +626,6 @@ class Zygote:
                 unwritten = b""
             if not unwritten:  # all of it: nothing of ours left to watch
                 os.close(ours.pop(0))
-        # The zygote has the request: our side is made while it starts the hook (off the hook's clock).
-        protocol = protocol_factory()
-        transport = _Transport(self.loop, protocol, self)
         for n, fd in ours.items():
             if n == 0:
                 pipe = transport.pipes[0] = _WritePipe(transport, fd)
@@ -528,19 +634,46 @@ class Zygote:
                     pipe.write_eof()
             else:
                 transport.pipes[n] = _ReadPipe(transport, n, fd)
-        if at_once:
-            transport.at_once = True
-            protocol.connection_made(transport)
-            self.waiting.append((None, transport))
-            return transport, protocol
-        answer = self.loop.create_future()
-        self.waiting.append((answer, transport))
-        try:
-            await answer
-        except BaseException:
-            transport.close()
-            raise
-        return transport, protocol
+
+    def _never_sent(self, start: _Start, error: OSError) -> None:
+        """``start`` failed before the zygote had it: its caller is told as for a start the zygote refused."""
+        _close_all(start.ours, start.theirs)
+        start.ours, start.theirs = None, []
+        transport = start.transport
+        transport.queued = False
+        if transport.at_once:  # its protocol waits for its pipes' ends, which were never made
+            for n in start.pipes:
+                if n not in transport.pipes:
+                    transport.protocol.pipe_connection_lost(n, None)
+        self._fail(start.answer, transport, error)
+
+    def dequeue(self, transport: _Transport) -> None:
+        """``transport``'s caller gave up on it before its start was sent: it is dropped from the queue."""
+        for start in self.queue:
+            if start.transport is transport:
+                self.queue.remove(start)
+                _close_all(start.ours, start.theirs)
+                break
+
+    def released(self) -> None:
+        """A hook of ours exited (or never started): the next waiting start may go, a loop turn later (so
+        that the exited hook's reap rides with it)."""
+        self.in_flight -= 1
+        if self.queue and self._pump_handle is None and self.alive:
+            self._pump_handle = self.loop.call_soon(self._pump)
+
+    def _want_writer(self) -> None:
+        if not self.writing and self.alive:
+            self.writing = True
+            self.loop.add_writer(self.control.fileno(), self._writable)
+
+    def _writable(self) -> None:
+        """The socket has room: what waits goes — first ``tell``'s messages, then the starts."""
+        self.writing = False
+        self.loop.remove_writer(self.control.fileno())
+        self._flush()
+        if not self.writing:
+            self._pump()
 
     def _request(self, launch: launcher.Launch, stdio: list[str]) -> bytes:
         """The start object of ``launch``: the same bytes for the same hook (the zygote keeps what it read by
@@ -554,29 +687,6 @@ class Zygote:
             self.requests.clear()
         self.requests[id(launch)] = (launch, stdio, request)  # the launch kept: its id is not reused meanwhile
         return request
-
-    async def _send(self, request: bytes, fds: list[int]) -> None:
-        if not self.alive:
-            raise ConnectionResetError("the hooks' zygote has exited")
-        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))] if fds else []
-        while True:
-            try:
-                self.control.sendmsg([request], ancillary)
-                # The socket wakes the zygote "in sync": mostly onto this CPU, where it would wait for this
-                # task to sleep — all we do until then (stdin, the transport, the deadline, the loop's turn:
-                # ~80 us, measured, in 3 starts of 4) on the hook's clock. Let it run first: it starts the
-                # hook while we go on. (Where it woke elsewhere, nothing waits here and this returns at once.)
-                os.sched_yield()
-                return
-            except BlockingIOError:
-                ready = self.loop.create_future()
-                self.loop.add_writer(self.control.fileno(), lambda: ready.done() or ready.set_result(None))
-                try:
-                    await ready
-                finally:
-                    self.loop.remove_writer(self.control.fileno())
-                    if self.outbox and self.alive:  # tell()'s waiting messages share that writer
-                        self.loop.add_writer(self.control.fileno(), self._flush)
 
     def reap_later(self, pid: int) -> None:
         """``pid``'s exit is read: the zygote is told to reap it with the next start, or within
@@ -607,7 +717,7 @@ class Zygote:
                 self.control.send(message)
                 return
             except (BlockingIOError, InterruptedError):
-                self.loop.add_writer(self.control.fileno(), self._flush)
+                self._want_writer()
             except OSError:
                 return  # the zygote is gone: _read sees the EOF
         self.outbox.append(message)
@@ -617,13 +727,12 @@ class Zygote:
             try:
                 self.control.send(self.outbox[0])
             except (BlockingIOError, InterruptedError):
+                self._want_writer()
                 return
             except OSError:
-                break
+                self.outbox.clear()
+                return
             self.outbox.popleft()
-        self.outbox.clear()
-        if self.alive:
-            self.loop.remove_writer(self.control.fileno())
 
     def _read(self) -> None:
         # One message per call: the loop calls again while more wait (no recv that only says "no more").
@@ -658,14 +767,23 @@ class Zygote:
             try:
                 transport.started(pid, self.proc.pid)
             except ValueError as exc:
-                _fail(answer, transport, OSError(0, f"the hooks' zygote misbehaved: {exc}"))
+                self._fail(answer, transport, OSError(0, f"the hooks' zygote misbehaved: {exc}"))
                 raise
             self.running[pid] = transport
             if answer is not None and not answer.done():
                 answer.set_result(None)
         else:
             code = int(message.get("errno") or 0)
-            _fail(answer, transport, OSError(code, str(message.get("error", "cannot start"))[:500]))
+            self._fail(answer, transport, OSError(code, str(message.get("error", "cannot start"))[:500]))
+
+    def _fail(self, answer: asyncio.Future | None, transport: _Transport, error: OSError) -> None:
+        """A start the zygote did not make: its awaited answer fails, or (``at_once``) its transport."""
+        if answer is None:
+            transport.failed(error)
+        else:
+            transport.release()
+            if not answer.done():
+                answer.set_exception(error)
 
     def end(self) -> None:
         """Close the control socket (the zygote then ends its hooks' groups and exits); fail what waits."""
@@ -685,13 +803,19 @@ class Zygote:
             for fd in self.spare.values():
                 os.close(fd)
             self.spare = None
-        if self.outbox:
-            self.outbox.clear()
+        self.outbox.clear()
+        if self.writing:
+            self.writing = False
             self.loop.remove_writer(self.control.fileno())
+        if self._pump_handle is not None:
+            self._pump_handle.cancel()
+            self._pump_handle = None
         self.control.close()
         while self.waiting:
             answer, transport = self.waiting.popleft()
-            _fail(answer, transport, ConnectionResetError("the hooks' zygote has exited"))
+            self._fail(answer, transport, ConnectionResetError("the hooks' zygote has exited"))
+        while self.queue:
+            self._never_sent(self.queue.popleft(), ConnectionResetError("the hooks' zygote has exited"))
         for pid, transport in list(self.running.items()):
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -732,12 +856,38 @@ def _spare_pipes() -> dict[int, int] | None:
     return made
 
 
-def _fail(answer: asyncio.Future | None, transport: _Transport, error: OSError) -> None:
-    """A start the zygote did not make: its awaited answer fails, or (``at_once``) its transport."""
-    if answer is None:
-        transport.failed(error)
-    elif not answer.done():
-        answer.set_exception(error)
+def _close_all(ours: dict[int, int] | None, theirs: list[int] | None) -> None:
+    for fd in [*(ours or {}).values(), *(theirs or [])]:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+@dataclass
+class _Start:
+    """A hook's start, queued until its zygote may take it: the request, which of the hook's fds are our
+    pipes (made as it is sent), its stdin, and who waits for it (None: an ``at_once`` caller)."""
+
+    transport: _Transport
+    request: bytes
+    pipes: tuple[int, ...]
+    given: bytes | Callable[[], bytes] | None
+    answer: asyncio.Future | None
+    ours: dict[int, int] | None = None  # made when it is first tried: our ends, by the hook's fd number
+    theirs: list[int] = field(default_factory=list)  # the hook's ends, passed with the request
+
+
+HOOKS_AT_ONCE = 32  # at most this many of a thread's hooks run at once (fewer for a small maxProcesses)
+
+
+def hooks_at_once(owner: str) -> int:
+    """How many of ``owner``'s hooks its zygote runs at once: a quarter of the thread's ``maxProcesses``
+    (an exited hook stays a zombie, counted, until it is reaped; its own children count too; the thread's
+    hosts and MCP servers need theirs), at most ``HOOKS_AT_ONCE`` — each holds five descriptors of ours."""
+    from harness_sidecar.containment import lifetimes
+
+    return max(1, min(HOOKS_AT_ONCE, lifetimes.get().max_processes_of(owner) // 4))
 
 
 def _reap(proc: subprocess.Popen, tries: int = 60) -> None:

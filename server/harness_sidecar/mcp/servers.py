@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import __version__, jsonio
-from ..errors import DomainError
+from ..errors import RESOURCE_ERRNOS, DomainError
 from ..inputschema import InvalidSchema
 from ..inputschema import compile as compile_schema
 from .messages import (
@@ -66,7 +66,9 @@ ToolsChanged = Callable[[], Any]
 
 
 class _StartFailed(Exception):
-    pass
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno  # the system refused the sidecar a process or descriptors (EAGAIN, EMFILE, ...)
 
 
 def _preview(line: bytes) -> str:
@@ -329,6 +331,7 @@ class _Server:
         self.listing: list[dict[str, Any]] = []  # the server's tools that pass allow/deny
         self.conn: _Connection | None = None
         self.failure = ""
+        self.failure_errno: int | None = None  # why its first start failed, where the system refused it
         self.exits: collections.deque[float] = collections.deque()
         self.lock = asyncio.Lock()
         self._relist: asyncio.Task[None] | None = None
@@ -352,6 +355,7 @@ class _Server:
             self.conn, self.listing = await self._launch()
         except _StartFailed as exc:
             self._fail(str(exc))
+            self.failure_errno = exc.errno
             return
         self.state = "ready"
 
@@ -364,7 +368,8 @@ class _Server:
         try:
             await conn.spawn()
         except (OSError, ValueError) as exc:
-            raise _StartFailed(f"cannot be started ({self.config.command[0]!r}): {exc}") from None
+            raise _StartFailed(f"cannot be started ({self.config.command[0]!r}): {exc}",
+                               getattr(exc, "errno", None)) from None
         try:
             return conn, self._filter(await conn.connect(self.timeout_s))
         except _StartFailed:
@@ -549,6 +554,8 @@ class McpServers:
         for server in servers:
             if server.state == "failed" and server.config.required:
                 await self.close()
+                if server.failure_errno in RESOURCE_ERRNOS:  # the sidecar's own failure, not the server's
+                    raise DomainError("resources_exhausted", server.failure, errno=server.failure_errno)
                 raise DomainError("mcp_unavailable", server.failure, name=server.name)
         self._started = True
 

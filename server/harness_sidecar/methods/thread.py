@@ -201,12 +201,21 @@ class ThreadMethods:
 
     def _say_containment(self, thread_id: str) -> None:
         """Where the kernel fences less than protocol.md promises, a thread running foreign code is told once."""
-        from harness_sidecar.containment import landlock
+        from harness_sidecar.containment import landlock, lifetimes
 
-        missing = landlock.reduced()
-        if missing is not None:
+        what, said = [], []
+        fences = lifetimes.get()
+        processes = fences.available()
+        if processes is not None:  # subreaper mode or nothing ("processes"), or no pids controller
+            what.append("processes" if fences.cgroups is None else "maxProcesses")
+            said.append(processes)
+        isolation = landlock.reduced()
+        if isolation is not None:
+            what.append("landlock")
+            said.append(isolation)
+        if what:
             self.peer.notify("thread/diagnostic", {"threadId": thread_id, "kind": "containment_reduced",
-                                                   "message": missing})
+                                                   "what": what, "message": "; ".join(said)})
 
     def _snapshot(self, thread: Thread) -> dict[str, Any]:
         """What thread/start and thread/refresh answer: the current revision of the thread."""

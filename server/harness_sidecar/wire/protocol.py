@@ -306,10 +306,14 @@ THREAD_DIAGNOSTIC = Union(
         description="Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, "
                     "context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer "
                     "the method made is kept whole."),
-    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")), Field("message", Str())],
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("containment_reduced")),
+         Field("what", Arr(Str(enum=("processes", "maxProcesses", "landlock"))),
+               description="What is fenced less: processes (no writable cgroups: the subreaper mode, or nothing), "
+                           "maxProcesses (cgroups without the pids controller), landlock (missing or below ABI 6)."),
+         Field("message", Str())],
         name="ContainmentReduced",
-        description="Once per thread that starts foreign code, where Landlock is missing or below ABI 6: "
-                    "what is not fenced."),
+        description="Once per thread that starts foreign code, where the machine fences less than protocol.md "
+                    "promises: what is not fenced."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks",
                                                "plugin", "commandTemplate"))),
