@@ -67,11 +67,30 @@ class HostBoard:
     """The host's side: cells taken and freed by exchanges, written as steps begin."""
 
     def __init__(self, fd: int) -> None:
-        self.cells = memoryview(mmap.mmap(fd, BYTES)).cast("Q")
+        self.map = mmap.mmap(fd, BYTES)
+        self.cells = memoryview(self.map).cast("Q")
         os.close(fd)
         # first freed, first taken: an ENDED cell lasts. No lock: a deque's popleft and append are
         # each atomic (one C call under the GIL), and each cell is in it at most once.
         self.free = collections.deque(range(CELLS))
+
+    def unshare(self) -> None:
+        """In a child forked from the host: the board becomes private memory of the child's own (mapped
+        over the shared one, at the same address), so nothing the child writes reaches the sidecar."""
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                              ctypes.c_long]
+        view = ctypes.c_char.from_buffer(self.map)
+        address = ctypes.addressof(view)
+        del view
+        fixed = 0x10  # MAP_FIXED
+        got = libc.mmap(address, BYTES, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed,
+                        -1, 0)
+        if got != address:
+            os._exit(70)  # the child cannot be kept off the board: it does not live on
 
     def take(self) -> int:
         """A free cell, or -1 when all are in use."""
