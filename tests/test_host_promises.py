@@ -6,12 +6,10 @@ sees a call that fails validation; one name, one shape; protocol "4"."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import re
 
 import pytest
-from helpers import TraceWorkspace, add_skill, write
+from helpers import REPO, TraceWorkspace, add_skill, write
 from mcp_helpers import read_events, sdk_server
 
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True, "sendMessage": True}
@@ -203,3 +201,85 @@ def test_only_the_host_answers_a_step_for_every_tool_kind(spawn, ws, tmp_path, c
         assert sorted(e[1] for e in ws.events() if e[0] == "child") == sorted(parents)
     # the host is still the thread's, and serves
     assert call(sidecar, thread, "ext", call_id="again")["details"]["blocked"]["reason"] == "the parent says no"
+
+
+# -- v2 extension code keeps working ---------------------------------------------------------------------
+
+
+EXAMPLES = sorted((REPO / "client-examples" / "extensions").glob("*.py")) + \
+    sorted((REPO / "client-examples" / "workspace").glob("**/extensions/*.py"))
+FAULTS = {"throw", "timeout", "host_exit", "host_restarted", "ui_after_handler", "handler_return_ignored"}
+EDITOR_TOOLS = [{"name": name, "description": "", "inputSchema": {"type": "object"}}
+                for name in ("bash", "run_command", "shell", "write", "edit", "write_file", "read_file")]
+
+
+def arguments_for(schema):
+    """Arguments a schema accepts: every required property with a value of its type."""
+    out = {}
+    for key in (schema or {}).get("required", []):
+        prop = schema.get("properties", {}).get(key, {})
+        if "enum" in prop:
+            out[key] = prop["enum"][0]
+        else:
+            out[key] = {"string": "x", "integer": 1, "number": 1, "boolean": False, "array": [],
+                        "object": {}}.get(prop.get("type"), "x")
+    return out
+
+
+@pytest.mark.parametrize("answering", [True, False], ids=["answered", "cancelled"])
+def test_every_example_extension_and_v2_snippet_runs_unchanged(spawn, tmp_path, answering):
+    """Each example extension of client-examples/ and each Python example of protocol.md's extension API
+    (the v2 document's, unchanged since), loaded as they are, every tool, command and hook of theirs
+    driven through the real sidecar, with an editor that answers every question and one that cancels
+    every question: no handler raises, none is stopped, the host never exits."""
+    snippets = re.findall(r"^```python\n(.*?)^```$", (REPO / "protocol.md").read_text(), re.S | re.M)
+    assert len(snippets) >= 2 and any("ctx.ui.select" in s for s in snippets)
+    root = tmp_path / "root"
+    add_skill(root, "style", "Use when formatting code.")
+    for i, code in enumerate(snippets):
+        write(root / "extensions" / f"snippet{i}.py", code)
+    ids = [p.stem for p in EXAMPLES]
+    assert len(ids) == len(set(ids)) and "review-extension" in ids and "permission-gate" in ids
+    answers = {"ui/confirm": lambda m: {"result": {"confirmed": True}},
+               "ui/select": lambda m: {"result": {"value": m["params"]["options"][0]["value"]}},
+               "ui/input": lambda m: {"result": {"value": "typed"}}} if answering else \
+        {"ui/confirm": lambda m: {"result": {"confirmed": False}},
+         "ui/select": lambda m: {"result": {"value": None}}, "ui/input": lambda m: {"result": {"value": None}}}
+    answers["item/tool/call"] = lambda m: {"result": {"contentItems": [{"type": "inputText", "text": "done"}],
+                                                      "success": True}}
+    sidecar, asked = open_editor(spawn, answers)
+    started = sidecar.call("thread/start", {
+        "roots": [str(root)], "cwd": str(root), "dynamicTools": EDITOR_TOOLS,
+        "trustedExtensions": [*ids, *(f"snippet{i}" for i in range(len(snippets)))],
+        "extensions": [{"id": p.stem, "path": str(p)} for p in EXAMPLES]}, timeout=60)
+    thread = started["threadId"]
+    assert {e["id"]: e["status"] for e in started["catalog"]["extensions"]} == \
+        {**{i: "loaded" for i in ids}, **{f"snippet{i}": "loaded" for i in range(len(snippets))}}
+    answered = 0
+    for n, tool in enumerate(started["tools"]):
+        arguments = arguments_for(tool.get("inputSchema"))
+        if tool["name"] in ("bash", "run_command", "shell"):
+            arguments = {"command": "rm -rf build"}  # permission-gate asks
+        elif tool["name"] in ("write", "edit", "write_file"):
+            arguments = {"path": ".env", "content": "x"}  # protected-paths refuses
+        result = call(sidecar, thread, tool["name"], arguments, call_id=f"t{n}")
+        assert result["toolName"] == tool["name"]
+        answered += 1
+    assert answered == len(started["tools"]) >= 10
+    for command in sidecar.call("commands/list", {"threadId": thread})["commands"]:
+        arguments = {"text": "x"} if command.get("rawArguments") else arguments_for(command.get("inputSchema"))
+        result = sidecar.call("commands/run", {"threadId": thread, "name": command["name"], "arguments": arguments},
+                              timeout=60)
+        assert "content" in result, (command, result)
+        if command["name"] == "branch":  # the v2 snippet: `branch is None` after a cancel
+            assert result["content"][0]["text"] == ("on main" if answering else "cancelled"), result
+    for typed in ("?quick what is 2+2", "ping", "!!", "hello"):
+        assert "action" in sidecar.call("input/submit", {"threadId": thread, "text": typed}, timeout=60)
+    sidecar.call("skills/activate", {"threadId": thread, "name": "style"})
+    assert "# Extension: snippet" in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    for event, payload in (("turn_start", {"prompt": "go"}), ("turn_end", {})):
+        sidecar.call("loop/event", {"threadId": thread, "event": event, "payload": payload}, timeout=60)
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    faults = [d for d in relayed(sidecar, "thread/diagnostic") if d["kind"] in FAULTS]
+    assert faults == []
+    assert [m for m in asked if m["method"] == "ui/select"]  # the snippet's select was asked
