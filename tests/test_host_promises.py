@@ -283,3 +283,34 @@ def test_every_example_extension_and_v2_snippet_runs_unchanged(spawn, tmp_path, 
     faults = [d for d in relayed(sidecar, "thread/diagnostic") if d["kind"] in FAULTS]
     assert faults == []
     assert [m for m in asked if m["method"] == "ui/select"]  # the snippet's select was asked
+
+
+# -- No hook sees a call that fails validation -----------------------------------------------------------
+
+
+TRACER = """
+def before(event):
+    trace('before', event["call"]["name"], event["call"]["arguments"])
+def activate(api):
+    api.on("tool_call", before)
+"""
+
+
+@pytest.mark.parametrize("name, arguments, path", [
+    ("load_skill", {}, "$"), ("load_skill", {"name": 42}, "$.name"), ("load_skill", {"name": "review", "x": 1}, "$"),
+    ("load_skill", {"name": "../review"}, "$.name"), ("load_skill", {"name": "a b"}, "$.name"),
+    ("find_skills", {}, "$"), ("find_skills", {"query": 7}, "$.query"), ("find_skills", {"query": "  "}, "$.query"),
+    ("find_skills", {"query": "q" * 201}, "$.query"), ("find_skills", {"query": "x", "more": True}, "$")])
+def test_builtin_arguments_are_validated_before_any_hook(spawn, ws, name, arguments, path):
+    ws.extension("tracer", TRACER)
+    for i in range(3):  # enough skills for find_skills with a listing of one
+        add_skill(ws.root, f"extra{i}", "Use when padding the listing.")
+    sidecar, _ = open_editor(spawn)
+    thread = start(sidecar, ws, ["tracer"], limits={"catalogBytes": 60})
+    assert name in [t["name"] for t in sidecar.call("tools/list", {"threadId": thread})["tools"]]
+    result = call(sidecar, thread, name, arguments)
+    assert result["isError"] and result["details"]["kind"] == "invalid_arguments", result
+    assert result["details"]["path"] == path, result
+    valid = {"load_skill": {"name": "review"}, "find_skills": {"query": "review"}}[name]
+    assert not call(sidecar, thread, name, valid, call_id="ok")["isError"]
+    assert [e[1:] for e in ws.events() if e[0] == "before"] == [[name, valid]]  # the hook saw the valid call only
