@@ -6,6 +6,7 @@ sees a call that fails validation; one name, one shape; protocol "4"."""
 from __future__ import annotations
 
 import json
+import os
 import re
 
 import pytest
@@ -314,3 +315,25 @@ def test_builtin_arguments_are_validated_before_any_hook(spawn, ws, name, argume
     valid = {"load_skill": {"name": "review"}, "find_skills": {"query": "review"}}[name]
     assert not call(sidecar, thread, name, valid, call_id="ok")["isError"]
     assert [e[1:] for e in ws.events() if e[0] == "before"] == [[name, valid]]  # the hook saw the valid call only
+
+
+# -- One name, one shape ---------------------------------------------------------------------------------
+
+
+def test_every_object_naming_a_file_has_path_and_provenance_source(spawn, ws):
+    write(ws.root / "skills/review/references/checklist.md", "- tests?\n")
+    sidecar, _ = open_editor(spawn)
+    started = sidecar.call("thread/start", {"roots": [str(ws.root)]})
+    thread = started["threadId"]
+    provenance = {"kind": "root", "root": str(ws.root)}
+    skill_md = str(ws.root / "skills/review/SKILL.md")
+    (listed,) = [s for s in started["catalog"]["skills"] if s["name"] == "review"]
+    assert (listed["path"], listed["source"]) == (skill_md, provenance)
+    skill = sidecar.call("skills/activate", {"threadId": thread, "name": "review",
+                                             "resources": ["references/checklist.md"]})["skill"]
+    assert (skill["path"], skill["source"]) == (skill_md, provenance)  # as the catalog says it
+    (resource,) = skill["resources"]
+    assert resource == {"request": "references/checklist.md", "source": provenance, "content": "- tests?\n",
+                        "path": os.path.realpath(ws.root / "skills/review/references/checklist.md")}
+    details = call(sidecar, thread, "load_skill", {"name": "review"})["details"]
+    assert (details["skill"], details["path"], details["source"]) == ("review", skill_md, provenance)

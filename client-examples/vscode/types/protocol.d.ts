@@ -197,7 +197,11 @@ export interface ActivatedSkill {
    */
   description: string;
   root: string;
-  source: string;
+  /**
+   * Its SKILL.md, as found under the root.
+   */
+  path: string;
+  source: Source;
   /**
    * The text after the frontmatter, leading blank lines removed.
    */
@@ -224,53 +228,6 @@ export interface ActivatedSkill {
   resources: SkillResource[];
 }
 /**
- * This interface was referenced by `Protocol`'s JSON-Schema
- * via the `definition` "SkillFile".
- */
-export interface SkillFile {
-  /**
-   * Relative to the skill's directory, with '/'.
-   */
-  path: string;
-  size: number;
-}
-/**
- * This interface was referenced by `Protocol`'s JSON-Schema
- * via the `definition` "TextResource".
- */
-export interface TextResource {
-  request: string;
-  source: string;
-  /**
-   * The bytes decoded as UTF-8, a leading BOM kept as U+FEFF.
-   */
-  content: string;
-}
-/**
- * This interface was referenced by `Protocol`'s JSON-Schema
- * via the `definition` "BinaryResource".
- */
-export interface BinaryResource {
-  request: string;
-  source: string;
-  encoding: "base64";
-  mimeType: string;
-  content: string;
-}
-/**
- * Listed as metadata; never run.
- *
- * This interface was referenced by `Protocol`'s JSON-Schema
- * via the `definition` "AgentEntry".
- */
-export interface AgentEntry {
-  name: string;
-  description: string;
-  plugin: string;
-  path: string;
-  source: Source;
-}
-/**
  * Provenance of a catalog entry (protocol.md § Plugins).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -292,6 +249,58 @@ export interface PluginRef {
   name: string;
   version?: string;
   path: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SkillFile".
+ */
+export interface SkillFile {
+  /**
+   * Relative to the skill's directory, with '/'.
+   */
+  path: string;
+  size: number;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "TextResource".
+ */
+export interface TextResource {
+  request: string;
+  /**
+   * The file's canonical (link-free) path.
+   */
+  path: string;
+  source: Source;
+  /**
+   * The bytes decoded as UTF-8, a leading BOM kept as U+FEFF.
+   */
+  content: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "BinaryResource".
+ */
+export interface BinaryResource {
+  request: string;
+  path: string;
+  source: Source;
+  encoding: "base64";
+  mimeType: string;
+  content: string;
+}
+/**
+ * Listed as metadata; never run.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "AgentEntry".
+ */
+export interface AgentEntry {
+  name: string;
+  description: string;
+  plugin: string;
+  path: string;
+  source: Source;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

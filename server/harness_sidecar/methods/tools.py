@@ -150,8 +150,8 @@ class ToolMethods:
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
             thread.activated[skill.name] = skill
-            return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, source=skill.source,
-                                   directory=skill.directory, dotEntries=list(skill.dot_entries))
+            return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, path=skill.source,
+                                   source=skill.origin, directory=skill.directory, dotEntries=list(skill.dot_entries))
         return run
 
     def _find_skills_runner(self) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
