@@ -337,3 +337,30 @@ def test_every_object_naming_a_file_has_path_and_provenance_source(spawn, ws):
                         "path": os.path.realpath(ws.root / "skills/review/references/checklist.md")}
     details = call(sidecar, thread, "load_skill", {"name": "review"})["details"]
     assert (details["skill"], details["path"], details["source"]) == ("review", skill_md, provenance)
+
+
+# -- protocol "4" ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("asked", [None, "1", "2", "3", "4"])
+@pytest.mark.parametrize("first", [True, False], ids=["first-frame", "after-another-request"])
+def test_initialize_answers_protocol_4_and_serves_earlier_clients_without_a_version_warning(spawn, asked, first):
+    sidecar = spawn(initialize=False)
+    if not first:  # the endpoint's path rather than the answer before the event loop starts
+        assert sidecar.request("tools/list", {"threadId": "thread-1"})["error"]["data"]["kind"]
+    params = {"clientInfo": {"name": "old-editor"}, **({} if asked is None else {"protocolVersion": asked})}
+    assert sidecar.call("initialize", params)["protocolVersion"] == "4"
+    sidecar.close()
+    said = b"".join(sidecar.stderr_lines)
+    assert b"asked for protocol" not in said and b"serving protocol" not in said, said
+
+
+def test_the_clients_and_the_document_say_protocol_4():
+    from harness_sidecar import client, demo
+
+    for module in (client, demo):
+        source = open(module.__file__, encoding="utf-8").read()
+        assert '"protocolVersion": "4"' in source and '"protocolVersion": "2"' not in source, module.__name__
+    document = (REPO / "protocol.md").read_text(encoding="utf-8")
+    assert document.startswith("# harness-sidecar protocol, v4\n")
+    assert '"protocolVersion":"2"' not in document and '"protocolVersion":"4"' in document
