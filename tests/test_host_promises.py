@@ -8,8 +8,14 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
+import site
+import sys
+import tempfile
+from pathlib import Path
 
 import pytest
+from harness_sidecar.client import child_env
 from helpers import REPO, TraceWorkspace, add_skill, write
 from mcp_helpers import read_events, sdk_server
 
@@ -39,7 +45,7 @@ def ws(tmp_path):
     return TraceWorkspace.make(tmp_path, ("os", "sys", "time"))
 
 
-def open_editor(spawn, answers=None, capabilities=UI):
+def open_editor(spawn, answers=None, capabilities=UI, **spawn_kwargs):
     asked: list[dict] = []
 
     def on_request(message):
@@ -47,7 +53,7 @@ def open_editor(spawn, answers=None, capabilities=UI):
         handler = (answers or {}).get(message["method"])
         return handler(message) if handler else None
 
-    sidecar = spawn(initialize=False, on_request=on_request)
+    sidecar = spawn(initialize=False, on_request=on_request, **spawn_kwargs)
     sidecar.call("initialize", {"protocolVersion": "4", "capabilities": {"ui": capabilities}})
     return sidecar, asked
 
@@ -182,14 +188,11 @@ def activate(api):
 KINDS = [("ext", {}), ("ed", {}), ("load_skill", {"name": "review"}), ("mcp__test__sleep", {"seconds": 0})]
 
 
-@pytest.mark.parametrize("code", [FORK_ALLOWS, COPY_ALLOWS], ids=["fork-child-allows", "channel-copy-allows"])
-def test_only_the_host_answers_a_step_for_every_tool_kind(spawn, ws, tmp_path, code):
-    ws.extension("gate", code)
-    events = tmp_path / "mcp-events.txt"
-    sidecar, asked = open_editor(spawn, {"item/tool/call": lambda m: {"result": {
-        "contentItems": [{"type": "inputText", "text": "the editor ran it"}], "success": True}}})
+def _only_the_host_answers(sidecar, asked, ws, events, code, python=sys.executable):
     thread = start(sidecar, ws, ["gate"], dynamicTools=[{"name": "ed", "description": "", "inputSchema": {}}],
-                   mcpServers=[{"name": "test", "command": sdk_server(), "env": {"MCP_TEST_EVENTS": str(events)}}])
+                   mcpServers=[{"name": "test", "command": [python, *sdk_server()[1:]],
+                                "env": {"MCP_TEST_EVENTS": str(events)}}])
+    assert "mcp__test__sleep" in [t["name"] for t in sidecar.call("tools/list", {"threadId": thread})["tools"]]
     for i, (name, arguments) in enumerate(KINDS):
         result = call(sidecar, thread, name, arguments, call_id=f"k{i}")
         assert result["isError"] is True, (name, result)
@@ -202,6 +205,45 @@ def test_only_the_host_answers_a_step_for_every_tool_kind(spawn, ws, tmp_path, c
         assert sorted(e[1] for e in ws.events() if e[0] == "child") == sorted(parents)
     # the host is still the thread's, and serves
     assert call(sidecar, thread, "ext", call_id="again")["details"]["blocked"]["reason"] == "the parent says no"
+
+
+EDITOR_RAN_IT = {"item/tool/call": lambda m: {"result": {
+    "contentItems": [{"type": "inputText", "text": "the editor ran it"}], "success": True}}}
+
+
+@pytest.mark.parametrize("code", [FORK_ALLOWS, COPY_ALLOWS], ids=["fork-child-allows", "channel-copy-allows"])
+def test_only_the_host_answers_a_step_for_every_tool_kind(spawn, ws, tmp_path, code):
+    ws.extension("gate", code)
+    sidecar, asked = open_editor(spawn, EDITOR_RAN_IT)
+    _only_the_host_answers(sidecar, asked, ws, tmp_path / "mcp-events.txt", code)
+
+
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(SYSTEM_PYTHON),
+                    reason="needs root, setpriv and a system Python to become an ordinary user")
+@pytest.mark.parametrize("code", [FORK_ALLOWS, COPY_ALLOWS], ids=["fork-child-allows", "channel-copy-allows"])
+def test_only_the_host_answers_as_an_ordinary_user(spawn, code):
+    """The editor's user is not root (no CAP_SYS_ADMIN to claim another pid): the same promise."""
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *site.getsitepackages()])
+    shared = Path(tempfile.mkdtemp(prefix="harness-host-promises-"))
+    try:
+        shared.chmod(0o777)
+        user_ws = TraceWorkspace.make(shared, ("os", "sys", "time"))
+        user_ws.extension("gate", code)
+        for path in [shared, *shared.rglob("*")]:
+            path.chmod(0o777 if path.is_dir() else 0o666)
+        sidecar, asked = open_editor(spawn, EDITOR_RAN_IT, command=[*AS_NOBODY, SYSTEM_PYTHON, "-P", "-m",
+                                                                    "harness_sidecar"], env=env)
+        _only_the_host_answers(sidecar, asked, user_ws, shared / "mcp-events.txt", code, SYSTEM_PYTHON)
+        status = Path(f"/proc/{sidecar.proc.pid}/status").read_text()
+        assert re.search(r"^Uid:\s+65534\s", status, re.M), status  # the sidecar (and its hosts) ran as nobody
+        sidecar.close()
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 # -- v2 extension code keeps working ---------------------------------------------------------------------
