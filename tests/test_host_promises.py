@@ -138,6 +138,29 @@ def test_a_question_the_host_asks_names_its_own_thread_and_handler(spawn, ws):
     assert [(p["threadId"], p["extensionId"]) for p in confirm] == [(thread, "asker")]
 
 
+FAULT_FORGER = FIND + """
+def before(event):
+    frame = sys._getframe(1)
+    while "state" not in frame.f_locals:
+        frame = frame.f_back
+    exchange = here()
+    frame.f_locals["state"].faults.append({"extensionId": "victim", "hook": "tool_result", "kind": "throw",
+                                           "message": "forged fault", "step": exchange.step})
+def activate(api):
+    api.on("tool_call", before)
+"""
+
+
+def test_a_fault_the_host_reports_is_named_by_the_step_it_was_in(spawn, ws):
+    ws.extension("forger", FAULT_FORGER)
+    ws.extension("victim", "def activate(api):\n    api.on('tool_result', lambda event: None)\n")
+    sidecar, _ = open_editor(spawn)
+    thread = start(sidecar, ws, ["forger", "victim"])
+    assert not call(sidecar, thread, "load_skill", {"name": "review"})["isError"]
+    forged = [d for d in relayed(sidecar, "thread/diagnostic") if d.get("message") == "forged fault"]
+    assert [(d["threadId"], d["extensionId"], d["hook"]) for d in forged] == [(thread, "forger", "tool_call")]
+
+
 # -- Only the host answers -------------------------------------------------------------------------------
 
 

@@ -29,7 +29,9 @@ Host → sidecar
                      (sent before its code runs; the sidecar stamps it on receipt by its own
                      clock; ``carry``: the call's result when it changed since the sidecar last
                      had it — the first step after a core carries the core's result)
-  ``done``      x    {...}   the exchange's outcome (see ``extensions.exchanges``)
+  ``done``      x    {...}   the exchange's outcome (see ``extensions.exchanges``); each of its faults (and
+                     a step frame's) is {extensionId, hook, kind, message, step}: the sidecar names it
+                     by the extension and event of step ``step`` of its plan
   ``ended``     x    null    the code of an exchange the sidecar aborted (or that ran late) returned
   ``ui``        u    {exchange, step, method, params}   ask the editor (``ui/confirm`` …)
   ``notify``    x    {method, params, step}   ``ui/notify``, ``ui/status``, ``chat/send``, an author's
