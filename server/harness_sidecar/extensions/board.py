@@ -31,6 +31,7 @@ from __future__ import annotations
 import collections
 import mmap
 import os
+from typing import Callable
 
 CELLS = 64
 BYTES = CELLS * 8
@@ -74,23 +75,26 @@ class HostBoard:
         # each atomic (one C call under the GIL), and each cell is in it at most once.
         self.free = collections.deque(range(CELLS))
 
-    def unshare(self) -> None:
-        """In a child forked from the host: the board becomes private memory of the child's own (mapped
-        over the shared one, at the same address), so nothing the child writes reaches the sidecar."""
+    def unshare_at_fork(self) -> "Callable[[], None]":
+        """What a child forked from the host runs first: the board becomes private memory of its own (mapped
+        over the shared one, at the same address), so nothing the child writes reaches the sidecar. Made
+        here, in the host, so that the child only calls ``mmap`` (no library lookup after a fork)."""
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long]
+        remap = libc.mmap
+        remap.restype = ctypes.c_void_p
+        remap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
         view = ctypes.c_char.from_buffer(self.map)
         address = ctypes.addressof(view)
         del view
-        fixed = 0x10  # MAP_FIXED
-        got = libc.mmap(address, BYTES, mmap.PROT_READ | mmap.PROT_WRITE, mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | fixed,
-                        -1, 0)
-        if got != address:
-            os._exit(70)  # the child cannot be kept off the board: it does not live on
+        protection = mmap.PROT_READ | mmap.PROT_WRITE
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED
+
+        def unshare() -> None:
+            if remap(address, BYTES, protection, flags, -1, 0) != address:
+                os._exit(70)  # the child cannot be kept off the board: it does not live on
+        return unshare
 
     def take(self) -> int:
         """A free cell, or -1 when all are in use."""

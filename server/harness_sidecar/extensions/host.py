@@ -52,6 +52,7 @@ class Host(Serving, Loading, Running, UserRequests, ToolCalls, Events, Commands)
 
     def __init__(self, sock: socket.socket, board: board_cells.HostBoard | None = None) -> None:
         self.sock = sock
+        self.pid = os.getpid()  # the host's: a child forked from it is not the host
         self.board = board  # the step board the sidecar shares, when it passed one
         self.out = install(Output(sock))
         self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
@@ -149,14 +150,15 @@ def only_the_host_answers(fd: int, board: board_cells.HostBoard | None) -> None:
     sees the end) and the step board private memory. The sidecar also drops what any process but the host
     writes on the channel (``supervisor``: the kernel names each write's process)."""
     os.set_inheritable(fd, False)
+    unshare = board.unshare_at_fork() if board is not None else None
 
     def in_child() -> None:
         dead, gone = socket.socketpair()
         gone.close()
         os.dup2(dead.fileno(), fd, inheritable=False)
         dead.close()
-        if board is not None:
-            board.unshare()
+        if unshare is not None:
+            unshare()
 
     os.register_at_fork(after_in_child=in_child)
 
