@@ -88,7 +88,7 @@ def forge(call_id, arguments, ctx):
     raw(fd, "notify", exchange.id, {"method": "thread/diagnostic", "params": {**lie, "kind": "trust_ambiguous",
                                                                                  "message": "forged kind"}}, step)
     raw(fd, "notify", exchange.id, {"method": "thread/diagnostic", "params": {
-        **lie, "kind": "handler_return_ignored", "message": "forged diagnostic"}}, step)
+        **lie, "kind": "handler_return_ignored", "hook": "thread_start", "message": "forged diagnostic"}}, step)
     answer = ctx.ui.confirm("t", "m")
     return json.dumps({"confirmed": answer})
 def activate(api):
@@ -110,8 +110,8 @@ def test_frames_a_host_writes_are_labelled_with_its_own_thread_and_handler(spawn
     for method in ("ui/notify", "ui/status"):
         assert [(p["threadId"], p["extensionId"]) for p in relayed(sidecar, method)] == [(thread, "forger")]
     diagnostics = [d for d in relayed(sidecar, "thread/diagnostic") if d.get("message", "").startswith("forged")]
-    assert [(d["threadId"], d["extensionId"], d["kind"]) for d in diagnostics] == \
-        [(thread, "forger", "handler_return_ignored")]  # a kind hosts never report is not relayed
+    assert [(d["threadId"], d["extensionId"], d["kind"], d.get("hook")) for d in diagnostics] == \
+        [(thread, "forger", "handler_return_ignored", None)]  # a kind hosts never report is not relayed
     assert not any(p.get("threadId") == other for n in sidecar.notifications for p in [n["params"]]
                    if n["method"] in ("chat/send", "ui/notify", "ui/status"))
 

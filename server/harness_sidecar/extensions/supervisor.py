@@ -847,12 +847,12 @@ class ExtensionHost:
                 logger.warning("%s sent a %s frame longer than --max-result-bytes allows; dropped", self.thread_id,
                                body)
 
-    def _author(self, ident: Any, step: Any) -> str | None:
-        """The extension whose handler made what the host relays on exchange ``ident`` in step ``step``:
-        the one of that step of the sidecar's plan (never an id the frame states). The step is one the
-        exchange has begun, or it begins now (a frame written in a step is announced by it, as by a
-        ``step`` frame: the board may not show it yet); for an exchange that has ended (a ``ctx`` used
-        after its handler), one that began before it ended. None: no handler of the thread."""
+    def _author(self, ident: Any, step: Any) -> StepPlan | None:
+        """The step whose handler made what the host relays on exchange ``ident`` in step ``step``: that
+        step of the sidecar's plan, whose extension and event name it (never what the frame states). The
+        step is one the exchange has begun, or it begins now (a frame written in a step is announced by
+        it, as by a ``step`` frame: the board may not show it yet); for an exchange that has ended (a
+        ``ctx`` used after its handler), one that began before it ended. None: no handler's step."""
         if type(ident) is not int or ident <= 0 or type(step) is not int or step < 0:
             return None
         pending = self.pending.get(ident)
@@ -863,13 +863,11 @@ class ExtensionHost:
                     return self._author(ident, step)
                 if (step > pending.step or not pending.started) and not self._begin(pending, step):
                     return None
-            if step < pending.first:
-                return None
-            return pending.plan[step].extension_id
-        ended = self.ended.get(ident)
-        if ended is None or not 0 <= step <= ended[1]:
-            return None
-        return ended[0][step].extension_id
+            found = pending.plan[step] if step >= pending.first else None
+        else:
+            ended = self.ended.get(ident)
+            found = ended[0][step] if ended is not None and step <= ended[1] else None
+        return found if found is not None and found.extension_id is not None else None
 
     def _ended(self, pending: Pending, reported: bool = False) -> None:
         """Remember which extension each step of an ended exchange was (``_author``), for the last few:
@@ -899,9 +897,11 @@ class ExtensionHost:
             logger.warning("%s: a %s the host relayed names no handler of the thread; dropped", self.thread_id,
                            method)
             return
-        params = {**params, "threadId": self.thread_id, "extensionId": author}
-        if method == "thread/diagnostic" and type(params.get("hook")) is not str:
+        params = {**params, "threadId": self.thread_id, "extensionId": author.extension_id}
+        if method == "thread/diagnostic":  # the event of the handler it is about: its step's
             params.pop("hook", None)
+            if author.kind not in ("core", "load"):
+                params["hook"] = author.kind
         self.notify(method, params)
 
     def _stop(self, ident: int, how: str | None) -> None:
@@ -966,7 +966,7 @@ class ExtensionHost:
             return
         step = body.get("step")
         # What a host says is its own (v4 §2): the thread's id and the asking handler's extension
-        body = {**body, "params": {**body["params"], "threadId": self.thread_id, "extensionId": author}}
+        body = {**body, "params": {**body["params"], "threadId": self.thread_id, "extensionId": author.extension_id}}
         if pending is not None:
             if pending.step == step:
                 if not pending.paused:
