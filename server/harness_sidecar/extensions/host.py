@@ -153,12 +153,15 @@ def only_the_host_answers(fd: int, board: board_cells.HostBoard | None) -> None:
     unshare = board.unshare_at_fork() if board is not None else None
 
     def in_child() -> None:
-        dead, gone = socket.socketpair()
-        gone.close()
-        os.dup2(dead.fileno(), fd, inheritable=False)
-        dead.close()
-        if unshare is not None:
-            unshare()
+        try:
+            dead, gone = socket.socketpair()
+            gone.close()
+            os.dup2(dead.fileno(), fd, inheritable=False)
+            dead.close()
+            if unshare is not None:
+                unshare()
+        except BaseException:  # noqa: BLE001 - a child that would keep the channel does not live on
+            os._exit(70)
 
     os.register_at_fork(after_in_child=in_child)
 
