@@ -246,8 +246,8 @@ def test_a_binary_resource_comes_back_as_base64_byte_exact(pdf):
     catalog = build_catalog([str(pdf)], LIMITS)
     skill = activate(catalog, "pdf", ["reference.md", "fonts/Font.ttf"], LIMITS)  # one binary file fails nothing
     text, font = [r.to_wire() for r in skill.resources]
-    assert text == {"request": "reference.md", "source": os.path.realpath(pdf / "skills/pdf/reference.md"),
-                    "content": "# Reference\n"}
+    assert text == {"request": "reference.md", "path": os.path.realpath(pdf / "skills/pdf/reference.md"),
+                    "source": {"kind": "root", "root": str(pdf)}, "content": "# Reference\n"}
     assert font["encoding"] == "base64" and font["mimeType"] == "font/ttf"
     assert base64.b64decode(font["content"]) == (pdf / "skills/pdf/fonts/Font.ttf").read_bytes()
 

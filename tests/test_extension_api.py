@@ -227,12 +227,11 @@ def pick(call_id, arguments, ctx):
     ctx.ui.notify("picked " + str(choice), level="warning")
     ctx.ui.set_status("mode", "picking")
     ctx.ui.set_status("mode", None)
-    return json.dumps([choice.value, name.value])  # v3: answers carry .outcome; .value is the plain value
+    return json.dumps([choice, name])  # v4 §2: the v2 values, plain (a str, or None)
 async def apick(call_id, arguments, ctx):
     await ctx.ui.notify("async note")
     await ctx.ui.set_status("mode", "async")
-    return json.dumps([(await ctx.ui.select("Pick", ["a", "b"])).value,
-                       (await ctx.ui.confirm("Sure?", "Really?")).value])
+    return json.dumps([await ctx.ui.select("Pick", ["a", "b"]), await ctx.ui.confirm("Sure?", "Really?")])
 def activate(api):
     api.register_tool(name="pick", description="", input_schema={}, execute=pick)
     api.register_tool(name="apick", description="", input_schema={}, execute=apick)

@@ -383,18 +383,20 @@ def started(event, ctx):
     kept.append(ctx)
 def late(call_id, arguments):
     answer = kept[0].ui.confirm("Still there?", "asked after the handler ended")
+    outcome = kept[0].ui.last_outcome
     kept[0].ui.notify("late note")
-    return json.dumps([bool(answer), answer.outcome, answer["outcome"]])
+    return json.dumps([answer, outcome, type(answer) is bool])
 def ask(call_id, arguments, ctx):
     answer = ctx.ui.confirm("Proceed?", "really")
+    confirm = [answer, ctx.ui.last_outcome, type(answer) is bool]
     choice = ctx.ui.select("Pick", ["red", "green"])
+    select = [choice, ctx.ui.last_outcome, choice is None or isinstance(choice, str)]
     name = ctx.ui.input("Name")
-    return json.dumps({"confirm": [bool(answer), answer.outcome, answer == True],
-                       "select": [choice.value, choice["outcome"], choice == "green" and choice.startswith("gr")],
-                       "input": [name.value, name.outcome, not name]})
+    return json.dumps({"confirm": confirm, "select": select,
+                       "input": [name, ctx.ui.last_outcome, name is None]})
 async def aask(call_id, arguments, ctx):
     answer = await ctx.ui.confirm("Proceed?", "really")
-    return json.dumps([bool(answer), answer.outcome])
+    return json.dumps([answer, ctx.ui.last_outcome])
 def activate(api):
     api.on("thread_start", started)
     api.register_tool(name="late", description="", input_schema={}, execute=late)
@@ -407,7 +409,7 @@ def test_ctx_ui_after_its_handler_ended_fails_closed_with_a_diagnostic(spawn, ws
     ws.extension("keeper", KEEPER)
     sidecar, asked = start_editor(spawn, {"ui/confirm": lambda m: {"result": {"confirmed": True}}})
     thread = start(sidecar, ws, ["keeper"])["threadId"]
-    assert json.loads(call(sidecar, thread, "late")["content"][0]["text"]) == [False, "unavailable", "unavailable"]
+    assert json.loads(call(sidecar, thread, "late")["content"][0]["text"]) == [False, "unavailable", True]
     assert asked == [] and not [n for n in sidecar.notifications if n["method"] == "ui/notify"]
     notices = diagnostics(sidecar, "ui_after_handler")
     assert [(d["extensionId"], d["hook"]) for d in notices] == [("keeper", "thread_start")] * 2
@@ -420,15 +422,15 @@ def test_ctx_ui_after_its_handler_ended_fails_closed_with_a_diagnostic(spawn, ws
      {"confirm": [True, "answered", True], "select": ["green", "answered", True], "input": ["Ada", "answered", False]}),
     ({"ui/confirm": lambda m: {"result": {"confirmed": False}}, "ui/select": lambda m: {"result": {"value": None}},
       "ui/input": lambda m: {"error": {"code": -32000, "message": "no prompt"}}}, UI, {},
-     {"confirm": [False, "declined", False], "select": [None, "cancelled", False],
+     {"confirm": [False, "declined", True], "select": [None, "cancelled", True],
       "input": [None, "unavailable", True]}),
     ({}, UI, {"uiTimeoutMs": 300},
-     {"confirm": [False, "timeout", False], "select": [None, "timeout", False], "input": [None, "timeout", True]}),
+     {"confirm": [False, "timeout", True], "select": [None, "timeout", True], "input": [None, "timeout", True]}),
     ({}, {"notify": True}, {},
-     {"confirm": [False, "unavailable", False], "select": [None, "unavailable", False],
+     {"confirm": [False, "unavailable", True], "select": [None, "unavailable", True],
       "input": [None, "unavailable", True]}),
 ])
-def test_ui_answers_tell_their_outcome_and_still_work_as_plain_values(spawn, ws, answers, capabilities, limits,
+def test_ui_answers_are_plain_v2_values_and_last_outcome_tells_how_they_ended(spawn, ws, answers, capabilities, limits,
                                                                         expected):
     ws.extension("keeper", KEEPER)
     sidecar, _ = start_editor(spawn, answers, capabilities=capabilities)

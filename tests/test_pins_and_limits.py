@@ -333,7 +333,7 @@ def loud(call_id, arguments, ctx):
     ctx.ui.set_status('progress', big)
     sent = ctx.ui.send_message(big)
     answer = ctx.ui.confirm('Delete everything?', big)
-    trace('confirm', bool(answer), getattr(answer, 'outcome', None), sent)
+    trace('confirm', answer, ctx.ui.last_outcome, sent)
     small = ctx.ui.confirm('Small?', 'fits')
     trace('small', bool(small))
     return 'done'

@@ -30,7 +30,7 @@ def test_initialize_answers_server_info():
     (response,) = messages
     assert response["jsonrpc"] == "2.0" and response["id"] == 0
     assert response["result"]["serverInfo"]["name"] == "harness-sidecar"
-    assert response["result"]["protocolVersion"] == "2"
+    assert response["result"]["protocolVersion"] == "4"
 
 
 @pytest.mark.parametrize("line, code, kind", [
@@ -268,7 +268,7 @@ def test_output_is_flushed_without_pythonunbuffered(spawn):
     """The response must arrive while stdin is still open (no reliance on exit-time flushing)."""
     sidecar = spawn(initialize=False)
     started = time.monotonic()
-    assert sidecar.initialize()["protocolVersion"] == "2"
+    assert sidecar.initialize()["protocolVersion"] == "4"
     assert time.monotonic() - started < 20
     assert sidecar.proc.poll() is None
 
@@ -346,7 +346,7 @@ def test_content_length_lengths_are_bytes_and_bad_frames_are_answered():
 
 @pytest.mark.parametrize("first", [
     b'{"id": 0, "method": "initialize"}\n',  # answered before the event loop starts
-    b'{"id": 0, "method": "initialize", "params": {"protocolVersion": "3"}}\n',  # the endpoint's path
+    b'{"id": 0, "method": "initialize", "params": {"protocolVersion": "9"}}\n',  # the endpoint's path
     b'{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": null}\n',
 ])
 def test_initialize_first_then_a_second_initialize_is_refused(first):
@@ -354,11 +354,11 @@ def test_initialize_first_then_a_second_initialize_is_refused(first):
                                        + b'{"method": "exit"}\n')
     assert code == 0
     by_id = {m["id"]: m for m in messages}
-    assert by_id[0]["result"]["protocolVersion"] == "2"
+    assert by_id[0]["result"]["protocolVersion"] == "4"
     assert by_id[1]["error"]["data"]["kind"] == "already_initialized"
     assert by_id[2]["result"] is None
-    if b'"3"' in first:
-        assert b"protocol '3'" in stderr
+    if b'"9"' in first:  # a version it does not serve is said (v3 is served since v4: the v4 test asks "3")
+        assert b"protocol '9'; serving protocol 4" in stderr
 
 
 def test_a_large_thread_start_does_not_hold_up_other_requests(spawn, tree):

@@ -91,7 +91,7 @@ shell() {
     '.result.result | {isError, blocked: .details.blocked, text: .content[0].text}'
 }
 
-request 1 '{"id":1,"method":"initialize","params":{"protocolVersion":"2","capabilities":{"ui":{"confirm":true}}}}' '.result.serverInfo'
+request 1 '{"id":1,"method":"initialize","params":{"protocolVersion":"4","capabilities":{"ui":{"confirm":true}}}}' '.result.serverInfo'
 request 2 "$(jq -nc --arg ws "$ws" --arg gate "$gate" '{id: 2, method: "thread/start", params: {
   roots: ["\($ws)/project"], trustedExtensions: ["permission-gate"], extensions: [{id: "permission-gate", path: $gate}],
   dynamicTools: [{name: "editor_date", description: "Today'"'"'s date in the editor.", inputSchema: {type: "object"}},

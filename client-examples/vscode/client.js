@@ -145,7 +145,7 @@ class SidecarClient extends EventEmitter {
     proc.once('exit', (code, signal) => this._exited(proc, code, signal));
     await spawned;
     const result = await this.request('initialize', {
-      clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '2', capabilities: this.capabilities,
+      clientInfo: { name: 'harness-sidecar-vscode' }, protocolVersion: '4', capabilities: this.capabilities,
     });
     this.emit('started', result);
     return result;

@@ -2,5 +2,7 @@
 
 __version__ = "0.1.0"
 SERVER_NAME = "harness-sidecar"
-PROTOCOL_VERSION = "2"
-SUPPORTED_PROTOCOL_VERSIONS = ("1", "2")  # v2 only adds to v1: a v1 client is served as is
+PROTOCOL_VERSION = "4"
+# Each version adds to the one before (v4 keeps every earlier name unless it says otherwise): a client
+# asking for an earlier one is served the current protocol, with no warning naming a version not served.
+SUPPORTED_PROTOCOL_VERSIONS = ("1", "2", "3", "4")

@@ -228,7 +228,7 @@ class SidecarProcess:
         return response["result"]
 
     def initialize(self) -> Message:
-        return self.call("initialize", {"clientInfo": {"name": "harness-sidecar-client"}, "protocolVersion": "2"})
+        return self.call("initialize", {"clientInfo": {"name": "harness-sidecar-client"}, "protocolVersion": "4"})
 
     # -- end -----------------------------------------------------------------------------------------
 

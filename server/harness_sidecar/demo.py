@@ -190,7 +190,7 @@ def main(args: list[str]) -> int:
     explain = dict(EXPLAIN)
     with SidecarProcess(sidecar_command(), env=child_env(), on_request=editor, stderr=None,
                         on_message=lambda d, m: _show(d, m, out, explain)) as sidecar:
-        sidecar.call("initialize", {"clientInfo": {"name": "harness-sidecar-demo"}, "protocolVersion": "2",
+        sidecar.call("initialize", {"clientInfo": {"name": "harness-sidecar-demo"}, "protocolVersion": "4",
                                     "capabilities": {"ui": {"confirm": True}}})
         started = sidecar.call("thread/start", {
             "roots": [os.path.join(root, "project"), os.path.join(root, "user")],

@@ -109,10 +109,21 @@ def _valid_body(body: Any) -> bool:
                     for c in body["content"]))
 
 
-def _valid_faults(faults: Any, handlers: dict[str, list[str]]) -> bool:
-    return type(faults) is list and all(
-        type(f) is dict and f.get("kind") in ("throw", "timeout") and type(f.get("message")) is str
-        and f.get("extensionId") in handlers.get(f.get("hook"), ()) for f in faults)
+def faults_of(faults: Any, plan: list[StepPlan]) -> list[HookFault]:
+    """The faults a host reports, each named by the step it was in: the extension and the event are that
+    step's in the sidecar's plan, whatever the frame said (v4 §2: what a host says is its own). Raises
+    ``HostLied`` for a malformed fault or one of a step that is not a handler's."""
+    if type(faults) is not list:
+        raise HostLied("malformed 'faults'")
+    out = []
+    for f in faults:
+        step = f.get("step") if type(f) is dict else None
+        if (type(step) is not int or not 0 <= step < len(plan) or plan[step].extension_id is None
+                or plan[step].kind in ("core", "load", "command") or f.get("kind") not in ("throw", "timeout")
+                or type(f.get("message")) is not str):
+            raise HostLied("malformed fault")
+        out.append(HookFault(plan[step].extension_id, plan[step].kind, f["kind"], f["message"]))
+    return out
 
 
 @dataclass
@@ -285,7 +296,7 @@ class Pipeline:
                  result: dict[str, Any] | None) -> Any:
         """What the host's outcome of an exchange gives (``_exchange``), or None when a step stopped."""
         if isinstance(outcome, Answered):  # the observers started: the call is answered with their result
-            self._report_faults(outcome.faults)
+            self._report_faults(outcome.faults, plan)
             if not _valid_body(outcome.result):
                 raise HostLied("a malformed result")
             self.calls.enter()
@@ -321,7 +332,7 @@ class Pipeline:
             settled = self._settled(call, tool, plan, body, outcome, end, result)
             if settled is not None:
                 return settled
-            self._report_faults(outcome.faults)
+            self._report_faults(outcome.faults, plan)
             step = plan[outcome.step]
             if outcome.how == "closed":
                 return blocked(call, "host", "closed", "the thread was closed before the call's core began")
@@ -409,7 +420,7 @@ class Pipeline:
                 self._after(outcome, body, plan, leave)
                 leave = False
             elif isinstance(outcome, Stopped):
-                self._report_faults(outcome.faults)
+                self._report_faults(outcome.faults, plan)
                 if outcome.how == "timeout":
                     step = plan[outcome.step]
                     ext = step.extension_id or "host"
@@ -421,7 +432,7 @@ class Pipeline:
                             later["result"] = answered
                         self._observe_later(later, plan, outcome.step + 1)
             elif type(outcome) is dict:
-                self._report_faults(outcome.get("faults"))
+                self._report_faults(outcome.get("faults"), plan)
             else:
                 raise HostLied("a report is an object")
         except HostLied as exc:
@@ -432,13 +443,11 @@ class Pipeline:
             if leave:
                 self.calls.leave()
 
-    def _report_faults(self, faults: Any) -> None:
+    def _report_faults(self, faults: Any, plan: list[StepPlan]) -> None:
         if type(faults) is list and not faults:  # the common case: nothing to report
             return
-        if not _valid_faults(faults, self.registry.handlers):
-            raise HostLied("malformed 'faults'")
-        for fault in faults:
-            self.report_fault(HookFault(fault["extensionId"], fault["hook"], fault["kind"], fault["message"]))
+        for fault in faults_of(faults, plan):
+            self.report_fault(fault)
 
     def _finish(self, call: ToolCall, tool: Tool, plan: list[StepPlan], report: Any, end: int,
                 result: dict[str, Any] | None = None) -> Any:
@@ -446,7 +455,7 @@ class Pipeline:
             raise HostLied("a report is an object")
         if report.get("tooLarge"):
             return ToolResult.error(call, "the tool's result is larger than --max-result-bytes", kind="too_large")
-        self._report_faults(report.get("faults"))
+        self._report_faults(report.get("faults"), plan)
         rewritten_by = report.get("rewrittenBy", [])
         if type(rewritten_by) is not list or not all(e in self.registry.handlers.get(BEFORE, ()) for e in rewritten_by):
             raise HostLied("'rewrittenBy' names no before hook")

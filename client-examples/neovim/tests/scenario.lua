@@ -286,7 +286,7 @@ check(':checkhealth harness_sidecar checks the sidecar, the catalog and the LSP 
   hs.setup({ cmd = cmd, roots = { workspace .. '/broken', workspace .. '/project' } })
   vim.cmd('checkhealth harness_sidecar')
   local text = buffer_text()
-  contains(text, 'harness-sidecar 0.1.0 answers (protocol 2)')
+  contains(text, 'harness-sidecar 0.1.0 answers (protocol 4)')
   contains(text, 'catalog: ')
   contains(text, 'name_mismatch')
   contains(text, ':HarnessDiagnostics')

@@ -1,14 +1,12 @@
-"""What ``ctx.ui.confirm/select/input`` give back: the answer, and how the question ended.
+"""How ``ctx.ui.confirm/select/input`` questions end, inside the host (``UiAnswer``: value and outcome).
 
-``outcome`` tells a timeout from a cancel from a refusal — ``"answered"`` (the user answered:
-yes, an option, a text), ``"declined"`` (the user said no to a confirm), ``"cancelled"`` (the
-user dismissed the question, or the call it was for was cancelled or stopped), ``"timeout"``
+Extension code never sees a ``UiAnswer`` (v4 §2: v2 extension code keeps working): ``ctx.ui``
+returns its ``value`` — a ``bool`` for confirm, a ``str`` or ``None`` (no answer came) for
+select/input — and keeps its ``outcome`` in ``ctx.ui.last_outcome``: ``"answered"`` (the user
+answered: yes, an option, a text), ``"declined"`` (the user said no to a confirm), ``"cancelled"``
+(the user dismissed the question, or the call it was for was cancelled or stopped), ``"timeout"``
 (no answer within ``limits.uiTimeoutMs``), ``"unavailable"`` (the editor cannot ask: no
-capability, an error answer, a malformed one, or the handler had already ended). Read it as
-``answer.outcome`` or ``answer["outcome"]``; the value as ``answer.value`` or
-``answer["value"]``. Plain use keeps working: ``if ctx.ui.confirm(...)``, ``choice == "red"``,
-``choice is not None`` is now ``choice`` / ``choice.value is not None``; string methods reach the
-value (``choice.startswith("Yes")``). Returned from a handler, an answer is its value.
+capability, an error answer, a malformed one, or the handler had already ended).
 Runs in the host process.
 """
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 import collections
 import mmap
 import os
+from typing import Callable
 
 CELLS = 64
 BYTES = CELLS * 8
@@ -67,11 +68,33 @@ class HostBoard:
     """The host's side: cells taken and freed by exchanges, written as steps begin."""
 
     def __init__(self, fd: int) -> None:
-        self.cells = memoryview(mmap.mmap(fd, BYTES)).cast("Q")
+        self.map = mmap.mmap(fd, BYTES)
+        self.cells = memoryview(self.map).cast("Q")
         os.close(fd)
         # first freed, first taken: an ENDED cell lasts. No lock: a deque's popleft and append are
         # each atomic (one C call under the GIL), and each cell is in it at most once.
         self.free = collections.deque(range(CELLS))
+
+    def unshare_at_fork(self) -> "Callable[[], None]":
+        """What a child forked from the host runs first: the board becomes private memory of its own (mapped
+        over the shared one, at the same address), so nothing the child writes reaches the sidecar. Made
+        here, in the host, so that the child only calls ``mmap`` (no library lookup after a fork)."""
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        remap = libc.mmap
+        remap.restype = ctypes.c_void_p
+        remap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        view = ctypes.c_char.from_buffer(self.map)
+        address = ctypes.addressof(view)
+        del view
+        protection = mmap.PROT_READ | mmap.PROT_WRITE
+        flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | 0x10  # MAP_FIXED
+
+        def unshare() -> None:
+            if remap(address, BYTES, protection, flags, -1, 0) != address:
+                os._exit(70)  # the child cannot be kept off the board: it does not live on
+        return unshare
 
     def take(self) -> int:
         """A free cell, or -1 when all are in use."""

@@ -29,11 +29,19 @@ Host → sidecar
                      (sent before its code runs; the sidecar stamps it on receipt by its own
                      clock; ``carry``: the call's result when it changed since the sidecar last
                      had it — the first step after a core carries the core's result)
-  ``done``      x    {...}   the exchange's outcome (see ``extensions.exchanges``)
+  ``done``      x    {...}   the exchange's outcome (see ``extensions.exchanges``); each of its faults (and
+                     a step frame's) is {extensionId, hook, kind, message, step}: the sidecar names it
+                     by the extension and event of step ``step`` of its plan
   ``ended``     x    null    the code of an exchange the sidecar aborted (or that ran late) returned
-  ``ui``        u    {exchange, method, params}   ask the editor (``ui/confirm`` …)
-  ``notify``    0    {method, params}   ``ui/notify``, ``ui/status``
+  ``ui``        u    {exchange, step, method, params}   ask the editor (``ui/confirm`` …)
+  ``notify``    x    {method, params, step}   ``ui/notify``, ``ui/status``, ``chat/send``, an author's
+                     ``thread/diagnostic``, made by the handler of step ``step`` of exchange x
+                     The sidecar relays both with its own ``threadId`` and the ``extensionId`` of that
+                     step in its plan, whatever ``params`` say; one outside every exchange is dropped.
   ``pong``      n    null
+
+Only the host answers: the sidecar reads with ``SO_PASSCRED`` and drops what any other process
+wrote on the channel (a child forked by extension code, which also finds the channel dead at fork).
 
 Deadlines: every step has one. The sidecar keeps them by its own clock: every step starts
 when the sidecar reads its ``step`` frame, or its cell of the step board (``board``: a step that

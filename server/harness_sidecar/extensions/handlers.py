@@ -32,16 +32,10 @@ class EventOutcome:
     verdicts: list[Any] = field(default_factory=list)  # loop events: hooks.decision.Verdict, in load order
 
 
-def _faults(value: Any, handlers: list[str], event: str) -> list[HookFault]:
-    if type(value) is not list:
-        raise HostLied("malformed 'faults'")
-    out = []
-    for f in value:
-        if (type(f) is not dict or f.get("hook") != event or f.get("extensionId") not in handlers
-                or f.get("kind") not in ("throw", "timeout") or type(f.get("message")) is not str):
-            raise HostLied("malformed fault")
-        out.append(HookFault(f["extensionId"], event, f["kind"], f["message"]))
-    return out
+def _faults(value: Any, plan: list[StepPlan]) -> list[HookFault]:
+    from harness_sidecar.tools import faults_of
+
+    return faults_of(value, plan)  # named by their steps in the plan, not by what the host says
 
 
 def _sections(value: Any, handlers: list[str]) -> list[dict[str, str]]:
@@ -90,7 +84,7 @@ async def run_event(host: ExtensionHost, handlers: list[str], event: str, payloa
                 "timeouts": timeouts}
         answer = await host.run("event", body, plan, start)
         if isinstance(answer, Stopped):
-            for fault in _faults(answer.faults, handlers, event):
+            for fault in _faults(answer.faults, plan):
                 report(fault)
             carry = answer.carry if type(answer.carry) is dict else {}
             if event == CONTEXT and "sections" in carry:
@@ -119,7 +113,7 @@ async def run_event(host: ExtensionHost, handlers: list[str], event: str, payloa
             continue
         if type(answer) is not dict:
             raise HostLied("a report is an object")
-        for fault in _faults(answer.get("faults"), handlers, event):
+        for fault in _faults(answer.get("faults"), plan):
             report(fault)
         if event == CONTEXT:
             outcome.sections += _sections(answer.get("sections"), handlers)

@@ -52,6 +52,7 @@ class Host(Serving, Loading, Running, UserRequests, ToolCalls, Events, Commands)
 
     def __init__(self, sock: socket.socket, board: board_cells.HostBoard | None = None) -> None:
         self.sock = sock
+        self.pid = os.getpid()  # the host's: a child forked from it is not the host
         self.board = board  # the step board the sidecar shares, when it passed one
         self.out = install(Output(sock))
         self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
@@ -142,6 +143,29 @@ def die_with_parent(parent: int) -> None:
         os._exit(0)
 
 
+def only_the_host_answers(fd: int, board: board_cells.HostBoard | None) -> None:
+    """No other process can answer for the host (v4 §2): a program the host's code starts does not inherit
+    the channel, and in a child it forks (``os.fork``, ``multiprocessing``, a ``preexec_fn``) the channel is
+    a dead socket at once (a write there fails, which ends such a child once it runs host code, and a read
+    sees the end) and the step board private memory. The sidecar also drops what any process but the host
+    writes on the channel (``supervisor``: the kernel names each write's process)."""
+    os.set_inheritable(fd, False)
+    unshare = board.unshare_at_fork() if board is not None else None
+
+    def in_child() -> None:
+        try:
+            dead, gone = socket.socketpair()
+            gone.close()
+            os.dup2(dead.fileno(), fd, inheritable=False)
+            dead.close()
+            if unshare is not None:
+                unshare()
+        except BaseException:  # noqa: BLE001 - a child that would keep the channel does not live on
+            os._exit(70)
+
+    os.register_at_fork(after_in_child=in_child)
+
+
 def main(argv: list[str]) -> None:
     fd, parent = int(argv[0]), int(argv[1])
     from harness_sidecar.containment.private import make_private
@@ -160,6 +184,7 @@ def main(argv: list[str]) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(name)s %(levelname)s: %(message)s")
     sock = socket.socket(fileno=fd)
     host = Host(sock, board_cells.attach(argv))
+    only_the_host_answers(fd, host.board)
     gc.freeze()  # the host's own start-up objects: never scanned by the collector
     gc.set_threshold(20_000, 20, 20)
     try:

@@ -21,6 +21,7 @@ import logging
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -40,6 +41,10 @@ EXIT_WINDOW_S = 300.0
 CLOSE_GRACE_S = 2.0
 FRAME_SLACK = 1 << 20  # a frame's own fields beside the largest result it may carry
 READS_PER_TURN = 8  # channel reads of up to 1 MiB each per event-loop turn
+ENDED_KEPT = 256  # ended exchanges whose steps' extensions are remembered (a ctx used after its handler)
+# What a host may relay to the editor (labelled by the sidecar), and the diagnostics its own code reports.
+RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "thread/diagnostic"))
+HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 DRAIN_READS = 128  # and before a deadline is judged or after an exit (a host still flooding is its own fault)
 
 
@@ -61,6 +66,9 @@ class HostProcess:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         ours, theirs = socket.socketpair()
+        # Only the host answers (v4 §2): every write on the channel comes with its writer's pid, and what
+        # another process holding a copy of the host's end writes (a child its code forked) is dropped.
+        self._peer_checked = _pass_credentials(ours)
         env = dict(os.environ)
         env["MALLOC_ARENA_MAX"] = "2"  # per-thread malloc arenas would eat an address-space limit
         env.pop("PYTHONSTARTUP", None)
@@ -105,6 +113,7 @@ class HostProcess:
         self._flush_scheduled = False
         self._writer = False
         self._pipes: dict[int, bytearray] = {}
+        self._foreigners: set[int | None] = set()
         loop.add_reader(ours.fileno(), self._readable)
         for pipe in (self.proc.stdout, self.proc.stderr):
             assert pipe is not None
@@ -167,7 +176,14 @@ class HostProcess:
         reads until nothing is left (before a deadline is judged, after an exit), at most ``DRAIN_READS`` MiB."""
         for _ in range(DRAIN_READS if all_of_it else READS_PER_TURN):
             try:
-                size = self.sock.recv_into(_READ_BUFFER)
+                if self._peer_checked:
+                    # one writer's bytes per read: the kernel never joins writes of different processes
+                    size, ancillary, _flags, _address = self.sock.recvmsg_into((_READ_BUFFER,), _CREDENTIALS_SPACE)
+                    if size and _writer(ancillary) != self.pid:
+                        self._foreign(_writer(ancillary))
+                        continue
+                else:
+                    size = self.sock.recv_into(_READ_BUFFER)
             except (BlockingIOError, InterruptedError):
                 return True
             except OSError:
@@ -197,6 +213,13 @@ class HostProcess:
             if len(data) < 1 << 20 and not all_of_it:
                 return True
         return False  # the turn's share is read; more may wait
+
+    def _foreign(self, pid: int | None) -> None:
+        """Bytes on the channel that the host did not write: dropped, unread (said once per writer)."""
+        if pid not in self._foreigners:
+            self._foreigners.add(pid)
+            logger.warning("%s: process %s, which is not the host, wrote on its channel (a child its code started "
+                           "holds a copy of it); what it wrote is dropped: only the host answers", self.label, pid)
 
     def drain(self) -> None:
         """Read whatever the host has written: called before a deadline is judged."""
@@ -298,6 +321,29 @@ class HostProcess:
         self.send(channel.CLOSE, 0, None)
         self.flush()
         self.loop.call_later(CLOSE_GRACE_S, self.kill)
+
+
+_UCRED = struct.Struct("iII")  # struct ucred: pid, uid, gid
+_CREDENTIALS_SPACE = socket.CMSG_SPACE(_UCRED.size) if hasattr(socket, "SO_PASSCRED") else 0
+
+
+def _pass_credentials(sock: socket.socket) -> bool:
+    """Ask the kernel for the writer's credentials with every read of ``sock`` (Linux: SO_PASSCRED)."""
+    if not _CREDENTIALS_SPACE:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)
+    except OSError:
+        return False
+    return True
+
+
+def _writer(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The pid of the process that wrote what one read returned (None: the kernel said nothing)."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(data) >= _UCRED.size:
+            return _UCRED.unpack_from(data)[0]
+    return None
 
 
 def _carries_result(line: bytes) -> bool:
@@ -502,6 +548,7 @@ class ExtensionHost:
         self.loading = False
         self.closing = False  # thread/close: calls whose core has not begun are answered blocked "closed"
         self.overrun: dict[int, float] = {}  # exchange answered for, whose step still runs → when its host is ended
+        self.ended: dict[int, tuple[list[StepPlan], int]] = {}  # the last exchanges that ended: plan, last step
 
     # -- the process
 
@@ -772,6 +819,8 @@ class ExtensionHost:
         elif tag == channel.DONE:
             self.overrun.pop(ident, None)
             pending = self.pending.pop(ident, None)
+            if pending is not None:
+                self._ended(pending, True)
             if pending is not None and not pending.future.done():
                 if pending.faults and type(body) is dict and type(body.get("faults")) is list:
                     body["faults"] = pending.faults + body["faults"]
@@ -787,10 +836,7 @@ class ExtensionHost:
         elif tag == channel.UI:
             self._ui(ident, body)
         elif tag == channel.NOTIFY:
-            if type(body) is dict and body.get("method") in ("ui/notify", "ui/status", "chat/send",
-                                                             "thread/diagnostic") and \
-                    type(body.get("params")) is dict:
-                self.notify(body["method"], body["params"])
+            self._relay(ident, body)
         elif tag == "tooLarge":  # a frame refused unparsed (longer than any answer may be): body is its tag
             if body == channel.UI:  # a question too long to ask: not asked, answered as no UI (fail closed)
                 self._answer_ui(ident, None, None, None, "unavailable")
@@ -801,11 +847,69 @@ class ExtensionHost:
                 logger.warning("%s sent a %s frame longer than --max-result-bytes allows; dropped", self.thread_id,
                                body)
 
+    def _author(self, ident: Any, step: Any) -> StepPlan | None:
+        """The step whose handler made what the host relays on exchange ``ident`` in step ``step``: that
+        step of the sidecar's plan, whose extension and event name it (never what the frame states). The
+        step is one the exchange has begun, or it begins now (a frame written in a step is announced by
+        it, as by a ``step`` frame: the board may not show it yet); for an exchange that has ended (a
+        ``ctx`` used after its handler), one that began before it ended. None: no handler's step."""
+        if type(ident) is not int or ident <= 0 or type(step) is not int or step < 0:
+            return None
+        pending = self.pending.get(ident)
+        if pending is not None:
+            if step > pending.step or not pending.started:
+                self.read_board(drain=False)  # the step may be announced on the board only
+                if ident not in self.pending:
+                    return self._author(ident, step)
+                if (step > pending.step or not pending.started) and not self._begin(pending, step):
+                    return None
+            found = pending.plan[step] if step >= pending.first else None
+        else:
+            ended = self.ended.get(ident)
+            found = ended[0][step] if ended is not None and step <= ended[1] else None
+        return found if found is not None and found.extension_id is not None else None
+
+    def _ended(self, pending: Pending, reported: bool = False) -> None:
+        """Remember which extension each step of an ended exchange was (``_author``), for the last few:
+        up to the step it was stopped in, or (``reported``: the host reported its end) any of its steps."""
+        self.ended[pending.ident] = (pending.plan, len(pending.plan) - 1 if reported else pending.step)
+        if len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
+
+    def _relay(self, ident: int, body: Any) -> None:
+        """A notification the host relays to the editor. What a host says is its own (v4 §2): it goes out
+        with this thread's id and the ``extensionId`` of the handler that made it, whatever the frame said;
+        one that no handler of this thread made (a frame outside every exchange, a method the host may not
+        relay, a diagnostic kind extensions do not report) is dropped."""
+        if type(body) is not dict or type(body.get("params")) is not dict:
+            return
+        method, params = body.get("method"), body["params"]
+        if method not in RELAYED or (method == "thread/diagnostic" and params.get("kind") not in HOST_DIAGNOSTICS):
+            logger.warning("%s: the extension host relayed %r, which no handler may send; dropped", self.thread_id,
+                           method if type(method) is str else type(method).__name__)
+            return
+        in_flight = ident in self.pending
+        if not in_flight and method != "thread/diagnostic":  # ctx.ui after its handler: the host refuses it too
+            logger.info("%s: a %s outside any handler of the thread; dropped", self.thread_id, method)
+            return
+        author = self._author(ident, body.get("step"))
+        if author is None:
+            logger.warning("%s: a %s the host relayed names no handler of the thread; dropped", self.thread_id,
+                           method)
+            return
+        params = {**params, "threadId": self.thread_id, "extensionId": author.extension_id}
+        if method == "thread/diagnostic":  # the event of the handler it is about: its step's
+            params.pop("hook", None)
+            if author.kind not in ("core", "load"):
+                params["hook"] = author.kind
+        self.notify(method, params)
+
     def _stop(self, ident: int, how: str | None) -> None:
         """Answer for an exchange: tell the host to stop it, resolve it as ``Stopped``."""
         pending = self.pending.pop(ident, None)
         if pending is None:
             return
+        self._ended(pending)
         if self.process is not None and how not in ("crash", "closed"):
             self.process.send(channel.ABORT, ident, None)
             # The step may still run: if it has not ended hostGraceMs after its deadline, its host is.
@@ -856,7 +960,13 @@ class ExtensionHost:
             return
         self.read_board(drain=False)  # the step that asks may be announced on the board only
         pending = self.pending.get(body.get("exchange"))  # type: ignore[arg-type]
+        author = self._author(body.get("exchange"), body.get("step")) if pending is not None else None
+        if author is None:  # asked outside every handler of the thread (or by none): nobody is asked
+            self._answer_ui(uid, None, None, None, "unavailable")
+            return
         step = body.get("step")
+        # What a host says is its own (v4 §2): the thread's id and the asking handler's extension
+        body = {**body, "params": {**body["params"], "threadId": self.thread_id, "extensionId": author.extension_id}}
         if pending is not None:
             if pending.step == step:
                 if not pending.paused:

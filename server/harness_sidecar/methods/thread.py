@@ -14,7 +14,7 @@ from harness_sidecar.errors import DomainError
 from harness_sidecar.hooks.python import THREAD_CLOSE, THREAD_START
 from harness_sidecar.limits import SIDECAR, Limits
 from harness_sidecar.methods.commands import Command
-from harness_sidecar.methods.tools import LOAD_SKILL_SCHEMA
+from harness_sidecar.methods.tools import LOAD_SKILL_ARGUMENTS, LOAD_SKILL_SCHEMA
 from harness_sidecar.resources.activation import ActivatedSkill
 from harness_sidecar.resources import plugins
 from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
@@ -99,7 +99,7 @@ class ThreadMethods:
         registry = ToolRegistry(hook_timeout_s=limits.hook_timeout_ms / 1000)
         registry.tools["load_skill"] = Tool(
             "load_skill", "Activate a skill by name: its instructions and files become part of the context.",
-            LOAD_SKILL_SCHEMA, "builtin", run=self._load_skill_runner(thread_id))
+            LOAD_SKILL_SCHEMA, "builtin", run=self._load_skill_runner(thread_id), validator=LOAD_SKILL_ARGUMENTS)
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits),

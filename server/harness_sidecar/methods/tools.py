@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from harness_sidecar import inputschema
 
 from harness_sidecar.errors import DomainError, PeerError
 from harness_sidecar.limits import Limits
@@ -13,6 +16,7 @@ from harness_sidecar.resources.catalog import Catalog, Diagnostic
 from harness_sidecar.resources.search import (
     FIND_SKILLS_DESCRIPTION,
     FIND_SKILLS_SCHEMA,
+    check_arguments,
     find_skills,
 )
 from harness_sidecar.resources.search import index_of as search_index_of
@@ -30,6 +34,32 @@ LOAD_SKILL_SCHEMA = {
     "required": ["name"],
     "additionalProperties": False,
 }
+
+
+@dataclass
+class BuiltinArguments:
+    """A builtin's whole check of its arguments — its inputSchema, then what the schema cannot say (a skill
+    name's form, a query's length) — made where every tool's arguments are checked: before any hook sees
+    the call (v4 §2). ``first_error`` is a compiled schema's."""
+
+    schema: Any  # inputschema.CompiledSchema
+    check: Callable[[dict[str, Any]], Any]  # raises DomainError
+    field: str  # the argument the check is about
+
+    def first_error(self, arguments: Any) -> tuple[str, str] | None:
+        error = self.schema.first_error(arguments)
+        if error is not None:
+            return error
+        try:
+            self.check(arguments)
+        except DomainError as exc:
+            return exc.message, f"$.{self.field}"
+        return None
+
+
+LOAD_SKILL_ARGUMENTS = BuiltinArguments(inputschema.compile(LOAD_SKILL_SCHEMA),
+                                        lambda arguments: check_skill_name(arguments["name"]), "name")
+FIND_SKILLS_ARGUMENTS = BuiltinArguments(inputschema.compile(FIND_SKILLS_SCHEMA), check_arguments, "query")
 
 
 class ToolMethods:
@@ -96,7 +126,7 @@ class ToolMethods:
     def _with_find_skills(self, tools: dict[str, Tool], thread_id: str) -> dict[str, Tool]:
         """``tools`` with ``find_skills`` claimed right after ``load_skill`` (the listing leaves skills out)."""
         find = Tool("find_skills", FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, "builtin",
-                    run=self._find_skills_runner())
+                    run=self._find_skills_runner(), validator=FIND_SKILLS_ARGUMENTS)
         rest = {k: v for k, v in tools.items() if k not in ("load_skill", "find_skills")}
         return {"load_skill": tools["load_skill"], "find_skills": find, **rest}
 
@@ -120,8 +150,8 @@ class ToolMethods:
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
             thread.activated[skill.name] = skill
-            return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, source=skill.source,
-                                   directory=skill.directory, dotEntries=list(skill.dot_entries))
+            return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, path=skill.source,
+                                   source=skill.origin, directory=skill.directory, dotEntries=list(skill.dot_entries))
         return run
 
     def _find_skills_runner(self) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:

@@ -14,7 +14,7 @@ from typing import Any
 from harness_sidecar.errors import DomainError
 from harness_sidecar.limits import Limits
 from harness_sidecar.resources import frontmatter
-from harness_sidecar.resources.catalog import Catalog
+from harness_sidecar.resources.catalog import Catalog, root_origin
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.names import qualified_name_problem
 from harness_sidecar.resources.paths import (
@@ -30,21 +30,23 @@ _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 
 
 class SkillResource(Record):
-    __slots__ = ("request", "source", "content", "mime_type", "size")
+    __slots__ = ("request", "source", "content", "mime_type", "size", "origin")
 
     def __init__(self, request: str, source: str, content: str, mime_type: str | None = None,
                  size: int = 0) -> None:
         self.request = request
-        self.source = source  # canonical path
+        self.source = source  # canonical path (``path`` on the wire)
         self.content = content  # the text, or the bytes in base64 when ``mime_type`` is set
         self.mime_type = mime_type  # set for a file that is not UTF-8 text
         self.size = size  # bytes on disk
+        self.origin: dict[str, Any] | None = None  # its skill's provenance (``source`` on the wire)
 
     def to_wire(self) -> dict[str, Any]:
+        # One name, one shape (v4 §2): ``path`` the file, ``source`` the provenance, as in the catalog
         if self.mime_type is None:
-            return {"request": self.request, "source": self.source, "content": self.content}
-        return {"request": self.request, "source": self.source, "encoding": "base64", "mimeType": self.mime_type,
-                "content": self.content}
+            return {"request": self.request, "path": self.source, "source": self.origin, "content": self.content}
+        return {"request": self.request, "path": self.source, "source": self.origin, "encoding": "base64",
+                "mimeType": self.mime_type, "content": self.content}
 
 
 class SkillFile(Record):
@@ -57,16 +59,17 @@ class SkillFile(Record):
 
 class ActivatedSkill(Record):
     __slots__ = ("name", "description", "root", "source", "body", "resources", "directory", "files",
-                 "files_omitted", "dot_entries")
+                 "files_omitted", "dot_entries", "origin")
 
     def __init__(self, name: str, description: str, root: str, source: str, body: str,
                  resources: list[SkillResource] | None = None, directory: str = "",
                  files: list[SkillFile] | None = None, files_omitted: int = 0,
-                 dot_entries: list[str] | None = None) -> None:
+                 dot_entries: list[str] | None = None, origin: dict[str, Any] | None = None) -> None:
         self.name = name
         self.description = description
         self.root = root
-        self.source = source
+        self.source = source  # its SKILL.md as found under the root (``path`` on the wire)
+        self.origin = origin  # provenance, the catalog entry's (``source`` on the wire)
         self.body = body
         self.resources: list[SkillResource] = [] if resources is None else resources
         self.directory = directory
@@ -76,7 +79,8 @@ class ActivatedSkill(Record):
 
     def to_wire(self) -> dict[str, Any]:
         out = {
-            "name": self.name, "description": self.description, "root": self.root, "source": self.source,
+            "name": self.name, "description": self.description, "root": self.root, "path": self.source,
+            "source": self.origin,
             "body": self.body, "resources": [r.to_wire() for r in self.resources], "directory": self.directory,
             "files": [{"path": f.path, "size": f.size} for f in self.files],
         }
@@ -146,9 +150,12 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
     loaded = [read_resource(entry.directory, directory_real, request, limits) for request in dict.fromkeys(resources)]
     dot_entries: list[str] = []
     files, omitted = list_files(directory_real, limits.max_listed_files, dot_entries)
+    origin = entry.origin or root_origin(entry.root)
+    for resource in loaded:
+        resource.origin = origin
     return ActivatedSkill(name, fm.data["description"], entry.root.path, entry.source,
                           _LEADING_BLANK_LINES.sub("", body), loaded, os.path.normpath(entry.directory),
-                          files, omitted, dot_entries)
+                          files, omitted, dot_entries, origin)
 
 
 def read_resource(directory: str, directory_real: str, request: str, limits: Limits) -> SkillResource:

@@ -152,17 +152,19 @@ THREAD_START_RESULT = Obj([
 SKILL_FILE = Obj([Field("path", Str(), description="Relative to the skill's directory, with '/'."),
                   Field("size", Int(minimum=0))], name="SkillFile")
 RESOURCE = Union(
-    Obj([Field("request", Str()), Field("source", Str()),
+    Obj([Field("request", Str()), Field("path", Str(), description="The file's canonical (link-free) path."),
+         Field("source", SOURCE, description="The skill's provenance, as in the catalog."),
          Field("content", Str(), description="The bytes decoded as UTF-8, a leading BOM kept as U+FEFF.")],
         name="TextResource"),
-    Obj([Field("request", Str()), Field("source", Str()), Field("encoding", Const("base64")),
+    Obj([Field("request", Str()), Field("path", Str()), Field("source", SOURCE), Field("encoding", Const("base64")),
          Field("mimeType", Str()), Field("content", Str())], name="BinaryResource"),
     name="SkillResource", description="A requested file: text, or base64 when it is not UTF-8.")
 ACTIVATED_SKILL = Obj([
     Field("name", Str()),
     Field("description", Str(), description="As written (YAML's value: a block scalar keeps its line breaks); "
                                             "the catalog's text is it stripped, whitespace runs joined."),
-    Field("root", Str()), Field("source", Str()),
+    Field("root", Str()), Field("path", Str(), description="Its SKILL.md, as found under the root."),
+    Field("source", SOURCE, description="Provenance, as in the catalog (v4: the file is path)."),
     Field("body", Str(), description="The text after the frontmatter, leading blank lines removed."),
     Field("directory", Str(), description="The skill's absolute directory."),
     Field("files", Arr(SKILL_FILE), description="Every regular file under the directory (no "

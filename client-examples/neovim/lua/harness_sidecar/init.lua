@@ -309,7 +309,7 @@ function M.ensure(callback)
     return flush({ kind = 'spawn_failed', message = err })
   end
   M.client = client
-  client:request('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '2',
+  client:request('initialize', { clientInfo = { name = 'neovim' }, protocolVersion = '4',
     capabilities = { ui = ui.capabilities } }, function(init_err)
     if init_err then
       return flush(init_err)

@@ -111,9 +111,10 @@ class ToolCalls:
             report["rewrittenBy"] = state.rewritten_by
         return report
 
-    def _fault(self, state: CallState, handler: Handler, kind: str, message: str) -> None:
+    def _fault(self, state: CallState, handler: Handler, index: int, kind: str, message: str) -> None:
+        """A fault of the handler of step ``index`` (the sidecar names its extension by that step)."""
         state.faults.append({"extensionId": handler.extension_id, "hook": handler.event, "kind": kind,
-                             "message": message})
+                             "message": message, "step": index})
 
     def _before(self, exchange: Exchange, index: int, handler: Handler, state: CallState) -> bool:
         """Run one before hook; False when the call is blocked (``state.result`` says how)."""
@@ -143,7 +144,7 @@ class ToolCalls:
                 else:
                     state.result = _blocked_body(ext, "deny", decision.reason, state.rewritten_by)
                     return False
-        self._fault(state, handler, kind, reason)
+        self._fault(state, handler, index, kind, reason)
         state.result = _blocked_body(ext, kind, reason, state.rewritten_by)
         return False
 
@@ -207,7 +208,7 @@ class ToolCalls:
                     state.result = {**state.result, **patch}
                     state.transformed_by.append(ext)
                 return True
-        self._fault(state, handler, kind, reason)
+        self._fault(state, handler, index, kind, reason)
         state.result = _withheld_body(ext, kind, reason, state.rewritten_by)
         return False
 
@@ -227,7 +228,7 @@ class ToolCalls:
                                                                "result": state.result}, state.call,
                                     copy=index < end - 1 or state.result is not state.known)
             if outcome.error is not None or outcome.timed_out:
-                self._fault(state, handler, *outcome.failure("tool_result hook", handler.extension_id, exchange,
+                self._fault(state, handler, index, *outcome.failure("tool_result hook", handler.extension_id, exchange,
                                                              "finish"))  # type: ignore[misc]
 
 

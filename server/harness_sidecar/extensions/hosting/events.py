@@ -68,7 +68,7 @@ class Events:
                                         f"{{'handled': True, 'reason'?: str}}")
             if failure is not None:
                 kind, problem = failure
-                faults.append({"extensionId": ext, "hook": event, "kind": kind, "message": problem})
+                faults.append({"extensionId": ext, "hook": event, "kind": kind, "message": problem, "step": index})
                 if event == INPUT:  # input handlers are policy: a fault stops the input
                     report["blocked"] = {"extensionId": ext, "kind": kind, "message": problem}
                     break

@@ -150,17 +150,21 @@ class Running:
             _local.extension = None
         if outcome.error is None and not outcome.timed_out and (outcome.value is not None or (
                 handler.event in _CHANGES_NOTICED and not (sent and _unchanged(given, sent)))):
-            self._ignored(handler, event, given, outcome.value, sent)
+            self._ignored(handler, event, given, outcome.value, sent, exchange, index)
         return outcome
 
-    def notice(self, extension_id: str, hook: str, kind: str, message: str) -> None:
-        """A ``thread/diagnostic`` for the extension's author (``handler_return_ignored``, ``ui_after_handler``)."""
+    def notice(self, extension_id: str, hook: str, kind: str, message: str, exchange: Exchange | None = None,
+               step: int = -1) -> None:
+        """A ``thread/diagnostic`` for the extension's author (``handler_return_ignored``, ``ui_after_handler``),
+        sent on the exchange and step of the handler it is about (the sidecar labels it by those)."""
         params = {"threadId": self.thread_id, "kind": kind, "extensionId": extension_id, "message": message}
         if hook:
             params["hook"] = hook
-        self.out.send(channel.NOTIFY, 0, {"method": "thread/diagnostic", "params": params})
+        self.out.send(channel.NOTIFY, exchange.id if exchange is not None else 0,
+                      {"method": "thread/diagnostic", "params": params, "step": step})
 
-    def _ignored(self, handler: Handler, event: dict[str, Any], given: Any, value: Any, sent: bytes = b"") -> None:
+    def _ignored(self, handler: Handler, event: dict[str, Any], given: Any, value: Any, sent: bytes = b"",
+                 exchange: Exchange | None = None, index: int = -1) -> None:
         """Nothing ignored silently: a value an observer returned, an ``event`` changed in place
         (``sent``: the marshalled bytes ``given`` was made from, when it is a copy)."""
         ext, hook = handler.extension_id, handler.event
@@ -169,7 +173,7 @@ class Running:
                      "{'content': ...}" if hook == AFTER else "it returns nothing")
             self.notice(ext, hook, "handler_return_ignored",
                         f"the {hook} handler of extension '{ext}' returned a value, which is ignored: a {hook} "
-                        f"handler only observes ({right})")
+                        f"handler only observes ({right})", exchange, index)
             return
         key, form = (("call", "return {'arguments': {...}} (the complete new arguments)") if hook == BEFORE else
                      ("text", "return {'text': ...}") if hook == INPUT else (None, ""))
@@ -188,7 +192,7 @@ class Running:
             what = "event['call']" if hook == BEFORE else "event['text']"
             self.notice(ext, hook, "handler_return_ignored",
                         f"the {hook} handler of extension '{ext}' changed {what} in place, which is ignored: "
-                        f"{form}")
+                        f"{form}", exchange, index)
 
 
 def _same_marshal(a: Any, b: Any) -> bool:

@@ -27,6 +27,8 @@ class Serving:
         threading.Thread(target=self._monitor, name="host-monitor", daemon=True).start()
         self.leader = self.out.reader = threading.current_thread()
         self._lead()
+        if os.getpid() != self.pid:  # a child forked from the host: no channel, nobody to serve (v4 §2)
+            os._exit(0)
         with self.out.lock:
             self.out.parked += 1
         threading.Event().wait()  # demoted while a job ran: the new leader ends the process

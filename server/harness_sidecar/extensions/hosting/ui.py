@@ -26,7 +26,8 @@ class Ui:
     extension gets a ``thread/diagnostic`` kind ``ui_after_handler``.
     """
 
-    __slots__ = ("_host", "_extension_id", "_exchange", "_step", "_call", "_done", "_hook", "available")
+    __slots__ = ("_host", "_extension_id", "_exchange", "_step", "_call", "_done", "_hook", "available",
+                 "last_outcome")
 
     def __init__(self, host: "Host", extension_id: str, exchange: Exchange | None, step: int,
                  call: dict[str, Any] | None, hook: str = "") -> None:
@@ -38,6 +39,9 @@ class Ui:
         self._done = False
         self._hook = hook  # the event (or "command", "tool") whose handler this ctx is for
         self.available = any(v for k, v in host.ui.items() if k != "sendMessage")
+        # How the last question this ctx asked ended (``answers.OUTCOMES``); None before the first. The
+        # answers themselves are the v2 values: a bool, a str, or None when no answer came (v4 §2).
+        self.last_outcome: str | None = None
 
     def confirm(self, title: str, message: str) -> Any:
         _strings(title=title, message=message)
@@ -78,7 +82,7 @@ class Ui:
         if level not in ("info", "warning", "error"):
             raise ValueError("level must be 'info', 'warning' or 'error'")
         if not self._ended("notify"):
-            self._host.out.send(channel.NOTIFY, 0, {"method": "ui/notify", "params": {
+            self._host.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/notify", "step": self._step, "params": {
                 "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level,
                 "message": self._host.bounded(message)}})
         return _Ready(None) if self._host.on_loop() else None  # an async handler may await it
@@ -88,7 +92,7 @@ class Ui:
         if text is not None:
             _strings(text=text)
         if not self._ended("set_status"):
-            self._host.out.send(channel.NOTIFY, 0, {"method": "ui/status", "params": {
+            self._host.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/status", "step": self._step, "params": {
                 "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key,
                 "text": None if text is None else self._host.bounded(text)}})
         return _Ready(None) if self._host.on_loop() else None
@@ -102,11 +106,16 @@ class Ui:
         _strings(text=text)
         sent = False
         if not self._ended("send_message") and self._host.ui.get("sendMessage"):
-            self._host.out.send(channel.NOTIFY, 0, {"method": "chat/send", "params": {
+            self._host.out.send(channel.NOTIFY, self._exchange_id(), {"method": "chat/send", "step": self._step, "params": {
                 "threadId": self._host.thread_id, "extensionId": self._extension_id,
                 "text": self._host.bounded(text)}})
             sent = True
         return _Ready(sent) if self._host.on_loop() else sent
+
+    def _exchange_id(self) -> int:
+        """The exchange a notice is sent on: the sidecar labels it with that exchange's thread and the
+        extension whose step it is in (never with what the frame says)."""
+        return self._exchange.id if self._exchange is not None else 0
 
     def _ended(self, what: str) -> bool:
         """Whether this ctx's handler has ended (or was stopped at its deadline): then a diagnostic."""
@@ -121,15 +130,23 @@ class Ui:
         self._host.notice(self._extension_id, self._hook, "ui_after_handler",
                           f"ctx.ui.{what} of extension '{self._extension_id}' was used after its {where} {how}: "
                           f"refused and not shown. Use ctx.ui only while the handler runs (await it in an async "
-                          f"handler); a longer handler can ask for its own deadline with timeout_ms=")
+                          f"handler); a longer handler can ask for its own deadline with timeout_ms=",
+                          self._exchange, self._step)
         return True
 
     def _ask(self, what: str, params: dict[str, Any], parse: Callable[[Any, Any], Any], refused: Any) -> Any:
         host = self._host
         if self._ended(what) or not host.ui.get(what):
-            return _Ready(refused) if host.on_loop() else refused
+            return self._plain(_Ready(refused) if host.on_loop() else refused)
         params = {"threadId": host.thread_id, "extensionId": self._extension_id, **params}
-        return host.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused)
+        return self._plain(host.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused))
+
+    def _plain(self, answer: Any) -> Any:
+        """The v2 value of an answer (``last_outcome`` says how it ended); awaitable from an async handler."""
+        if isinstance(answer, (_Ready, _Pending)):
+            return _Plain(self, answer)
+        self.last_outcome = answer.outcome
+        return answer.value
 
 
 def _strings(**values: Any) -> None:
@@ -149,6 +166,23 @@ class _Ready:
     def __await__(self) -> Any:
         return self.value
         yield  # noqa: B901 - makes this a generator
+
+    def __bool__(self) -> bool:
+        raise TypeError("await ctx.ui.* in an async handler")
+
+
+class _Plain:
+    """An answer an async handler awaits: its v2 value, with the ctx's ``last_outcome`` set."""
+
+    __slots__ = ("ui", "answer")
+
+    def __init__(self, ui: Ui, answer: Any) -> None:
+        self.ui = ui
+        self.answer = answer
+
+    def __await__(self) -> Any:
+        answer = yield from self.answer.__await__()
+        return self.ui._plain(answer)
 
     def __bool__(self) -> bool:
         raise TypeError("await ctx.ui.* in an async handler")
