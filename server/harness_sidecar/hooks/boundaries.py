@@ -133,7 +133,9 @@ class ThreadHooks:
 
         # one handler: its stdin is made once the request to start it is on its way (off the hook's clock)
         stdin = payload if len(handlers) == 1 else payload()
-        runs = [command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
+        refused = {id(h): why for h in handlers if (why := pin_refusal(h)) is not None}
+        runs = [_refused(h, refused[id(h)]) if id(h) in refused else
+                command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
                                     timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
                                     else self._timeout_s(h)) for h in handlers]
         # one handler (the common case) runs in this task: a gather would add a task and two loop turns
@@ -142,6 +144,8 @@ class ThreadHooks:
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
+            if id(answer.handler) in refused and can_block:
+                verdict.failure = f"hook failed: {failed}"  # a broken pin blocks even with commandHookFailure "open"
             if failed is not None and verdict.failure is None:
                 self.notify({"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
                              "event": event, "command": answer.handler.command, "message": failed})
@@ -249,6 +253,22 @@ class ThreadHooks:
         handlers = self.matching("SessionEnd", reason)
         if handlers:
             await self.run("SessionEnd", handlers, {"reason": reason}, budget_s=self.session_end_budget_ms / 1000)
+
+
+def pin_refusal(handler: Handler) -> str | None:
+    """Why ``handler`` may not start (its plugin's pin no longer holds: protocol-v4 §1), else None.
+
+    The check is made here, just before the start, by ``resources.pins.TreePin.holds`` (an ``lstat``
+    per file of the tree; a file is read again only when its identity changed)."""
+    pin = handler.source.pin
+    if pin is None:
+        return None
+    why = pin.holds()
+    return None if why is None else f"hash_mismatch: not started, {why}"
+
+
+async def _refused(handler: Handler, why: str) -> command.Answer:
+    return command.Answer(handler, failure=why)
 
 
 def _how_to_trust(source: str) -> str:

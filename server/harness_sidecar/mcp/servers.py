@@ -360,6 +360,10 @@ class _Server:
 
         ``_StartFailed`` says why not (a process that did start is killed first). The first start and
         every restart come through here."""
+        pin = self.config.pin  # a pinned plugin's server starts only while its tree matches the pin
+        why = pin.holds() if pin is not None else None
+        if why is not None:
+            raise _StartFailed(f"is not started (hash_mismatch): {why}")
         conn = _Connection(self)
         try:
             await conn.spawn()

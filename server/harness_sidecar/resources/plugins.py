@@ -43,6 +43,7 @@ from harness_sidecar.names import (
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources import pins
 from harness_sidecar.resources.catalog import Diagnostic, Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
@@ -116,7 +117,7 @@ class Plugin(Record):
 class Trust(Record):
     """What ``trustedPlugins`` grants one plugin: nothing unless it is listed (and its pin holds)."""
 
-    __slots__ = ("listed", "hooks", "mcp_servers", "extensions", "sha256")
+    __slots__ = ("listed", "hooks", "mcp_servers", "extensions", "sha256", "pin")
 
     def __init__(self, listed: bool = False, hooks: bool = False, mcp_servers: bool | list[str] = False,
                  extensions: bool | list[str] = False, sha256: str | None = None) -> None:
@@ -125,6 +126,7 @@ class Trust(Record):
         self.mcp_servers = mcp_servers
         self.extensions = extensions
         self.sha256 = sha256  # the tree's hash, when a pin asked for it
+        self.pin: pins.TreePin | None = None  # a pin that held: checked again at each start of its code
 
     def mcp(self, server: str) -> bool:
         return self.mcp_servers is True or (isinstance(self.mcp_servers, list) and server in self.mcp_servers)
@@ -155,7 +157,7 @@ class Agent(Record):
 
 class McpServer(Record):
     __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
-                 "origin")
+                 "origin", "pin")
 
     def __init__(self, plugin: str, server: str, command: str | None, args: list[str], env: dict[str, str],
                  cwd: str | None, transport: str, url: str | None, path: str, origin: dict[str, Any]) -> None:
@@ -171,6 +173,7 @@ class McpServer(Record):
         self.trusted = False
         self.path = path  # the file that declares it (or the manifest)
         self.origin = origin
+        self.pin: pins.TreePin | None = None  # its plugin's pin, checked before each start
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "server": self.server, "plugin": self.plugin,
@@ -194,7 +197,8 @@ class McpServer(Record):
         if not os.path.isabs(cwd):
             cwd = os.path.join(root, cwd)
         return McpServerConfig(self.name, [_substitute(self.command or "", root)]
-                               + [_substitute(a, root) for a in self.args], env, os.path.normpath(cwd))
+                               + [_substitute(a, root) for a in self.args], env, os.path.normpath(cwd),
+                               pin=self.pin)
 
 
 class PluginSet(Record):
@@ -230,6 +234,8 @@ class PluginSet(Record):
                 try:
                     found[ext_id] = read_source(ext_id, path, plugin.boundary, limits)
                     found[ext_id].origin = plugin.origin
+                    if plugin.trust.pin is not None:
+                        _bytes_as_pinned(plugin, found[ext_id])
                 except DomainError as exc:
                     diagnostics.append(Diagnostic.from_error(exc, path))
                 except OSError as exc:
@@ -268,33 +274,31 @@ class PluginSet(Record):
                 "mcpServers": [m.to_wire() for m in self.mcp_servers]}
 
 
+def _bytes_as_pinned(plugin: Plugin, source: Any) -> None:
+    """A pinned plugin's extension is imported from the very bytes its tree hash read: each file read
+    for the host must have the digest the pin's hash took of it, or the extension is ``hash_mismatch``
+    (a file swapped between the hash and this read never reaches the host)."""
+    assert plugin.trust.pin is not None
+    digests = plugin.trust.pin.files
+    base = os.path.relpath(source.source, plugin.path).replace(os.sep, "/")
+    files = source.files if source.package else {"": source.code}
+    for relative, data in files.items():
+        name = f"{base}/{relative}" if relative else base
+        if digests.get(name) != hashlib.sha256(data).hexdigest():
+            source.status = "hash_mismatch"
+            source.error = (f"{name} changed after the tree of plugin '{plugin.name}' was hashed for its pin; "
+                            "it is not imported")
+            plugin.trust.extensions = False
+            return
+
+
 # -- the tree hash ----------------------------------------------------------------------------------
 
 def tree_sha256(path: str) -> str:
-    """The sha256 a ``trustedPlugins[].sha256`` pin is compared with (protocol.md § Plugins).
-
-    Every regular file under ``path`` (links to files followed, links to folders not entered),
-    by its path relative to ``path`` with ``/`` separators, sorted by the UTF-8 bytes of that
-    path; the hash of the text made of one line ``<sha256 hex of the file's bytes>  <relative
-    path>\\n`` per file — what ``cd PLUGIN && find . -type f -printf '%P\\n' | LC_ALL=C sort |
-    xargs -d '\\n' sha256sum | sha256sum`` prints (without links).
-    """
-    files: list[str] = []
-    for current, dirs, names in os.walk(path):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(current, d))]
-        for name in names:
-            full = os.path.join(current, name)
-            if os.path.isfile(full):
-                files.append(os.path.relpath(full, path).replace(os.sep, "/"))
-    files.sort(key=lambda rel: rel.encode("utf-8", "surrogateescape"))
-    outer = hashlib.sha256()
-    for rel in files:
-        inner = hashlib.sha256()
-        with open(os.path.join(path, rel), "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                inner.update(chunk)
-        outer.update(f"{inner.hexdigest()}  {rel}\n".encode("utf-8", "surrogateescape"))
-    return outer.hexdigest()
+    """The sha256 a ``trustedPlugins[].sha256`` pin is compared with (protocol.md § Plugins, "The tree
+    hash"): ``resources.pins.tree_sha256`` — links hashed as links, never followed; raises
+    ``pins.PinLinkEscape`` for a link that leaves the tree."""
+    return pins.tree_sha256(path)
 
 
 # -- finding plugins --------------------------------------------------------------------------------
@@ -668,7 +672,8 @@ def _read_hook_sets(plugin: Plugin, why_untrusted: str, diagnostics: list[Diagno
     for path, document in plugin.hook_documents:
         source = HookSource(f"plugin:{plugin.name}", path, plugin_root=plugin.path,
                             plugin_data=plugin_data_dir(plugin.name), trusted=plugin.trust.hooks,
-                            why_untrusted="" if plugin.trust.hooks else why_untrusted)
+                            why_untrusted="" if plugin.trust.hooks else why_untrusted,
+                            pin=plugin.trust.pin if plugin.trust.hooks else None)
         handlers, problems = read_hooks(source, document)
         diagnostics.extend(problems)
         plugin.hook_sets.append(Declared(source, handlers, problems))
@@ -770,14 +775,26 @@ def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic
     if grant is not None:
         trust.listed = True
         if grant.sha256 is not None:
-            trust.sha256 = tree_sha256(plugin.boundary.real)
-            if trust.sha256 != grant.sha256:
+            expected = grant.sha256.lower()
+            try:
+                trust.sha256, files = pins.tree_state(plugin.boundary.real)
+            except pins.PinLinkEscape as exc:
                 diagnostics.append(Diagnostic(
-                    "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to {trust.sha256}, not the "
-                    f"pinned {grant.sha256}; its hooks, MCP servers and extensions are not trusted",
-                    plugin.path, extra={"name": plugin.name, "expected": grant.sha256, "actual": trust.sha256}))
-                why = f"its tree hashes to {trust.sha256}, not the pinned {grant.sha256} (it changed)"
+                    "pin_link_escape", f"plugin '{plugin.name}' at {plugin.path} is pinned, and its {exc}; its "
+                    "hooks, MCP servers and extensions are not trusted", plugin.path,
+                    extra={"name": plugin.name, "link": exc.link, "target": exc.target}))
+                why = f"its {exc} (pin_link_escape)"
                 grant = None
+            else:
+                if trust.sha256 != expected:
+                    diagnostics.append(Diagnostic(
+                        "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to {trust.sha256}, not the "
+                        f"pinned {expected}; its hooks, MCP servers and extensions are not trusted",
+                        plugin.path, extra={"name": plugin.name, "expected": expected, "actual": trust.sha256}))
+                    why = f"its tree hashes to {trust.sha256}, not the pinned {expected} (it changed)"
+                    grant = None
+                else:
+                    trust.pin = pins.TreePin(plugin.boundary.real, expected, f"plugin '{plugin.name}'", files)
         if grant is not None:
             trust.hooks = grant.hooks
             why = "thread/start.trustedPlugins grants it with hooks: false"
@@ -787,6 +804,7 @@ def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic
     _read_hook_sets(plugin, why, diagnostics)
     for server in plugin.mcp_servers:
         server.trusted = trust.mcp(server.server)
+        server.pin = trust.pin if server.trusted else None
 
 
 def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits,

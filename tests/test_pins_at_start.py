@@ -1,0 +1,338 @@
+"""Pins that hold when the code runs (protocol-v4 §1), tried as an attacker through the real sidecar.
+
+The attacker can write the pinned plugin's folder after the editor checked the pin (the same user
+as the editor: root here, and an ordinary user's files behave the same — the check reads files, it
+grants nothing a user could not do). Every case swaps code after ``thread/start`` and shows the
+swapped code never runs as trusted: its start is refused, the call is blocked ``hook_failed`` (or
+the server is not restarted), and the catalog turns the plugin untrusted with ``catalog/changed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from helpers import REPO, write
+
+from harness_sidecar.resources.plugins import tree_sha256
+
+BASH = {"name": "Bash", "description": "Run a shell command.",
+        "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}
+
+
+class Editor:
+    """Runs the Bash calls the sidecar hands it, and records them."""
+
+    def __init__(self) -> None:
+        self.ran: list[dict] = []
+
+    def __call__(self, message: dict) -> dict | None:
+        if message["method"] == "item/tool/call":
+            self.ran.append(message["params"]["arguments"])
+            return {"result": {"contentItems": [{"type": "inputText", "text": "ran"}], "success": True}}
+        return {"error": {"code": -32601, "message": "no"}}
+
+
+def script(path: Path, body: str) -> Path:
+    write(path, "#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def guard_plugin(folder: Path) -> Path:
+    """A plugin whose PreToolUse hook denies every Bash call (exit 2)."""
+    write(folder / ".claude-plugin/plugin.json", json.dumps({"name": "guard"}))
+    write(folder / "hooks/hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/hooks/guard.sh"}]}]}}))
+    script(folder / "hooks/guard.sh", "echo 'no shell here' >&2\nexit 2\n")
+    return folder
+
+
+def open_thread(spawn, tmp_path: Path, plugin: Path, pin: str, editor: Editor, **extra):
+    sidecar = spawn(on_request=editor)
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    started = sidecar.call("thread/start", {"roots": [str(project)], "cwd": str(tmp_path), "plugins": [str(plugin)],
+                                            "dynamicTools": [BASH], "watch": False,
+                                            "trustedPlugins": [{"name": plugin_name(plugin), "sha256": pin}],
+                                            **extra})
+    return sidecar, started
+
+
+def plugin_name(folder: Path) -> str:
+    return json.loads((folder / ".claude-plugin/plugin.json").read_text())["name"]
+
+
+def bash(sidecar, started, call_id: str) -> dict:
+    return sidecar.call("tools/call", {"threadId": started["threadId"], "call": {
+        "id": call_id, "name": "Bash", "arguments": {"command": "rm -rf ~"}}}, timeout=60)["result"]
+
+
+def changes_until(sidecar, predicate, timeout: float = 20.0) -> list[dict]:
+    """catalog/changed notifications, read until one satisfies ``predicate`` (a bounded poll)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
+        if any(predicate(c) for c in found):
+            return found
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no matching catalog/changed: {found}")
+        try:
+            sidecar._dispatch(sidecar.next_message(min(remaining, 0.2)))
+        except Exception:  # noqa: BLE001 - nothing arrived yet
+            pass
+
+
+def says_untrusted(name: str):
+    def check(change: dict) -> bool:
+        return {"kind": "plugin", "name": name} in change["changed"] and any(
+            d["kind"] == "hash_mismatch" and d.get("name") == name for d in change["diagnostics"])
+    return check
+
+
+# -- hooks --------------------------------------------------------------------------------------------
+
+def test_a_pinned_hook_script_swapped_after_thread_start_never_runs_and_the_call_is_blocked(spawn, tmp_path):
+    plugin = guard_plugin(tmp_path / "guard")
+    pin = tree_sha256(str(plugin))
+    editor = Editor()
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, editor)
+    assert [h["trusted"] for h in started["catalog"]["hooks"]] == [True]
+    first = bash(sidecar, started, "c1")
+    assert first["isError"] and first["details"]["blocked"]["kind"] == "hook" and "no shell here" in str(first)
+
+    mark = tmp_path / "swapped-ran"
+    # the attacker swaps the script for one that allows (exit 0) — by rename, as an editor's save does
+    script(plugin / "hooks/guard.new", f"touch {mark}\nexit 0\n")
+    os.replace(plugin / "hooks/guard.new", plugin / "hooks/guard.sh")
+    second = bash(sidecar, started, "c2")
+    assert second["isError"], second
+    assert second["details"]["blocked"]["kind"] == "hook_failed"
+    assert "hash_mismatch" in second["details"]["blocked"]["reason"]
+    assert not mark.exists() and editor.ran == []  # neither the swapped hook nor the core ran
+    changes_until(sidecar, says_untrusted("guard"))
+    refreshed = sidecar.call("thread/refresh", {"threadId": started["threadId"]})
+    plugin_entry = next(p for p in refreshed["catalog"]["plugins"] if p["name"] == "guard")
+    assert plugin_entry["trusted"]["hooks"] is False
+    assert [h["trusted"] for h in refreshed["catalog"]["hooks"]] == [False]
+    bash(sidecar, started, "c3")  # untrusted now: listed, never run
+    assert not mark.exists()
+
+
+def test_a_pinned_hook_script_edited_in_place_is_refused_too(spawn, tmp_path):
+    """Same size, same mtime set back: the ctime (which no process can set) still tells."""
+    plugin = guard_plugin(tmp_path / "guard")
+    target = plugin / "hooks/guard.sh"
+    body = target.read_bytes()
+    before = target.stat()
+    pin = tree_sha256(str(plugin))
+    editor = Editor()
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, editor)
+    assert bash(sidecar, started, "c1")["details"]["blocked"]["kind"] == "hook"
+    swapped = body.replace(b"exit 2", b"exit 0")
+    assert len(swapped) == len(body)
+    target.write_bytes(swapped)
+    os.utime(target, ns=(before.st_atime_ns, before.st_mtime_ns))
+    result = bash(sidecar, started, "c2")
+    assert result["details"]["blocked"]["kind"] == "hook_failed" and editor.ran == []
+
+
+# -- MCP servers --------------------------------------------------------------------------------------
+
+MCP_SERVER = '''
+import json, os, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    method, rid = request.get("method"), request.get("id")
+    if rid is None:
+        continue
+    if method == "initialize":
+        result = {"protocolVersion": request["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "s", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": [{"name": name, "description": name, "inputSchema": {"type": "object"}}
+                            for name in ("who", "quit")]}
+    elif request["params"]["name"] == "quit":
+        os._exit(0)
+    else:
+        result = {"content": [{"type": "text", "text": WHO}]}
+    sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": rid, "result": result}) + "\\n")
+    sys.stdout.flush()
+'''
+
+
+def test_a_pinned_plugins_mcp_server_swapped_before_its_restart_is_not_restarted(spawn, tmp_path):
+    plugin = tmp_path / "served"
+    write(plugin / ".claude-plugin/plugin.json", json.dumps({"name": "served"}))
+    write(plugin / ".mcp.json", json.dumps({"mcpServers": {"s": {
+        "command": sys.executable, "args": ["${CLAUDE_PLUGIN_ROOT}/server.py"]}}}))
+    write(plugin / "server.py", "WHO = 'the pinned server'\n" + MCP_SERVER)
+    pin = tree_sha256(str(plugin))
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, Editor())
+    thread = started["threadId"]
+
+    def call(name: str, call_id: str) -> dict:
+        return sidecar.call("tools/call", {"threadId": thread, "call": {
+            "id": call_id, "name": f"mcp__plugin_served_s__{name}", "arguments": {}}}, timeout=60)["result"]
+
+    assert call("who", "c1")["content"] == [{"type": "text", "text": "the pinned server"}]
+    call("quit", "c2")  # the server exits; it is restarted on the next call to it
+    write(plugin / "server.py", "WHO = 'the attacker'\n" + MCP_SERVER)
+    answer = call("who", "c3")
+    assert answer["isError"] and "the attacker" not in json.dumps(answer)
+    assert answer["details"]["kind"] == "mcp_unavailable" and "hash_mismatch" in json.dumps(answer)
+    changes_until(sidecar, says_untrusted("served"))
+
+
+# -- extensions ---------------------------------------------------------------------------------------
+
+EXTENSION = '''
+import os
+{prelude}
+
+def activate(api):
+    api.register_tool(name="who", description="who", input_schema={{"type": "object"}},
+                      execute=lambda call_id, arguments: {{"content": {who!r}}})
+    api.register_tool(name="die", description="die", input_schema={{"type": "object"}},
+                      execute=lambda call_id, arguments: os._exit(3))
+'''
+
+
+def test_a_pinned_plugins_extension_swapped_before_its_host_restarts_never_runs(spawn, tmp_path):
+    """The host imports the bytes the pin's hash read; a restarted host imports those again, not the disk."""
+    plugin = tmp_path / "ext"
+    mark = tmp_path / "attacker-imported"
+    write(plugin / ".claude-plugin/plugin.json", json.dumps({"name": "ext"}))
+    write(plugin / "extensions/tool.py", EXTENSION.format(prelude="", who="the pinned extension"))
+    pin = tree_sha256(str(plugin))
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, Editor())
+    thread = started["threadId"]
+    assert [(e["id"], e["status"]) for e in started["catalog"]["extensions"]] == [("ext:tool", "loaded")]
+
+    def call(name: str, call_id: str) -> dict:
+        return sidecar.call("tools/call", {"threadId": thread, "call": {
+            "id": call_id, "name": name, "arguments": {}}}, timeout=60)["result"]
+
+    assert call("who", "c1")["content"] == [{"type": "text", "text": "the pinned extension"}]
+    write(plugin / "extensions/tool.py", EXTENSION.format(
+        prelude=f"open({str(mark)!r}, 'w').close()", who="the attacker"))
+    assert call("die", "c2")["isError"]  # the host ends; the next call restarts it
+    answer = call("who", "c3")
+    assert answer["content"] == [{"type": "text", "text": "the pinned extension"}], answer
+    assert not mark.exists()
+
+
+# -- links ------------------------------------------------------------------------------------------
+
+def test_a_folder_link_inside_a_pinned_tree_is_hashed_as_a_link_and_edits_behind_it_break_the_pin(spawn, tmp_path):
+    plugin = guard_plugin(tmp_path / "guard")
+    script(plugin / "scripts/real/check.sh", "exit 2\n")
+    script(plugin / "scripts/other/check.sh", "exit 2\n")
+    os.symlink("scripts/real", plugin / "bin")  # a folder link, inside the tree
+    pin = tree_sha256(str(plugin))
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, Editor())
+    assert next(p for p in started["catalog"]["plugins"] if p["name"] == "guard")["trusted"]["hooks"] is True
+
+    (plugin / "bin").unlink()
+    os.symlink("scripts/other", plugin / "bin")  # the same files behind it, another target: another tree
+    retargeted = tree_sha256(str(plugin))
+    assert retargeted != pin
+    (plugin / "bin").unlink()
+    os.symlink("scripts/real", plugin / "bin")
+    assert tree_sha256(str(plugin)) == pin
+    script(plugin / "bin/check.sh", "exit 0\n")  # edited through the link
+    assert tree_sha256(str(plugin)) != pin
+    _, again = open_thread(spawn, tmp_path, plugin, pin, Editor())
+    assert "hash_mismatch" in [d["kind"] for d in again["diagnostics"]]
+    assert [h["trusted"] for h in again["catalog"]["hooks"]] == [False]
+
+
+def test_a_pinned_tree_with_a_link_that_leaves_it_is_refused(spawn, tmp_path):
+    outside = tmp_path / "outside"
+    script(outside / "guard.sh", f"touch {tmp_path / 'outside-ran'}\nexit 0\n")
+    plugin = tmp_path / "guard"
+    write(plugin / ".claude-plugin/plugin.json", json.dumps({"name": "guard"}))
+    write(plugin / "hooks/hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "${CLAUDE_PLUGIN_ROOT}/bin/guard.sh"}]}]}}))
+    os.symlink(str(outside), plugin / "bin")
+    pin = _shell_tree_hash(plugin)  # what the editor would compute: the link's text, not what it points at
+    editor = Editor()
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, editor)
+    [escape] = [d for d in started["diagnostics"] if d["kind"] == "pin_link_escape"]
+    assert escape["link"] == "bin" and escape["target"] == str(outside)
+    assert [h["trusted"] for h in started["catalog"]["hooks"]] == [False]
+    bash(sidecar, started, "c1")
+    assert not (tmp_path / "outside-ran").exists()
+
+
+# -- the documented method ---------------------------------------------------------------------------
+
+def _documented_pipeline() -> str:
+    text = (REPO / "protocol.md").read_text()
+    section = text[text.index("**The tree hash**"):]
+    return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+
+
+def _shell_tree_hash(path: Path) -> str:
+    """protocol.md's pipeline, copied out of protocol.md and run by bash with PLUGIN set to ``path``."""
+    pipeline = _documented_pipeline().replace("cd PLUGIN", 'cd "$PLUGIN"')
+    out = subprocess.run(["bash", "-c", pipeline], env={**os.environ, "PLUGIN": str(path)}, capture_output=True,
+                         text=True, check=True)
+    return out.stdout.split()[0]
+
+
+def test_the_tree_hash_is_protocol_mds_shell_pipeline_links_included(tmp_path):
+    plugin = tmp_path / "p"
+    write(plugin / "Zed.md", "upper case sorts first\n")
+    write(plugin / "a b/ü.txt", "a space and a non-ASCII name\n")
+    write(plugin / ".git/HEAD", "ref: refs/heads/main\n")
+    script(plugin / "scripts/run.sh", "exit 0\n")
+    os.symlink("scripts", plugin / "bin")  # a folder link
+    os.symlink("../Zed.md", plugin / "scripts/zed")  # a file link
+    os.symlink("missing-file", plugin / "dangling")  # a link to nothing inside the tree
+    os.symlink("a b/ü.txt", plugin / "link with space")
+    assert tree_sha256(str(plugin)) == _shell_tree_hash(plugin)
+    # a link is its text: the same target reached another way is another tree
+    (plugin / "bin").unlink()
+    os.symlink("./scripts", plugin / "bin")
+    assert tree_sha256(str(plugin)) == _shell_tree_hash(plugin)
+
+
+def test_a_tree_without_links_hashes_as_in_v3(tmp_path):
+    plugin = tmp_path / "p"
+    write(plugin / "x/y.txt", "y\n")
+    write(plugin / "z", "z\n")
+    v3 = subprocess.run(["bash", "-c", "find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum"
+                         " | sha256sum"], cwd=plugin, capture_output=True, text=True, check=True).stdout.split()[0]
+    assert tree_sha256(str(plugin)) == v3
+
+
+# -- watching -----------------------------------------------------------------------------------------
+
+def test_plugin_folders_at_thread_start_plugins_are_watched(spawn, tmp_path):
+    plugin = guard_plugin(tmp_path / "guard")
+    pin = tree_sha256(str(plugin))
+    sidecar = spawn(on_request=Editor())
+    project = tmp_path / "project"
+    project.mkdir()
+    sidecar.call("thread/start", {"roots": [str(project)], "plugins": [str(plugin)], "dynamicTools": [BASH],
+                                  "trustedPlugins": [{"name": "guard", "sha256": pin}]})
+    # the watch starts after thread/start's answer: write until one is seen (a bounded poll, no fixed sleep)
+    for attempt in range(20):
+        write(plugin / f"commands/c{attempt}.md", "Do it: $ARGUMENTS\n")
+        try:
+            changes_until(sidecar, lambda c: any(a["kind"] == "commandTemplate" for a in c["added"]), timeout=1.0)
+            break
+        except AssertionError:
+            continue
+    else:
+        raise AssertionError("no catalog/changed for a new command of a thread/start.plugins folder")
+    # and a swapped hook script turns the plugin untrusted without any start of it
+    script(plugin / "hooks/guard.sh", "exit 0\n")
+    changes_until(sidecar, says_untrusted("guard"))
