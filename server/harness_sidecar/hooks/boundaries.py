@@ -133,7 +133,8 @@ class ThreadHooks:
 
         # one handler: its stdin is made once the request to start it is on its way (off the hook's clock)
         stdin = payload if len(handlers) == 1 else payload()
-        refused = {id(h): why for h in handlers if (why := pin_refusal(h)) is not None}
+        checks = {id(h): pin_check(h) for h in handlers if h.source.pin is not None}
+        refused = {key: why for key, (why, _) in checks.items() if why is not None}
         runs = [_refused(h, refused[id(h)]) if id(h) in refused else
                 command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
                                     timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
@@ -143,8 +144,14 @@ class ThreadHooks:
         verdicts = []
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
+            key = id(answer.handler)
+            if key in checks and key not in refused:  # its tree changed while it ran: its answer is not taken
+                why = answer.handler.source.pin.end_check(checks[key][1])
+                if why is not None:
+                    refused[key] = f"hash_mismatch: {why}"
+                    answer = command.Answer(answer.handler, failure=refused[key])
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
-            if id(answer.handler) in refused and can_block:
+            if key in refused and can_block:
                 verdict.failure = f"hook failed: {failed}"  # a broken pin blocks even with commandHookFailure "open"
             if failed is not None and verdict.failure is None:
                 self.notify({"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
@@ -255,16 +262,15 @@ class ThreadHooks:
             await self.run("SessionEnd", handlers, {"reason": reason}, budget_s=self.session_end_budget_ms / 1000)
 
 
-def pin_refusal(handler: Handler) -> str | None:
-    """Why ``handler`` may not start (its plugin's pin no longer holds: protocol-v4 §1), else None.
+def pin_check(handler: Handler) -> tuple[str | None, Any]:
+    """Whether a pinned ``handler`` may start (protocol-v4 §1): why not (``hash_mismatch: …``, its
+    plugin's tree no longer matches the pin) or ``None``, and what the check saw, for the check of its
+    answer (``TreePin.end_check``: nothing under the tree changed while it ran).
 
-    The check is made here, just before the start, by ``resources.pins.TreePin.holds`` (an ``lstat``
-    per file of the tree; a file is read again only when its identity changed)."""
-    pin = handler.source.pin
-    if pin is None:
-        return None
-    why = pin.holds()
-    return None if why is None else f"hash_mismatch: not started, {why}"
+    Made here, just before the start, by ``resources.pins.TreePin`` (an ``lstat`` per entry of the
+    tree; a file is read again only when its identity changed)."""
+    why, seen = handler.source.pin.start_check()
+    return (None if why is None else f"hash_mismatch: not started, {why}"), seen
 
 
 async def _refused(handler: Handler, why: str) -> command.Answer:

@@ -361,7 +361,7 @@ class _Server:
         ``_StartFailed`` says why not (a process that did start is killed first). The first start and
         every restart come through here."""
         pin = self.config.pin  # a pinned plugin's server starts only while its tree matches the pin
-        why = pin.holds() if pin is not None else None
+        why, seen = pin.start_check() if pin is not None else (None, ())
         if why is not None:
             raise _StartFailed(f"is not started (hash_mismatch): {why}")
         conn = _Connection(self)
@@ -370,7 +370,12 @@ class _Server:
         except (OSError, ValueError) as exc:
             raise _StartFailed(f"cannot be started ({self.config.command[0]!r}): {exc}") from None
         try:
-            return conn, self._filter(await conn.connect(self.timeout_s))
+            listing = self._filter(await conn.connect(self.timeout_s))
+            # the tree changed between the check and the end of initialize: this process is not trusted
+            why = pin.end_check(seen) if pin is not None else None
+            if why is not None:
+                raise _StartFailed(f"is not started (hash_mismatch): {why}")
+            return conn, listing
         except _StartFailed:
             await conn.kill()
             raise

@@ -98,13 +98,28 @@ def tree_sha256(path: str, *, links_inside: bool = True) -> str:
 
 def tree_state(path: str, *, links_inside: bool = True) -> tuple[str, dict[str, str]]:
     """``tree_sha256`` and, from the same pass, the digest of each regular file by relative path."""
+    digest, files, _ = _hash(path, links_inside)
+    return digest, files
+
+
+Identities = tuple[tuple[str, tuple[int, int, int, int, int]], ...]
+
+
+def identities(path: str) -> Identities:
+    """Each entry's relative path and identity: equal twice means nothing under ``path`` changed between
+    (any write, rename, link or ``chmod`` moves a ``ctime`` or an ``ino``)."""
+    return tuple((rel, _identity(st)) for rel, _, st in _entries(os.path.realpath(path)))
+
+
+def _hash(path: str, links_inside: bool) -> tuple[str, dict[str, str], Identities]:
     global _cached
     top = os.path.realpath(path)
     started = time.time_ns()
     before = _cache.get(top, {})
     seen: dict[str, _Seen] = {}
     outer = hashlib.sha256()
-    for rel, full, st in _entries(top):
+    entries = _entries(top)
+    for rel, full, st in entries:
         link = stat.S_ISLNK(st.st_mode)
         identity = _identity(st)
         old = before.get(rel)
@@ -128,7 +143,8 @@ def tree_state(path: str, *, links_inside: bool = True) -> tuple[str, dict[str, 
             _cache.clear()
             _cached = len(seen)
         _cache[top] = seen
-    return outer.hexdigest(), {rel: e.digest for rel, e in seen.items() if not e.link}
+    return (outer.hexdigest(), {rel: e.digest for rel, e in seen.items() if not e.link},
+            tuple((rel, _identity(st)) for rel, _, st in entries))
 
 
 @dataclass
@@ -148,19 +164,48 @@ class TreePin:
 
     def holds(self) -> str | None:
         """``None`` when the tree still hashes to the pin; otherwise why not (and it stays broken)."""
+        return self.start_check()[0]
+
+    def start_check(self) -> tuple[str | None, Identities]:
+        """Before a start: why the tree no longer matches (``None``: it does), and the identities the
+        check saw, for ``end_check`` once the process has started (or answered)."""
+        seen: Identities = ()
         if self.broken is None:
             try:
-                actual = tree_sha256(self.path)
+                actual, _, seen = _hash(self.path, True)
             except PinLinkEscape as exc:
-                self.broken = f"{self.what} at {self.path} is no longer trusted: {exc} (pin_link_escape)"
+                self._break(f"{self.what} at {self.path} is no longer trusted: {exc} (pin_link_escape)")
             except OSError as exc:
-                self.broken = f"{self.what} at {self.path} cannot be hashed: {exc.strerror or exc}"
+                self._break(f"{self.what} at {self.path} cannot be hashed: {exc.strerror or exc}")
             else:
                 if actual != self.expected:
-                    self.broken = (f"{self.what} at {self.path} hashes to {actual}, not the pinned {self.expected} "
-                                   "(it changed after its pin was checked)")
+                    self._break(f"{self.what} at {self.path} hashes to {actual}, not the pinned {self.expected} "
+                                "(it changed after its pin was checked)")
+        self._report()
+        return self.broken, seen
+
+    def end_check(self, seen: Identities) -> str | None:
+        """After a start that ``start_check`` let through: why its answer cannot be trusted — something
+        under the tree changed between the check and now (swapped in for the ``exec`` and back, say) —
+        else ``None``. Costs one ``lstat`` per entry; nothing is read."""
+        if self.broken is None:
+            try:
+                now: Identities | None = identities(self.path)
+            except OSError:
+                now = None
+            if now != seen:
+                changed = sorted({rel for rel, _ in set(now or ()) ^ set(seen)}) or ["the folder"]
+                self._break(f"{self.what} at {self.path} changed while its code started ({', '.join(changed[:5])}"
+                            f"{', …' if len(changed) > 5 else ''}): what it answered is not trusted")
+        self._report()
+        return self.broken
+
+    def _break(self, why: str) -> None:
+        if self.broken is None:
+            self.broken = why
+
+    def _report(self) -> None:
         if self.broken is not None and not self._reported:
             self._reported = True
             if self.on_broken is not None:
                 self.on_broken(self.broken)
-        return self.broken
