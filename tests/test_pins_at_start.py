@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -303,6 +304,49 @@ def test_a_pinned_tree_with_a_link_that_leaves_it_is_refused(spawn, tmp_path):
     assert [h["trusted"] for h in started["catalog"]["hooks"]] == [False]
     bash(sidecar, started, "c1")
     assert not (tmp_path / "outside-ran").exists()
+
+
+def test_a_second_thread_start_of_the_same_sidecar_sees_every_change_to_a_pinned_tree(spawn, tmp_path):
+    """Later thread/starts of a process answer a pin from inotify, not a walk: no change may slip by."""
+    plugin = guard_plugin(tmp_path / "guard")
+    pin = tree_sha256(str(plugin))
+    sidecar = spawn(on_request=Editor())
+    project = tmp_path / "project"
+    project.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+
+    def trusted() -> tuple[bool, list[str]]:
+        started = sidecar.call("thread/start", {"roots": [str(project)], "plugins": [str(plugin)], "watch": False,
+                                                "trustedPlugins": [{"name": "guard", "sha256": pin}]})
+        sidecar.call("thread/close", {"threadId": started["threadId"]})
+        entry = next(p for p in started["catalog"]["plugins"] if p["name"] == "guard")
+        return entry["trusted"]["hooks"], [d["kind"] for d in started["diagnostics"]]
+
+    guard = plugin / "hooks/guard.sh"
+    original = guard.read_bytes()
+    edits = [
+        ("written in place", lambda: guard.write_bytes(original.replace(b"exit 2", b"exit 0"))),
+        ("replaced by rename", lambda: (script(plugin / "hooks/new", "exit 0\n"),
+                                        os.replace(plugin / "hooks/new", guard))),
+        ("a new file deep down", lambda: write(plugin / "a/b/c/d.sh", "x")),
+        ("a link out of the tree", lambda: os.symlink(str(outside), plugin / "hooks/out")),
+    ]
+    for what, edit in edits:
+        assert trusted() == (True, []), what
+        assert trusted() == (True, []), what  # answered without a walk now
+        edit()
+        hooks, kinds = trusted()
+        assert hooks is False and ("hash_mismatch" in kinds or "pin_link_escape" in kinds), what
+        # put the pinned bytes back (a pin is about bytes: the same tree is trusted again)
+        for extra in (plugin / "a", plugin / "hooks/out"):
+            if extra.is_symlink() or extra.is_file():
+                extra.unlink()
+            elif extra.exists():
+                shutil.rmtree(extra)
+        guard.write_bytes(original)
+        guard.chmod(0o755)  # a mode is not part of a pin
+        assert tree_sha256(str(plugin)) == pin, what
 
 
 # -- the documented method ---------------------------------------------------------------------------

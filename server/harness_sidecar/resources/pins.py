@@ -26,7 +26,7 @@ import stat
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 _RACY_NS = 100_000_000  # an entry whose ctime is this close to the hash's start is read again next time
 _MAX_CACHED = 200_000  # entries kept over all trees; beyond it the cache starts over
@@ -50,27 +50,55 @@ class _Seen:
 
 _cache: dict[str, dict[str, _Seen]] = {}  # the tree's real path -> relative path -> what was seen
 _cached = 0
-_lock = threading.Lock()
+_lock = threading.RLock()
 
 
 def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _entries(top: str) -> list[tuple[str, str, os.stat_result]]:
-    """(relative path, full path, lstat) of every regular file and link under ``top``, sorted by path bytes."""
+# tree -> folder (relative; "" is the tree) -> (its identity, its entries as (name, is a folder)), for
+# the folders whose identity settled: one whose identity is unchanged holds the same names (adding,
+# removing or renaming an entry moves the folder's mtime and ctime), so it costs an lstat, not a listing
+_listings: dict[str, dict[str, tuple[tuple[int, int, int, int, int], list[tuple[str, bool]]]]] = {}
+
+
+def _entries(top: str, arm: Callable[[str], bool] | None = None) -> list[tuple[str, str, os.stat_result]]:
+    """(relative path, full path, lstat) of every regular file and link under ``top``, sorted by path bytes.
+
+    ``arm(folder)`` (``_Watcher.arm``) is called for each folder before it is listed; a folder is
+    listed again only when its identity changed (or changed within ``_RACY_NS`` of its last listing)."""
     found: list[tuple[str, str, os.stat_result]] = []
-    pending = [("", top)]
+    append = found.append
+    known = _listings.get(top, {})
+    listings: dict[str, tuple[tuple[int, int, int, int, int], list[tuple[str, bool]]]] = {}
+    settled_before = time.time_ns() - _RACY_NS
+    pending = [("", top, os.lstat(top))]
     while pending:
-        prefix, folder = pending.pop()
-        with os.scandir(folder) as it:
-            for entry in it:
-                rel = prefix + entry.name
-                st = entry.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    pending.append((rel + "/", entry.path))
-                elif stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode):
-                    found.append((rel, entry.path, st))
+        prefix, folder, folder_st = pending.pop()
+        if not stat.S_ISDIR(folder_st.st_mode):
+            raise NotADirectoryError(folder)
+        if arm is not None:
+            arm(folder)
+        identity = _identity(folder_st)
+        listed = known.get(prefix)
+        if listed is not None and listed[0] == identity and arm is None:
+            children = listed[1]
+        else:
+            with os.scandir(folder) as it:
+                children = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+        if folder_st.st_ctime_ns < settled_before:
+            listings[prefix] = (identity, children)
+        for name, is_dir in children:
+            full = f"{folder}/{name}"
+            st = os.lstat(full)
+            mode = st.st_mode
+            if stat.S_ISDIR(mode):
+                pending.append((f"{prefix}{name}/", full, st))
+            elif stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+                append((prefix + name, full, st))
+    with _lock:
+        _listings[top] = listings
     found.sort(key=lambda item: item[0].encode("utf-8", "surrogateescape"))
     return found
 
@@ -90,6 +118,104 @@ def _check_link(top: str, full: str, rel: str, target: str) -> None:
         raise PinLinkEscape(rel, target)
 
 
+class _Watcher:
+    """inotify on every folder of each tree this process hashed, read synchronously (non-blocking) when
+    asked: which trees nothing has touched since their last hash. Only ``vouched`` uses it — to answer
+    a catalog scan's pin check without walking the tree again; a start of pinned code never does."""
+
+    def __init__(self) -> None:
+        self.inotify: Any = None
+        self.unavailable = False
+        self.mask = 0
+        self.overflow = 0
+        self.ignored = 0
+        self.trees_of: dict[int, set[str]] = {}  # wd -> the trees it is a folder of
+        self.armed: set[str] = set()  # trees whose every folder was watched at their last hash
+        self.dirty: set[str] = set()  # trees touched since their last hash
+
+    def _open(self) -> bool:
+        if self.inotify is None and not self.unavailable:
+            try:
+                from inotify_simple import INotify, flags
+
+                self.inotify = INotify(nonblocking=True)
+            except (ImportError, OSError, AttributeError):
+                self.unavailable = True
+                return False
+            self.mask = (flags.CREATE | flags.DELETE | flags.MODIFY | flags.CLOSE_WRITE | flags.ATTRIB
+                         | flags.MOVED_FROM | flags.MOVED_TO | flags.DELETE_SELF | flags.MOVE_SELF | flags.ONLYDIR
+                         | flags.DONT_FOLLOW)
+            self.overflow, self.ignored = flags.Q_OVERFLOW, flags.IGNORED
+        return self.inotify is not None
+
+    def drain(self) -> None:
+        """Every event the kernel queued so far (it queues them within the writing system call)."""
+        if self.inotify is None:
+            return
+        while True:
+            try:
+                events = self.inotify.read(timeout=0)
+            except BlockingIOError:
+                return
+            except OSError:
+                self.dirty |= self.armed
+                return
+            if not events:
+                return
+            for event in events:
+                if event.mask & self.overflow:
+                    self.dirty |= self.armed
+                    continue
+                self.dirty |= self.trees_of.get(event.wd, set())
+                if event.mask & self.ignored:
+                    for tree in self.trees_of.pop(event.wd, set()):
+                        self.armed.discard(tree)
+
+    def begin(self, top: str) -> Callable[[str], bool] | None:
+        """A hash of ``top`` begins: its folders are armed as the walk reaches them (before listing)."""
+        if not self._open():
+            return None
+        self.drain()
+        self.dirty.discard(top)
+        self.armed.add(top)
+
+        def arm(folder: str) -> bool:
+            with _lock:
+                try:
+                    wd = self.inotify.add_watch(folder, self.mask)
+                except OSError:  # the kernel's watch limit, or gone meanwhile: this tree is never vouched for
+                    self.armed.discard(top)
+                    return False
+                self.trees_of.setdefault(wd, set()).add(top)
+                return True
+        return arm
+
+    def untouched(self, top: str) -> bool:
+        self.drain()
+        return top in self.armed and top not in self.dirty
+
+
+_watcher = _Watcher()
+_verdicts: dict[str, tuple[str, dict[str, str]]] = {}  # tree -> (hash, file digests) of its last hash
+
+
+def vouched(path: str, expected: str) -> tuple[str, dict[str, str]] | None:
+    """``tree_state(path)`` without walking the tree, when this process can vouch for it: its last hash
+    was ``expected``, every folder of it has been watched since that hash began, and no event came
+    (nor a hard-linked file, whose other names no watch here sees). ``None``: walk it (``tree_state``).
+
+    For the catalog's pin check at ``thread/start`` only. The starts of pinned code check the tree
+    themselves (``TreePin``), and a pinned extension's bytes are compared with these digests, so a
+    change the kernel does not report to inotify (a write through a shared ``mmap`` of a file opened
+    before) can make a catalog say "trusted" a moment too long, never run a byte that is not pinned."""
+    top = os.path.realpath(path)
+    with _lock:
+        verdict = _verdicts.get(top)
+        if verdict is None or verdict[0] != expected or not _watcher.untouched(top):
+            return None
+        return verdict
+
+
 def tree_sha256(path: str, *, links_inside: bool = True) -> str:
     """The tree hash of ``path`` (a folder; its real path is used). Raises ``PinLinkEscape`` when
     ``links_inside`` and a link leaves the tree, ``OSError`` when the tree cannot be read."""
@@ -98,7 +224,7 @@ def tree_sha256(path: str, *, links_inside: bool = True) -> str:
 
 def tree_state(path: str, *, links_inside: bool = True) -> tuple[str, dict[str, str]]:
     """``tree_sha256`` and, from the same pass, the digest of each regular file by relative path."""
-    digest, files, _ = _hash(path, links_inside)
+    digest, files, _ = _hash(os.path.realpath(path), links_inside, watch=True)
     return digest, files
 
 
@@ -106,19 +232,38 @@ Identities = tuple[tuple[str, tuple[int, int, int, int, int]], ...]
 
 
 def identities(path: str) -> Identities:
-    """Each entry's relative path and identity: equal twice means nothing under ``path`` changed between
+    """Each entry of the tree at the real path ``path``, by relative path, with its identity: equal twice means nothing under ``path`` changed between
     (any write, rename, link or ``chmod`` moves a ``ctime`` or an ``ino``)."""
-    return tuple((rel, _identity(st)) for rel, _, st in _entries(os.path.realpath(path)))
+    return tuple((rel, _identity(st)) for rel, _, st in _entries(path))
 
 
-def _hash(path: str, links_inside: bool) -> tuple[str, dict[str, str], Identities]:
+def _hash(top: str, links_inside: bool, watch: bool) -> tuple[str, dict[str, str], Identities]:
+    """The hash of the tree at the real path ``top``. ``watch``: a catalog scan's hash, after which
+    ``vouched`` may answer for the tree (its folders are watched from now on); a start's check only
+    takes a verdict back when the tree no longer hashes to it."""
+    try:
+        return _hash_once(top, links_inside, watch)
+    except BaseException:
+        with _lock:
+            _verdicts.pop(top, None)
+        raise
+
+
+def _hash_once(top: str, links_inside: bool, watch: bool) -> tuple[str, dict[str, str], Identities]:
     global _cached
-    top = os.path.realpath(path)
     started = time.time_ns()
     before = _cache.get(top, {})
     seen: dict[str, _Seen] = {}
     outer = hashlib.sha256()
-    entries = _entries(top)
+    arm = None
+    if watch:
+        with _lock:
+            _verdicts.pop(top, None)  # until this hash ends well, nothing is vouched for
+            arm = _watcher.begin(top)
+    entries = _entries(top, arm)
+    if arm is not None and any(st.st_nlink > 1 and stat.S_ISREG(st.st_mode) for _, _, st in entries):
+        with _lock:
+            _watcher.armed.discard(top)  # a file with other names elsewhere: written there, no watch here sees it
     for rel, full, st in entries:
         link = stat.S_ISLNK(st.st_mode)
         identity = _identity(st)
@@ -141,10 +286,15 @@ def _hash(path: str, links_inside: bool) -> tuple[str, dict[str, str], Identitie
         _cached += len(seen) - len(before)
         if _cached > _MAX_CACHED:
             _cache.clear()
+            _listings.clear()
             _cached = len(seen)
         _cache[top] = seen
-    return (outer.hexdigest(), {rel: e.digest for rel, e in seen.items() if not e.link},
-            tuple((rel, _identity(st)) for rel, _, st in entries))
+        files = {rel: e.digest for rel, e in seen.items() if not e.link}
+        if watch:
+            _verdicts[top] = (outer.hexdigest(), files)
+        elif top in _verdicts and _verdicts[top][0] != outer.hexdigest():
+            del _verdicts[top]
+    return outer.hexdigest(), files, tuple((rel, _identity(st)) for rel, _, st in entries)
 
 
 @dataclass
@@ -161,6 +311,7 @@ class TreePin:
     on_broken: Callable[[str], None] | None = None
     broken: str | None = None  # why it stopped matching, once it did (it never holds again)
     _reported: bool = field(default=False, repr=False)
+    _known: Identities | None = field(default=None, repr=False)  # the identities of a check that held
 
     def holds(self) -> str | None:
         """``None`` when the tree still hashes to the pin; otherwise why not (and it stays broken)."""
@@ -172,7 +323,11 @@ class TreePin:
         seen: Identities = ()
         if self.broken is None:
             try:
-                actual, _, seen = _hash(self.path, True)
+                taken = time.time_ns()
+                seen = identities(self.path)
+                if seen == self._known:  # every entry as a check that held saw it, long settled: unchanged
+                    return None, seen
+                actual, _, seen = _hash(self.path, True, watch=False)
             except PinLinkEscape as exc:
                 self._break(f"{self.what} at {self.path} is no longer trusted: {exc} (pin_link_escape)")
             except OSError as exc:
@@ -181,6 +336,8 @@ class TreePin:
                 if actual != self.expected:
                     self._break(f"{self.what} at {self.path} hashes to {actual}, not the pinned {self.expected} "
                                 "(it changed after its pin was checked)")
+                elif all(identity[4] < taken - _RACY_NS for _, identity in seen):
+                    self._known = seen  # none changed within the clock's grain of this check: identity is content
         self._report()
         return self.broken, seen
 
