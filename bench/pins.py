@@ -197,7 +197,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="harness-bench-pins-") as tmp:
         where = Path(tmp)
         plugins = fifty_plugins(where, corpus, args.count)
-        t = results["thread_start"] = thread_starts(where, plugins, 9 if args.quick else 31)
+        t = results["thread_start"] = thread_starts(where, plugins, 21 if args.quick else 61)
         print(f"thread/start, {t['plugins']} plugins ({t['files']} files) trusted: pinned "
               f"{fmt(t['pinned'], ' ms')} vs unpinned {fmt(t['unpinned'], ' ms')}: {t['ratio']:.2f}×; "
               f"the process's first pinned start (every file hashed) {t['first_pinned_ms']:.1f} ms", flush=True)
