@@ -349,6 +349,52 @@ def test_a_second_thread_start_of_the_same_sidecar_sees_every_change_to_a_pinned
         assert tree_sha256(str(plugin)) == pin, what
 
 
+def test_a_write_inotify_never_reports_still_never_runs_as_trusted(spawn, tmp_path):
+    """A write through a shared mmap raises no inotify event, so a later thread/start of the same
+    sidecar may list the plugin trusted; still, its swapped hook is refused at start and its swapped
+    extension is never imported (its bytes are not the ones the pin's hash read)."""
+    import mmap
+
+    plugin = guard_plugin(tmp_path / "guard")
+    mark = tmp_path / "imported"
+    padding = "#" * 200  # a comment line the attacker overwrites with code of the same length
+    write(plugin / "extensions/tool.py", EXTENSION.format(prelude=padding, who="the pinned extension"))
+    pin = tree_sha256(str(plugin))
+    # the attacker maps both files for writing before the sidecar starts (the fds closed: no event later)
+    maps = []
+    for path in (plugin / "hooks/guard.sh", plugin / "extensions/tool.py"):
+        with open(path, "r+b") as f:
+            maps.append(mmap.mmap(f.fileno(), 0))
+    editor = Editor()
+    sidecar = spawn(on_request=editor)
+    project = tmp_path / "project"
+    project.mkdir()
+    params = {"roots": [str(project)], "plugins": [str(plugin)], "watch": False, "dynamicTools": [BASH],
+              "cwd": str(tmp_path), "trustedPlugins": [{"name": "guard", "sha256": pin}]}
+    first = sidecar.call("thread/start", params)
+    assert [e["status"] for e in first["catalog"]["extensions"]] == ["loaded"]
+    sidecar.call("thread/close", {"threadId": first["threadId"]})
+    guard, tool = maps
+    at = guard.find(b"exit 2")
+    guard[at:at + 6] = b"exit 0"  # same size, through the mapping
+    code = f"open({str(mark)!r}, 'w').close()  #".encode().ljust(len(padding), b"#")
+    body = bytes(tool)
+    at = body.find(padding.encode())
+    tool[at:at + len(code)] = code  # the module now runs code at import
+    assert (plugin / "hooks/guard.sh").read_bytes().count(b"exit 0") == 1
+    second = sidecar.call("thread/start", params)
+    try:
+        [ext] = second["catalog"]["extensions"]
+        assert ext["status"] != "loaded" and not mark.exists(), ext
+        result = bash(sidecar, second, "c1")
+        assert result["isError"] and result["details"]["blocked"]["kind"] == "hook_failed", result
+        assert editor.ran == []
+    finally:
+        tool[:] = body
+        for m in maps:
+            m.close()
+
+
 # -- the documented method ---------------------------------------------------------------------------
 
 def _documented_pipeline() -> str:
