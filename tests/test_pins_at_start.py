@@ -176,6 +176,7 @@ def test_a_script_swapped_in_between_the_check_and_the_exec_and_back_is_not_trus
     assert result["isError"] and result["details"]["blocked"]["kind"] == "hook_failed", result
     assert "changed while its code started" in result["details"]["blocked"]["reason"]
     assert editor.ran == []
+    changes_until(sidecar, says_untrusted("guard"))  # though it hashes to its pin again
 
 
 # -- MCP servers --------------------------------------------------------------------------------------
@@ -264,6 +265,7 @@ def test_a_server_swapped_in_for_its_restart_and_back_is_ended(spawn, tmp_path):
     assert (plugin / "server.py").read_text() == pinned and tree_sha256(str(plugin)) == pin  # tracks covered
     assert answer["isError"] and "the attacker" not in json.dumps(answer), answer
     assert answer["details"]["kind"] == "mcp_unavailable" and "changed while its code started" in json.dumps(answer)
+    changes_until(sidecar, says_untrusted("served"))
 
 
 # -- extensions ---------------------------------------------------------------------------------------

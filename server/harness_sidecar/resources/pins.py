@@ -9,13 +9,20 @@ folder is not entered) — and the pin is the sha256 of those lines. A tree with
 it did in v3. A link whose target (resolved from the link's folder) leaves the tree makes a pinned
 tree refused: ``PinLinkEscape`` (``pin_link_escape``).
 
-**Checked at start, not re-hashed.** ``tree_sha256`` keeps, per tree, each entry's identity
-``(dev, ino, size, mtime_ns, ctime_ns)`` and digest; an entry whose identity is unchanged is not
-read again, so checking a pin costs one ``lstat`` per entry (a ``scandir`` per folder). ``ctime``
-cannot be set by a process (any write, rename or ``chmod`` moves it), and an entry changed within
-``_RACY_NS`` of being hashed is never taken from the cache (the timestamps are coarser than the
-clock: "racily clean", as git calls it). ``TreePin.holds()`` is that check, made just before each
-hook process, MCP server (first start and restarts) of a pinned plugin is started.
+**Checked at start, not re-hashed.** Each entry's identity ``(dev, ino, size, mtime_ns, ctime_ns)``
+is kept with its digest; an entry whose identity is unchanged is not read again, and a folder whose
+identity is unchanged is not listed again, so checking a pin costs one ``lstat`` per entry.
+``ctime`` cannot be set by a process (any write, rename or ``chmod`` moves it), and an entry
+changed within ``_RACY_NS`` of being hashed is never taken from the cache (timestamps are coarser
+than the clock: "racily clean", as git calls it). ``TreePin.start_check()`` is that check, made just
+before each hook process and each MCP server start (first and restarts) of a pinned plugin;
+``TreePin.end_check()`` compares the identities again once the hook answered (the server
+initialized): a swap for the ``exec`` and back is caught there.
+
+**A catalog scan** (``vouched``) does not walk a tree this process hashed to the pin when inotify,
+armed on each of its folders before that hash listed it, has reported nothing since. Only what the
+catalog says rests on that; starts always walk, and a pinned extension's bytes are compared with
+the digests of the hash.
 """
 
 from __future__ import annotations
@@ -197,6 +204,14 @@ class _Watcher:
 
 _watcher = _Watcher()
 _verdicts: dict[str, tuple[str, dict[str, str]]] = {}  # tree -> (hash, file digests) of its last hash
+# (tree, pin) -> why: a pin that broke at a start of its code in this process stays broken here, even
+# when the tree hashes to it again (swapped for a start and put back): its catalogs say untrusted
+_tainted: dict[tuple[str, str], str] = {}
+
+
+def tainted(path: str, expected: str) -> str | None:
+    """Why the pinned tree at the real path ``path`` is not trusted again in this process, or None."""
+    return _tainted.get((path, expected))
 
 
 def vouched(path: str, expected: str) -> tuple[str, dict[str, str]] | None:
@@ -211,7 +226,7 @@ def vouched(path: str, expected: str) -> tuple[str, dict[str, str]] | None:
     top = os.path.realpath(path)
     with _lock:
         verdict = _verdicts.get(top)
-        if verdict is None or verdict[0] != expected or not _watcher.untouched(top):
+        if verdict is None or verdict[0] != expected or (top, expected) in _tainted or not _watcher.untouched(top):
             return None
         return verdict
 
@@ -360,6 +375,8 @@ class TreePin:
     def _break(self, why: str) -> None:
         if self.broken is None:
             self.broken = why
+            with _lock:
+                _tainted.setdefault((self.path, self.expected), why)
 
     def _report(self) -> None:
         if self.broken is not None and not self._reported:

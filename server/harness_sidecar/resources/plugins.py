@@ -795,6 +795,14 @@ def _grant(plugin: Plugin, trusted: dict[str, Any], diagnostics: list[Diagnostic
                         plugin.path, extra={"name": plugin.name, "expected": expected, "actual": trust.sha256}))
                     why = f"its tree hashes to {trust.sha256}, not the pinned {expected} (it changed)"
                     grant = None
+                elif (broke := pins.tainted(plugin.boundary.real, expected)) is not None:
+                    diagnostics.append(Diagnostic(
+                        "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to its pin again, but a "
+                        f"start of its code in this sidecar found it changed ({broke}); its hooks, MCP servers and "
+                        "extensions are not trusted until the sidecar restarts", plugin.path,
+                        extra={"name": plugin.name, "expected": expected, "actual": trust.sha256}))
+                    why = f"a start of its code found it changed: {broke}"
+                    grant = None
                 else:
                     trust.pin = pins.TreePin(plugin.boundary.real, expected, f"plugin '{plugin.name}'", files)
         if grant is not None:
