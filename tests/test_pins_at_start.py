@@ -1,8 +1,8 @@
 """Pins that hold when the code runs (protocol-v4 §1), tried as an attacker through the real sidecar.
 
-The attacker can write the pinned plugin's folder after the editor checked the pin (the same user
-as the editor: root here, and an ordinary user's files behave the same — the check reads files, it
-grants nothing a user could not do). Every case swaps code after ``thread/start`` and shows the
+The attacker can write the pinned plugin's folder after the editor checked the pin: the editor's
+own user (root on this machine; ``test_as_an_ordinary_user_…`` runs the sidecar and the swap as
+``nobody``, and nothing else here depends on root). Every case swaps code after ``thread/start`` and shows the
 swapped code never runs as trusted: its start is refused, the call is blocked ``hook_failed`` (or
 the server is not restarted), and the catalog turns the plugin untrusted with ``catalog/changed``.
 """
@@ -18,8 +18,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from helpers import REPO, write
 
+from harness_sidecar.client import child_env
 from harness_sidecar.resources.plugins import tree_sha256
 
 BASH = {"name": "Bash", "description": "Run a shell command.",
@@ -124,6 +126,50 @@ def test_a_pinned_hook_script_swapped_after_thread_start_never_runs_and_the_call
     assert [h["trusted"] for h in refreshed["catalog"]["hooks"]] == [False]
     bash(sidecar, started, "c3")  # untrusted now: listed, never run
     assert not mark.exists()
+
+
+SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
+AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None or not os.path.exists(SYSTEM_PYTHON),
+                    reason="needs root, setpriv and a system Python to become an ordinary user")
+def test_as_an_ordinary_user_a_swapped_pinned_hook_is_refused_too(spawn):
+    """The editor's user is not root here: the sidecar, and the attacker's swap, run as ``nobody``."""
+    import pwd
+    import site
+    import tempfile
+
+    shared = Path(tempfile.mkdtemp(prefix="harness-pins-"))
+    try:
+        shared.chmod(0o755)
+        plugin = guard_plugin(shared / "guard")
+        (shared / "project").mkdir()
+        (shared / "state").mkdir()
+        nobody = pwd.getpwnam("nobody")
+        for path in [shared, *shared.rglob("*")]:
+            os.chown(path, nobody.pw_uid, nobody.pw_gid, follow_symlinks=False)
+        pin = tree_sha256(str(plugin))
+        env = {**child_env(), "HOME": str(shared), "HARNESS_SIDECAR_STATE_DIR": str(shared / "state")}
+        env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], *site.getsitepackages()])
+        editor = Editor()
+        sidecar = spawn(env=env, on_request=editor,
+                        command=[*AS_NOBODY, SYSTEM_PYTHON, "-P", "-m", "harness_sidecar"])
+        started = sidecar.call("thread/start", {
+            "roots": [str(shared / "project")], "cwd": str(shared), "plugins": [str(plugin)], "watch": False,
+            "dynamicTools": [BASH], "trustedPlugins": [{"name": "guard", "sha256": pin}]})
+        first = bash(sidecar, started, "c1")
+        assert first["details"]["blocked"]["kind"] == "hook", first
+        mark = shared / "swapped-ran"
+        swap = (f"printf '#!/bin/sh\\ntouch {mark}\\nexit 0\\n' > {plugin}/hooks/new && chmod 755 {plugin}/hooks/new"
+                f" && mv {plugin}/hooks/new {plugin}/hooks/guard.sh")
+        subprocess.run([*AS_NOBODY, "sh", "-c", swap], check=True)  # the same user as the sidecar swaps it
+        result = bash(sidecar, started, "c2")
+        assert result["details"]["blocked"]["kind"] == "hook_failed" and "hash_mismatch" in str(result), result
+        assert not mark.exists() and editor.ran == []
+        changes_until(sidecar, says_untrusted("guard"))
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
 
 
 def test_a_pinned_hook_script_edited_in_place_is_refused_too(spawn, tmp_path):
