@@ -214,8 +214,9 @@ def tainted(path: str, expected: str) -> str | None:
     return _tainted.get((path, expected))
 
 
-def vouched(path: str, expected: str) -> tuple[str, dict[str, str]] | None:
-    """``tree_state(path)`` without walking the tree, when this process can vouch for it: its last hash
+def vouched(top: str, expected: str) -> tuple[str, dict[str, str]] | None:
+    """``tree_state(top)`` (``top``: the tree's real path) without walking the tree, when this process
+    can vouch for it: its last hash
     was ``expected``, every folder of it has been watched since that hash began, and no event came
     (nor a hard-linked file, whose other names no watch here sees). ``None``: walk it (``tree_state``).
 
@@ -223,7 +224,6 @@ def vouched(path: str, expected: str) -> tuple[str, dict[str, str]] | None:
     themselves (``TreePin``), and a pinned extension's bytes are compared with these digests, so a
     change the kernel does not report to inotify (a write through a shared ``mmap`` of a file opened
     before) can make a catalog say "trusted" a moment too long, never run a byte that is not pinned."""
-    top = os.path.realpath(path)
     with _lock:
         verdict = _verdicts.get(top)
         if verdict is None or verdict[0] != expected or (top, expected) in _tainted or not _watcher.untouched(top):
