@@ -352,6 +352,18 @@ def test_a_pinned_plugins_extension_swapped_before_its_host_restarts_never_runs(
     assert not mark.exists()
 
 
+def test_a_pinned_plugins_extension_reached_through_a_folder_link_inside_the_tree_loads(spawn, tmp_path):
+    plugin = tmp_path / "ext"
+    write(plugin / ".claude-plugin/plugin.json", json.dumps({"name": "ext"}))
+    write(plugin / "src/ext/tool.py", EXTENSION.format(prelude="", who="through a link"))
+    os.symlink("src/ext", plugin / "extensions")
+    sidecar, started = open_thread(spawn, tmp_path, plugin, tree_sha256(str(plugin)), Editor())
+    assert [(e["id"], e["status"]) for e in started["catalog"]["extensions"]] == [("ext:tool", "loaded")]
+    answer = sidecar.call("tools/call", {"threadId": started["threadId"], "call": {
+        "id": "c1", "name": "who", "arguments": {}}})["result"]
+    assert answer["content"] == [{"type": "text", "text": "through a link"}]
+
+
 # -- links ------------------------------------------------------------------------------------------
 
 def test_a_folder_link_inside_a_pinned_tree_is_hashed_as_a_link_and_edits_behind_it_break_the_pin(spawn, tmp_path):

@@ -280,10 +280,11 @@ def _bytes_as_pinned(plugin: Plugin, source: Any) -> None:
     (a file swapped between the hash and this read never reaches the host)."""
     assert plugin.trust.pin is not None
     digests = plugin.trust.pin.files
-    base = os.path.relpath(source.source, plugin.path).replace(os.sep, "/")
     files = source.files if source.package else {"": source.code}
     for relative, data in files.items():
-        name = f"{base}/{relative}" if relative else base
+        # by where the file really is in the tree (a link inside the tree is hashed as a link, its target as a file)
+        real = os.path.realpath(os.path.join(source.source, relative) if relative else source.source)
+        name = os.path.relpath(real, plugin.boundary.real).replace(os.sep, "/")
         if digests.get(name) != hashlib.sha256(data).hexdigest():
             source.status = "hash_mismatch"
             source.error = (f"{name} changed after the tree of plugin '{plugin.name}' was hashed for its pin; "
