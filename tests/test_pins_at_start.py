@@ -314,6 +314,30 @@ def test_a_server_swapped_in_for_its_restart_and_back_is_ended(spawn, tmp_path):
     changes_until(sidecar, says_untrusted("served"))
 
 
+def test_a_running_pinned_server_whose_tree_changes_is_ended_at_its_next_answer(spawn, tmp_path):
+    """A server may read its tree after it started (a module imported on first use): the answer of a
+    call made after the tree changed is not taken, and the server is ended, not restarted."""
+    plugin = tmp_path / "served"
+    write(plugin / ".claude-plugin/plugin.json", json.dumps({"name": "served"}))
+    write(plugin / ".mcp.json", json.dumps({"mcpServers": {"s": {
+        "command": sys.executable, "args": ["${CLAUDE_PLUGIN_ROOT}/server.py"]}}}))
+    write(plugin / "server.py", "WHO = 'the pinned server'\n" + MCP_SERVER)
+    write(plugin / "lazy.py", "ANSWER = 'pinned'\n")
+    sidecar, started = open_thread(spawn, tmp_path, plugin, tree_sha256(str(plugin)), Editor())
+
+    def call(call_id: str) -> dict:
+        return sidecar.call("tools/call", {"threadId": started["threadId"], "call": {
+            "id": call_id, "name": "mcp__plugin_served_s__who", "arguments": {}}}, timeout=60)["result"]
+
+    assert call("c1")["content"] == [{"type": "text", "text": "the pinned server"}]
+    write(plugin / "lazy.py", "ANSWER = 'the attacker'\n")
+    second = call("c2")
+    assert second["isError"] and second["details"]["kind"] == "mcp_unavailable" and "hash_mismatch" in str(second)
+    third = call("c3")
+    assert third["isError"] and third["details"]["kind"] == "mcp_unavailable"
+    changes_until(sidecar, says_untrusted("served"))
+
+
 # -- extensions ---------------------------------------------------------------------------------------
 
 EXTENSION = '''

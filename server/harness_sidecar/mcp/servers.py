@@ -83,6 +83,7 @@ class _Connection:
         self.session: Session | None = None
         self.ready = False  # initialized and listed
         self.eof = False  # the server's stdout is over: no answer will come
+        self.pin_seen: Any = None  # a pinned plugin's server: its tree's identities when its start was checked
         self.stopping = False  # we are ending it
         self.failure: str | None = None  # what the stdout pump saw go wrong
         self.changed_during_start = False
@@ -375,6 +376,7 @@ class _Server:
             why = pin.end_check(seen) if pin is not None else None
             if why is not None:
                 raise _StartFailed(f"is not started (hash_mismatch): {why}")
+            conn.pin_seen = seen
             return conn, listing
         except _StartFailed:
             await conn.kill()
@@ -494,6 +496,12 @@ class _Server:
             return await self._lost(conn)
         except Invalid as exc:
             return error_result("mcp_error", f"MCP server '{self.name}' gave a result that is not valid: {exc}")
+        pin = self.config.pin  # a pinned plugin's server may read its tree after it started (lazy imports)
+        why = pin.end_check(conn.pin_seen) if pin is not None and conn.pin_seen is not None else None
+        if why is not None:
+            self._fail(f"is ended and not restarted (hash_mismatch): {why}")
+            await conn.kill()
+            return error_result("mcp_unavailable", self.failure)
         return map_result(result)
 
     async def _lost(self, conn: _Connection) -> McpCallResult:
