@@ -128,6 +128,24 @@ def test_a_pinned_hook_script_swapped_after_thread_start_never_runs_and_the_call
     assert not mark.exists()
 
 
+def test_a_large_pinned_tree_is_checked_off_the_event_loop_and_still_refuses_a_swap(spawn, tmp_path):
+    """1,200 files (a plugin shipping node_modules): its checks run in a worker thread; the result is the same."""
+    from harness_sidecar.resources.pins import LARGE
+
+    plugin = guard_plugin(tmp_path / "guard")
+    for i in range(LARGE + 200):
+        write(plugin / f"node_modules/pkg{i // 100}/f{i}.js", f"module.exports = {i};\n")
+    pin = tree_sha256(str(plugin))
+    editor = Editor()
+    sidecar, started = open_thread(spawn, tmp_path, plugin, pin, editor)
+    assert bash(sidecar, started, "c1")["details"]["blocked"]["kind"] == "hook"
+    write(plugin / "node_modules/pkg3/f350.js", "module.exports = 'swapped';\n")  # a file the hook may require
+    result = bash(sidecar, started, "c2")
+    assert result["details"]["blocked"]["kind"] == "hook_failed" and "hash_mismatch" in str(result), result
+    assert editor.ran == []
+    changes_until(sidecar, says_untrusted("guard"))
+
+
 SYSTEM_PYTHON = f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}"
 AS_NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 

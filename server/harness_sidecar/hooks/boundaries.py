@@ -133,7 +133,8 @@ class ThreadHooks:
 
         # one handler: its stdin is made once the request to start it is on its way (off the hook's clock)
         stdin = payload if len(handlers) == 1 else payload()
-        checks = {id(h): pin_check(h) for h in handlers if h.source.pin is not None}
+        checks = {id(h): pin_check(h) if not h.source.pin.large else await asyncio.to_thread(pin_check, h)
+                  for h in handlers if h.source.pin is not None}
         refused = {key: why for key, (why, _) in checks.items() if why is not None}
         runs = [_refused(h, refused[id(h)]) if id(h) in refused else
                 command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
@@ -146,7 +147,9 @@ class ThreadHooks:
         for answer in answers:
             key = id(answer.handler)
             if key in checks and key not in refused:  # its tree changed while it ran: its answer is not taken
-                why = answer.handler.source.pin.end_check(checks[key][1])
+                pin = answer.handler.source.pin
+                why = pin.end_check(checks[key][1]) if not pin.large else \
+                    await asyncio.to_thread(pin.end_check, checks[key][1])
                 if why is not None:
                     refused[key] = f"hash_mismatch: {why}"
                     answer = command.Answer(answer.handler, failure=refused[key])

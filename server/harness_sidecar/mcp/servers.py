@@ -362,7 +362,8 @@ class _Server:
         ``_StartFailed`` says why not (a process that did start is killed first). The first start and
         every restart come through here."""
         pin = self.config.pin  # a pinned plugin's server starts only while its tree matches the pin
-        why, seen = pin.start_check() if pin is not None else (None, ())
+        why, seen = (None, ()) if pin is None else pin.start_check() if not pin.large else \
+            await asyncio.to_thread(pin.start_check)
         if why is not None:
             raise _StartFailed(f"is not started (hash_mismatch): {why}")
         conn = _Connection(self)
@@ -373,7 +374,8 @@ class _Server:
         try:
             listing = self._filter(await conn.connect(self.timeout_s))
             # the tree changed between the check and the end of initialize: this process is not trusted
-            why = pin.end_check(seen) if pin is not None else None
+            why = None if pin is None else pin.end_check(seen) if not pin.large else \
+                await asyncio.to_thread(pin.end_check, seen)
             if why is not None:
                 raise _StartFailed(f"is not started (hash_mismatch): {why}")
             conn.pin_seen = seen
@@ -497,7 +499,10 @@ class _Server:
         except Invalid as exc:
             return error_result("mcp_error", f"MCP server '{self.name}' gave a result that is not valid: {exc}")
         pin = self.config.pin  # a pinned plugin's server may read its tree after it started (lazy imports)
-        why = pin.end_check(conn.pin_seen) if pin is not None and conn.pin_seen is not None else None
+        why = None
+        if pin is not None and conn.pin_seen is not None:
+            why = pin.end_check(conn.pin_seen) if not pin.large else \
+                await asyncio.to_thread(pin.end_check, conn.pin_seen)
         if why is not None:
             self._fail(f"is ended and not restarted (hash_mismatch): {why}")
             await conn.kill()

@@ -35,9 +35,11 @@ class LiveCatalog:
         thread's catalog scanned again: the plugin turns untrusted there and ``catalog/changed`` says so."""
         if catalog.plugins is None:
             return
+        loop = asyncio.get_running_loop()  # a large tree is checked in a worker thread: come back to the loop
         for plugin in catalog.plugins.plugins:
             if plugin.trust.pin is not None:
-                plugin.trust.pin.on_broken = lambda why, thread_id=thread_id: self._pin_broken(thread_id, why)
+                plugin.trust.pin.on_broken = lambda why, thread_id=thread_id: loop.call_soon_threadsafe(
+                    self._pin_broken, thread_id, why)
 
     def _pin_broken(self, thread_id: str, why: str) -> None:
         logger.warning("%s: %s", thread_id, why)

@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+LARGE = 1000  # a tree of this many files or more is checked in a worker thread, not on the event loop
 _RACY_NS = 100_000_000  # an entry whose ctime is this close to the hash's start is read again next time
 _MAX_CACHED = 200_000  # entries kept over all trees; beyond it the cache starts over
 
@@ -317,7 +318,8 @@ class TreePin:
     """A pinned tree as its pin was checked: ``holds()`` checks it again before code of it starts.
 
     ``on_broken(why)`` is called once, the first time the tree no longer matches (the thread's
-    catalog is scanned again, so the entry turns untrusted and ``catalog/changed`` says so)."""
+    catalog is scanned again, so the entry turns untrusted and ``catalog/changed`` says so); it may be
+    called from a worker thread (a ``large`` tree's check)."""
 
     path: str  # the tree's real path
     expected: str  # the pin, lower-case hex
@@ -327,6 +329,11 @@ class TreePin:
     broken: str | None = None  # why it stopped matching, once it did (it never holds again)
     _reported: bool = field(default=False, repr=False)
     _known: Identities | None = field(default=None, repr=False)  # the identities of a check that held
+
+    @property
+    def large(self) -> bool:
+        """Big enough (``LARGE`` files) that its checks are run off the event loop (``asyncio.to_thread``)."""
+        return len(self.files) >= LARGE
 
     def holds(self) -> str | None:
         """``None`` when the tree still hashes to the pin; otherwise why not (and it stays broken)."""
