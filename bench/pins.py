@@ -99,7 +99,9 @@ def thread_starts(where: Path, plugins: list[tuple[str, Path]], runs: int) -> di
     files = sum(1 for _, p in plugins for f in p.rglob("*") if f.is_file() or f.is_symlink())
     out = {name: summary(t) for name, t in times.items()}
     out.update(first_pinned_ms=first_pinned, plugins=len(plugins), files=files,
-               ratio=statistics.median(times["pinned"]) / statistics.median(times["unpinned"]))
+               ratio=statistics.median(times["pinned"]) / statistics.median(times["unpinned"]),
+               # load from other processes only ever slows a start down: the fastest of each is steadier
+               best_ratio=min(times["pinned"]) / min(times["unpinned"]))
     return out
 
 
@@ -181,6 +183,7 @@ def hook_starts(where: Path, runs: int) -> dict:
     out["ratio"] = out["pinned"]["median"] / out["unpinned"]["median"]
     # each round's two calls ran back to back: their ratio sees the same load
     out["paired_ratio"] = statistics.median(p / u for p, u in zip(times["pinned"], times["unpinned"]))
+    out["best_ratio"] = min(times["pinned"]) / min(times["unpinned"])
     return out
 
 
@@ -199,7 +202,8 @@ def main() -> int:
         plugins = fifty_plugins(where, corpus, args.count)
         t = results["thread_start"] = thread_starts(where, plugins, 21 if args.quick else 61)
         print(f"thread/start, {t['plugins']} plugins ({t['files']} files) trusted: pinned "
-              f"{fmt(t['pinned'], ' ms')} vs unpinned {fmt(t['unpinned'], ' ms')}: {t['ratio']:.2f}×; "
+              f"{fmt(t['pinned'], ' ms')} vs unpinned {fmt(t['unpinned'], ' ms')}: {t['ratio']:.2f}× "
+              f"(fastest of each: {t['best_ratio']:.2f}×); "
               f"the process's first pinned start (every file hashed) {t['first_pinned_ms']:.1f} ms", flush=True)
         d = results["designs"] = designs(where, plugins, 5 if args.quick else 15)
         print(f"the same {t['plugins']} trees: checked as at a start {fmt(d['check_ms'], ' ms', 2)}, vouched for "
@@ -208,7 +212,8 @@ def main() -> int:
         h = results["hook"] = hook_starts(where, 100 if args.quick else 300)
         print(f"tools/call with a trivial PreToolUse hook of a plugin ({h['files']} files): pinned "
               f"{fmt(h['pinned'], ' ms', 2)} vs unpinned {fmt(h['unpinned'], ' ms', 2)}: {h['ratio']:.3f}× "
-              f"(median of each round's pair: {h['paired_ratio']:.3f}×)", flush=True)
+              f"(median of each round's pair: {h['paired_ratio']:.3f}×, fastest of each: {h['best_ratio']:.3f}×)",
+              flush=True)
     checks = [("thread/start, every plugin pinned ≤ 1.2× unpinned (median)", t["ratio"] <= 1.2, f"{t['ratio']:.2f}×"),
               ("a pinned hook's start ≤ 1.1× an unpinned one's (median)", h["ratio"] <= 1.1, f"{h['ratio']:.3f}×")]
     for name, met, figure in checks:
