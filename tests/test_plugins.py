@@ -204,9 +204,14 @@ def test_manifest_paths_follow_claude_codes_rules(spawn, tree):
 
 
 def _shell_tree_hash(path: Path) -> str:
-    """The method protocol.md documents, run by the shell, not by the sidecar's code."""
-    out = subprocess.run(["bash", "-c", "find . -type f -printf '%P\\n' | LC_ALL=C sort | "
-                          "xargs -d '\\n' sha256sum | sha256sum"], cwd=path, capture_output=True, text=True, check=True)
+    """The method protocol.md documents, run by the shell, not by the sidecar's code: its pipeline is
+    read out of protocol.md (v4: links hashed as links; tests/test_pins_at_start.py has trees with them)."""
+    import re
+
+    text = (REPO / "protocol.md").read_text()
+    pipeline = re.search(r"```sh\n(.*?)```", text[text.index("**The tree hash**"):], re.S).group(1)
+    out = subprocess.run(["bash", "-c", pipeline.replace("cd PLUGIN", 'cd "$PLUGIN"')], capture_output=True,
+                         text=True, check=True, env={**os.environ, "PLUGIN": str(path)})
     return out.stdout.split()[0]
 
 

@@ -141,7 +141,11 @@ class ThreadHooks:
 
         # one handler: its stdin is made once the request to start it is on its way (off the hook's clock)
         stdin = payload if len(handlers) == 1 else payload()
-        runs = [command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
+        checks = {id(h): pin_check(h) if not h.source.pin.large else await asyncio.to_thread(pin_check, h)
+                  for h in handlers if h.source.pin is not None}
+        refused = {key: why for key, (why, _) in checks.items() if why is not None}
+        runs = [_refused(h, refused[id(h)]) if id(h) in refused else
+                command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
                                     timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
                                     else self._timeout_s(h)) for h in handlers]
         # one handler (the common case) runs in this task: a gather would add a task and two loop turns
@@ -149,7 +153,17 @@ class ThreadHooks:
         verdicts = []
         can_block = event in BLOCKING_EVENTS
         for answer in answers:
+            key = id(answer.handler)
+            if key in checks and key not in refused:  # its tree changed while it ran: its answer is not taken
+                pin = answer.handler.source.pin
+                why = pin.end_check(checks[key][1]) if not pin.large else \
+                    await asyncio.to_thread(pin.end_check, checks[key][1])
+                if why is not None:
+                    refused[key] = f"hash_mismatch: {why}"
+                    answer = command.Answer(answer.handler, failure=refused[key])
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
+            if key in refused and can_block:
+                verdict.failure = f"hook failed: {failed}"  # a broken pin blocks even with commandHookFailure "open"
             field_name = answer.extra.get("field")  # an answer with an undefined value: said even when it blocks
             if failed is not None and (verdict.failure is None or field_name is not None):
                 said = {"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
@@ -304,6 +318,21 @@ class ThreadHooks:
         handlers = self.matching("SessionEnd", reason)
         if handlers:
             await self.run("SessionEnd", handlers, {"reason": reason}, budget_s=self.session_end_budget_ms / 1000)
+
+
+def pin_check(handler: Handler) -> tuple[str | None, Any]:
+    """Whether a pinned ``handler`` may start (protocol-v4 §1): why not (``hash_mismatch: …``, its
+    plugin's tree no longer matches the pin) or ``None``, and what the check saw, for the check of its
+    answer (``TreePin.end_check``: nothing under the tree changed while it ran).
+
+    Made here, just before the start, by ``resources.pins.TreePin`` (an ``lstat`` per entry of the
+    tree; a file is read again only when its identity changed)."""
+    why, seen = handler.source.pin.start_check()
+    return (None if why is None else f"hash_mismatch: not started, {why}"), seen
+
+
+async def _refused(handler: Handler, why: str) -> command.Answer:
+    return command.Answer(handler, failure=why)
 
 
 def _how_to_trust(source: str) -> str:

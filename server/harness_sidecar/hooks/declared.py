@@ -56,6 +56,8 @@ class HookSource:
     trusted: bool = False
     sha256: str | None = None  # of the declaring file, as read
     why_untrusted: str = ""  # said in the hook_untrusted diagnostic
+    # a pinned plugin's resources.pins.TreePin: checked before each of its handlers starts (protocol-v4 §1)
+    pin: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

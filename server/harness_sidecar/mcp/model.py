@@ -26,6 +26,8 @@ class McpServerConfig:
     startup_timeout_ms: int = 10000
     allow: list[str] | None = None
     deny: list[str] = field(default_factory=list)
+    # a pinned plugin's server: resources.pins.TreePin, whose holds() is checked before every start
+    pin: Any = field(default=None, compare=False, repr=False)
 
     def admits(self, tool: str) -> bool:
         """``deny`` wins; ``allow`` (when given) names every tool that may exist."""

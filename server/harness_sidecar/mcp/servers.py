@@ -85,6 +85,7 @@ class _Connection:
         self.session: Session | None = None
         self.ready = False  # initialized and listed
         self.eof = False  # the server's stdout is over: no answer will come
+        self.pin_seen: Any = None  # a pinned plugin's server: its tree's identities when its start was checked
         self.stopping = False  # we are ending it
         self.failure: str | None = None  # what the stdout pump saw go wrong
         self.changed_during_start = False
@@ -364,6 +365,11 @@ class _Server:
 
         ``_StartFailed`` says why not (a process that did start is killed first). The first start and
         every restart come through here."""
+        pin = self.config.pin  # a pinned plugin's server starts only while its tree matches the pin
+        why, seen = (None, ()) if pin is None else pin.start_check() if not pin.large else \
+            await asyncio.to_thread(pin.start_check)
+        if why is not None:
+            raise _StartFailed(f"is not started (hash_mismatch): {why}")
         conn = _Connection(self)
         try:
             await conn.spawn()
@@ -371,7 +377,14 @@ class _Server:
             raise _StartFailed(f"cannot be started ({self.config.command[0]!r}): {exc}",
                                getattr(exc, "errno", None)) from None
         try:
-            return conn, self._filter(await conn.connect(self.timeout_s))
+            listing = self._filter(await conn.connect(self.timeout_s))
+            # the tree changed between the check and the end of initialize: this process is not trusted
+            why = None if pin is None else pin.end_check(seen) if not pin.large else \
+                await asyncio.to_thread(pin.end_check, seen)
+            if why is not None:
+                raise _StartFailed(f"is not started (hash_mismatch): {why}")
+            conn.pin_seen = seen
+            return conn, listing
         except _StartFailed:
             await conn.kill()
             raise
@@ -490,6 +503,15 @@ class _Server:
             return await self._lost(conn)
         except Invalid as exc:
             return error_result("mcp_error", f"MCP server '{self.name}' gave a result that is not valid: {exc}")
+        pin = self.config.pin  # a pinned plugin's server may read its tree after it started (lazy imports)
+        why = None
+        if pin is not None and conn.pin_seen is not None:
+            why = pin.end_check(conn.pin_seen) if not pin.large else \
+                await asyncio.to_thread(pin.end_check, conn.pin_seen)
+        if why is not None:
+            self._fail(f"is ended and not restarted (hash_mismatch): {why}")
+            await conn.kill()
+            return error_result("mcp_unavailable", self.failure)
         return map_result(result)
 
     async def _lost(self, conn: _Connection) -> McpCallResult:

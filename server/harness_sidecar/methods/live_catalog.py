@@ -30,14 +30,32 @@ class LiveCatalog:
         self._apply_hooks(thread)
         return self._snapshot(thread)
 
+    def _arm_pins(self, thread_id: str, catalog: Catalog) -> None:
+        """A pinned plugin whose tree stops matching at a start of its code (resources.pins.TreePin) has the
+        thread's catalog scanned again: the plugin turns untrusted there and ``catalog/changed`` says so."""
+        if catalog.plugins is None:
+            return
+        loop = asyncio.get_running_loop()  # a large tree is checked in a worker thread: come back to the loop
+        for plugin in catalog.plugins.plugins:
+            if plugin.trust.pin is not None:
+                plugin.trust.pin.on_broken = lambda why, thread_id=thread_id: loop.call_soon_threadsafe(
+                    self._pin_broken, thread_id, why)
+
+    def _pin_broken(self, thread_id: str, why: str) -> None:
+        logger.warning("%s: %s", thread_id, why)
+        thread = self.threads.get(thread_id)
+        if thread is not None and not thread.closed:
+            asyncio.ensure_future(self._rescan(thread))
+
     def _watch_roots(self, thread: Thread) -> None:
         if thread.closed or thread.watch is not None:
             return
         from harness_sidecar.resources.watch import WatchUnavailable
 
         try:
+            # thread/start.plugins folders are watched like roots (protocol-v4 §1)
             thread.watch = self._hub().subscribe(thread.start.roots, lambda change: self._changed(thread, change),
-                                                 since_ns=thread.read_at_ns)
+                                                 plugins=thread.start.plugins, since_ns=thread.read_at_ns)
         except WatchUnavailable as exc:
             logger.warning("cannot watch the roots of %s (%s); thread/refresh rescans on demand", thread.id, exc)
 
@@ -72,7 +90,7 @@ class LiveCatalog:
 
         for thread in list(self.threads.values()):
             if thread.start.watch and any(is_within(os.path.normpath(path), os.path.normpath(root)) for path in paths
-                   for root in thread.start.roots):
+                   for root in [*thread.start.roots, *thread.start.plugins]):
                 asyncio.ensure_future(self._rescan(thread))
 
     async def _rescan(self, thread: Thread) -> None:
@@ -98,6 +116,7 @@ class LiveCatalog:
         catalog, found = await self._discover(thread.start)
         if thread.closed:
             return
+        self._arm_pins(thread.id, catalog)
         catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
                                                                                     "mcp_tool_skipped")]
         hooks_change = self._hooks_change(thread, catalog)

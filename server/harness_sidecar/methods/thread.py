@@ -112,6 +112,7 @@ class ThreadMethods:
             lifetimes.get().limit(thread_id, limits.max_processes)
         if start.trusted_plugins:  # a trusted plugin's MCP servers are known once the roots are scanned
             catalog, found = await self._discover(start)
+            self._arm_pins(thread_id, catalog)
             configs = list(start.mcp_servers) + self._plugin_mcp_configs(catalog, start)
             if configs:
                 servers = await self._start_mcp(thread_id, configs)
@@ -157,6 +158,9 @@ class ThreadMethods:
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
                                                          "roots": list(start.roots)})
         self.threads[thread_id] = thread
+        if catalog.plugins is not None and any(p.trust.pin is not None and p.trust.pin.broken is not None
+                                               for p in catalog.plugins.plugins):
+            asyncio.ensure_future(self._rescan(thread))  # a pin broke while the thread started
         runs_hooks = thread.hooks is not None and thread.hooks.runs_any()
         if thread.host is not None or servers is not None or runs_hooks:
             self._say_containment(thread_id)
@@ -168,7 +172,7 @@ class ThreadMethods:
             loop = asyncio.get_running_loop()
             loop.call_soon(loop.call_soon, self._watch_roots, thread)
         elif start.watch and self.watch_requested is not None:
-            self.watch_requested(list(start.roots))
+            self.watch_requested([*start.roots, *start.plugins])
         snapshot = self._snapshot(thread)
         if thread.session_context:  # cut to fit beside the catalog (hooks.fit); the thread keeps what was sent
             from harness_sidecar.hooks import fit

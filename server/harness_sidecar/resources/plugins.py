@@ -43,7 +43,7 @@ from harness_sidecar.names import (
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import frontmatter
-from harness_sidecar.resources import grants
+from harness_sidecar.resources import grants, pins
 from harness_sidecar.resources.catalog import Diagnostic, Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
@@ -81,6 +81,7 @@ class Plugin(Record):
         self.extensions: list[str] = []  # ids, <plugin>:<id>
         self.extension_paths: dict[str, str] = {}  # <plugin>:<id> -> its .py file or package folder
         self.trust = Trust()
+        self.pin_state: Any = None  # (tree hash, file digests) or pins.PinLinkEscape, once a pin asked (_pin_digest)
         self.entries: frozenset[str] = frozenset()  # the names in its folder: one listing, not a stat per part
         self.origin = self._origin()  # provenance of everything it brings (``source`` on the wire)
 
@@ -117,7 +118,7 @@ class Plugin(Record):
 class Trust(Record):
     """What ``trustedPlugins`` grants one plugin: nothing unless it is listed (and its pin holds)."""
 
-    __slots__ = ("listed", "hooks", "mcp_servers", "extensions", "sha256")
+    __slots__ = ("listed", "hooks", "mcp_servers", "extensions", "sha256", "pin")
 
     def __init__(self, listed: bool = False, hooks: bool = False, mcp_servers: bool | list[str] = False,
                  extensions: bool | list[str] = False, sha256: str | None = None) -> None:
@@ -126,6 +127,7 @@ class Trust(Record):
         self.mcp_servers = mcp_servers
         self.extensions = extensions
         self.sha256 = sha256  # the tree's hash, when a pin asked for it
+        self.pin: pins.TreePin | None = None  # a pin that held: checked again at each start of its code
 
     def mcp(self, server: str) -> bool:
         return self.mcp_servers is True or (isinstance(self.mcp_servers, list) and server in self.mcp_servers)
@@ -156,7 +158,7 @@ class Agent(Record):
 
 class McpServer(Record):
     __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
-                 "origin")
+                 "origin", "pin")
 
     def __init__(self, plugin: str, server: str, command: str | None, args: list[str], env: dict[str, str],
                  cwd: str | None, transport: str, url: str | None, path: str, origin: dict[str, Any]) -> None:
@@ -172,6 +174,7 @@ class McpServer(Record):
         self.trusted = False
         self.path = path  # the file that declares it (or the manifest)
         self.origin = origin
+        self.pin: pins.TreePin | None = None  # its plugin's pin, checked before each start
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "server": self.server, "plugin": self.plugin,
@@ -195,7 +198,8 @@ class McpServer(Record):
         if not os.path.isabs(cwd):
             cwd = os.path.join(root, cwd)
         return McpServerConfig(self.name, [_substitute(self.command or "", root)]
-                               + [_substitute(a, root) for a in self.args], env, os.path.normpath(cwd))
+                               + [_substitute(a, root) for a in self.args], env, os.path.normpath(cwd),
+                               pin=self.pin)
 
 
 class PluginSet(Record):
@@ -231,6 +235,8 @@ class PluginSet(Record):
                 try:
                     found[ext_id] = read_source(ext_id, path, plugin.boundary, limits)
                     found[ext_id].origin = plugin.origin
+                    if plugin.trust.pin is not None:
+                        _bytes_as_pinned(plugin, found[ext_id])
                 except DomainError as exc:
                     diagnostics.append(Diagnostic.from_error(exc, path))
                 except OSError as exc:
@@ -269,33 +275,32 @@ class PluginSet(Record):
                 "mcpServers": [m.to_wire() for m in self.mcp_servers]}
 
 
+def _bytes_as_pinned(plugin: Plugin, source: Any) -> None:
+    """A pinned plugin's extension is imported from the very bytes its tree hash read: each file read
+    for the host must have the digest the pin's hash took of it, or the extension is ``hash_mismatch``
+    (a file swapped between the hash and this read never reaches the host)."""
+    assert plugin.trust.pin is not None
+    digests = plugin.trust.pin.files
+    files = source.files if source.package else {"": source.code}
+    for relative, data in files.items():
+        # by where the file really is in the tree (a link inside the tree is hashed as a link, its target as a file)
+        real = os.path.realpath(os.path.join(source.source, relative) if relative else source.source)
+        name = os.path.relpath(real, plugin.boundary.real).replace(os.sep, "/")
+        if digests.get(name) != hashlib.sha256(data).hexdigest():
+            source.status = "hash_mismatch"
+            source.error = (f"{name} changed after the tree of plugin '{plugin.name}' was hashed for its pin; "
+                            "it is not imported")
+            plugin.trust.extensions = False
+            return
+
+
 # -- the tree hash ----------------------------------------------------------------------------------
 
 def tree_sha256(path: str) -> str:
-    """The sha256 a ``trustedPlugins[].sha256`` pin is compared with (protocol.md § Plugins).
-
-    Every regular file under ``path`` (links to files followed, links to folders not entered),
-    by its path relative to ``path`` with ``/`` separators, sorted by the UTF-8 bytes of that
-    path; the hash of the text made of one line ``<sha256 hex of the file's bytes>  <relative
-    path>\\n`` per file — what ``cd PLUGIN && find . -type f -printf '%P\\n' | LC_ALL=C sort |
-    xargs -d '\\n' sha256sum | sha256sum`` prints (without links).
-    """
-    files: list[str] = []
-    for current, dirs, names in os.walk(path):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(current, d))]
-        for name in names:
-            full = os.path.join(current, name)
-            if os.path.isfile(full):
-                files.append(os.path.relpath(full, path).replace(os.sep, "/"))
-    files.sort(key=lambda rel: rel.encode("utf-8", "surrogateescape"))
-    outer = hashlib.sha256()
-    for rel in files:
-        inner = hashlib.sha256()
-        with open(os.path.join(path, rel), "rb") as f:
-            for chunk in iter(lambda: f.read(1 << 20), b""):
-                inner.update(chunk)
-        outer.update(f"{inner.hexdigest()}  {rel}\n".encode("utf-8", "surrogateescape"))
-    return outer.hexdigest()
+    """The sha256 a ``trustedPlugins[].sha256`` pin is compared with (protocol.md § Plugins, "The tree
+    hash"): ``resources.pins.tree_sha256`` — links hashed as links, never followed; raises
+    ``pins.PinLinkEscape`` for a link that leaves the tree."""
+    return pins.tree_sha256(path)
 
 
 # -- finding plugins --------------------------------------------------------------------------------
@@ -689,7 +694,8 @@ def _read_hook_sets(plugin: Plugin, why_untrusted: str, diagnostics: list[Diagno
     for path, document in plugin.hook_documents:
         source = HookSource(f"plugin:{plugin.name}", path, plugin_root=plugin.path,
                             plugin_data=plugin_data_dir(plugin.name, plugin.boundary.real), trusted=plugin.trust.hooks,
-                            why_untrusted="" if plugin.trust.hooks else why_untrusted)
+                            why_untrusted="" if plugin.trust.hooks else why_untrusted,
+                            pin=plugin.trust.pin if plugin.trust.hooks else None)
         handlers, problems = read_hooks(source, document)
         diagnostics.extend(problems)
         plugin.hook_sets.append(Declared(source, handlers, problems))
@@ -789,21 +795,52 @@ def _grant(plugin: Plugin, grant: Any, why: str, diagnostics: list[Diagnostic], 
     trust = Trust()
     if grant is not None:
         trust.listed = True
-        trust.sha256 = sha256  # the tree hash the pin was checked against, when it pins one
-        trust.hooks = grant.hooks
-        why = "thread/start.trustedPlugins grants it with hooks: false"
-        trust.mcp_servers = grant.mcp_servers
-        trust.extensions = grant.extensions
+        if grant.sha256 is not None:  # grants.resolve chose it by its tree hash: _pin_digest's state
+            expected = grant.sha256.lower()
+            trust.sha256, files = plugin.pin_state  # type: ignore[misc]
+            if (broke := pins.tainted(plugin.boundary.real, expected)) is not None:
+                diagnostics.append(Diagnostic(
+                    "hash_mismatch", f"plugin '{plugin.name}' at {plugin.path} hashes to its pin again, but a "
+                    f"start of its code in this sidecar found it changed ({broke}); its hooks, MCP servers and "
+                    "extensions are not trusted until the sidecar restarts", plugin.path,
+                    extra={"name": plugin.name, "expected": expected, "actual": trust.sha256}))
+                why = f"a start of its code found it changed: {broke}"
+                grant = None
+            else:
+                trust.pin = pins.TreePin(plugin.boundary.real, expected, f"plugin '{plugin.name}'", files)
+        if grant is not None:
+            trust.hooks = grant.hooks
+            why = "thread/start.trustedPlugins grants it with hooks: false"
+            trust.mcp_servers = grant.mcp_servers
+            trust.extensions = grant.extensions
+    else:
+        trust.sha256 = sha256  # the tree hash a pin asked for, when it did not match
     plugin.trust = trust
     _read_hook_sets(plugin, why, diagnostics)
     for server in plugin.mcp_servers:
         server.trusted = trust.mcp(server.server)
+        server.pin = trust.pin if server.trusted else None
 
 
-def _candidate(plugin: Plugin, winner: Plugin) -> grants.Candidate:
+def _pin_digest(plugin: Plugin, expected: str | None) -> str:
+    """The plugin's tree hash, for a grant's pin (links hashed as links, never followed), computed once
+    per scan: ``plugin.pin_state`` keeps it with its files' digests for the pin ``_grant`` arms, or the
+    ``pins.PinLinkEscape`` that refuses the tree. ``expected``: the pin, which lets a tree this process
+    hashed to it, unchanged since as inotify saw, go without a walk (``pins.vouched``)."""
+    if plugin.pin_state is None:
+        real = plugin.boundary.real
+        try:
+            plugin.pin_state = (pins.vouched(real, expected) if expected else None) or pins.tree_state(real)
+        except pins.PinLinkEscape as exc:
+            plugin.pin_state = exc
+    state = plugin.pin_state
+    return "" if isinstance(state, pins.PinLinkEscape) else state[0]  # "" matches no pin
+
+
+def _candidate(plugin: Plugin, winner: Plugin, expected: str | None) -> grants.Candidate:
     real = plugin.boundary.real
     return grants.Candidate(plugin.path, os.path.realpath(real), plugin.root is None, plugin is winner,
-                            lambda: tree_sha256(real), plugin)
+                            lambda: _pin_digest(plugin, expected), plugin)
 
 
 def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits,
@@ -838,7 +875,8 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     hashed: dict[str, str] = {}
     for grant in trusted:
         same = found.get(grant.name, [])
-        candidates = [_candidate(p, winners[grant.name]) for p in same] if same else []
+        expected = grant.sha256.lower() if grant.sha256 is not None else None
+        candidates = [_candidate(p, winners[grant.name], expected) for p in same] if same else []
         resolution = grants.resolve(candidates, grant.path, grant.sha256)
         if resolution.problem is None:
             chosen[grant.name] = (grant, resolution.chosen)
@@ -852,6 +890,15 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
         elif resolution.problem == "hash_mismatch":
             for c in resolution.matched:
                 actual = c.sha256()
+                if isinstance(c.item.pin_state, pins.PinLinkEscape):
+                    exc = c.item.pin_state
+                    diagnostics.append(Diagnostic(
+                        "pin_link_escape", f"plugin '{grant.name}' at {c.path} is pinned, and its {exc}; its "
+                        "hooks, MCP servers and extensions are not trusted", c.path,
+                        extra={"name": grant.name, "link": exc.link, "target": exc.target}))
+                    if c.winner:
+                        untrusted[grant.name] = f"its {exc} (pin_link_escape)"
+                    continue
                 diagnostics.append(Diagnostic(
                     "hash_mismatch", f"plugin '{grant.name}' at {c.path} hashes to {actual}, not the pinned "
                     f"{grant.sha256}; its hooks, MCP servers and extensions are not trusted",

@@ -97,8 +97,11 @@ class WatchHub:
 
     # -- subscriptions --------------------------------------------------------------------------
 
-    def subscribe(self, roots: Iterable[str], callback: Callback, since_ns: int | None = None) -> WatchHandle:
-        """Watch ``roots`` (absolute paths); ``callback(change)`` runs on the loop after each settled burst.
+    def subscribe(self, roots: Iterable[str], callback: Callback, plugins: Iterable[str] = (),
+                  since_ns: int | None = None) -> WatchHandle:
+        """Watch ``roots`` (absolute paths) and the plugin folders ``plugins`` (``thread/start.plugins``:
+        each folder and every folder under it, as a root's ``plugins/``); ``callback(change)`` runs on
+        the loop after each settled burst.
 
         ``since_ns`` (``time.time_ns()`` when the caller read the roots): a change made between
         that read and the kernel's watches being in place is not lost — once they are, the watched
@@ -108,6 +111,9 @@ class WatchHub:
         """
         self._open()
         key = tuple(sorted({os.path.normpath(r) for r in roots}))
+        folders = tuple(sorted({os.path.normpath(p) for p in plugins}))
+        if folders:
+            key = (*key, "\0plugins", *folders)  # "\0" never starts a path: the two lists stay apart
         watch = self._watches.get(key)
         if watch is None:
             watch = self._watches[key] = _RootsWatch(self, key)
@@ -207,9 +213,12 @@ class WatchHub:
 class _RootsWatch:
     """The watched folders of one set of roots, and its subscribers."""
 
-    def __init__(self, hub: WatchHub, roots: tuple[str, ...]) -> None:
+    def __init__(self, hub: WatchHub, key: tuple[str, ...]) -> None:
         self.hub = hub
-        self.roots = roots
+        self.key = key
+        split = key.index("\0plugins") if "\0plugins" in key else len(key)
+        self.roots = key[:split]
+        self.plugin_folders = key[split + 1:]  # thread/start.plugins: watched like a root's plugins/
         self.handles: list[WatchHandle] = []
         self.entries: dict[str, _Entry] = {}  # path -> entry
         self.by_wd: dict[int, list[str]] = {}
@@ -270,6 +279,11 @@ class _RootsWatch:
             if extensions_real is not None:
                 for directory, real in _extension_dirs(extensions, extensions_real, real_root):
                     planned[directory] = (EXTENSIONS, real, none)
+        for folder in self.plugin_folders:
+            real_folder = os.path.realpath(folder)
+            if os.path.isdir(real_folder):
+                for directory, real in _plugin_dirs(folder, real_folder, real_folder):
+                    planned.setdefault(directory, (PLUGINS, real, none))
         for parent, want in waiting:  # a folder may also be another root's, or another missing root's way
             kind, real, wanted = planned.get(parent, (WAITING, os.path.realpath(parent), none))
             planned[parent] = (kind, real, wanted | {want})
@@ -417,7 +431,7 @@ class _RootsWatch:
             self._timer = None
         for path in list(self.entries):
             self._drop(path)
-        self.hub._watches.pop(self.roots, None)
+        self.hub._watches.pop(self.key, None)
         if not self.hub._watches:
             self.hub._close_inotify()
 
