@@ -60,7 +60,9 @@ _VARIABLE = re.compile(r"\$\{(CLAUDE_PLUGIN_ROOT|PLUGIN_ROOT)\}")
 
 class Plugin(Record):
     __slots__ = ("name", "version", "path", "boundary", "dialect", "manifest_path", "manifest", "root",
-                 "skills", "commands", "agents", "hook_documents", "hook_sets", "mcp_servers", "extensions", "extension_paths", "trust", "origin", "entries")
+                 "skills", "commands", "agents", "hook_documents", "hook_sets", "mcp_servers", "extensions", "extension_paths", "trust", "origin", "entries",
+                 "pin_state")
+    _uncompared = frozenset(["pin_state"])  # derived from the tree, once a pin asks
 
     def __init__(self, name: str, version: str | None, path: str, boundary: Root, dialect: str,
                  manifest_path: str, manifest: dict[str, Any], root: Root | None) -> None:
