@@ -1,0 +1,574 @@
+"""The sidecar's reading of each corpus plugin beside Claude Code's and Codex's:
+``python -m bench.corpus_peers.compare`` (after ``python -m bench.corpus_peers.fetch``).
+
+Per plugin and per reader: loads?, skills + commands (names, the ``<plugin>:`` prefix dropped),
+hooks (handlers and events), MCP servers (names).
+
+- **sidecar**: the real sidecar from this checkout, one process; per plugin a ``thread/start
+  {roots: [], plugins: [<folder>]}`` and its ``catalog.plugins`` / ``hooks`` / ``mcpServers`` /
+  ``diagnostics``, then ``thread/close``.
+- **claude**: ``claude plugin validate <folder>`` (its verdict is recorded, not scored: it flags
+  what the loader tolerates), and the loader's ``claude --plugin-dir <folder> plugin details
+  <name>`` (``<name>`` the Claude manifest's, else the folder's). A marketplace entry without a
+  manifest is loaded as Claude Code loads it: the entry is copied into a marketplace of our own
+  (``claude plugin marketplace add`` of a hard-linked copy of the repository whose marketplace
+  name is changed — official names are reserved), ``claude plugin install``, then ``plugin
+  details``. Claude Code's ``details`` lists hook *events*, not handlers, so hooks are compared on
+  the set of events with Claude Code. No login is needed for any of this.
+- **codex**: one ``codex app-server`` (stdio JSON-RPC, its own ``CODEX_HOME``). A plugin that its
+  repository's marketplace names (``.agents/plugins/marketplace.json`` first, else Claude's
+  ``.claude-plugin/marketplace.json``, which Codex reads too) is read through that entry, with the
+  marketplace's folder among the ``cwds``; any other through a workspace of its own whose
+  ``.agents/plugins/marketplace.json`` names the plugin's folder (a link) as a local source.
+  ``plugin/list {cwds}`` (a load error is its ``marketplaceLoadErrors``), then
+  ``plugin/read {marketplacePath, pluginName}`` → ``skills``, ``hooks`` (one per handler),
+  ``mcpServers``. Codex serves no command templates, so against Codex the sidecar's commands are
+  left out of the skills comparison and reported apart.
+
+The peers come from ``$HARNESS_CORPUS_PEERS`` (default ``<cache>/peers``), where ``--install-peers``
+runs ``npm install @anthropic-ai/claude-code@2.1.197 @openai/codex@0.171.0`` (never in this
+repository). Results: ``bench/results/corpus_peers.json`` and ``.md``: the agreement table per peer
+(all plugins, and the plugins written for that peer), and every disagreement with a cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bench.corpus_peers.fetch import cache_dir
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS = REPO / "bench" / "results"
+PEER_PACKAGES = ["@anthropic-ai/claude-code@2.1.197", "@openai/codex@0.171.0"]
+ASPECTS = ("load", "skills", "hooks", "mcp")
+
+
+@dataclass
+class Reading:
+    """What one reader makes of one plugin."""
+    loads: bool
+    names: list[str] = field(default_factory=list)      # skills + commands, prefix dropped
+    commands: list[str] = field(default_factory=list)   # those of ``names`` that are command templates
+    hook_events: list[str] = field(default_factory=list)  # sorted, distinct
+    hook_handlers: int | None = None                     # None when the reader does not say
+    mcp: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)       # diagnostics / errors, short
+
+
+def _unprefix(name: str) -> str:
+    return name.split(":", 1)[1] if ":" in name else name
+
+
+def peers_dir() -> Path:
+    return Path(os.environ.get("HARNESS_CORPUS_PEERS", str(cache_dir() / "peers"))).expanduser()
+
+
+def install_peers() -> None:
+    d = peers_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    if not (d / "package.json").exists():
+        (d / "package.json").write_text('{"name": "corpus-peers", "private": true}\n')
+    subprocess.run(["npm", "install", "--no-audit", "--no-fund", *PEER_PACKAGES], cwd=d, check=True)
+
+
+def peer_bin(name: str) -> Path | None:
+    path = peers_dir() / "node_modules" / ".bin" / name
+    return path if path.exists() else None
+
+
+# -- the sidecar --------------------------------------------------------------------------------
+
+def read_sidecar(plugins: list[dict], tree: Path) -> dict[str, Reading]:
+    sys.path.insert(0, str(REPO / "server"))
+    from harness_sidecar.client import SidecarProcess, child_env
+
+    out: dict[str, Reading] = {}
+    state = cache_dir() / "work" / "sidecar-state"
+    state.mkdir(parents=True, exist_ok=True)
+    env = child_env({"HARNESS_SIDECAR_STATE_DIR": str(state), "HARNESS_SIDECAR_CACHE_DIR": "off"})
+    with SidecarProcess(env=env, stderr=subprocess.DEVNULL) as sc:
+        sc.initialize()
+        for p in plugins:
+            folder = str((tree / p["repo"].replace("/", "+") / p["path"]).resolve())
+            answer = sc.call("thread/start", {"roots": [], "plugins": [folder]}, timeout=120)
+            catalog = answer["catalog"]
+            entry = next((e for e in catalog["plugins"] if os.path.realpath(e["path"]) == folder), None)
+            diags = [d for d in answer.get("diagnostics", [])
+                     if str(d.get("path", "")).startswith(folder)]
+            notes = sorted({f"{d['kind']}: {d.get('message', '')[:160]}" for d in diags})
+            if entry is None:
+                out[p["id"]] = Reading(loads=False, notes=notes)
+            else:
+                name = entry["name"]
+                hooks = [h for h in catalog["hooks"] if h.get("source") == f"plugin:{name}"]
+                servers = [m.get("server") or m["name"] for m in catalog["mcpServers"] if m.get("plugin") == name]
+                commands = sorted(_unprefix(c) for c in entry.get("commands", []))
+                out[p["id"]] = Reading(
+                    loads=True, names=sorted(set(commands) | {_unprefix(s) for s in entry.get("skills", [])}),
+                    commands=commands, hook_events=sorted({h["event"] for h in hooks}),
+                    hook_handlers=entry.get("hooks", len(hooks)), mcp=sorted(servers), notes=notes)
+            sc.call("thread/close", {"threadId": answer["threadId"]})
+    return out
+
+
+# -- Claude Code --------------------------------------------------------------------------------
+
+_SECTION = re.compile(r"^\s{2}(Skills|Agents|Hooks|MCP servers|LSP servers) \((\d+)\)\s*(.*)$")
+
+
+def parse_details(text: str) -> dict[str, list[str]] | None:
+    """The component inventory of ``claude plugin details``; None when it names no plugin."""
+    if "Component inventory" not in text:
+        return None
+    found: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        m = _SECTION.match(line)
+        if m:
+            rest = re.sub(r"\s+\(.*\)\s*$", "", m.group(3)).strip()
+            names = [n.strip() for n in rest.split(",") if n.strip()] if rest else []
+            found[m.group(1)] = names
+            if len(names) != int(m.group(2)):  # a list cut short or a name with a comma: keep the count
+                found[m.group(1) + "#count"] = [m.group(2)]
+    return found
+
+
+class Claude:
+    def __init__(self, binary: Path, work: Path) -> None:
+        self.binary = binary
+        self.work = work
+        self.local = threading.local()
+        self.lock = threading.Lock()
+        self.homes = 0
+
+    def _env(self) -> dict[str, str]:
+        home = getattr(self.local, "home", None)
+        if home is None:
+            with self.lock:
+                self.homes += 1
+                home = self.work / f"claude-home-{self.homes}"
+            if home.exists():
+                shutil.rmtree(home)
+            (home / ".claude").mkdir(parents=True)
+            (home / ".claude" / ".claude.json").write_text("{}\n")
+            self.local.home = home
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CLAUDE", "ANTHROPIC"))}
+        env.update(HOME=str(home), CLAUDE_CONFIG_DIR=str(home / ".claude"), DISABLE_AUTOUPDATER="1",
+                   CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_TELEMETRY="1")
+        return env
+
+    def run(self, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([str(self.binary), *args], capture_output=True, text=True, timeout=120,
+                              env=self._env(), cwd=str(cwd), stdin=subprocess.DEVNULL)
+
+    def read(self, p: dict, folder: Path, repo_tree: Path) -> tuple[Reading, dict]:
+        extra: dict = {}
+        if p["manifests"] == [] :
+            return self._read_marketplace_entry(p, repo_tree)
+        name = folder.name
+        manifest = folder / ".claude-plugin" / "plugin.json"
+        try:
+            data = json.loads(manifest.read_text())
+            if isinstance(data, dict) and isinstance(data.get("name"), str):
+                name = data["name"]
+        except (OSError, ValueError):
+            pass
+        v = self.run("plugin", "validate", str(folder), cwd=self.work)
+        extra["validate"] = {"rc": v.returncode,
+                             "errors": [l.strip() for l in (v.stdout + v.stderr).splitlines() if "❯" in l][:5]}
+        d = self.run("--plugin-dir", str(folder), "plugin", "details", name, cwd=self.work)
+        return self._reading(d, name), extra
+
+    def _reading(self, d: subprocess.CompletedProcess, name: str) -> Reading:
+        parsed = parse_details(d.stdout)
+        if parsed is None:
+            tail = (d.stderr.strip() or d.stdout.strip()).splitlines()
+            tail = [l for l in tail if "configuration file" not in l and "backup" not in l.lower()
+                    and "restore it" not in l]
+            return Reading(loads=False, notes=[f"details {name}: rc={d.returncode}: " + " | ".join(tail[-3:])[:300]])
+        notes = [f"{k}: {v[0]} listed" for k, v in parsed.items() if k.endswith("#count")]
+        return Reading(loads=True, names=sorted(set(parsed.get("Skills", []))), hook_events=sorted(set(parsed.get("Hooks", []))),
+                       mcp=sorted(parsed.get("MCP servers", [])), notes=notes)
+
+    def _read_marketplace_entry(self, p: dict, repo_tree: Path) -> tuple[Reading, dict]:
+        ref = next((m for m in p["marketplaces"] if m["kind"] == "claude"), None)
+        if ref is None:
+            return Reading(loads=False, notes=["no manifest and no Claude marketplace entry"]), {}
+        copy = self.work / "claude-mkt" / p["repo"].replace("/", "+")
+        with self.lock:
+            if not copy.exists():
+                shutil.copytree(repo_tree, copy, symlinks=True, copy_function=os.link)
+        mfile = copy / ref["file"]
+        market_name = "corpus-" + p["repo"].replace("/", "-").lower()
+        with self.lock:
+            data = json.loads(mfile.read_text())
+            if data.get("name") != market_name:
+                data["name"] = market_name
+                mfile.unlink()  # a hard link: never write through to the laid-out repository
+                mfile.write_text(json.dumps(data, indent=1))
+        market_root = mfile.parent.parent
+        added = getattr(self.local, "markets", set())
+        self.local.markets = added
+        extra: dict = {"via": f"marketplace {ref['file']} entry {ref['entry']}"}
+        if market_name not in added:
+            a = self.run("plugin", "marketplace", "add", str(market_root), cwd=self.work)
+            if a.returncode != 0:
+                return Reading(loads=False, notes=[f"marketplace add: {(a.stderr or a.stdout).strip()[-300:]}"]), extra
+            added.add(market_name)
+        i = self.run("plugin", "install", f"{ref['entry']}@{market_name}", cwd=self.work)
+        if i.returncode != 0:
+            return Reading(loads=False, notes=[f"install: {(i.stderr or i.stdout).strip()[-300:]}"]), extra
+        d = self.run("plugin", "details", ref["entry"], cwd=self.work)
+        return self._reading(d, ref["entry"]), extra
+
+
+def read_claude(plugins: list[dict], tree: Path, workers: int) -> tuple[dict[str, Reading], dict[str, dict], str]:
+    binary = peer_bin("claude")
+    if binary is None:
+        print(f"claude: not installed under {peers_dir()} (run with --install-peers); left out", file=sys.stderr)
+        return {}, {}, "not installed"
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
+    work = cache_dir() / "work" / "claude"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    claude = Claude(binary, work)
+    out: dict[str, Reading] = {}
+    extra: dict[str, dict] = {}
+
+    def one(p: dict):
+        repo_tree = tree / p["repo"].replace("/", "+")
+        return p["id"], claude.read(p, (repo_tree / p["path"]).resolve(), repo_tree)
+
+    # marketplace entries first and in one worker (they share a marketplace per repository)
+    market = [p for p in plugins if not p["manifests"]]
+    for p in market:
+        pid, (r, e) = one(p)
+        out[pid], extra[pid] = r, e
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        for n, (pid, (r, e)) in enumerate(pool.map(one, [p for p in plugins if p["manifests"]]), 1):
+            out[pid], extra[pid] = r, e
+            if n % 50 == 0:
+                print(f"  claude: {n + len(market)}/{len(plugins)}", file=sys.stderr)
+    return out, extra, version
+
+
+# -- Codex ----------------------------------------------------------------------------------------
+
+class CodexServer:
+    def __init__(self, binary: Path, home: Path, cwd: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
+        home.mkdir(parents=True, exist_ok=True)
+        env.update(CODEX_HOME=str(home), RUST_LOG="error")
+        self.proc = subprocess.Popen([str(binary), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, env=env, cwd=str(cwd))
+        self.next_id = 1
+        self.call("initialize", {"clientInfo": {"name": "harness-corpus", "version": "0"}})
+        self._send({"method": "initialized"})
+
+    def _send(self, message: dict) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def call(self, method: str, params: dict) -> dict:
+        request_id = self.next_id
+        self.next_id += 1
+        self._send({"id": request_id, "method": method, "params": params})
+        assert self.proc.stdout
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"codex app-server closed stdout before answering {method}")
+            message = json.loads(line)
+            if message.get("id") == request_id and "method" not in message:
+                return message
+            if "method" in message and "id" in message:  # a request of its own: decline
+                self._send({"id": message["id"], "error": {"code": -32601, "message": "not supported"}})
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def read_codex(plugins: list[dict], tree: Path) -> tuple[dict[str, Reading], str]:
+    binary = peer_bin("codex")
+    if binary is None:
+        print(f"codex: not installed under {peers_dir()} (run with --install-peers); left out", file=sys.stderr)
+        return {}, "not installed"
+    version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
+    work = cache_dir() / "work" / "codex"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    spaces: dict[str, tuple[Path, str]] = {}     # the generated one-plugin marketplace of each plugin
+    own: dict[str, tuple[Path, Path, str]] = {}    # (cwd, marketplace file, entry) of its repository's marketplace
+    for i, p in enumerate(plugins):
+        repo_tree = tree / p["repo"].replace("/", "+")
+        folder = (repo_tree / p["path"]).resolve()
+        ws = work / "ws" / f"{i:04d}"
+        (ws / ".agents" / "plugins").mkdir(parents=True)
+        os.symlink(folder, ws / "plugin")
+        name = p["name"] or folder.name
+        (ws / ".agents" / "plugins" / "marketplace.json").write_text(json.dumps({
+            "name": f"corpus-{i:04d}",
+            "plugins": [{"name": name, "source": {"source": "local", "path": "./plugin"},
+                         "policy": {"installation": "AVAILABLE", "authentication": "ON_INSTALL"}}]}))
+        spaces[p["id"]] = (ws, name)
+        refs = sorted(p["marketplaces"], key=lambda m: m["kind"] != "codex")
+        if refs:
+            ref = refs[0]
+            mfile = (repo_tree / ref["file"]).resolve()
+            cwd = mfile.parent.parent if ref["kind"] == "claude" else mfile.parent.parent.parent
+            own[p["id"]] = (cwd, mfile, ref["entry"])
+    server = CodexServer(binary, work / "home", work)
+    out: dict[str, Reading] = {}
+    try:
+        cwds = list(dict.fromkeys([str(ws) for ws, _ in spaces.values()] + [str(c) for c, _, _ in own.values()]))
+        listed = server.call("plugin/list", {"cwds": cwds})
+        result = listed.get("result") or {}
+        errors = {os.path.realpath(e["marketplacePath"]): e["message"] for e in result.get("marketplaceLoadErrors", [])}
+        present = {os.path.realpath(m["path"]): {pl["name"] for pl in m.get("plugins", [])}
+                   for m in result.get("marketplaces", []) if m.get("path")}
+        for p in plugins:
+            ws, name = spaces[p["id"]]
+            mpath = os.path.realpath(ws / ".agents" / "plugins" / "marketplace.json")
+            via = "a marketplace of its own"
+            if p["id"] in own:
+                _, mfile, entry = own[p["id"]]
+                if entry in present.get(os.path.realpath(mfile), set()):
+                    mpath, name, via = os.path.realpath(mfile), entry, f"its repository's {mfile.name} entry {entry}"
+            if mpath in errors:
+                out[p["id"]] = Reading(loads=False, notes=[f"plugin/list: {errors[mpath][:300]}"])
+                continue
+            if name not in present.get(mpath, set()):
+                out[p["id"]] = Reading(loads=False, notes=["plugin/list: not listed"])
+                continue
+            read = server.call("plugin/read", {"marketplacePath": mpath, "pluginName": name})
+            if "error" in read:
+                out[p["id"]] = Reading(loads=False, notes=[f"plugin/read ({via}): {json.dumps(read['error'])[:300]}"])
+                continue
+            detail = read["result"]["plugin"]
+            hooks = detail.get("hooks") or []
+            out[p["id"]] = Reading(
+                loads=True, names=sorted({_unprefix(s["name"]) for s in detail.get("skills") or []}),
+                hook_events=sorted({h["eventName"][:1].upper() + h["eventName"][1:] for h in hooks}),
+                hook_handlers=len(hooks), mcp=sorted(detail.get("mcpServers") or []), notes=[f"via {via}"])
+    finally:
+        server.close()
+    return out, version
+
+
+# -- agreement ----------------------------------------------------------------------------------
+
+def _kinds(reading: Reading) -> list[str]:
+    return sorted({n.split(":", 1)[0] for n in reading.notes})
+
+
+def compare_one(peer: str, mine: Reading, theirs: Reading) -> dict[str, dict]:
+    """Per aspect: {agree: bool, cause?: str, detail?: str}."""
+    res: dict[str, dict] = {}
+    sidecar_kinds = ", ".join(_kinds(mine)) or "no sidecar diagnostic"
+    if mine.loads != theirs.loads:
+        if not mine.loads:
+            cause = f"sidecar refuses ({sidecar_kinds})"
+        else:
+            cause = f"{peer} refuses ({'; '.join(theirs.notes)[:200]})"
+        res["load"] = {"agree": False, "cause": cause}
+        for a in ASPECTS[1:]:
+            res[a] = {"agree": False, "cause": "load differs"}
+        return res
+    res["load"] = {"agree": True}
+    if not mine.loads:
+        for a in ASPECTS[1:]:
+            res[a] = {"agree": True}
+        return res
+    names = set(mine.names)
+    if peer == "codex":
+        names -= set(mine.commands)  # Codex serves no command templates
+    only_mine, only_theirs = sorted(names - set(theirs.names)), sorted(set(theirs.names) - names)
+    if only_mine or only_theirs:
+        causes = []
+        if only_theirs and any(k in sidecar_kinds for k in ("name_mismatch", "invalid_name", "invalid_frontmatter",
+                                                                "skill_", "invalid_command")):
+            causes.append(f"sidecar refuses skills/commands ({sidecar_kinds})")
+        elif only_theirs:
+            causes.append(f"only {peer} serves them")
+        if only_mine:
+            causes.append(f"only the sidecar serves them")
+        res["skills"] = {"agree": False, "cause": "; ".join(causes),
+                         "detail": f"sidecar-only {only_mine[:8]}; {peer}-only {only_theirs[:8]}"}
+    else:
+        res["skills"] = {"agree": True}
+    if peer == "claude":  # Claude Code lists events, not handlers
+        same = mine.hook_events == theirs.hook_events
+        detail = f"events sidecar {mine.hook_events} vs {peer} {theirs.hook_events}"
+    else:
+        same = mine.hook_handlers == theirs.hook_handlers
+        detail = (f"handlers sidecar {mine.hook_handlers} {mine.hook_events} vs {peer} "
+                  f"{theirs.hook_handlers} {theirs.hook_events}")
+    if same:
+        res["hooks"] = {"agree": True}
+    else:
+        hk = [k for k in _kinds(mine) if "hook" in k]
+        res["hooks"] = {"agree": False, "cause": (f"sidecar: {', '.join(hk)}" if hk else "hook count/events differ"),
+                        "detail": detail}
+    if mine.mcp == theirs.mcp:
+        res["mcp"] = {"agree": True}
+    else:
+        mk = [k for k in _kinds(mine) if "mcp" in k]
+        res["mcp"] = {"agree": False, "cause": (f"sidecar: {', '.join(mk)}" if mk else "server names differ"),
+                      "detail": f"sidecar {mine.mcp} vs {peer} {theirs.mcp}"}
+    if peer == "claude" and "plugin_manifest_both" in _kinds(mine):
+        for a in ASPECTS[1:]:
+            if not res[a]["agree"]:
+                res[a]["cause"] = "sidecar reads the Codex manifest of a plugin with both (plugin_manifest_both); " + res[a]["cause"]
+    return res
+
+
+def written_for(p: dict, peer: str) -> bool:
+    return p["dialect"] in (peer, "both")
+
+
+def table(plugins: list[dict], comparisons: dict[str, dict[str, dict]], peer: str, subset: bool) -> dict:
+    chosen = [p for p in plugins if p["id"] in comparisons and (not subset or written_for(p, peer))]
+    row = {"plugins": len(chosen)}
+    for a in ASPECTS:
+        agree = sum(1 for p in chosen if comparisons[p["id"]][a]["agree"])
+        row[a] = {"agree": agree, "of": len(chosen), "pct": round(100 * agree / len(chosen), 1) if chosen else None}
+    return row
+
+
+def render_md(report: dict) -> str:
+    lines = [f"# Corpus agreement: harness-sidecar vs its peers",
+             "",
+             f"{report['plugins']} plugins from {len(report['repositories'])} repositories "
+             f"(sidecar at {report['sidecarCommit']}; {report['peers']}); "
+             f"made by `python -m bench.corpus_peers.compare` at {report['when']}.",
+             "", "| peer | plugins | load | skills+commands | hooks | MCP servers |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for key, row in report["tables"].items():
+        cells = [f"{row[a]['agree']}/{row[a]['of']} ({row[a]['pct']}%)" for a in ASPECTS]
+        lines.append(f"| {key} | {row['plugins']} | " + " | ".join(cells) + " |")
+    lines += ["", "Against Codex the sidecar's command templates are left out (Codex serves none); against "
+              "Claude Code hooks are compared as the set of events (`plugin details` lists events).", "",
+              "## Causes", "", "| peer | aspect | cause | plugins |", "| --- | --- | --- | --- |"]
+    for c in report["causes"]:
+        lines.append(f"| {c['peer']} | {c['aspect']} | {c['cause']} | {c['count']} |")
+    lines += ["", "## Every disagreement", "", "| plugin | written for | peer | aspect | cause | detail |",
+              "| --- | --- | --- | --- | --- | --- |"]
+    for d in report["disagreements"]:
+        detail = str(d.get("detail", "")).replace("|", "\\|")
+        cause = d["cause"].replace("|", "\\|")
+        lines.append(f"| {d['plugin']} | {d['dialect']} | {d['peer']} | {d['aspect']} | {cause} | {detail} |")
+    if report["skipped"]:
+        lines += ["", "## Repositories skipped", ""] + [f"- {s['repo']}@{s['commit']}: {s['why']}" for s in report["skipped"]]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--install-peers", action="store_true", help=f"npm install {' '.join(PEER_PACKAGES)} first")
+    ap.add_argument("--peers", default="claude,codex", help="which peers to ask (claude,codex)")
+    ap.add_argument("--repos", default="", help="only these owner/name, comma-separated")
+    ap.add_argument("--limit", type=int, default=0, help="only the first N plugins (a quick slice)")
+    ap.add_argument("--workers", type=int, default=2, help="Claude Code processes at once")
+    ap.add_argument("--out", default=str(RESULTS / "corpus_peers"), help="results path without extension")
+    args = ap.parse_args(argv)
+    if args.install_peers:
+        install_peers()
+    index_path = cache_dir() / "plugins.json"
+    if not index_path.exists():
+        sys.exit(f"no {index_path}: run python -m bench.corpus_peers.fetch first")
+    index = json.loads(index_path.read_text())
+    for s in index["skipped"]:
+        print(f"SKIPPED {s['repo']}@{s['commit'][:12]}: {s['why']}", file=sys.stderr)
+    plugins = index["plugins"]
+    if args.repos:
+        wanted = set(args.repos.split(","))
+        plugins = [p for p in plugins if p["repo"] in wanted]
+    if args.limit:
+        plugins = plugins[: args.limit]
+    tree = cache_dir() / "repos"
+    peers = [x for x in args.peers.split(",") if x]
+    started = time.monotonic()
+    readings: dict[str, dict[str, Reading]] = {}
+    versions: dict[str, str] = {}
+    readings["sidecar"] = read_sidecar(plugins, tree)
+    print(f"sidecar: {len(plugins)} plugins in {time.monotonic() - started:.0f}s", file=sys.stderr)
+    extras: dict[str, dict] = {}
+    if "codex" in peers:
+        t = time.monotonic()
+        readings["codex"], versions["codex"] = read_codex(plugins, tree)
+        print(f"codex: {time.monotonic() - t:.0f}s", file=sys.stderr)
+    if "claude" in peers:
+        t = time.monotonic()
+        readings["claude"], extras, versions["claude"] = read_claude(plugins, tree, args.workers)
+        print(f"claude: {time.monotonic() - t:.0f}s", file=sys.stderr)
+    comparisons: dict[str, dict[str, dict]] = {}
+    disagreements = []
+    causes: dict[tuple[str, str, str], int] = {}
+    for peer in [x for x in ("claude", "codex") if readings.get(x)]:
+        comparisons[peer] = {}
+        for p in plugins:
+            theirs = readings[peer].get(p["id"])
+            if theirs is None:
+                continue
+            c = compare_one(peer, readings["sidecar"][p["id"]], theirs)
+            comparisons[peer][p["id"]] = c
+            for aspect in ASPECTS:
+                if not c[aspect]["agree"] and c[aspect]["cause"] != "load differs":
+                    disagreements.append({"plugin": p["id"], "dialect": p["dialect"], "peer": peer, "aspect": aspect,
+                                          "cause": c[aspect]["cause"], "detail": c[aspect].get("detail", "")})
+                    key = (peer, aspect, re.sub(r" \((?!plugin_manifest_both).*?\)$", "", c[aspect]["cause"])
+                           if c[aspect]["cause"].startswith(peer) else c[aspect]["cause"])
+                    causes[key] = causes.get(key, 0) + 1
+    sidecar_commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                    text=True).stdout.strip()
+    tables = {}
+    for peer in comparisons:
+        tables[f"{peer} (all)"] = table(plugins, comparisons[peer], peer, subset=False)
+        tables[f"{peer} (written for {peer})"] = table(plugins, comparisons[peer], peer, subset=True)
+    repos = sorted({p["repo"] for p in plugins})
+    report = {
+        "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "sidecarCommit": sidecar_commit,
+        "peers": ", ".join(f"{k} {v}" for k, v in versions.items()),
+        "plugins": len(plugins),
+        "repositories": [r for r in index["repositories"] if r["repo"] in repos],
+        "skipped": index["skipped"],
+        "tables": tables,
+        "causes": [{"peer": k[0], "aspect": k[1], "cause": k[2], "count": v}
+                   for k, v in sorted(causes.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[1]))],
+        "disagreements": disagreements,
+        "perPlugin": [{**p, "readings": {r: asdict(readings[r][p["id"]]) for r in readings if p["id"] in readings[r]},
+                       "claudeValidate": extras.get(p["id"], {})} for p in plugins],
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
+    out.with_suffix(".md").write_text(render_md(report))
+    for key, row in tables.items():
+        print(f"{key:28} n={row['plugins']:4} " + "  ".join(
+            f"{a} {row[a]['agree']}/{row[a]['of']} ({row[a]['pct']}%)" for a in ASPECTS))
+    print(f"wrote {out.with_suffix('.md')} and .json ({len(disagreements)} disagreements)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
