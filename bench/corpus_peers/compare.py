@@ -59,11 +59,13 @@ class Reading:
     """What one reader makes of one plugin."""
     loads: bool
     names: list[str] = field(default_factory=list)      # skills + commands, prefix dropped
-    commands: list[str] = field(default_factory=list)   # those of ``names`` that are command templates
+    commands: list[str] = field(default_factory=list)   # the command templates among them
+    skills: list[str] = field(default_factory=list)     # the skills among them
     hook_events: list[str] = field(default_factory=list)  # sorted, distinct
     hook_handlers: int | None = None                     # None when the reader does not say
     mcp: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)       # diagnostics / errors, short
+    diagnostics: list[dict] = field(default_factory=list)  # the sidecar's: {kind, path, name?, message}
 
 
 def _unprefix(name: str) -> str:
@@ -107,19 +109,50 @@ def read_sidecar(plugins: list[dict], tree: Path) -> dict[str, Reading]:
             diags = [d for d in answer.get("diagnostics", [])
                      if str(d.get("path", "")).startswith(folder)]
             notes = sorted({f"{d['kind']}: {d.get('message', '')[:160]}" for d in diags})
+            kept = [{"kind": d["kind"], "path": d.get("path", ""), "name": d.get("name"),
+                     "message": d.get("message", "")[:400]} for d in diags]
             if entry is None:
-                out[p["id"]] = Reading(loads=False, notes=notes)
+                out[p["id"]] = Reading(loads=False, notes=notes, diagnostics=kept)
             else:
                 name = entry["name"]
                 hooks = [h for h in catalog["hooks"] if h.get("source") == f"plugin:{name}"]
                 servers = [m.get("server") or m["name"] for m in catalog["mcpServers"] if m.get("plugin") == name]
                 commands = sorted(_unprefix(c) for c in entry.get("commands", []))
+                skills = sorted(_unprefix(s) for s in entry.get("skills", []))
                 out[p["id"]] = Reading(
-                    loads=True, names=sorted(set(commands) | {_unprefix(s) for s in entry.get("skills", [])}),
-                    commands=commands, hook_events=sorted({h["event"] for h in hooks}),
-                    hook_handlers=entry.get("hooks", len(hooks)), mcp=sorted(servers), notes=notes)
+                    loads=True, names=sorted(set(commands) | set(skills)), commands=commands, skills=skills,
+                    hook_events=sorted({h["event"] for h in hooks}),
+                    hook_handlers=entry.get("hooks", len(hooks)), mcp=sorted(servers), notes=notes,
+                    diagnostics=kept)
             sc.call("thread/close", {"threadId": answer["threadId"]})
     return out
+
+
+class ReadingCache:
+    """Claude Code's readings kept per (its version, the repository's locked commit, plugin id) in
+    ``<cache>/work/claude-readings.json``: a rerun asks only about what changed. ``--fresh`` drops it."""
+
+    def __init__(self, path: Path, version: str, commits: dict[str, str]) -> None:
+        self.path, self.version, self.commits = path, version, commits
+        self.lock = threading.Lock()
+        try:
+            self.data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            self.data = {}
+
+    def key(self, p: dict) -> str:
+        return f"{self.version}|{self.commits.get(p['repo'], '?')}|{p['id']}"
+
+    def get(self, p: dict) -> tuple[Reading, dict] | None:
+        hit = self.data.get(self.key(p))
+        return (Reading(**hit["reading"]), hit["extra"]) if hit else None
+
+    def put(self, p: dict, reading: Reading, extra: dict) -> None:
+        with self.lock:
+            self.data[self.key(p)] = {"reading": asdict(reading), "extra": extra}
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.data))
+            tmp.replace(self.path)
 
 
 # -- Claude Code --------------------------------------------------------------------------------
@@ -232,7 +265,8 @@ class Claude:
         return self._reading(d, ref["entry"]), extra
 
 
-def read_claude(plugins: list[dict], tree: Path, workers: int) -> tuple[dict[str, Reading], dict[str, dict], str]:
+def read_claude(plugins: list[dict], tree: Path, workers: int, commits: dict[str, str],
+                fresh: bool) -> tuple[dict[str, Reading], dict[str, dict], str]:
     binary = peer_bin("claude")
     if binary is None:
         print(f"claude: not installed under {peers_dir()} (run with --install-peers); left out", file=sys.stderr)
@@ -240,15 +274,24 @@ def read_claude(plugins: list[dict], tree: Path, workers: int) -> tuple[dict[str
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
     work = cache_dir() / "work" / "claude"
     if work.exists():
-        shutil.rmtree(work)
+        shutil.rmtree(work)  # homes and marketplace copies: made anew each run
     work.mkdir(parents=True)
     claude = Claude(binary, work)
     out: dict[str, Reading] = {}
     extra: dict[str, dict] = {}
+    cache_file = cache_dir() / "work" / "claude-readings.json"
+    if fresh and cache_file.exists():
+        cache_file.unlink()
+    cache = ReadingCache(cache_file, version, commits)
 
     def one(p: dict):
+        hit = cache.get(p)
+        if hit is not None:
+            return p["id"], hit
         repo_tree = tree / p["repo"].replace("/", "+")
-        return p["id"], claude.read(p, (repo_tree / p["path"]).resolve(), repo_tree)
+        reading, more = claude.read(p, (repo_tree / p["path"]).resolve(), repo_tree)
+        cache.put(p, reading, more)
+        return p["id"], (reading, more)
 
     # marketplace entries first and in one worker (they share a marketplace per repository)
     market = [p for p in plugins if not p["manifests"]]
@@ -380,15 +423,93 @@ def _kinds(reading: Reading) -> list[str]:
     return sorted({n.split(":", 1)[0] for n in reading.notes})
 
 
-def compare_one(peer: str, mine: Reading, theirs: Reading) -> dict[str, dict]:
+def _about(diag: dict, name: str) -> bool:
+    """Whether a sidecar diagnostic is about the skill, command or server ``name``."""
+    path, message = diag.get("path") or "", diag.get("message") or ""
+    return (diag.get("name") in (name, )
+            or f"/{name}/" in path or Path(path).stem == name
+            or f"'{name}'" in message or f'"{name}"' in message)
+
+
+def _cause_of_name(name: str, mine: Reading, folder: Path | None, peer: str, aspect: str) -> str:
+    """Why the peer has ``name`` and the sidecar does not: the sidecar diagnostic about it, else what the
+    plugin's files show."""
+    for d in mine.diagnostics:
+        if _about(d, name) and d["kind"] not in ("shadowed", "plugin_manifest_both"):
+            msg = d["message"]
+            if d["kind"] == "invalid_mcp_servers" and " " in name:
+                return "invalid_mcp_servers (a server name with a space)"
+            if d["kind"] == "invalid_mcp_servers" and len(name) > 32:
+                return "invalid_mcp_servers (a server name longer than 32)"
+            if d["kind"] == "invalid_name":
+                return "invalid_name (" + ("an underscore" if "_" in name else
+                                           "upper case or spaces" if name != name.lower() or " " in name else
+                                           "the resource-name rule") + ")"
+            return d["kind"]
+    if folder is not None:
+        if aspect == "skills" and (folder / "skills" / f"{name}.md").is_file():
+            return "skills/<name>.md file (the peer serves it as a skill)"
+        if aspect == "skills" and (folder / "commands" / f"{name}.md").is_file() and peer == "codex":
+            return "a command the peer serves as a skill"
+        if aspect == "skills" and any(len(hit.relative_to(folder / "skills").parts) > 2
+                                      for hit in (folder / "skills").glob(f"**/{name}/SKILL.md")):
+            return "a skill nested below skills/<folder>/ (the peer looks deeper)"
+    for d in mine.diagnostics:  # frontmatter names: a skill whose frontmatter name the peer uses
+        if d["kind"] == "name_mismatch" and name in (d.get("message") or ""):
+            return "name_mismatch (the peer names it by its frontmatter)"
+    return "no sidecar diagnostic names it"
+
+
+def _hook_cause(peer: str, mine: Reading, theirs: Reading, folder: Path | None, dialect: str) -> str:
+    unknown = sorted({re.search(r"unknown hook event '([^']+)'", d["message"]).group(1)
+                      for d in mine.diagnostics
+                      if d["kind"] == "hook_invalid" and re.search(r"unknown hook event '([^']+)'", d["message"])})
+    kinds = sorted({d["kind"] for d in mine.diagnostics if d["kind"].startswith(("hook_", "invalid_hooks",
+                                                                                 "duplicate_hooks"))})
+    manifest_hooks = None
+    if folder is not None:
+        for rel in (".codex-plugin/plugin.json", ".claude-plugin/plugin.json"):
+            try:
+                data = json.loads((folder / rel).read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict) and "hooks" in data:
+                manifest_hooks = data["hooks"]
+                break
+    if peer == "codex" and manifest_hooks == {} and (mine.hook_handlers or 0) > 0 and not theirs.hook_handlers:
+        return "manifest \"hooks\": {} turns hooks off in Codex, the sidecar still reads hooks/hooks.json"
+    if (peer == "codex" and manifest_hooks not in (None, {}) and folder is not None
+            and (folder / "hooks" / "hooks.json").is_file() and (mine.hook_handlers or 0) > (theirs.hook_handlers or 0)):
+        return "manifest hooks added to hooks/hooks.json (Codex replaces the default file)"
+    if peer == "codex" and manifest_hooks is None and (mine.hook_handlers or 0) > 0 and not theirs.hook_handlers:
+        return ("Codex lists none of hooks/hooks.json's handlers (no manifest hooks field; why is not known"
+                + (", the file uses events the sidecar does not know: " + ", ".join(unknown) if unknown else "") + ")")
+    if unknown:
+        return "hook_invalid (events the sidecar does not know: " + ", ".join(unknown) + ")"
+    if kinds:
+        return "sidecar: " + ", ".join(kinds)
+    if (mine.hook_handlers or 0) < (theirs.hook_handlers or 0) or len(mine.hook_events) < len(theirs.hook_events):
+        return f"{peer} finds hooks the sidecar does not (no sidecar diagnostic)"
+    return f"the sidecar finds hooks {peer} does not"
+
+
+def compare_one(peer: str, p: dict, mine: Reading, theirs: Reading, folder: Path | None = None) -> dict[str, dict]:
     """Per aspect: {agree: bool, cause?: str, detail?: str}."""
     res: dict[str, dict] = {}
-    sidecar_kinds = ", ".join(_kinds(mine)) or "no sidecar diagnostic"
     if mine.loads != theirs.loads:
         if not mine.loads:
-            cause = f"sidecar refuses ({sidecar_kinds})"
+            kinds = sorted({d["kind"] for d in mine.diagnostics if d.get("path", "").rstrip("/") == str(folder)
+                            or d["kind"] in ("not_a_plugin", "invalid_manifest", "duplicate_hooks_file")}) \
+                or _kinds(mine)
+            cause = "sidecar refuses the plugin: " + (", ".join(kinds) or "no diagnostic")
+            if "not_a_plugin" in kinds and not p["manifests"]:
+                cause = "sidecar refuses the plugin: not_a_plugin (a marketplace entry without a manifest)"
+            elif "invalid_manifest" in kinds:
+                why = next((d["message"] for d in mine.diagnostics if d["kind"] == "invalid_manifest"), "")
+                cause = "sidecar refuses the plugin: invalid_manifest (" + (
+                    "hooks names the default hooks/hooks.json" if "hooks.json" in why else why[:80]) + ")"
         else:
-            cause = f"{peer} refuses ({'; '.join(theirs.notes)[:200]})"
+            cause = f"{peer} refuses the plugin ({'; '.join(theirs.notes)[:200]})"
         res["load"] = {"agree": False, "cause": cause}
         for a in ASPECTS[1:]:
             res[a] = {"agree": False, "cause": "load differs"}
@@ -398,19 +519,16 @@ def compare_one(peer: str, mine: Reading, theirs: Reading) -> dict[str, dict]:
         for a in ASPECTS[1:]:
             res[a] = {"agree": True}
         return res
-    names = set(mine.names)
-    if peer == "codex":
-        names -= set(mine.commands)  # Codex serves no command templates
+    names = set(mine.skills) if peer == "codex" else set(mine.names)  # Codex serves no command templates
+    if peer == "codex" and not mine.skills and mine.names and not mine.commands:
+        names = set(mine.names)  # a cached reading from before ``skills`` was kept
     only_mine, only_theirs = sorted(names - set(theirs.names)), sorted(set(theirs.names) - names)
     if only_mine or only_theirs:
-        causes = []
-        if only_theirs and any(k in sidecar_kinds for k in ("name_mismatch", "invalid_name", "invalid_frontmatter",
-                                                                "skill_", "invalid_command")):
-            causes.append(f"sidecar refuses skills/commands ({sidecar_kinds})")
-        elif only_theirs:
-            causes.append(f"only {peer} serves them")
+        causes = sorted({_cause_of_name(n, mine, folder, peer, "skills") for n in only_theirs})
         if only_mine:
-            causes.append(f"only the sidecar serves them")
+            causes.append(f"only the sidecar serves {', '.join(only_mine[:4])}"
+                          + (" (the sidecar reads the Codex manifest of a plugin with both)"
+                             if peer == "claude" and "plugin_manifest_both" in _kinds(mine) else ""))
         res["skills"] = {"agree": False, "cause": "; ".join(causes),
                          "detail": f"sidecar-only {only_mine[:8]}; {peer}-only {only_theirs[:8]}"}
     else:
@@ -422,22 +540,21 @@ def compare_one(peer: str, mine: Reading, theirs: Reading) -> dict[str, dict]:
         same = mine.hook_handlers == theirs.hook_handlers
         detail = (f"handlers sidecar {mine.hook_handlers} {mine.hook_events} vs {peer} "
                   f"{theirs.hook_handlers} {theirs.hook_events}")
-    if same:
-        res["hooks"] = {"agree": True}
-    else:
-        hk = [k for k in _kinds(mine) if "hook" in k]
-        res["hooks"] = {"agree": False, "cause": (f"sidecar: {', '.join(hk)}" if hk else "hook count/events differ"),
-                        "detail": detail}
+    res["hooks"] = {"agree": True} if same else {
+        "agree": False, "cause": _hook_cause(peer, mine, theirs, folder, p["dialect"]), "detail": detail}
     if mine.mcp == theirs.mcp:
         res["mcp"] = {"agree": True}
     else:
-        mk = [k for k in _kinds(mine) if "mcp" in k]
-        res["mcp"] = {"agree": False, "cause": (f"sidecar: {', '.join(mk)}" if mk else "server names differ"),
-                      "detail": f"sidecar {mine.mcp} vs {peer} {theirs.mcp}"}
+        missing = sorted(set(theirs.mcp) - set(mine.mcp))
+        causes = sorted({_cause_of_name(n, mine, None, peer, "mcp") for n in missing})
+        extra = sorted(set(mine.mcp) - set(theirs.mcp))
+        if extra:
+            causes.append(f"only the sidecar lists {', '.join(extra[:4])}")
+        res["mcp"] = {"agree": False, "cause": "; ".join(causes), "detail": f"sidecar {mine.mcp} vs {peer} {theirs.mcp}"}
     if peer == "claude" and "plugin_manifest_both" in _kinds(mine):
         for a in ASPECTS[1:]:
-            if not res[a]["agree"]:
-                res[a]["cause"] = "sidecar reads the Codex manifest of a plugin with both (plugin_manifest_both); " + res[a]["cause"]
+            if not res[a]["agree"] and "Codex manifest" not in res[a]["cause"]:
+                res[a]["cause"] = "the sidecar reads the Codex manifest of a plugin with both; " + res[a]["cause"]
     return res
 
 
@@ -488,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repos", default="", help="only these owner/name, comma-separated")
     ap.add_argument("--limit", type=int, default=0, help="only the first N plugins (a quick slice)")
     ap.add_argument("--workers", type=int, default=2, help="Claude Code processes at once")
+    ap.add_argument("--fresh", action="store_true", help="ask Claude Code again about every plugin (no kept readings)")
     ap.add_argument("--out", default=str(RESULTS / "corpus_peers"), help="results path without extension")
     args = ap.parse_args(argv)
     if args.install_peers:
@@ -518,7 +636,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"codex: {time.monotonic() - t:.0f}s", file=sys.stderr)
     if "claude" in peers:
         t = time.monotonic()
-        readings["claude"], extras, versions["claude"] = read_claude(plugins, tree, args.workers)
+        commits = {r["repo"]: r["commit"] for r in index["repositories"]}
+        readings["claude"], extras, versions["claude"] = read_claude(plugins, tree, args.workers, commits, args.fresh)
         print(f"claude: {time.monotonic() - t:.0f}s", file=sys.stderr)
     comparisons: dict[str, dict[str, dict]] = {}
     disagreements = []
@@ -529,15 +648,17 @@ def main(argv: list[str] | None = None) -> int:
             theirs = readings[peer].get(p["id"])
             if theirs is None:
                 continue
-            c = compare_one(peer, readings["sidecar"][p["id"]], theirs)
+            folder = (tree / p["repo"].replace("/", "+") / p["path"]).resolve()
+            c = compare_one(peer, p, readings["sidecar"][p["id"]], theirs, folder)
             comparisons[peer][p["id"]] = c
             for aspect in ASPECTS:
                 if not c[aspect]["agree"] and c[aspect]["cause"] != "load differs":
                     disagreements.append({"plugin": p["id"], "dialect": p["dialect"], "peer": peer, "aspect": aspect,
                                           "cause": c[aspect]["cause"], "detail": c[aspect].get("detail", "")})
-                    key = (peer, aspect, re.sub(r" \((?!plugin_manifest_both).*?\)$", "", c[aspect]["cause"])
-                           if c[aspect]["cause"].startswith(peer) else c[aspect]["cause"])
-                    causes[key] = causes.get(key, 0) + 1
+                    for one in c[aspect]["cause"].split("; "):
+                        one = re.sub(r"^(only the sidecar (serves|lists)) .*?( \(|$)", r"\1 names the peer lacks\3", one)
+                        key = (peer, aspect, re.sub(r" \(.*\)$", "", one) if one.startswith(peer) else one)
+                        causes[key] = causes.get(key, 0) + 1
     sidecar_commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                                     text=True).stdout.strip()
     tables = {}
