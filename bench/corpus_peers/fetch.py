@@ -201,8 +201,8 @@ def find_plugins(repo: str, tree: Path) -> tuple[list[Plugin], int]:
     return sorted(by_key.values(), key=lambda p: p.id), remote
 
 
-def write_lock(add: list[str]) -> None:
-    lock = json.loads(LOCK.read_text()) if LOCK.exists() else {"repositories": []}
+def write_lock(add: list[str], lock_path: Path = LOCK) -> None:
+    lock = json.loads(lock_path.read_text()) if lock_path.exists() else {"repositories": []}
     names = [r["repo"] for r in lock["repositories"]] + [a for a in add]
     out = []
     for repo in dict.fromkeys(names):
@@ -214,18 +214,19 @@ def write_lock(add: list[str]) -> None:
             out.extend(r for r in lock["repositories"] if r["repo"] == repo)
             continue
         out.append({"repo": repo, "commit": head.stdout.strip()})
-    LOCK.write_text(json.dumps({"repositories": out}, indent=2) + "\n")
-    print(f"wrote {LOCK} ({len(out)} repositories)")
+    lock_path.write_text(json.dumps({"repositories": out}, indent=2) + "\n")
+    print(f"wrote {lock_path} ({len(out)} repositories)")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lock-from-mirrors", action="store_true", help="rewrite the lock from the mirrors' HEADs")
     ap.add_argument("--add", action="append", default=[], metavar="OWNER/NAME", help="with --lock-from-mirrors")
+    ap.add_argument("--lock", type=Path, default=LOCK, help="the lock file (default: the committed one)")
     args = ap.parse_args(argv)
     if args.lock_from_mirrors:
-        write_lock(args.add)
-    lock = json.loads(LOCK.read_text())
+        write_lock(args.add, args.lock)
+    lock = json.loads(args.lock.read_text())
     cache = cache_dir()
     (cache / "repos").mkdir(parents=True, exist_ok=True)
     plugins: list[Plugin] = []
