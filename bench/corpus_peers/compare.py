@@ -266,23 +266,30 @@ class Claude:
 
 
 def read_claude(plugins: list[dict], tree: Path, workers: int, commits: dict[str, str],
-                fresh: bool) -> tuple[dict[str, Reading], dict[str, dict], str]:
+                fresh: bool, cached_only: bool = False) -> tuple[dict[str, Reading], dict[str, dict], str]:
     binary = peer_bin("claude")
     if binary is None:
         print(f"claude: not installed under {peers_dir()} (run with --install-peers); left out", file=sys.stderr)
         return {}, {}, "not installed"
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
-    work = cache_dir() / "work" / "claude"
-    if work.exists():
-        shutil.rmtree(work)  # homes and marketplace copies: made anew each run
-    work.mkdir(parents=True)
-    claude = Claude(binary, work)
     out: dict[str, Reading] = {}
     extra: dict[str, dict] = {}
     cache_file = cache_dir() / "work" / "claude-readings.json"
     if fresh and cache_file.exists():
         cache_file.unlink()
     cache = ReadingCache(cache_file, version, commits)
+    if cached_only:
+        for p in plugins:
+            hit = cache.get(p)
+            if hit is not None:
+                out[p["id"]], extra[p["id"]] = hit
+        print(f"claude: {len(out)} of {len(plugins)} plugins from kept readings (--claude-cached-only)", file=sys.stderr)
+        return out, extra, version
+    work = cache_dir() / "work" / "claude"
+    if work.exists():
+        shutil.rmtree(work)  # homes and marketplace copies: made anew each run
+    work.mkdir(parents=True)
+    claude = Claude(binary, work)
 
     def one(p: dict):
         hit = cache.get(p)
@@ -442,9 +449,12 @@ def _cause_of_name(name: str, mine: Reading, folder: Path | None, peer: str, asp
             if d["kind"] == "invalid_mcp_servers" and len(name) > 32:
                 return "invalid_mcp_servers (a server name longer than 32)"
             if d["kind"] == "invalid_name":
-                return "invalid_name (" + ("an underscore" if "_" in name else
-                                           "upper case or spaces" if name != name.lower() or " " in name else
-                                           "the resource-name rule") + ")"
+                quoted = re.search(r"name '([^']*)'", msg)
+                bad = quoted.group(1) if quoted else name
+                return "invalid_name (" + ("an underscore" if "_" in bad else
+                                           "upper case or spaces" if bad != bad.lower() or " " in bad else
+                                           "a slash" if "/" in bad else
+                                           "a leading digit or other" ) + ")"
             return d["kind"]
     if folder is not None:
         if aspect == "skills" and (folder / "skills" / f"{name}.md").is_file():
@@ -593,6 +603,12 @@ def render_md(report: dict) -> str:
         detail = str(d.get("detail", "")).replace("|", "\\|")
         cause = d["cause"].replace("|", "\\|")
         lines.append(f"| {d['plugin']} | {d['dialect']} | {d['peer']} | {d['aspect']} | {cause} | {detail} |")
+    v = report.get("claudeValidate")
+    if v:
+        lines += ["", "## `claude plugin validate` (recorded, not scored)", "",
+                  f"{v['failed']} of {v['asked']} plugins fail validation; {v['failedButLoads']} of those load in "
+                  "Claude Code's loader all the same. Most frequent errors:", ""]
+        lines += [f"- {n} × {e}" for e, n in v["top"]]
     if report["skipped"]:
         lines += ["", "## Repositories skipped", ""] + [f"- {s['repo']}@{s['commit']}: {s['why']}" for s in report["skipped"]]
     return "\n".join(lines) + "\n"
@@ -606,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N plugins (a quick slice)")
     ap.add_argument("--workers", type=int, default=2, help="Claude Code processes at once")
     ap.add_argument("--fresh", action="store_true", help="ask Claude Code again about every plugin (no kept readings)")
+    ap.add_argument("--claude-cached-only", action="store_true",
+                    help="use only kept Claude Code readings (plugins without one are left out of its table)")
     ap.add_argument("--out", default=str(RESULTS / "corpus_peers"), help="results path without extension")
     args = ap.parse_args(argv)
     if args.install_peers:
@@ -637,7 +655,8 @@ def main(argv: list[str] | None = None) -> int:
     if "claude" in peers:
         t = time.monotonic()
         commits = {r["repo"]: r["commit"] for r in index["repositories"]}
-        readings["claude"], extras, versions["claude"] = read_claude(plugins, tree, args.workers, commits, args.fresh)
+        readings["claude"], extras, versions["claude"] = read_claude(plugins, tree, args.workers, commits, args.fresh,
+                                                                     args.claude_cached_only)
         print(f"claude: {time.monotonic() - t:.0f}s", file=sys.stderr)
     comparisons: dict[str, dict[str, dict]] = {}
     disagreements = []
@@ -666,6 +685,16 @@ def main(argv: list[str] | None = None) -> int:
         tables[f"{peer} (all)"] = table(plugins, comparisons[peer], peer, subset=False)
         tables[f"{peer} (written for {peer})"] = table(plugins, comparisons[peer], peer, subset=True)
     repos = sorted({p["repo"] for p in plugins})
+    validated = [(p["id"], extras[p["id"]]["validate"]) for p in plugins if "validate" in extras.get(p["id"], {})]
+    top: dict[str, int] = {}
+    for _, v in validated:
+        for e in v["errors"]:
+            e = re.sub(r"\s+", " ", e.lstrip("❯ ").strip())[:140]
+            top[e] = top.get(e, 0) + 1
+    claude_validate = {
+        "asked": len(validated), "failed": sum(1 for _, v in validated if v["rc"] != 0),
+        "failedButLoads": sum(1 for pid, v in validated if v["rc"] != 0 and readings["claude"][pid].loads),
+        "top": sorted(top.items(), key=lambda kv: -kv[1])[:8]} if validated else None
     report = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "sidecarCommit": sidecar_commit,
@@ -674,6 +703,7 @@ def main(argv: list[str] | None = None) -> int:
         "repositories": [r for r in index["repositories"] if r["repo"] in repos],
         "skipped": index["skipped"],
         "tables": tables,
+        "claudeValidate": claude_validate,
         "causes": [{"peer": k[0], "aspect": k[1], "cause": k[2], "count": v}
                    for k, v in sorted(causes.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[1]))],
         "disagreements": disagreements,
