@@ -492,7 +492,7 @@ def _hook_cause(peer: str, mine: Reading, theirs: Reading, folder: Path | None, 
             and (folder / "hooks" / "hooks.json").is_file() and (mine.hook_handlers or 0) > (theirs.hook_handlers or 0)):
         return "manifest hooks added to hooks/hooks.json (Codex replaces the default file)"
     if peer == "codex" and manifest_hooks is None and (mine.hook_handlers or 0) > 0 and not theirs.hook_handlers:
-        return ("Codex lists none of hooks/hooks.json's handlers (no manifest hooks field; why is not known"
+        return ("Codex lists none of hooks/hooks.json's handlers (no manifest hooks field, why is not known"
                 + (", the file uses events the sidecar does not know: " + ", ".join(unknown) if unknown else "") + ")")
     if unknown:
         return "hook_invalid (events the sidecar does not know: " + ", ".join(unknown) + ")"
@@ -519,7 +519,9 @@ def compare_one(peer: str, p: dict, mine: Reading, theirs: Reading, folder: Path
                 cause = "sidecar refuses the plugin: invalid_manifest (" + (
                     "hooks names the default hooks/hooks.json" if "hooks.json" in why else why[:80]) + ")"
         else:
-            cause = f"{peer} refuses the plugin ({'; '.join(theirs.notes)[:200]})"
+            said = [n for n in theirs.notes if n.startswith("validate says")]
+            cause = (f"{peer} refuses the plugin: {said[0]}" if said
+                     else f"{peer} refuses the plugin ({'; '.join(theirs.notes)[:200]})")
         res["load"] = {"agree": False, "cause": cause}
         for a in ASPECTS[1:]:
             res[a] = {"agree": False, "cause": "load differs"}
@@ -658,6 +660,10 @@ def main(argv: list[str] | None = None) -> int:
         readings["claude"], extras, versions["claude"] = read_claude(plugins, tree, args.workers, commits, args.fresh,
                                                                      args.claude_cached_only)
         print(f"claude: {time.monotonic() - t:.0f}s", file=sys.stderr)
+    for pid, reading in readings.get("claude", {}).items():  # why its loader refused: what validate said
+        errors = extras.get(pid, {}).get("validate", {}).get("errors", [])
+        if not reading.loads and errors and not any(n.startswith("validate says") for n in reading.notes):
+            reading.notes.append("validate says " + "; ".join(e.lstrip("❯ ").strip() for e in errors)[:200])
     comparisons: dict[str, dict[str, dict]] = {}
     disagreements = []
     causes: dict[tuple[str, str, str], int] = {}
