@@ -663,7 +663,7 @@ def main(argv: list[str] | None = None) -> int:
     for pid, reading in readings.get("claude", {}).items():  # why its loader refused: what validate said
         errors = extras.get(pid, {}).get("validate", {}).get("errors", [])
         if not reading.loads and errors and not any(n.startswith("validate says") for n in reading.notes):
-            reading.notes.append("validate says " + "; ".join(e.lstrip("❯ ").strip() for e in errors)[:200])
+            reading.notes.append("validate says " + " / ".join(e.lstrip("❯ ").strip() for e in errors)[:200])
     comparisons: dict[str, dict[str, dict]] = {}
     disagreements = []
     causes: dict[tuple[str, str, str], int] = {}

@@ -11,7 +11,8 @@ Then the plugins are found (``plugins.json`` in the cache): every folder holding
 ``.claude-plugin/plugin.json`` or ``.codex-plugin/plugin.json``, and every entry of a marketplace
 (``.claude-plugin/marketplace.json``, ``.agents/plugins/marketplace.json``) whose source is a local
 path inside the repository — marketplace entries with a remote source (``github``, ``url``, ``npm``,
-``git-subdir``) are counted and not laid out. ``--lock-from-mirrors`` writes the lock from the
+``git-subdir``) are counted and not laid out, and folders under a ``test``/``tests``/``fixtures``
+folder (a repository's own test fixtures) are left out. ``--lock-from-mirrors`` writes the lock from the
 mirrors' current HEADs (for the repositories already in the lock, plus any ``--add owner/name``).
 """
 
@@ -31,6 +32,8 @@ LOCK = HERE / "corpus.lock.json"
 MANIFESTS = {"claude": ".claude-plugin/plugin.json", "codex": ".codex-plugin/plugin.json"}
 MARKETPLACES = {"claude": ".claude-plugin/marketplace.json", "codex": ".agents/plugins/marketplace.json"}
 SKIP_DIRS = {".git", "node_modules"}
+# a repository's own test fixtures are not plugins anyone installs
+FIXTURE_DIRS = {"test", "tests", "fixtures", "__fixtures__", "testdata"}
 
 
 def cache_dir() -> Path:
@@ -198,7 +201,8 @@ def find_plugins(repo: str, tree: Path) -> tuple[list[Plugin], int]:
                         by_key[key] = Plugin(id=f"{repo.replace('/', '+')}/{path}#{entry['name']}", repo=repo,
                                              path=path, manifests=[], dialect=kind, name=entry["name"])
                 by_key[key].marketplaces.append(ref)
-    return sorted(by_key.values(), key=lambda p: p.id), remote
+    found = [p for p in by_key.values() if not FIXTURE_DIRS & set(Path(p.path).parts)]
+    return sorted(found, key=lambda p: p.id), remote
 
 
 def write_lock(add: list[str], lock_path: Path = LOCK) -> None:
