@@ -587,7 +587,7 @@ def render_md(report: dict) -> str:
     lines = [f"# Corpus agreement: harness-sidecar vs its peers",
              "",
              f"{report['plugins']} plugins from {len(report['repositories'])} repositories "
-             f"(sidecar at {report['sidecarCommit']}; {report['peers']}); "
+             f"(sidecar: server/ as of {report['sidecarCommit']}; {report['peers']}); "
              f"made by `python -m bench.corpus_peers.compare` at {report['when']}.",
              "", "| peer | plugins | load | skills+commands | hooks | MCP servers |",
              "| --- | --- | --- | --- | --- | --- |"]
@@ -684,8 +684,12 @@ def main(argv: list[str] | None = None) -> int:
                         one = re.sub(r"^(only the sidecar (serves|lists)) .*?( \(|$)", r"\1 names the peer lacks\3", one)
                         key = (peer, aspect, re.sub(r" \(.*\)$", "", one) if one.startswith(peer) else one)
                         causes[key] = causes.get(key, 0) + 1
-    sidecar_commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                    text=True).stdout.strip()
+    # the product measured: the last commit that changed server/ (bench-only commits do not change it)
+    sidecar_commit = subprocess.run(["git", "-C", str(REPO), "log", "-1", "--format=%h", "--", "server"],
+                                    capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "server"],
+                           capture_output=True, text=True).stdout.strip()
+    sidecar_commit += " + uncommitted changes" if dirty else ""
     tables = {}
     for peer in comparisons:
         tables[f"{peer} (all)"] = table(plugins, comparisons[peer], peer, subset=False)
