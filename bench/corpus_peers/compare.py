@@ -476,7 +476,7 @@ def _hook_cause(peer: str, mine: Reading, theirs: Reading, folder: Path | None, 
                       if d["kind"] == "hook_invalid" and re.search(r"unknown hook event '([^']+)'", d["message"])})
     kinds = sorted({d["kind"] for d in mine.diagnostics if d["kind"].startswith(("hook_", "invalid_hooks",
                                                                                  "duplicate_hooks"))})
-    manifest_hooks = None
+    manifest_hooks, hooks_from = None, None
     if folder is not None:
         for rel in (".codex-plugin/plugin.json", ".claude-plugin/plugin.json"):
             try:
@@ -484,8 +484,12 @@ def _hook_cause(peer: str, mine: Reading, theirs: Reading, folder: Path | None, 
             except (OSError, ValueError):
                 continue
             if isinstance(data, dict) and "hooks" in data:
-                manifest_hooks = data["hooks"]
+                manifest_hooks, hooks_from = data["hooks"], rel.split("/")[0]
                 break
+    if (peer == "codex" and hooks_from == ".claude-plugin" and isinstance(manifest_hooks, (str, list))
+            and not theirs.hook_handlers and (mine.hook_handlers or 0) > 0
+            and not (folder / "hooks" / "hooks.json").is_file()):
+        return "hooks only at a Claude manifest's hooks path (Codex lists none from it)"
     if peer == "codex" and manifest_hooks == {} and (mine.hook_handlers or 0) > 0 and not theirs.hook_handlers:
         return "manifest \"hooks\": {} turns hooks off in Codex, the sidecar still reads hooks/hooks.json"
     if (peer == "codex" and manifest_hooks not in (None, {}) and folder is not None
