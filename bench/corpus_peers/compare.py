@@ -356,11 +356,15 @@ class CodexServer:
             self.proc.wait()
 
 
-def read_codex(plugins: list[dict], tree: Path) -> tuple[dict[str, Reading], str]:
+def read_codex(plugins: list[dict], tree: Path, installed: bool = False) -> tuple[dict[str, Reading], str, dict]:
+    """Codex's readings by ``plugin/read``; with ``installed`` each loaded plugin is also
+    ``plugin/install``ed (a local copy into its ``CODEX_HOME``) and ``skills/list`` + ``hooks/list``
+    are compared with what ``plugin/read`` said (the third value: counts and the plugins that
+    differ)."""
     binary = peer_bin("codex")
     if binary is None:
         print(f"codex: not installed under {peers_dir()} (run with --install-peers); left out", file=sys.stderr)
-        return {}, "not installed"
+        return {}, "not installed", {}
     version = subprocess.run([str(binary), "--version"], capture_output=True, text=True).stdout.strip()
     work = cache_dir() / "work" / "codex"
     if work.exists():
@@ -388,6 +392,8 @@ def read_codex(plugins: list[dict], tree: Path) -> tuple[dict[str, Reading], str
             own[p["id"]] = (cwd, mfile, ref["entry"])
     server = CodexServer(binary, work / "home", work)
     out: dict[str, Reading] = {}
+    check: dict = {}
+    where: dict[str, tuple[str, str]] = {}  # plugin id -> (marketplace file, plugin name) it was read through
     try:
         cwds = list(dict.fromkeys([str(ws) for ws, _ in spaces.values()] + [str(c) for c, _, _ in own.values()]))
         listed = server.call("plugin/list", {"cwds": cwds})
@@ -410,6 +416,7 @@ def read_codex(plugins: list[dict], tree: Path) -> tuple[dict[str, Reading], str
                 out[p["id"]] = Reading(loads=False, notes=["plugin/list: not listed"])
                 continue
             read = server.call("plugin/read", {"marketplacePath": mpath, "pluginName": name})
+            where[p["id"]] = (mpath, name)
             if "error" in read:
                 out[p["id"]] = Reading(loads=False, notes=[f"plugin/read ({via}): {json.dumps(read['error'])[:300]}"])
                 continue
@@ -419,9 +426,48 @@ def read_codex(plugins: list[dict], tree: Path) -> tuple[dict[str, Reading], str
                 loads=True, names=sorted({_unprefix(s["name"]) for s in detail.get("skills") or []}),
                 hook_events=sorted({h["eventName"][:1].upper() + h["eventName"][1:] for h in hooks}),
                 hook_handlers=len(hooks), mcp=sorted(detail.get("mcpServers") or []), notes=[f"via {via}"])
+        if installed:
+            check = _check_installed(server, plugins, out, where, cwds, result)
     finally:
         server.close()
-    return out, version
+    return out, version, check
+
+
+def _check_installed(server: CodexServer, plugins: list[dict], out: dict[str, Reading],
+                     where: dict[str, tuple[str, str]], cwds: list[str], listed: dict) -> dict:
+    market_name = {os.path.realpath(m["path"]): m["name"] for m in listed.get("marketplaces", []) if m.get("path")}
+    plugin_id: dict[str, str] = {}
+    failed = []
+    for p in plugins:
+        if not out.get(p["id"], Reading(loads=False)).loads:
+            continue
+        mpath, name = where[p["id"]]
+        answer = server.call("plugin/install", {"marketplacePath": mpath, "pluginName": name})
+        if "error" in answer:
+            failed.append({"plugin": p["id"], "error": json.dumps(answer["error"])[:200]})
+            continue
+        plugin_id[p["id"]] = f"{name}@{market_name.get(mpath, '?')}"
+    skills: dict[str, set[str]] = {}
+    for entry in (server.call("skills/list", {"cwds": cwds, "forceReload": True}).get("result") or {}).get("data", []):
+        for k in entry.get("skills", []):
+            if k.get("pluginId"):
+                skills.setdefault(k["pluginId"], set()).add(_unprefix(k["name"]))
+    hooks: dict[str, set[str]] = {}
+    for entry in (server.call("hooks/list", {"cwds": cwds}).get("result") or {}).get("data", []):
+        for h in entry.get("hooks", []):
+            if h.get("pluginId"):
+                hooks.setdefault(h["pluginId"], set()).add(h["key"])
+    differ = []
+    for pid, cid in plugin_id.items():
+        r = out[pid]
+        got_skills, got_hooks = sorted(skills.get(cid, set())), len(hooks.get(cid, set()))
+        if got_skills != r.names or got_hooks != r.hook_handlers:
+            differ.append({"plugin": pid, "onlyInstalled": sorted(set(got_skills) - set(r.names)),
+                           "onlyRead": sorted(set(r.names) - set(got_skills)),
+                           "hooks": [r.hook_handlers, got_hooks]})
+    commands_as_skills = sum(1 for d in differ if any(n.startswith("source-command-") for n in d["onlyInstalled"]))
+    return {"installed": len(plugin_id), "installFailed": failed, "differ": differ,
+            "commandsAsSkills": commands_as_skills}
 
 
 # -- agreement ----------------------------------------------------------------------------------
@@ -615,6 +661,18 @@ def render_md(report: dict) -> str:
                   f"{v['failed']} of {v['asked']} plugins fail validation; {v['failedButLoads']} of those load in "
                   "Claude Code's loader all the same. Most frequent errors:", ""]
         lines += [f"- {n} × {e}" for e, n in v["top"]]
+    c = report.get("codexInstalledCheck")
+    if c:
+        lines += ["", "## Codex: installed plugins (`--codex-installed`)", "",
+                  f"{c['installed']} plugins installed with `plugin/install`; `skills/list` + `hooks/list` differ "
+                  f"from `plugin/read` for {len(c['differ'])}; {len(c['installFailed'])} installs failed.", ""]
+        lines += [f"{c['commandsAsSkills']} of them gain skills named `source-command-<command>`: once installed, Codex "
+                  "serves (some of) a Claude plugin's commands as skills.", ""]
+        lines += [f"- {d['plugin']}: only installed {d['onlyInstalled'][:6]}"
+                  + (f" (+{len(d['onlyInstalled']) - 6})" if len(d['onlyInstalled']) > 6 else "")
+                  + f"; only plugin/read {d['onlyRead'][:6]}; hooks read {d['hooks'][0]} vs installed {d['hooks'][1]}"
+                  for d in c["differ"]]
+        lines += [f"- install failed: {d['plugin']}: {d['error']}" for d in c["installFailed"][:20]]
     if report["skipped"]:
         lines += ["", "## Repositories skipped", ""] + [f"- {s['repo']}@{s['commit']}: {s['why']}" for s in report["skipped"]]
     return "\n".join(lines) + "\n"
@@ -628,6 +686,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="only the first N plugins (a quick slice)")
     ap.add_argument("--workers", type=int, default=2, help="Claude Code processes at once")
     ap.add_argument("--fresh", action="store_true", help="ask Claude Code again about every plugin (no kept readings)")
+    ap.add_argument("--codex-installed", action="store_true",
+                    help="also plugin/install every plugin into Codex's home and check skills/list + hooks/list "
+                         "against plugin/read")
     ap.add_argument("--claude-cached-only", action="store_true",
                     help="use only kept Claude Code readings (plugins without one are left out of its table)")
     ap.add_argument("--out", default=str(RESULTS / "corpus_peers"), help="results path without extension")
@@ -654,9 +715,14 @@ def main(argv: list[str] | None = None) -> int:
     readings["sidecar"] = read_sidecar(plugins, tree)
     print(f"sidecar: {len(plugins)} plugins in {time.monotonic() - started:.0f}s", file=sys.stderr)
     extras: dict[str, dict] = {}
+    codex_check: dict = {}
     if "codex" in peers:
         t = time.monotonic()
-        readings["codex"], versions["codex"] = read_codex(plugins, tree)
+        readings["codex"], versions["codex"], codex_check = read_codex(plugins, tree, args.codex_installed)
+        if codex_check:
+            print(f"codex: {codex_check['installed']} plugins installed; skills/list + hooks/list differ from "
+                  f"plugin/read for {len(codex_check['differ'])}; {len(codex_check['installFailed'])} installs failed",
+                  file=sys.stderr)
         print(f"codex: {time.monotonic() - t:.0f}s", file=sys.stderr)
     if "claude" in peers:
         t = time.monotonic()
@@ -718,6 +784,7 @@ def main(argv: list[str] | None = None) -> int:
         "skipped": index["skipped"],
         "tables": tables,
         "claudeValidate": claude_validate,
+        "codexInstalledCheck": codex_check or None,
         "causes": [{"peer": k[0], "aspect": k[1], "cause": k[2], "count": v}
                    for k, v in sorted(causes.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[1]))],
         "disagreements": disagreements,
