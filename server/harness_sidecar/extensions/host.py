@@ -176,6 +176,9 @@ def main(argv: list[str]) -> None:
     from harness_sidecar.containment.lifetimes import enter_own_group
 
     enter_own_group()  # its thread's cgroup (v3 §1 lifetimes), before it is ready for any extension
+    from harness_sidecar.containment.private import drop_sys_admin
+
+    drop_sys_admin()  # as root: no code of it can claim the host's pid in SCM_CREDENTIALS (protocol.md)
     from harness_sidecar import jsonio
 
     jsonio.standard_library_only(jsonio.SMALL_BYTES)  # under hostMemoryMb, MemoryError rather than orjson's SIGSEGV
