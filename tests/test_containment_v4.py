@@ -100,15 +100,24 @@ def test_hooks_waiting_their_turn_still_end_at_their_deadline(spawn, tmp_path, m
 
 
 def test_a_hook_past_max_processes_blocks_its_call_at_once(spawn, tmp_path, mode):
-    if mode == "subreaper":
-        pytest.skip("maxProcesses needs cgroups (the user's process limit: test_a_fork_bomb_as_the_user_...)")
+    """Where the fence can count processes (cgroups with the pids controller) a hook it cannot start
+    blocks its call at once; where it cannot (the subreaper mode, a cgroup2 hierarchy without pids),
+    the thread says so in containment_reduced — the user's process limit is what stops a bomb there
+    (test_a_fork_bomb_as_the_user_...)."""
     sidecar = spawn(env=sidecar_env(mode))
     # one task: the thread's hooks' zygote takes it, and no hook can start
     thread = thread_of(sidecar, hooked(tmp_path / "p", [{"type": "command", "command": "exit 0"}]),
                        limits={"maxProcesses": 1})
-    if any(n["params"].get("kind") == "containment_reduced" and "maxProcesses" in n["params"]["what"]
-           for n in sidecar.notifications if n["method"] == "thread/diagnostic"):
-        pytest.skip("this cgroup hierarchy has no pids controller: maxProcesses is not enforced (and said so)")
+    reduced = [set(n["params"]["what"]) for n in sidecar.notifications
+               if n["method"] == "thread/diagnostic" and n["params"].get("kind") == "containment_reduced"
+               and n["params"].get("threadId") == thread]
+    if mode == "subreaper":
+        assert any("processes" in what for what in reduced), sidecar.notifications
+        return
+    if any("maxProcesses" in what for what in reduced):  # this hierarchy has no pids controller: said so
+        assert not Path("/sys/fs/cgroup/cgroup.subtree_control").exists() or \
+            "pids" not in Path("/sys/fs/cgroup/cgroup.controllers").read_text().split(), reduced
+        return
     for n in range(3):
         since = time.monotonic()
         result = sidecar.call("tools/call", load_skill(thread, n), timeout=60)["result"]
