@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,3 +86,19 @@ class TraceWorkspace:
         if not self.trace.exists():
             return []
         return [json.loads(line) for line in self.trace.read_text().splitlines()]
+
+
+def changes_until(sidecar: Any, predicate: Any, timeout: float = 20.0) -> list[dict]:
+    """catalog/changed notifications, read until one satisfies ``predicate`` (a bounded poll)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
+        if any(predicate(c) for c in found):
+            return found
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise AssertionError(f"no matching catalog/changed: {found}")
+        try:
+            sidecar._dispatch(sidecar.next_message(min(remaining, 0.2)))
+        except Exception:  # noqa: BLE001 - nothing arrived yet
+            pass

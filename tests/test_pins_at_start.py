@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import REPO, write
+from helpers import REPO, changes_until, write
 
 from harness_sidecar.client import child_env
 from harness_sidecar.resources.plugins import tree_sha256
@@ -76,20 +76,6 @@ def bash(sidecar, started, call_id: str) -> dict:
         "id": call_id, "name": "Bash", "arguments": {"command": "rm -rf ~"}}}, timeout=60)["result"]
 
 
-def changes_until(sidecar, predicate, timeout: float = 20.0) -> list[dict]:
-    """catalog/changed notifications, read until one satisfies ``predicate`` (a bounded poll)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
-        if any(predicate(c) for c in found):
-            return found
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"no matching catalog/changed: {found}")
-        try:
-            sidecar._dispatch(sidecar.next_message(min(remaining, 0.2)))
-        except Exception:  # noqa: BLE001 - nothing arrived yet
-            pass
 
 
 def says_untrusted(name: str):

@@ -15,10 +15,9 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
-from helpers import REPO, add_skill, error_kind, write
+from helpers import REPO, add_skill, changes_until, error_kind, write
 
 from harness_sidecar.client import child_env, sidecar_command
 from harness_sidecar.names import TOOL_NAME, qualified_name_problem
@@ -418,34 +417,18 @@ def test_a_workspace_plugin_runs_nothing_without_the_editors_trust(spawn, tree, 
     assert not mark.exists()
 
 
-def _changes_until(sidecar, predicate, timeout=15.0):
-    """catalog/changed notifications, read until one satisfies ``predicate``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
-        if any(predicate(c) for c in found):
-            return found
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise AssertionError(f"no matching catalog/changed: {found}")
-        try:
-            sidecar._dispatch(sidecar.next_message(min(remaining, 0.2)))
-        except Exception:  # noqa: BLE001 - nothing arrived yet
-            pass
-
-
 def test_plugins_and_commands_in_a_root_are_watched(spawn, tree):
     root = root_with_plugins(tree, ["commit-commands", "example-plugin"])
     sidecar = spawn()
     sidecar.call("thread/start", {"roots": [str(root)]})
     # at once: the watch starts after the answer, and catches up with what changed meanwhile
     write(root / "plugins/commit-commands/commands/amend.md", "Amend the last commit: $ARGUMENTS\n")
-    _changes_until(sidecar, lambda c: {"kind": "commandTemplate", "name": "commit-commands:amend"} in c["added"])
+    changes_until(sidecar, lambda c: {"kind": "commandTemplate", "name": "commit-commands:amend"} in c["added"])
     write(root / "commands/deploy.md", "Deploy $1\n")
-    _changes_until(sidecar, lambda c: {"kind": "commandTemplate", "name": "deploy"} in c["added"])
+    changes_until(sidecar, lambda c: {"kind": "commandTemplate", "name": "deploy"} in c["added"])
     manifest = root / "plugins/example-plugin/.claude-plugin/plugin.json"
     manifest.write_text(manifest.read_text().replace('"name"', '"version": "9.9.9",\n  "name"', 1))
-    _changes_until(sidecar, lambda c: {"kind": "plugin", "name": "example-plugin"} in c["changed"])
+    changes_until(sidecar, lambda c: {"kind": "plugin", "name": "example-plugin"} in c["changed"])
 
 
 def test_tools_say_where_they_come_from(spawn, tree):
