@@ -419,9 +419,12 @@ def _non_dumpable_alone_refuses(spawn, root: Path, drop: list[str], python: str 
     assert sidecar.call("initialize", {})["containment"]["nonDumpable"] is True
     attacker, victim = start(sidecar, root, ["attacker"]), start(sidecar, root, ["victim"])
     victim_pid = int(call(sidecar, victim, "pid"))
-    # the control: an ordinary (dumpable) process with the same rights is open to the attacker
-    control = subprocess.Popen([*drop, "sleep", "30"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
+    # the control: an ordinary (dumpable) process with the same rights is open to the attacker. A host run
+    # by root gives up CAP_SYS_ADMIN (protocol.md: only the host answers), and the kernel opens another
+    # process's /proc files only to one whose capabilities hold the target's: so does the control.
+    same_rights = ["setpriv", "--bounding-set=-sys_admin"] if os.geteuid() == 0 and drop is not AS_NOBODY else []
+    control = subprocess.Popen([*drop, *same_rights, "sleep", "30"], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         exec_of(control.pid, "sleep")  # setpriv has dropped its rights and become `sleep`
         # (not ptrace: an attached tracer that never waits would hold the control's exit from its parent)
