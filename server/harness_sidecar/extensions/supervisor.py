@@ -799,8 +799,12 @@ class ExtensionHost:
             if pending is None or type(body) is not list or not body:
                 return
             index = body[0]
-            # The step starts when the sidecar reads its frame, by the sidecar's clock.
-            if not self._begin(pending, index):
+            # The step starts when the sidecar reads its frame, by the sidecar's clock — unless the board
+            # said so first: a frame handled while others of one read wait (read_board(drain=False)) can
+            # see the board announce this step, or a later one, before this frame's line is handled. The
+            # result and faults it carries are still this exchange's: kept, or its end has no result.
+            if not self._begin(pending, index) and not (
+                    pending.started and type(index) is int and 0 <= index <= pending.step):
                 return
             step = pending.plan[index]
             if len(body) >= 3:
