@@ -163,6 +163,12 @@ def features_of(body: str, dialect: str = CLAUDE) -> list[dict[str, str]]:
     return [f for _, f in sorted(found, key=lambda pair: pair[0])]
 
 
+def first_one_based(body: str) -> int:
+    """The offset of the first ``$1`` … ``$9`` that ``positional_shift`` counts (-1 if none)."""
+    match = _ONE_BASED.search(body)
+    return match.start() if match else -1
+
+
 def positional_shift(name: str, path: str, body: str, dialect: str) -> Diagnostic | None:
     """The warning for a Claude command written for the 1-based reading: ``$1`` … but never ``$0``."""
     if dialect != CLAUDE or _ZERO.search(body):
