@@ -12,7 +12,7 @@ peer the file was written for (its *dialect*):
   falls back to splitting on whitespace); a ``$N`` past the last word stays as written; names in
   the frontmatter's ``arguments`` are ``$name`` for the word at their position; a body that
   nothing changed gets ``\n\nARGUMENTS: <text>`` appended.
-- **Codex** (a plugin with only ``.codex-plugin/plugin.json``; a Codex home's ``prompts/``), as
+- **Codex** (a plugin with only ``.codex-plugin/plugin.json``; a ``.codex`` root's ``prompts/``), as
   ``codex-rs/tui/src/bottom_pane/prompt_args.rs`` reads it: ``$1`` … ``$9`` the words 1-based
   (missing ones empty), ``$ARGUMENTS`` the words joined by one space, ``$NAME``
   (``[A-Z][A-Z0-9_]*``) the value of a ``NAME=value`` word. Where Codex refuses (a ``$NAME``
@@ -53,12 +53,12 @@ METADATA = ("description", "argument-hint", "allowed-tools", "model")
 CLAUDE, CODEX = "claude", "codex"
 # Claude Code: $ARGUMENTS[N], $N (not before a word character), $name (frontmatter `arguments`;
 # not before `[` or a word character) and $ARGUMENTS (a prefix, as its replaceAll has it)
-_CLAUDE_PLACEHOLDER = re.compile(r"\$(?:ARGUMENTS\[(\d+)\]|(\d+)(?!\w)|([A-Za-z_]\w*))")
+_CLAUDE_PLACEHOLDER = re.compile(r"\$(?:ARGUMENTS\[(\d+)\]|(\d+)(?!\w)|([A-Za-z_]\w*))", re.ASCII)  # JS's \w, \d
 # Codex: $$ (kept), $1..$9, $ARGUMENTS (a prefix), $NAME
 _CODEX_PLACEHOLDER = re.compile(r"\$(?:(\$)|([1-9])|(ARGUMENTS)|([A-Z][A-Z0-9_]*))")
 _NAMED_WORD = re.compile(r"([A-Z][A-Z0-9_]*)=(.*)", re.S)
-_ONE_BASED = re.compile(r"\$([1-9])(?!\w|[.,]\d)")  # not a price: $1,500 $2.0M
-_ZERO = re.compile(r"\$(?:0(?!\w)|ARGUMENTS\[0\])")
+_ONE_BASED = re.compile(r"\$([1-9])(?!\w|[.,]\d)", re.ASCII)  # not a price: $1,500 $2.0M
+_ZERO = re.compile(r"\$(?:0(?!\w)|ARGUMENTS\[0\])", re.ASCII)
 # Claude Code's prompt shell expansion (promptShellExecution.ts): a ```! block, and !`…` at the
 # start of the text or a line, or after whitespace
 _SHELL_BLOCK = re.compile(r"```!\s*\n?[\s\S]*?\n?```")
@@ -286,9 +286,9 @@ def scan_folder(folder: str, boundary: Root, plugin: str | None, origin: dict[st
 
 
 def is_codex_home(root: Root) -> bool:
-    """A root that is a Codex home (``~/.codex``, or any folder with Codex's ``config.toml``)."""
-    return os.path.basename(os.path.normpath(root.path)) == ".codex" or \
-        os.path.isfile(os.path.join(root.path, "config.toml"))
+    """A root that is a Codex home: a folder named ``.codex`` (``~/.codex``, a project's ``.codex/``).
+    Not any folder with a ``config.toml`` and a ``prompts/``: too many projects have both."""
+    return os.path.basename(os.path.normpath(root.path)) == ".codex"
 
 
 def scan_root(root: Root, limits: Limits, diagnostics: list[Diagnostic]) -> list[CommandTemplate]:
