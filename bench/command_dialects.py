@@ -42,7 +42,8 @@ def commands(corpus: str):
         if os.path.basename(dirpath) != "commands":
             continue
         owner = os.path.dirname(dirpath)
-        is_plugin = any(os.path.isfile(os.path.join(owner, m, "plugin.json")) for m in (".claude-plugin", ".codex-plugin"))
+        is_plugin = any(os.path.isfile(os.path.join(owner, m, "plugin.json"))
+                        for m in (".claude-plugin", ".codex-plugin"))
         dialect = T.plugin_dialect(Root(owner, os.path.realpath(owner), -1)) if is_plugin else T.CLAUDE
         for name in sorted(filenames):
             if name.endswith(".md"):
@@ -76,7 +77,8 @@ def main(argv: list[str]) -> int:
         old = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(old)
     n = {"files": 0, "claude": 0, "codex": 0, "positional": 0, "positional_changed": 0, "render_changed": 0,
-         "dollar_dollar": 0, "dollar_dollar_kept": 0, "old_dollar_dollar_kept": 0, "old_file_flags": 0, "new_file_flags": 0,
+         "dollar_dollar": 0, "dollar_dollar_kept": 0, "old_dollar_dollar_kept": 0,
+         "old_file_flags": 0, "new_file_flags": 0,
          "old_shell_flags": 0, "new_shell_flags": 0, "positional_shift": 0, "old_errors": 0, "new_errors": 0}
     dropped: dict[str, int] = {}
     added: dict[str, int] = {}
