@@ -738,9 +738,11 @@ async def test_check_reports_every_diagnostic_the_editor_shows(lsp, tmp_path):
     add_skill(user, "review", "The user's review.")
     write(project / "templates/ask.md", "---\ndescription: Ask.\n---\nAbout {{ path }} and {{topic}}.\n")
     write(project / "extensions/broken.py", "def activate(api)\n    pass\n")
+    write(project / "commands/status.md", "Report on $1; see !`git status`\n")  # v4: positional_shift
     roots = [broken, project, user]
     files = [p for root in roots for p in sorted(root.rglob("*"))
-             if p.is_file() and (p.name == "SKILL.md" or p.parent.name == "templates" or p.suffix == ".py")]
+             if p.is_file() and (p.name == "SKILL.md" or p.parent.name in ("templates", "commands")
+                                 or p.suffix == ".py")]
     client = await lsp(roots)
     shown = set()
     for path in files:
@@ -752,7 +754,26 @@ async def test_check_reports_every_diagnostic_the_editor_shows(lsp, tmp_path):
     reported = {(d.get("path"), d.get("line"), d["kind"]) for d in json.loads(out.stdout)["diagnostics"]}
     reported_files = {(p, k) for p, _, k in reported}
     assert {(p, k) for p, _, k in shown} <= reported_files, sorted({(p, k) for p, _, k in shown} - reported_files)
-    assert {k for _, _, k in shown} >= {"not_a_placeholder", "syntax_error", "shadowed", "invalid_frontmatter"}
+    assert {k for _, _, k in shown} >= {"not_a_placeholder", "syntax_error", "shadowed", "invalid_frontmatter",
+                                        "positional_shift", "template_feature_unsupported"}
     for path, line, kind in shown:  # the same place, where check gives one
         lines = {ln for p, ln, k in reported if p == path and k == kind}
         assert line in lines or lines == {None}, (path, kind, line, lines)
+
+
+# -- v4 §3: command templates in their dialect ---------------------------------------------------------
+
+async def test_a_command_template_shows_positional_shift_where_it_uses_dollar_one(lsp, tree):
+    root = tree("r")
+    command = write(root / "commands/status.md", "---\ndescription: Status\n---\nReport on `$1` now;\n"
+                                                 "see !`git status` and @docs/notes.md\n")
+    codex_home = tree("home/.codex")
+    prompt = write(codex_home / "prompts/status.md", "Report on $1; see !`git status`\n")
+    client = await lsp([root, codex_home])
+    shift, shell, file_ref = await opened(client, command)
+    assert (shift.code, shift.severity) == ("positional_shift", types.DiagnosticSeverity.Warning)
+    assert span(shift) == (3, 11, 3, 13) and "$1 is the second word" in shift.message
+    assert (shell.code, span(shell)) == ("template_feature_unsupported", (4, 4, 4, 17))
+    assert (file_ref.code, span(file_ref)) == ("template_feature_unsupported", (4, 22, 4, 36))
+    # a Codex prompt reads $1 as the first word and has no shell expansion: nothing to say
+    assert await opened(client, prompt) == []

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from harness_sidecar.limits import Limits
-from harness_sidecar.resources import frontmatter
+from harness_sidecar.resources import command_templates, frontmatter
 from harness_sidecar.resources.catalog import (
     PLACEHOLDER,
     Root,
@@ -43,9 +43,9 @@ class Finding:
 
 @dataclass
 class Resource:
-    kind: str  # skill | template | instructions | extension
+    kind: str  # skill | template | instructions | extension | command
     root: Root
-    name: str  # skill or template name, extension id; "" for instructions
+    name: str  # skill, template or command template name, extension id; "" for instructions
 
 
 def classify(path: str, roots: list[Root]) -> Resource | None:
@@ -61,6 +61,11 @@ def classify(path: str, roots: list[Root]) -> Resource | None:
             return Resource("skill", root, parts[1])
         if len(parts) == 2 and parts[0] == "templates" and parts[1].endswith(".md"):
             return Resource("template", root, parts[1][:-3])
+        if len(parts) == 2 and parts[0] == "commands" and parts[1].endswith(".md"):
+            return Resource("command", root, parts[1][:-3])  # Claude Code's, as command_templates reads it
+        if len(parts) == 2 and parts[0] == "prompts" and parts[1].endswith(".md") and \
+                command_templates.is_codex_home(root):
+            return Resource("command", root, "prompts:" + parts[1][:-3])
         if parts[0] == "extensions" and path.endswith(".py"):
             if len(parts) == 2:
                 return Resource("extension", root, parts[1][:-3])
@@ -143,6 +148,46 @@ def lint(path: str, text: str, root_paths: list[str], trusted: set[str], limits:
         findings += _lint_template(path, text, lines, resource, roots, limits)
     elif resource.kind == "extension":
         findings += _lint_extension(path, text, lines, resource, trusted)
+    elif resource.kind == "command":
+        findings += _lint_command(text, lines, resource, limits)
+    return findings
+
+
+def _lint_command(text: str, lines: list[str], resource: Resource, limits: Limits) -> list[Finding]:
+    """A root's command template: its dialect's ``positional_shift`` on the first ``$1`` … and each
+    shell expansion or file reference the sidecar keeps verbatim, as the catalog reports them."""
+    dialect = command_templates.CODEX if resource.name.startswith("prompts:") else command_templates.CLAUDE
+    try:
+        fm = frontmatter.parse(text.encode("utf-8", "surrogatepass"), True, limits.max_frontmatter_bytes,
+                               required=False)
+    except FrontmatterError as exc:
+        return [_from_problem(exc.problem, lines)]
+    body_line = fm.end_line if fm is not None else 0
+    body = "\n".join(lines[body_line:])
+    findings = []
+
+    def at(offset: int, length: int) -> tuple[int, int, int]:
+        line = body_line + body.count("\n", 0, offset)
+        start = offset - (body.rfind("\n", 0, offset) + 1)
+        return line, start, start + min(length, len(lines[line]) - start)
+
+    shift = command_templates.positional_shift(resource.name, "", body, dialect)
+    if shift is not None:
+        first = command_templates.first_one_based(body)
+        line, start, end = at(first, 2)
+        findings.append(Finding(line, start, end, WARNING, "positional_shift",
+                                shift.message + (f" — {shift.hint}" if shift.hint else "")))
+    cursor = 0
+    for feature in command_templates.features_of(body, dialect)[:50]:
+        offset = body.find(feature["text"], cursor)
+        if offset < 0:
+            continue
+        cursor = offset + len(feature["text"])
+        line, start, end = at(offset, len(feature["text"].split("\n", 1)[0]))
+        what = "runs a shell command" if feature["kind"] == "shell" else "attaches a file"
+        findings.append(Finding(line, start, end, INFORMATION, "template_feature_unsupported",
+                                f"{feature['text'].splitlines()[0]}: in Claude Code this {what}; the sidecar "
+                                "keeps it verbatim in the rendered text"))
     return findings
 
 
