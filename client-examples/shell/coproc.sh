@@ -20,7 +20,10 @@ gate=$(cd "$here/../extensions" && pwd)/permission-gate.py
 read -r -a sidecar <<< "${HARNESS_SIDECAR:-harness-sidecar}"
 
 coproc SIDECAR { exec "${sidecar[@]}"; }
-send() { printf '%s\n' "$1" >&"${SIDECAR[1]}"; }
+# A sidecar that is gone: a write to it fails (EPIPE) and is said, instead of SIGPIPE ending this script
+# without a word; bash also forgets a coprocess that ended (its fds are then unset).
+trap '' PIPE
+send() { [ -n "${SIDECAR[1]:-}" ] && printf '%s\n' "$1" >&"${SIDECAR[1]}" 2>/dev/null; }
 
 # The policy: prints "allow", or "deny <the paths outside the workspace>".
 policy() {
@@ -65,6 +68,7 @@ answer() {
 # requests on the way. No pipes or $(...) around it: a subshell cannot use the coprocess.
 await() {
   local line
+  [ -n "${SIDECAR[0]:-}" ] || return 1
   while IFS= read -r -t 30 line <&"${SIDECAR[0]}"; do
     if jq -e 'has("method") and has("id")' <<<"$line" >/dev/null; then
       answer "$line"
@@ -73,14 +77,15 @@ await() {
       return 0
     fi
   done
-  echo "no response to request $1 (the sidecar stopped or took longer than 30 s)" >&2
   return 1
 }
 
 # request ID JSON FILTER: send a request, wait for its answer, print FILTER of it.
 request() {
-  send "$2"
-  await "$1" || exit 1
+  if ! send "$2" || ! await "$1"; then
+    echo "no response to request $1 (the sidecar stopped or took longer than 30 s)" >&2
+    exit 1
+  fi
   jq -c "$3" <<<"$RESPONSE"
 }
 
