@@ -19,6 +19,7 @@ from typing import Any, Awaitable, Callable
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.extensions.supervisor import (
     Answered,
+    faults_of,
     ExtensionHost,
     HostLied,
     HostUnavailable,
@@ -107,23 +108,6 @@ def _valid_body(body: Any) -> bool:
             and type(body.get("content")) is list
             and all(type(c) is dict and c.get("type") == "text" and type(c.get("text")) is str
                     for c in body["content"]))
-
-
-def faults_of(faults: Any, plan: list[StepPlan]) -> list[HookFault]:
-    """The faults a host reports, each named by the step it was in: the extension and the event are that
-    step's in the sidecar's plan, whatever the frame said (v4 §2: what a host says is its own). Raises
-    ``HostLied`` for a malformed fault or one of a step that is not a handler's."""
-    if type(faults) is not list:
-        raise HostLied("malformed 'faults'")
-    out = []
-    for f in faults:
-        step = f.get("step") if type(f) is dict else None
-        if (type(step) is not int or not 0 <= step < len(plan) or plan[step].extension_id is None
-                or plan[step].kind in ("core", "load", "command") or f.get("kind") not in ("throw", "timeout")
-                or type(f.get("message")) is not str):
-            raise HostLied("malformed fault")
-        out.append(HookFault(plan[step].extension_id, plan[step].kind, f["kind"], f["message"]))
-    return out
 
 
 @dataclass

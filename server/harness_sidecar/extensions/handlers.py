@@ -13,6 +13,7 @@ from typing import Any, Callable
 from harness_sidecar.hooks.python import CONTEXT, INPUT, HookFault
 from harness_sidecar.extensions.supervisor import (
     ExtensionHost,
+    faults_of,
     HostLied,
     StepPlan,
     Stopped,
@@ -33,8 +34,6 @@ class EventOutcome:
 
 
 def _faults(value: Any, plan: list[StepPlan]) -> list[HookFault]:
-    from harness_sidecar.tools import faults_of
-
     return faults_of(value, plan)  # named by their steps in the plan, not by what the host says
 
 

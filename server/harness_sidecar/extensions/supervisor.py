@@ -30,7 +30,7 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import launcher, lifetimes, pythonpath
 from harness_sidecar.extensions import board, channel
-from harness_sidecar.hooks.python import AFTER
+from harness_sidecar.hooks.python import AFTER, HookFault
 from harness_sidecar.stderr import SINK
 
 logger = logging.getLogger(__name__)
@@ -1064,3 +1064,20 @@ def load_body(ext_id: str, code: bytes, code_path: str, directory: str | None, f
         body["directory"] = directory
         body["files"] = {k: base64.b64encode(v).decode("ascii") for k, v in (files or {}).items()}
     return body
+
+
+def faults_of(faults: Any, plan: list[StepPlan]) -> list[HookFault]:
+    """The faults a host reports, each named by the step it was in: the extension and the event are that
+    step's in the sidecar's plan, whatever the frame said (v4 §2: what a host says is its own). Raises
+    ``HostLied`` for a malformed fault or one of a step that is not a handler's."""
+    if type(faults) is not list:
+        raise HostLied("malformed 'faults'")
+    out = []
+    for f in faults:
+        step = f.get("step") if type(f) is dict else None
+        if (type(step) is not int or not 0 <= step < len(plan) or plan[step].extension_id is None
+                or plan[step].kind in ("core", "load", "command") or f.get("kind") not in ("throw", "timeout")
+                or type(f.get("message")) is not str):
+            raise HostLied("malformed fault")
+        out.append(HookFault(plan[step].extension_id, plan[step].kind, f["kind"], f["message"]))
+    return out
