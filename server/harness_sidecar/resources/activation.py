@@ -140,7 +140,13 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
                           f"skill '{name}': {exc.problem.message}", name=name, path=entry.source,
                           line=exc.problem.line) from None
     assert fm is not None
-    problems = frontmatter.check_skill(fm, entry.local_name)
+    if entry.dialect is None:
+        problems = frontmatter.check_skill(fm, entry.local_name)
+    else:  # a plugin's skill: served under its peer's name, which must still be the one it was listed under
+        problems, _, served = frontmatter.check_skill_as(fm, os.path.basename(entry.directory), entry.dialect)
+        if not problems and served != entry.local_name:
+            problems = [frontmatter.Problem("name_mismatch", f"its name is now '{served}', not '{entry.local_name}'",
+                                            line=fm.lines.get("name"))]
     if problems:
         problem = problems[0]
         kind = "name_mismatch" if problem.kind in ("name_mismatch", "invalid_name") else "invalid_frontmatter"
