@@ -76,3 +76,27 @@ def test_a_codex_manifests_empty_hooks_turn_hooks_off(spawn, tmp_path):
     result = sidecar.call("thread/start", {"roots": [], "plugins": [str(tmp_path / "src")], "watch": False})
     [plugin] = result["catalog"]["plugins"]
     assert plugin["hooks"] == 0
+
+
+def test_a_claude_skill_without_frontmatter_is_served_by_its_folder_and_first_paragraph(spawn, tmp_path):
+    # equity-research's catalyst-calendar/SKILL.md opens with '# Catalyst Calendar', no '---' block
+    sidecar, result = _start(spawn, tmp_path, "equity-research")
+    skills = _by_name(result["catalog"]["skills"])
+    plugin = next(iter(_by_name(result["catalog"]["plugins"])))
+    served = skills[f"{plugin}:catalyst-calendar"]
+    assert served["description"].startswith("description: Build and maintain a calendar of upcoming catalysts")
+    assert f"{plugin}:earnings-analysis" in skills
+    [warned] = [d for d in result["diagnostics"] if d["kind"] == "no_frontmatter"]
+    assert warned["severity"] == "warning" and warned["path"].endswith("catalyst-calendar/SKILL.md")
+    body = sidecar.call("skills/activate", {"threadId": result["threadId"], "name": f"{plugin}:catalyst-calendar"})
+    assert body["skill"]["body"].startswith("# Catalyst Calendar")
+
+
+def test_a_codex_plugins_skill_below_a_skills_subfolder_is_served_as_codex_finds_it(spawn, tmp_path):
+    # moody-s keeps a shared skill at skills/shared/citations/SKILL.md; Codex lists it as 'citations'
+    sidecar, result = _start(spawn, tmp_path, "moody-s")
+    skills = _by_name(result["catalog"]["skills"])
+    assert "moody-s:citations" in skills
+    assert skills["moody-s:citations"]["path"].endswith("skills/shared/citations/SKILL.md")
+    body = sidecar.call("skills/activate", {"threadId": result["threadId"], "name": "moody-s:citations"})
+    assert "citation" in body["skill"]["body"].lower()

@@ -388,6 +388,16 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits, dialec
     if cached is not None:
         return cached
     data, eof = frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)
+    if (dialect == "claude" and not frontmatter.has_frontmatter(data) and not name_problem(name)
+            and frontmatter.first_paragraph(data)):
+        # Claude Code serves a SKILL.md without frontmatter: its folder's name, its first paragraph
+        result: tuple = (frontmatter.first_paragraph(data)[:frontmatter.MAX_DESCRIPTION_CHARS], (Problem(
+            "no_frontmatter", "SKILL.md has no frontmatter; served under its folder's name with its first "
+            "paragraph as the description (Claude Code's rule)",
+            hint=f"add '---\nname: {name}\ndescription: <when to use it>\n---' at the top", line=1),))
+        if time.time() - st.st_ctime > RACY_SECONDS:
+            _HEADERS[key] = result
+        return result
     try:
         fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
         assert fm is not None

@@ -94,6 +94,28 @@ def read_prefix(fd: int, max_frontmatter_bytes: int) -> tuple[bytes, bool]:
     return data, False
 
 
+def has_frontmatter(data: bytes) -> bool:
+    """Whether ``data`` opens with a ``---`` line (a frontmatter block, closed or not)."""
+    return _OPEN.match(data) is not None
+
+
+def first_paragraph(data: bytes) -> str:
+    """The first paragraph of a Markdown body that is not a heading, as one line: the description
+    Claude Code gives a skill whose SKILL.md has no frontmatter ("" when there is none)."""
+    text = data.decode("utf-8", "replace")
+    paragraph: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            if paragraph:
+                break
+            continue
+        if stripped.startswith("#") and not paragraph:
+            continue
+        paragraph.append(stripped)
+    return " ".join(" ".join(paragraph).split())
+
+
 def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) -> tuple[str | None, int, int]:
     """Locate the frontmatter in ``data``.
 

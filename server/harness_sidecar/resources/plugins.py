@@ -638,6 +638,8 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
         # both peers read anthropics/skills' entries)
         seen.add(reader.real_dir(os.path.join(plugin.path, "skills")))
         found += C.scan_skills(plugin.boundary, limits, diagnostics, dialect=plugin.dialect)
+        if plugin.dialect == "codex":
+            found += _nested_skills(plugin, os.path.join(plugin.path, "skills"), limits, diagnostics)
     for folder in [p for p in _paths(plugin, "skills", text, diagnostics) if isinstance(p, str)]:
         real = reader.real_dir(folder)
         if real in seen or not os.path.isdir(real):
@@ -651,6 +653,8 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
         else:
             found += C.scan_skills(plugin.boundary, limits, diagnostics, os.path.relpath(folder, plugin.path),
                                    plugin.dialect)
+            if plugin.dialect == "codex":
+                found += _nested_skills(plugin, folder, limits, diagnostics)
     names: set[str] = set()
     for skill in found:
         skill.local_name = skill.name
@@ -662,6 +666,31 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
             continue
         names.add(skill.name)
         plugin.skills.append(skill)
+
+
+NESTED_SKILL_DEPTH = 4  # how deep below skills/<folder>/ a Codex plugin's SKILL.md is looked for
+
+
+def _nested_skills(plugin: Plugin, folder: str, limits: Limits, diagnostics: list[Diagnostic]) -> list[C.SkillEntry]:
+    """A Codex plugin's skills below ``skills/<folder>/`` (Codex finds every SKILL.md under a skills
+    folder: openai/plugins' moody-s ``skills/shared/citations/``, zoom's ``skills/meeting-sdk/web/``).
+    Links are not followed and dot-folders are skipped; the top level is ``scan_skills``'."""
+    found: list[C.SkillEntry] = []
+    base_depth = folder.rstrip(os.sep).count(os.sep)
+    for directory, subdirs, files in os.walk(folder):
+        depth = directory.count(os.sep) - base_depth
+        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".")
+                            and not os.path.islink(os.path.join(directory, d))) if depth < NESTED_SKILL_DEPTH else []
+        if depth < 2 or "SKILL.md" not in files:
+            continue
+        if len(found) >= limits.max_skills_per_root:
+            break
+        parent, name = os.path.split(directory)
+        skill = C._scan_skill(plugin.boundary, parent, os.path.realpath(parent), name, False, limits, diagnostics,
+                              plugin.dialect)
+        if skill is not None:
+            found.append(skill)
+    return found
 
 
 def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
