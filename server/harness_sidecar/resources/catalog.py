@@ -396,6 +396,8 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits, dialec
             "paragraph as the description (Claude Code's rule)",
             hint=f"add '---\nname: {name}\ndescription: <when to use it>\n---' at the top", line=1),))
         if time.time() - st.st_ctime > RACY_SECONDS:
+            if len(_HEADERS) >= MAX_CACHED_HEADERS:
+                _HEADERS.clear()
             _HEADERS[key] = result
         return result
     try:

@@ -674,22 +674,33 @@ NESTED_SKILL_DEPTH = 4  # how deep below skills/<folder>/ a Codex plugin's SKILL
 def _nested_skills(plugin: Plugin, folder: str, limits: Limits, diagnostics: list[Diagnostic]) -> list[C.SkillEntry]:
     """A Codex plugin's skills below ``skills/<folder>/`` (Codex finds every SKILL.md under a skills
     folder: openai/plugins' moody-s ``skills/shared/citations/``, zoom's ``skills/meeting-sdk/web/``).
-    Links are not followed and dot-folders are skipped; the top level is ``scan_skills``'."""
+    Links are not followed and dot-folders are skipped; the top level is ``scan_skills``'. One
+    ``scandir`` per folder, no ``stat`` beyond it (the walk runs at every thread/start)."""
     found: list[C.SkillEntry] = []
-    base_depth = folder.rstrip(os.sep).count(os.sep)
-    for directory, subdirs, files in os.walk(folder):
-        depth = directory.count(os.sep) - base_depth
-        subdirs[:] = sorted(d for d in subdirs if not d.startswith(".")
-                            and not os.path.islink(os.path.join(directory, d))) if depth < NESTED_SKILL_DEPTH else []
-        if depth < 2 or "SKILL.md" not in files:
+    real = os.path.realpath(folder)
+    if not is_within(real, plugin.boundary.real):
+        return found
+    # (path as found, its real path, depth below the skills folder); links are never entered, so
+    # a folder's real path is its parent's joined with its name
+    pending = [(folder, real, 0)]
+    while pending:
+        path, real_path, depth = pending.pop()
+        try:
+            with os.scandir(real_path) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in it]
+        except OSError:
             continue
-        if len(found) >= limits.max_skills_per_root:
-            break
-        parent, name = os.path.split(directory)
-        skill = C._scan_skill(plugin.boundary, parent, os.path.realpath(parent), name, False, limits, diagnostics,
-                              plugin.dialect)
-        if skill is not None:
-            found.append(skill)
+        if depth >= 2 and any(name == "SKILL.md" and is_file for name, _, is_file in entries):
+            if len(found) >= limits.max_skills_per_root:
+                break
+            parent, name = os.path.split(path)
+            skill = C._scan_skill(plugin.boundary, parent, os.path.dirname(real_path), name, False, limits,
+                                  diagnostics, plugin.dialect)
+            if skill is not None:
+                found.append(skill)
+        if depth < NESTED_SKILL_DEPTH:
+            pending += [(f"{path}/{name}", f"{real_path}/{name}", depth + 1)
+                        for name, is_dir, _ in sorted(entries, reverse=True) if is_dir and not name.startswith(".")]
     return found
 
 
