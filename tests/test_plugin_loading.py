@@ -4,6 +4,7 @@ copied unchanged), read by the real sidecar process."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -100,3 +101,18 @@ def test_a_codex_plugins_skill_below_a_skills_subfolder_is_served_as_codex_finds
     assert skills["moody-s:citations"]["path"].endswith("skills/shared/citations/SKILL.md")
     body = sidecar.call("skills/activate", {"threadId": result["threadId"], "name": "moody-s:citations"})
     assert "citation" in body["skill"]["body"].lower()
+
+
+def test_unknown_or_ill_typed_manifest_fields_never_refuse_a_plugin(spawn, tmp_path):
+    shutil.copytree(FIXTURES / "hookify", tmp_path / "hookify")
+    manifest = tmp_path / "hookify/.claude-plugin/plugin.json"
+    data = json.loads(manifest.read_text())
+    data.update({"$schema": "https://json.schemastore.org/claude-code-plugin-manifest.json", "category": "x",
+                 "lspServers": {"a": {"command": "a"}}, "interface": {"displayName": 1}, "agents": 7})
+    manifest.write_text(json.dumps(data))
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [], "plugins": [str(tmp_path / "hookify")], "watch": False})
+    assert [p["name"] for p in result["catalog"]["plugins"]] == ["hookify"]
+    assert "hookify:writing-rules" in _by_name(result["catalog"]["skills"])
+    ill = [d for d in result["diagnostics"] if d["kind"] == "invalid_manifest_path"]
+    assert ill and all(d["severity"] == "warning" for d in ill)  # 'agents': 7 is said, not fatal
