@@ -116,3 +116,29 @@ def test_unknown_or_ill_typed_manifest_fields_never_refuse_a_plugin(spawn, tmp_p
     assert "hookify:writing-rules" in _by_name(result["catalog"]["skills"])
     ill = [d for d in result["diagnostics"] if d["kind"] == "invalid_manifest_path"]
     assert ill and all(d["severity"] == "warning" for d in ill)  # 'agents': 7 is said, not fatal
+
+
+OWN = Path(__file__).resolve().parent / "fixtures" / "own-plugins"
+
+
+def test_a_trusted_server_named_with_a_space_runs_and_its_tools_are_named_as_claude_code_names_them(spawn, tmp_path):
+    # our own echo-mcp (tests/fixtures/own-plugins: no public plugin ships a stdio server), its key renamed
+    shutil.copytree(OWN / "echo-mcp", tmp_path / "echo-mcp")
+    mcp = tmp_path / "echo-mcp/.mcp.json"
+    data = json.loads(mcp.read_text())
+    data["mcpServers"] = {"google calendar": data["mcpServers"]["echo"]}
+    mcp.write_text(json.dumps(data))
+    manifest = tmp_path / "echo-mcp/.claude-plugin/plugin.json"
+    if manifest.exists():
+        plugin = json.loads(manifest.read_text())
+        plugin.pop("mcpServers", None)
+        manifest.write_text(json.dumps(plugin))
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [], "plugins": [str(tmp_path / "echo-mcp")], "watch": False,
+                                           "trustedPlugins": [{"name": "echo-mcp",
+                                                               "mcpServers": ["google calendar"]}]}, timeout=60)
+    tools = [t["name"] for t in result["tools"] if t["name"].startswith("mcp__")]
+    assert tools == ["mcp__plugin_echo-mcp_google_calendar__echo"]
+    answer = sidecar.call("tools/call", {"threadId": result["threadId"], "call": {
+        "id": "c1", "name": tools[0], "arguments": {"text": "hello"}}})["result"]
+    assert answer["content"][0]["text"].endswith(": hello")
