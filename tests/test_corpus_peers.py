@@ -100,9 +100,13 @@ def test_the_sidecar_reading_is_its_catalog(tmp_path, monkeypatch):
     readings = read_sidecar(index["plugins"], tmp_path / "cache" / "repos")
     good, bare = readings["acme+plugins/plugins/good"], readings["acme+plugins/plugins/bare#bare"]
     assert good.loads and good.names == ["x"] and good.hook_handlers == 0 and good.mcp == []
-    assert not bare.loads and [d["kind"] for d in bare.diagnostics] == ["not_a_plugin"]
+    # v4 (issue 29): a marketplace entry without a manifest is a plugin, as Claude Code loads it
+    assert bare.loads and bare.names == ["y"] and not [d for d in bare.diagnostics if d["kind"] == "not_a_plugin"]
     bare_plugin = next(p for p in index["plugins"] if p["manifests"] == [])
     verdict = compare_one("claude", bare_plugin, bare, Reading(loads=True, names=["y"]))
+    assert verdict["load"]["agree"] and verdict["skills"]["agree"]
+    refused = Reading(loads=False, diagnostics=[{"kind": "not_a_plugin", "path": "", "name": None, "message": ""}])
+    verdict = compare_one("claude", bare_plugin, refused, Reading(loads=True, names=["y"]))
     assert not verdict["load"]["agree"] and "marketplace entry without a manifest" in verdict["load"]["cause"]
 
 

@@ -29,10 +29,14 @@ REAL = ["block-no-verify", "build-macos-apps", "commit-commands", "debugging-too
         "explanatory-output-style", "superpowers"]
 
 
-def root_with_plugins(tree, names=REAL, source=FIXTURES) -> Path:
+def root_with_plugins(tree, names=REAL, source=FIXTURES, claude_only=()) -> Path:
+    """``names`` copied into a root's plugins/; those in ``claude_only`` without their .codex-plugin/
+    (the plugin as Claude Code reads it: superpowers' Codex manifest turns its hooks off)."""
     root = tree("project")
     for name in names:
         shutil.copytree(source / name, root / "plugins" / name, symlinks=True)
+        if name in claude_only:
+            shutil.rmtree(root / "plugins" / name / ".codex-plugin")
     return root
 
 
@@ -82,7 +86,8 @@ def test_real_plugins_of_both_dialects_bring_their_skills_commands_agents_hooks_
     assert by_name(catalog["agents"])["debugging-toolkit-debugger"]["description"].startswith("Debugging specialist")
     hooks = [(h["source"], h["event"], h["trusted"]) for h in catalog["hooks"]]
     assert ("plugin:explanatory-output-style", "SessionStart", False) in hooks
-    assert ("plugin:superpowers", "SessionStart", False) in hooks
+    # v4: superpowers is read through its Codex manifest, whose "hooks": {} turns hooks off (as in Codex)
+    assert not [h for h in hooks if h[0] == "plugin:superpowers"] and plugins["superpowers"]["hooks"] == 0
     servers = by_name(catalog["mcpServers"])
     assert servers["plugin_example-plugin_example-server"]["transport"] == "http"
     assert ("mcp_transport_unsupported", str(root / "plugins/example-plugin/.mcp.json")) in kinds(result)
@@ -167,15 +172,16 @@ def test_a_broken_manifest_leaves_the_plugin_out_whole_with_path_and_line(spawn,
     write(root / "plugins/fine/.claude-plugin/plugin.json", '{"name": "fine"}')
     add_skill(root / "plugins/fine", "inside", "Use when testing.")
     _, result = start(spawn, root)
-    assert [p["name"] for p in result["catalog"]["plugins"]] == ["fine"]
-    assert [s["name"] for s in result["catalog"]["skills"]] == ["fine:inside"]
+    # v4: a manifest 'hooks' naming the default file loads the plugin (Claude Code 2.1 does), with a warning
+    assert [p["name"] for p in result["catalog"]["plugins"]] == ["again", "fine"]
+    assert [s["name"] for s in result["catalog"]["skills"]] == ["again:inside", "fine:inside"]
     found = {d["path"]: d for d in result["diagnostics"] if d["kind"] in ("invalid_manifest", "duplicate_hooks_file")}
     not_json = found[str(root / "plugins/not-json/.claude-plugin/plugin.json")]
     assert (not_json["kind"], not_json["line"]) == ("invalid_manifest", 3)
     nameless = found[str(root / "plugins/nameless/.codex-plugin/plugin.json")]
     assert nameless["kind"] == "invalid_manifest" and "name" in nameless["message"] and nameless["line"] == 1
     again = found[str(root / "plugins/again/.claude-plugin/plugin.json")]
-    assert (again["kind"], again["line"]) == ("duplicate_hooks_file", 3)
+    assert (again["kind"], again["line"], again["severity"]) == ("duplicate_hooks_file", 3, "warning")
 
 
 def test_manifest_paths_follow_claude_codes_rules(spawn, tree):
@@ -223,7 +229,7 @@ def test_the_tree_hash_is_the_documented_shell_pipeline(tmp_path):
 
 
 def test_trust_is_granted_in_parts_and_data_needs_none(spawn, tree):
-    root = root_with_plugins(tree, ["superpowers", "explanatory-output-style"])
+    root = root_with_plugins(tree, ["superpowers", "explanatory-output-style"], claude_only=["superpowers"])
     sidecar, result = start(spawn, root)
     plugins = by_name(result["catalog"]["plugins"])
     assert plugins["superpowers"]["trusted"] == {"hooks": False, "mcpServers": [], "extensions": []}
@@ -253,7 +259,7 @@ def test_a_real_plugins_session_start_hook_fires_only_when_its_hooks_are_trusted
     """superpowers' own SessionStart hook (hooks/run-hook.cmd session-start, bash): it answers Claude
     Code's JSON only when it sees CLAUDE_PLUGIN_ROOT, so its context arriving shows the plugin's variables
     reached it; untrusted (or trusted with ``hooks: false``) it never runs and the editor is told."""
-    root = root_with_plugins(tree, ["superpowers"])
+    root = root_with_plugins(tree, ["superpowers"], claude_only=["superpowers"])
     state = tmp_path / "state"
     spawn_here = lambda: spawn(env=child_env({"HARNESS_SIDECAR_STATE_DIR": str(state)}))  # noqa: E731
     for trusted in ([], [{"name": "superpowers", "hooks": False}]):
@@ -350,7 +356,7 @@ def test_check_lints_plugins_like_skills(tmp_path):
 
 
 def test_a_changed_plugin_reaches_the_editor_at_refresh(spawn, tree):
-    root = root_with_plugins(tree, ["commit-commands", "superpowers"])
+    root = root_with_plugins(tree, ["commit-commands", "superpowers"], claude_only=["superpowers"])
     sidecar, result = start(spawn, root)
     thread = result["threadId"]
     command = root / "plugins/commit-commands/commands/commit.md"

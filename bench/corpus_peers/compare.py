@@ -105,7 +105,9 @@ def read_sidecar(plugins: list[dict], tree: Path) -> dict[str, Reading]:
             folder = str((tree / p["repo"].replace("/", "+") / p["path"]).resolve())
             answer = sc.call("thread/start", {"roots": [], "plugins": [folder]}, timeout=120)
             catalog = answer["catalog"]
-            entry = next((e for e in catalog["plugins"] if os.path.realpath(e["path"]) == folder), None)
+            here = [e for e in catalog["plugins"] if os.path.realpath(e["path"]) == folder]
+            # one folder can hold several plugins (anthropics/skills' marketplace entries share "./")
+            entry = next((e for e in here if e["name"] == p["name"]), here[0] if here else None)
             diags = [d for d in answer.get("diagnostics", [])
                      if str(d.get("path", "")).startswith(folder)]
             notes = sorted({f"{d['kind']}: {d.get('message', '')[:160]}" for d in diags})

@@ -13,8 +13,13 @@ NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 # An MCP server's name in thread/start.mcpServers; '__' is refused besides (it separates the parts of a full name).
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 # A plugin's MCP server as the sidecar names it: plugin_<plugin>_<server> (<plugin> a resource name,
-# <server> the key in its .mcp.json, an MCP_SERVER_NAME); '__' is refused besides, as above.
-PLUGIN_MCP_SERVER_NAME = re.compile(rf"plugin_(?:{NAME_PATTERN.pattern})_[A-Za-z0-9_-]{{1,32}}")
+# <server> the key in its .mcp.json normalised as Claude Code normalises it, plugin_server_part);
+# '__' is refused besides, as above.
+PLUGIN_MCP_SERVER_NAME = re.compile(rf"plugin_(?:{NAME_PATTERN.pattern})_[A-Za-z0-9_-]{{1,64}}")
+# What of a plugin's server key stays in its name: Claude Code replaces every other character with '_'
+# ("google calendar" -> plugin_<plugin>_google_calendar, tools mcp__plugin_<plugin>_google_calendar__<tool>).
+_NOT_IN_SERVER_NAME = re.compile(r"[^A-Za-z0-9_-]")
+MAX_PLUGIN_SERVER_KEY = 64
 # A tool's name, whatever provides it (dynamic, extension, MCP: mcp__<server>__<tool> whole), and
 # exactly one longer form: a plugin's MCP tool, mcp__plugin_<plugin>_<server>__<tool>.
 TOOL_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,64}}|mcp__{PLUGIN_MCP_SERVER_NAME.pattern}__[A-Za-z0-9_-]{{1,64}}")
@@ -58,6 +63,24 @@ def qualified_name_problem(name: object) -> str | None:
     return name_problem(name)
 
 
+def plugin_server_part(server: str) -> str:
+    """A plugin's ``.mcp.json`` key as it appears in tool names: each character other than a letter,
+    digit, '_' or '-' becomes '_' (Claude Code's normalisation of MCP server names)."""
+    return _NOT_IN_SERVER_NAME.sub("_", server)
+
+
+def plugin_server_key_problem(server: str) -> str | None:
+    """Why a plugin's ``.mcp.json`` key cannot name a server, or ``None``: the peers accept any
+    non-empty key (spaces, dots); only what cannot make a tool name is refused."""
+    if not server.strip():
+        return "its name must not be blank"
+    if len(server) > MAX_PLUGIN_SERVER_KEY:
+        return f"its name is {len(server)} characters long; at most {MAX_PLUGIN_SERVER_KEY} are allowed"
+    if "__" in plugin_server_part(server):
+        return "its name must not hold '__' (or two characters in a row that become '_'): it separates a tool name's parts"
+    return None
+
+
 def plugin_mcp_server_name(plugin: str, server: str) -> str:
     """The name the sidecar runs a plugin's MCP server under; its tools are mcp__<this>__<tool>."""
-    return f"plugin_{plugin}_{server}"
+    return f"plugin_{plugin}_{plugin_server_part(server)}"

@@ -133,6 +133,9 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
             raise DomainError("skill_not_found", f"skill '{name}' has no SKILL.md at {entry.source} any more",
                               name=name, path=entry.source) from None
         raise
+    if entry.dialect == "claude" and not frontmatter.has_frontmatter(data):
+        return _activated(entry, name, entry.description, decode_utf8(data, entry.source, "SKILL.md", 0),
+                          directory_real, resources, limits)  # listed so: no frontmatter (Claude Code's rule)
     try:
         fm = frontmatter.parse(data, True, limits.max_frontmatter_bytes, required=True)
     except FrontmatterError as exc:
@@ -140,20 +143,31 @@ def activate(catalog: Catalog, name: object, resources: list[str], limits: Limit
                           f"skill '{name}': {exc.problem.message}", name=name, path=entry.source,
                           line=exc.problem.line) from None
     assert fm is not None
-    problems = frontmatter.check_skill(fm, entry.local_name)
+    if entry.dialect is None:
+        problems = frontmatter.check_skill(fm, entry.local_name)
+    else:  # a plugin's skill: served under its peer's name, which must still be the one it was listed under
+        problems, _, served = frontmatter.check_skill_as(fm, os.path.basename(entry.directory), entry.dialect)
+        if not problems and served != entry.local_name:
+            problems = [frontmatter.Problem("name_mismatch", f"its name is now '{served}', not '{entry.local_name}'",
+                                            line=fm.lines.get("name"))]
     if problems:
         problem = problems[0]
         kind = "name_mismatch" if problem.kind in ("name_mismatch", "invalid_name") else "invalid_frontmatter"
         raise DomainError(kind, f"skill '{name}': {problem.message}", name=name, path=entry.source,
                           line=problem.line)
     body = decode_utf8(data, entry.source, "SKILL.md", fm.body_start)
+    return _activated(entry, name, fm.data["description"], body, directory_real, resources, limits)
+
+
+def _activated(entry: Any, name: str, description: str, body: str, directory_real: str, resources: list[str],
+               limits: Limits) -> ActivatedSkill:
     loaded = [read_resource(entry.directory, directory_real, request, limits) for request in dict.fromkeys(resources)]
     dot_entries: list[str] = []
     files, omitted = list_files(directory_real, limits.max_listed_files, dot_entries)
     origin = entry.origin or root_origin(entry.root)
     for resource in loaded:
         resource.origin = origin
-    return ActivatedSkill(name, fm.data["description"], entry.root.path, entry.source,
+    return ActivatedSkill(name, description, entry.root.path, entry.source,
                           _LEADING_BLANK_LINES.sub("", body), loaded, os.path.normpath(entry.directory),
                           files, omitted, dot_entries, origin)
 

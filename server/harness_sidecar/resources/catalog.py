@@ -104,13 +104,14 @@ def root_origin(root: Root) -> dict[str, Any]:
 
 
 class SkillEntry(Record):
-    __slots__ = ("name", "description", "root", "source", "directory", "stamp", "origin", "local_name")
+    __slots__ = ("name", "description", "root", "source", "directory", "stamp", "origin", "local_name", "dialect")
     _uncompared = frozenset(["stamp"])
 
     def __init__(self, name: str, description: str, root: Root, source: str, directory: str,
                  stamp: tuple | None = None, origin: dict[str, Any] | None = None) -> None:
         self.name = name
-        self.local_name = name  # the frontmatter's name; a plugin's skill is listed as <plugin>:<local_name>
+        self.local_name = name  # the name it is served under; a plugin's skill is listed as <plugin>:<local_name>
+        self.dialect: str | None = None  # a plugin's skill: whose naming rule chose its name (check_skill_as)
         self.origin = origin  # provenance: None for a root's skill (root_origin), else resources.plugins sets it
         self.description = description
         self.root = root
@@ -235,7 +236,9 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
 
 
 def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_link: bool, limits: Limits,
-                diagnostics: list[Diagnostic]) -> SkillEntry | None:
+                diagnostics: list[Diagnostic], dialect: str | None = None) -> SkillEntry | None:
+    """The skill in ``skills_dir/name``; ``dialect`` (a plugin's): served under its peer's name
+    (``frontmatter.check_skill_as``)."""
     directory = f"{skills_dir}/{name}"
     source = f"{directory}/SKILL.md"
     if is_link or not is_within(skills_real, root.real):
@@ -257,9 +260,9 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
         except OSError:
             st = None
         if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= limits.max_file_bytes:
-            cached = _HEADERS.get(_header_key(st, name, limits))
+            cached = _HEADERS.get(_header_key(st, name, limits, dialect))
             if cached is not None:
-                return _entry(root, name, source, directory, st, cached, diagnostics)
+                return _entry(root, name, source, directory, st, cached, diagnostics, dialect)
     try:
         fd = _open_in(directory, real_dir, "SKILL.md", root)
     except DomainError as exc:
@@ -281,22 +284,25 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
                 "too_large", f"{source} is {st.st_size} bytes; maxFileBytes is {limits.max_file_bytes}", source,
                 "shorten the body or move material into resource files", extra={"size": st.st_size}))
             return None
-        header = _skill_header(fd, st, name, limits)
+        header = _skill_header(fd, st, name, limits, dialect)
     finally:
         os.close(fd)
-    return _entry(root, name, source, directory, st, header, diagnostics)
+    return _entry(root, name, source, directory, st, header, diagnostics, dialect)
 
 
 def _entry(root: Root, name: str, source: str, directory: str, st: os.stat_result,
-           header: tuple[str | None, tuple[Problem, ...]], diagnostics: list[Diagnostic]) -> SkillEntry | None:
-    description, problems = header
+           header: tuple, diagnostics: list[Diagnostic], dialect: str | None = None) -> SkillEntry | None:
+    description, problems = header[0], header[1]
+    served = header[2] if len(header) > 2 and header[2] else name  # a plugin's skill: its peer's name
     if description is None:
         diagnostics.extend(Diagnostic.from_problem(p, source) for p in problems)
         return None
     # a valid skill's problems are warnings: it is served
     diagnostics.extend(Diagnostic.from_problem(p, source, severity="warning") for p in problems)
-    return SkillEntry(name, description, root, source, directory,
-                      (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    entry = SkillEntry(served, description, root, source, directory,
+                       (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    entry.dialect = dialect
+    return entry
 
 
 def _missing_skill_file(directory: str, real_dir: str) -> Diagnostic:
@@ -365,27 +371,44 @@ MAX_CACHED_HEADERS = 50_000
 RACY_SECONDS = 2.0
 
 
-def _header_key(st: os.stat_result, name: str, limits: Limits) -> tuple:
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, name, limits.max_frontmatter_bytes)
+def _header_key(st: os.stat_result, name: str, limits: Limits, dialect: str | None = None) -> tuple:
+    # a plugin's skill is read by its dialect's naming rule: "<folder>\0<dialect>" (no file name holds a NUL)
+    named = name if dialect is None else f"{name}\0{dialect}"
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, named, limits.max_frontmatter_bytes)
 
 
-def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tuple[str | None, tuple[Problem, ...]]:
+def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits, dialect: str | None = None) -> tuple:
     """``(description, problems)`` of the open SKILL.md ``fd``; reads only its frontmatter.
 
     With a description the skill is valid and the problems are warnings; without one they
     are why it is rejected.
     """
-    key = _header_key(st, name, limits)
+    key = _header_key(st, name, limits, dialect)
     cached = _HEADERS.get(key)
     if cached is not None:
         return cached
     data, eof = frontmatter.read_prefix(fd, limits.max_frontmatter_bytes)
+    if (dialect == "claude" and not frontmatter.has_frontmatter(data) and not name_problem(name)
+            and frontmatter.first_paragraph(data)):
+        # Claude Code serves a SKILL.md without frontmatter: its folder's name, its first paragraph
+        result: tuple = (frontmatter.first_paragraph(data)[:frontmatter.MAX_DESCRIPTION_CHARS], (Problem(
+            "no_frontmatter", "SKILL.md has no frontmatter; served under its folder's name with its first "
+            "paragraph as the description (Claude Code's rule)",
+            hint=f"add '---\nname: {name}\ndescription: <when to use it>\n---' at the top", line=1),))
+        if time.time() - st.st_ctime > RACY_SECONDS:
+            if len(_HEADERS) >= MAX_CACHED_HEADERS:
+                _HEADERS.clear()
+            _HEADERS[key] = result
+        return result
     try:
         fm = frontmatter.parse(data, eof, limits.max_frontmatter_bytes, required=True)
         assert fm is not None
-        problems = tuple(frontmatter.check_skill(fm, name))
-        result = (None, problems) if problems else (frontmatter.one_line(fm.data["description"]),
-                                                    tuple(frontmatter.skill_warnings(fm)))
+        errors, named, served = frontmatter.check_skill_as(fm, name, dialect)
+        problems = tuple(errors)
+        result: tuple = (None, problems) if problems else (frontmatter.one_line(fm.data["description"]),
+                                                           tuple(named + frontmatter.skill_warnings(fm)))
+        if served != name and not problems:
+            result += (served,)
     except FrontmatterError as exc:
         result = (None, (exc.problem,))
     if time.time() - st.st_ctime > RACY_SECONDS:
@@ -395,7 +418,8 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits) -> tup
     return result
 
 
-def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folder: str = "skills") -> list[SkillEntry]:
+def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folder: str = "skills",
+                dialect: str | None = None) -> list[SkillEntry]:
     """The skills of ``root``'s ``folder`` (a plugin's manifest may name other folders than ``skills``)."""
     skills_dir = os.path.join(root.path, folder)
     try:
@@ -439,7 +463,8 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folde
             continue
         counted += 1
         try:
-            skill = _scan_skill(root, skills_dir, skills_real, entry.name, entry.is_symlink(), limits, diagnostics)
+            skill = _scan_skill(root, skills_dir, skills_real, entry.name, entry.is_symlink(), limits, diagnostics,
+                                dialect)
         except OSError as exc:
             diagnostics.append(Diagnostic.unreadable(exc, os.path.join(skills_dir, entry.name, "SKILL.md")))
             continue

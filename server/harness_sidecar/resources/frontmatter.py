@@ -94,6 +94,28 @@ def read_prefix(fd: int, max_frontmatter_bytes: int) -> tuple[bytes, bool]:
     return data, False
 
 
+def has_frontmatter(data: bytes) -> bool:
+    """Whether ``data`` opens with a ``---`` line (a frontmatter block, closed or not)."""
+    return _OPEN.match(data) is not None
+
+
+def first_paragraph(data: bytes) -> str:
+    """The first paragraph of a Markdown body that is not a heading, as one line: the description
+    Claude Code gives a skill whose SKILL.md has no frontmatter ("" when there is none)."""
+    text = data.decode("utf-8", "replace")
+    paragraph: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            if paragraph:
+                break
+            continue
+        if stripped.startswith("#") and not paragraph:
+            continue
+        paragraph.append(stripped)
+    return " ".join(" ".join(paragraph).split())
+
+
 def split(data: bytes, eof: bool, max_frontmatter_bytes: int, required: bool) -> tuple[str | None, int, int]:
     """Locate the frontmatter in ``data``.
 
@@ -491,6 +513,47 @@ def description_problem(value: object, line: int | None, required: bool, raw: st
 
 def check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     """Every rule a skill's frontmatter must meet, as a list of problems (empty when valid)."""
+    return check_skill_as(fm, dir_name, None)[0]
+
+
+# The name each peer serves a plugin's skill under when its frontmatter ``name`` is not its folder's.
+PEER_NAMES = {"claude": "the folder's (Claude Code's rule)", "codex": "the frontmatter's (Codex's rule)"}
+
+
+def check_skill_as(fm: Frontmatter, dir_name: str, dialect: str | None) -> tuple[list[Problem], list[Problem], str]:
+    """``(problems, name warnings, served name)`` of a skill's frontmatter.
+
+    ``dialect`` None (a root's skill): the frontmatter ``name`` must be the folder's, else
+    ``name_mismatch`` / ``invalid_name`` are problems (the skill is refused). A plugin's skill
+    (``"claude"`` / ``"codex"``) is served under the name its peer serves it under: Claude Code's
+    the folder's, Codex's the frontmatter's (the folder's when that is no resource name); a name
+    that differs is a warning, never a refusal.
+    """
+    name = fm.data.get("name")
+    if dialect is None or not isinstance(name, str):
+        return _check_skill(fm, dir_name), [], dir_name
+    name_line = fm.lines.get("name", 2)
+    warnings: list[Problem] = []
+    served = dir_name
+    if dialect == "codex" and name_problem(name) is None:
+        served = name
+    if name_problem(served):
+        return _check_skill(fm, dir_name), [], dir_name
+    if name != served or name != dir_name:
+        why = name_problem(name)
+        kind = "invalid_name" if why else "name_mismatch"
+        said = f"name '{name}' {why}" if why else f"name '{name}' differs from its directory '{dir_name}'"
+        warnings.append(Problem(kind, f"{said}; served as '{served}', {PEER_NAMES.get(dialect, 'the folder')} name",
+                                hint=f"write 'name: {dir_name}' or rename the directory to match", line=name_line))
+    problems: list[Problem] = []
+    desc = description_problem(fm.data.get("description"), fm.lines.get("description", 1), required=True,
+                               raw=fm.raw.get("description"))
+    if desc:
+        problems.append(desc)
+    return problems, warnings, served
+
+
+def _check_skill(fm: Frontmatter, dir_name: str) -> list[Problem]:
     problems: list[Problem] = []
     name = fm.data.get("name")
     name_line = fm.lines.get("name", 2)

@@ -43,21 +43,23 @@ def cache_dir() -> str | None:
 
 
 def _encode(key: tuple, value: tuple[str | None, tuple[Problem, ...]]) -> list[Any]:
-    description, problems = value
-    return [list(key), description,
-            [[p.kind, p.message, p.hint, p.line, p.column] for p in problems]]
+    description, problems = value[0], value[1]
+    row = [list(key), description, [[p.kind, p.message, p.hint, p.line, p.column] for p in problems]]
+    return row + [value[2]] if len(value) > 2 else row  # a plugin's skill served under another name
 
 
 def _decode(row: Any) -> tuple[tuple, tuple[str | None, tuple[Problem, ...]]] | None:
     try:
-        key, description, problems = row
+        key, description, problems, *served = row
+        if len(served) > 1 or not all(isinstance(n, str) for n in served):
+            return None
         dev, ino, size, mtime, ctime, name, limit = key
         if not (all(isinstance(n, int) for n in (dev, ino, size, mtime, ctime, limit)) and isinstance(name, str)
                 and (description is None or isinstance(description, str))):
             return None
         decoded = tuple(Problem(str(kind), str(message), hint, line, column)
                         for kind, message, hint, line, column in problems)
-        return (dev, ino, size, mtime, ctime, name, limit), (description, decoded)
+        return (dev, ino, size, mtime, ctime, name, limit), (description, decoded, *served)
     except (TypeError, ValueError):
         return None
 

@@ -36,9 +36,9 @@ from harness_sidecar.errors import DomainError
 from harness_sidecar.hooks.declared import Declared, HookSource, Handler, read_hooks
 from harness_sidecar.limits import Limits
 from harness_sidecar.names import (
-    MCP_SERVER_NAME,
     name_problem,
     plugin_mcp_server_name,
+    plugin_server_key_problem,
 )
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
@@ -414,9 +414,11 @@ def _candidates(roots: list[Root], paths: list[str],
     return found
 
 
-def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagnostic],
-                   reader: _Reader) -> tuple[str, str, dict[str, Any], str, frozenset[str]] | None:
-    """``(dialect, manifest path, manifest, text)``, or ``None`` with a diagnostic."""
+def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader,
+                   root: Root | None = None, entries: list[Any] | None = None,
+                   ) -> tuple[str, str, dict[str, Any], str, frozenset[str]] | None:
+    """``(dialect, manifest path, manifest, text)``, or ``None`` with a diagnostic. A folder without a
+    manifest that a marketplace entry names: ``None``, and ``entries`` gets each such entry."""
     try:
         top = set(os.listdir(real))
     except OSError as exc:
@@ -424,6 +426,10 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
         return None
     present = [(d, rel) for d, rel in MANIFESTS
                if rel.split("/")[0] in top and os.path.isfile(os.path.join(real, rel))]
+    if not present and entries is not None:
+        entries.extend(_marketplace_entries(path, real, root, limits, diagnostics, reader))
+        if entries:
+            return None
     if not present:
         diagnostics.append(Diagnostic("not_a_plugin", f"{path} has neither .claude-plugin/plugin.json nor "
                                       ".codex-plugin/plugin.json; it is skipped", path,
@@ -483,13 +489,73 @@ def _read_manifest(path: str, real: str, limits: Limits, diagnostics: list[Diagn
                                       manifest_path, extra={"ignored": other, "severity": "warning"}))
     hooks = manifest.get("hooks")
     for entry in hooks if isinstance(hooks, list) else [hooks]:
-        if isinstance(entry, str) and os.path.normpath(entry) == DEFAULT_HOOKS:
+        if isinstance(entry, str) and os.path.normpath(entry) == DEFAULT_HOOKS and dialect == "claude":
             diagnostics.append(Diagnostic(
                 "duplicate_hooks_file", f"{manifest_path} points 'hooks' at {entry}, which is loaded by default; "
-                "the plugin is left out (Claude Code refuses it too)", manifest_path,
-                "remove the 'hooks' field: hooks/hooks.json is read without it", line=_key_line(text, "hooks")))
-            return None
+                "it is read once (Claude Code 2.1 does the same)", manifest_path,
+                "remove the 'hooks' field: hooks/hooks.json is read without it", line=_key_line(text, "hooks"),
+                extra={"severity": "warning"}))
     return dialect, manifest_path, manifest, text, frozenset(top)
+
+
+MARKETPLACES = (("claude", ".claude-plugin/marketplace.json"), ("codex", ".agents/plugins/marketplace.json"))
+MARKETPLACE_ENTRY = "\0marketplace"  # set in the manifest made of a marketplace entry (no JSON key is a NUL)
+MARKETPLACE_LEVELS = 4  # how far above a folder without a manifest its marketplace is looked for
+
+
+def _entry_source(entry: dict[str, Any], base: str) -> str | None:
+    """The folder a marketplace entry's local ``source`` names (``None``: remote, or no source)."""
+    source = entry.get("source")
+    if isinstance(source, dict) and source.get("source") == "local":
+        source = source.get("path")
+    if not isinstance(source, str) or not source or "://" in source or os.path.isabs(source):
+        return None
+    return os.path.realpath(os.path.join(base, source))
+
+
+def _marketplace_entries(path: str, real: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic],
+                         reader: _Reader) -> list[tuple[str, str, dict[str, Any], str, frozenset[str]]]:
+    """Each entry of the nearest marketplace (``.claude-plugin/marketplace.json``, Codex's
+    ``.agents/plugins/marketplace.json``) in the folder or up to MARKETPLACE_LEVELS above it (inside its
+    root, for a root's ``plugins/``) whose local ``source`` is this folder: Claude Code's ``strict: false``
+    entries and entries whose source has no manifest. The entry is the plugin's manifest; its paths are
+    relative to the folder."""
+    found: list[tuple[str, str, dict[str, Any], str, frozenset[str]]] = []
+    base = real
+    for _ in range(MARKETPLACE_LEVELS + 1):
+        if root is not None and not is_within(base, root.real):
+            break
+        for dialect, rel in MARKETPLACES:
+            file = os.path.join(base, rel)
+            if not os.path.isfile(file):
+                continue
+            try:
+                text = reader.read(file, Root(base, base, -1), limits.max_file_bytes, "marketplace").decode("utf-8")
+                data = json.loads(text)
+            except (DomainError, OSError, UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            listed = data.get("plugins") if isinstance(data, dict) else None
+            for entry in listed if isinstance(listed, list) else []:
+                if not isinstance(entry, dict) or _entry_source(entry, base) != os.path.realpath(real):
+                    continue
+                name = entry.get("name")
+                shown = os.path.join(path, os.path.relpath(file, real)) if is_within(file, real) else file
+                why = name_problem(name)
+                if why:
+                    diagnostics.append(Diagnostic("invalid_manifest", f"{shown}: marketplace entry {name!r} names "
+                                                  f"{path}, but its name {why}; it is left out", shown,
+                                                  line=_key_line(text, "name")))
+                    continue
+                manifest = {k: v for k, v in entry.items() if k not in ("source", "strict")}
+                manifest[MARKETPLACE_ENTRY] = shown
+                found.append((dialect, shown, manifest, text, frozenset(os.listdir(real))))
+        if found:
+            return found
+        parent = os.path.dirname(base)
+        if parent == base:
+            break
+        base = parent
+    return found
 
 
 def _manifest_name(manifest_path: str, real: str, limits: Limits, reader: _Reader) -> str | None:
@@ -537,12 +603,20 @@ def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
     return out
 
 
-def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic],
-                 reader: _Reader) -> Plugin | None:
+def _load_plugins(path: str, real: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic],
+                  reader: _Reader) -> list[Plugin]:
+    """The plugin in a folder: its manifest's, else one per marketplace entry naming the folder."""
     reader.known(path, real)
-    read = _read_manifest(path, real, limits, diagnostics, reader)
-    if read is None:
-        return None
+    entries: list[Any] = []
+    read = _read_manifest(path, real, limits, diagnostics, reader, root, entries)
+    if read is not None:
+        plugin = _load_plugin(path, real, root, limits, diagnostics, reader, read)
+        return [plugin] if plugin is not None else []
+    return [p for e in entries if (p := _load_plugin(path, real, root, limits, diagnostics, reader, e)) is not None]
+
+
+def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagnostics: list[Diagnostic],
+                 reader: _Reader, read: tuple[str, str, dict[str, Any], str, frozenset[str]]) -> Plugin | None:
     dialect, manifest_path, manifest, text, entries = read
     version = manifest.get("version") if isinstance(manifest.get("version"), str) else None
     plugin = Plugin(manifest["name"], version, path, Root(path, real, -1), dialect, manifest_path, manifest, root)
@@ -559,9 +633,13 @@ def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagno
 def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
     seen: set[str] = set()
     found: list[C.SkillEntry] = []
-    if "skills" in plugin.entries:  # the default folder, scanned as a root's skills/ is
+    if "skills" in plugin.entries and not (plugin.manifest.get(MARKETPLACE_ENTRY) and "skills" in plugin.manifest):
+        # the default folder, scanned as a root's skills/ is (a marketplace entry's 'skills' replaces it, as
+        # both peers read anthropics/skills' entries)
         seen.add(reader.real_dir(os.path.join(plugin.path, "skills")))
-        found += C.scan_skills(plugin.boundary, limits, diagnostics)
+        found += C.scan_skills(plugin.boundary, limits, diagnostics, dialect=plugin.dialect)
+        if plugin.dialect == "codex":
+            found += _nested_skills(plugin, os.path.join(plugin.path, "skills"), limits, diagnostics)
     for folder in [p for p in _paths(plugin, "skills", text, diagnostics) if isinstance(p, str)]:
         real = reader.real_dir(folder)
         if real in seen or not os.path.isdir(real):
@@ -570,10 +648,13 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
         if os.path.isfile(os.path.join(real, "SKILL.md")):  # the path names one skill's folder
             parent = os.path.dirname(folder)
             skill = C._scan_skill(plugin.boundary, parent, os.path.realpath(parent), os.path.basename(folder),
-                                  os.path.islink(folder), limits, diagnostics)
+                                  os.path.islink(folder), limits, diagnostics, plugin.dialect)
             found += [skill] if skill is not None else []
         else:
-            found += C.scan_skills(plugin.boundary, limits, diagnostics, os.path.relpath(folder, plugin.path))
+            found += C.scan_skills(plugin.boundary, limits, diagnostics, os.path.relpath(folder, plugin.path),
+                                   plugin.dialect)
+            if plugin.dialect == "codex":
+                found += _nested_skills(plugin, folder, limits, diagnostics)
     names: set[str] = set()
     for skill in found:
         skill.local_name = skill.name
@@ -585,6 +666,42 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
             continue
         names.add(skill.name)
         plugin.skills.append(skill)
+
+
+NESTED_SKILL_DEPTH = 4  # how deep below skills/<folder>/ a Codex plugin's SKILL.md is looked for
+
+
+def _nested_skills(plugin: Plugin, folder: str, limits: Limits, diagnostics: list[Diagnostic]) -> list[C.SkillEntry]:
+    """A Codex plugin's skills below ``skills/<folder>/`` (Codex finds every SKILL.md under a skills
+    folder: openai/plugins' moody-s ``skills/shared/citations/``, zoom's ``skills/meeting-sdk/web/``).
+    Links are not followed and dot-folders are skipped; the top level is ``scan_skills``'. One
+    ``scandir`` per folder, no ``stat`` beyond it (the walk runs at every thread/start)."""
+    found: list[C.SkillEntry] = []
+    real = os.path.realpath(folder)
+    if not is_within(real, plugin.boundary.real):
+        return found
+    # (path as found, its real path, depth below the skills folder); links are never entered, so
+    # a folder's real path is its parent's joined with its name
+    pending = [(folder, real, 0)]
+    while pending:
+        path, real_path, depth = pending.pop()
+        try:
+            with os.scandir(real_path) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in it]
+        except OSError:
+            continue
+        if depth >= 2 and any(name == "SKILL.md" and is_file for name, _, is_file in entries):
+            if len(found) >= limits.max_skills_per_root:
+                break
+            parent, name = os.path.split(path)
+            skill = C._scan_skill(plugin.boundary, parent, os.path.dirname(real_path), name, False, limits,
+                                  diagnostics, plugin.dialect)
+            if skill is not None:
+                found.append(skill)
+        if depth < NESTED_SKILL_DEPTH:
+            pending += [(f"{path}/{name}", f"{real_path}/{name}", depth + 1)
+                        for name, is_dir, _ in sorted(entries, reverse=True) if is_dir and not name.startswith(".")]
+    return found
 
 
 def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
@@ -665,13 +782,23 @@ def _hook_document(path: str, data: Any, diagnostics: list[Diagnostic]) -> dict[
 
 
 def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
+    """The plugin's hooks declarations. Claude Code reads ``hooks/hooks.json`` and adds the manifest's
+    ``hooks`` (the default file named again is read once); Codex reads the manifest's ``hooks`` *instead
+    of* the default file when the field is there (``"hooks": {}`` declares none)."""
     declared: list[Any] = []
     default = os.path.join(plugin.path, DEFAULT_HOOKS)
-    if "hooks" in plugin.entries and os.path.isfile(default):
+    replaces = plugin.dialect == "codex" and "hooks" in plugin.manifest
+    if "hooks" in plugin.entries and os.path.isfile(default) and not replaces:
         declared.append(default)
-    declared += _paths(plugin, "hooks", text, diagnostics, allow_inline=True)
+    for item in _paths(plugin, "hooks", text, diagnostics, allow_inline=True):
+        if isinstance(item, str) and any(isinstance(d, str) and os.path.realpath(d) == os.path.realpath(item)
+                                         for d in declared):
+            continue  # the same file named twice: read once
+        declared.append(item)
     for item in declared:
         if isinstance(item, dict):
+            if "hooks" not in item and item and all(isinstance(v, list) for v in item.values()):
+                item = {"hooks": item}  # the events inline, unwrapped: Claude Code reads them so
             document = _hook_document(plugin.manifest_path, item, diagnostics)
             if document is not None:
                 plugin.hook_documents.append((plugin.manifest_path, document))
@@ -712,6 +839,7 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
         if not (isinstance(item, str) and os.path.realpath(item) == os.path.realpath(default)):
             declared.append(item)
     seen: set[str] = set()
+    named: dict[str, str] = {}  # the name it runs under -> its key
     for item in declared:
         where = plugin.manifest_path
         if isinstance(item, dict):
@@ -734,18 +862,22 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
         # {"mcpServers": {name: {...}}}, or the servers directly (many real .mcp.json files)
         servers = data["mcpServers"] if isinstance(data.get("mcpServers"), dict) else data
         for server, spec in servers.items():
-            problem = None
-            if not MCP_SERVER_NAME.fullmatch(server) or "__" in server:
-                problem = "its name must be 1-32 letters, digits, '_' or '-' without '__'"
+            problem = plugin_server_key_problem(server)
+            if problem is not None:
+                pass
             elif not isinstance(spec, dict):
                 problem = "its entry must be an object"
             elif server in seen:
                 problem = "a server of that name is already declared by the plugin"
+            elif named.get(plugin_mcp_server_name(plugin.name, server), server) != server:
+                problem = (f"its tool names would be those of server {named[plugin_mcp_server_name(plugin.name, server)]!r} "
+                           "(both become " + plugin_mcp_server_name(plugin.name, server) + ")")
             if problem is not None:
                 diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP server {server!r} is left out: "
                                               f"{problem}", where, extra={"plugin": plugin.name}))
                 continue
             seen.add(server)
+            named[plugin_mcp_server_name(plugin.name, server)] = server
             transport = spec.get("type") if isinstance(spec.get("type"), str) else "stdio"
             if transport != "stdio":
                 diagnostics.append(Diagnostic(
@@ -858,10 +990,10 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     found: dict[str, list[Plugin]] = {}
     reader = _Reader()
     for path, real, root in _candidates(roots, paths, diagnostics):
-        plugin = _load_plugin(path, real, root, limits, diagnostics, reader)
-        if plugin is None or plugin.name in skip or os.path.realpath(real) in skip_folders:
-            continue
-        found.setdefault(plugin.name, []).append(plugin)
+        for plugin in _load_plugins(path, real, root, limits, diagnostics, reader):
+            if plugin.name in skip or os.path.realpath(real) in skip_folders:
+                continue
+            found.setdefault(plugin.name, []).append(plugin)
     winners: dict[str, Plugin] = {}
     for name, same in found.items():
         winner = next((p for p in same if p.root is None), same[0])
