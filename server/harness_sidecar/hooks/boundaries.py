@@ -7,6 +7,8 @@ their answers into verdicts and one ``decision.Decision``:
 - ``around_tool``: PreToolUse before every ``tools/call`` (its decision acts as one before hook that
   runs before the extensions' before hooks), PostToolUse after the core and the transforms;
 - ``prompt``: UserPromptSubmit at ``input/submit``;
+- ``around_tool`` also runs PostToolUseFailure after a core that failed (protocol-v4 §3);
+- ``instructions_loaded``: InstructionsLoaded at ``thread/start``, once per instructions file;
 - ``session_start`` / ``session_end``: SessionStart (matcher value ``startup``) at ``thread/start``,
   SessionEnd at ``thread/close`` within ``limits.sessionEndBudgetMs``;
 - ``run_event_hooks(event, payload, hooks)``: the loop's events (``loop/event``, protocol-v3 §4) →
@@ -117,7 +119,7 @@ class ThreadHooks:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
-                if h.event == event and h.supported and (value is None or h.matcher.matches(value)) \
+                if h.event == event and h.supported and not h.dormant and (value is None or h.matcher.matches(value)) \
                         and h.key not in out:
                     out[h.key] = h
         return list(out.values())
@@ -177,7 +179,8 @@ class ThreadHooks:
     # -- tools/call ------------------------------------------------------------------------------------
 
     def wants_tool(self, name: str) -> bool:
-        return bool(self.matching("PreToolUse", name) or self.matching("PostToolUse", name))
+        return bool(self.matching("PreToolUse", name) or self.matching("PostToolUse", name)
+                    or self.matching("PostToolUseFailure", name))
 
     async def around_tool(self, call: ToolCall, tool: Any, validate: Callable[[Any, dict[str, Any]], Any],
                           proceed: Callable[[ToolCall], Awaitable[ToolResult]]) -> ToolResult:
@@ -223,10 +226,19 @@ class ThreadHooks:
         result = await proceed(call)
         post = self.matching("PostToolUse", call.name)
         feedback: list[tuple[str, str, str]] = []  # (source, kind, text)
+        verdicts = []
         if post:
             verdicts = await self.run("PostToolUse", post, {
                 "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
                 "tool_response": result.to_wire()})
+        # PostToolUseFailure (protocol-v4 §3): after a core that failed — an error result no hook or policy blocked
+        failed = self.matching("PostToolUseFailure", call.name) \
+            if result.is_error and "blocked" not in result.details else []
+        if failed:
+            verdicts += await self.run("PostToolUseFailure", failed, {
+                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
+                "error": _error_text(result), "is_interrupt": False})
+        if verdicts:
             for v in verdicts:
                 for kind, text in ([("block", v.feedback)] if v.feedback else []) + [("context", c) for c in v.context]:
                     feedback.append((v.source, kind, text))
@@ -314,6 +326,15 @@ class ThreadHooks:
         verdicts = await self.run("SessionStart", self.matching("SessionStart", "startup"), {"source": "startup"})
         return [(v.source, text) for v in verdicts for text in v.context]
 
+    async def instructions_loaded(self, files: list[str]) -> None:
+        """InstructionsLoaded at ``thread/start`` (protocol-v4 §3): once per instructions file the catalog
+        loaded (``AGENTS.md``/``CLAUDE.md``), matcher value ``session_start``; an observer (it decides nothing)."""
+        handlers = self.matching("InstructionsLoaded", "session_start")
+        if not handlers or not files:
+            return
+        await asyncio.gather(*(self.run("InstructionsLoaded", handlers, {
+            "file_path": path, "memory_type": "Project", "load_reason": "session_start"}) for path in files))
+
     async def session_end(self, reason: str) -> None:
         handlers = self.matching("SessionEnd", reason)
         if handlers:
@@ -369,6 +390,12 @@ async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: Threa
     for verdict in verdicts:
         verdict.updated_input = None  # nothing to rewrite on a loop event
     return verdicts
+
+
+def _error_text(result: ToolResult) -> str:
+    """A failed result's text, as PostToolUseFailure's ``error``."""
+    text = "\n".join(c.get("text", "") for c in result.content if isinstance(c, dict) and c.get("type") == "text")
+    return text or "the tool failed"
 
 
 def thread_cwd(cwd: str | None) -> str:

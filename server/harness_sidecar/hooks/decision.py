@@ -122,6 +122,7 @@ def merge(verdicts: list[Verdict]) -> Decision:
 DECISIONS = ("approve", "block")  # top-level ``decision`` (``approve`` is PreToolUse's, deprecated)
 PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")  # ``hookSpecificOutput.permissionDecision``
 BEHAVIORS = ("allow", "deny")  # PermissionRequest's ``hookSpecificOutput.decision.behavior``
+POST_EVENTS = ("PostToolUse", "PostToolUseFailure")  # after the core: a block is feedback, it cannot undo the call
 
 
 def undefined_value(event: str, output: dict[str, Any]) -> tuple[str, Any, tuple[str, ...]] | None:
@@ -160,7 +161,7 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
         return verdict, why
     if answer.exit_code == 2:
         reason = answer.stderr_tail or "blocked (exit code 2)"
-        if handler.event == "PostToolUse":
+        if handler.event in POST_EVENTS:
             verdict.feedback = reason
         elif can_block:
             verdict.decision, verdict.reason = DENY, reason
@@ -196,7 +197,7 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
     if output.get("continue") is False and not reason:
         stop = output.get("stopReason")
         reason = stop if type(stop) is str else ""
-    if handler.event == "PostToolUse":
+    if handler.event in POST_EVENTS:
         if decision == "block":
             verdict.feedback = reason or "blocked"
         return verdict, None
