@@ -61,6 +61,8 @@ class ThreadHooks:
     deciding: set[asyncio.Task] = field(default_factory=set)  # PreToolUse runs of calls whose core has not begun
     closing: bool = False  # thread/close: calls still deciding are answered blocked "closed"
     max_result_bytes: int = 16 * 1024 * 1024  # --max-result-bytes: what hooks add is cut to fit it (hooks.fit)
+    # Sidecar._ui_notify: a hook's systemMessage reaches the user as ui/notify level "warning" (protocol-v4 §3)
+    ui_notify: Callable[[str, dict[str, Any]], None] | None = None
 
     # -- what is declared --------------------------------------------------------------------------
 
@@ -174,6 +176,9 @@ class ThreadHooks:
                     said["field"] = field_name
                 self.notify(said)
             verdicts.append(verdict)
+            if verdict.system_message and self.ui_notify is not None:
+                self.ui_notify("ui/notify", {"threadId": self.thread_id, "extensionId": verdict.source,
+                                             "level": "warning", "message": verdict.system_message})
         return verdicts
 
     # -- tools/call ------------------------------------------------------------------------------------
@@ -223,6 +228,8 @@ class ThreadHooks:
                 call = ToolCall(call.id, call.name, decision.updated_input)
                 extra["hookRewrittenBy"] = decision.rewritten_by
             context, messages = decision.context, decision.system_messages
+            if decision.stop_turn is not None:
+                extra["stopTurn"] = decision.stop_turn
         result = await proceed(call)
         post = self.matching("PostToolUse", call.name)
         feedback: list[tuple[str, str, str]] = []  # (source, kind, text)
@@ -238,6 +245,10 @@ class ThreadHooks:
             verdicts += await self.run("PostToolUseFailure", failed, {
                 "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
                 "error": _error_text(result), "is_interrupt": False})
+        stopping = [v for v in verdicts if v.stop_reason is not None]
+        if stopping and "stopTurn" not in extra:
+            extra["stopTurn"] = {"reason": "; ".join(v.stop_reason for v in stopping if v.stop_reason)
+                                 or "a hook stopped the turn", "by": list(dict.fromkeys(v.source for v in stopping))}
         if verdicts:
             for v in verdicts:
                 for kind, text in ([("block", v.feedback)] if v.feedback else []) + [("context", c) for c in v.context]:
@@ -287,10 +298,10 @@ class ThreadHooks:
 
     def _blocked(self, call: ToolCall, decision: Decision) -> ToolResult:
         result = _blocked(call, decision)
-        context = result.details.pop("hookContext", None)
-        if not context:
+        context = result.details.pop("hookContext", None) or []
+        if not (context or decision.system_messages):
             return result
-        return self._with_hook_text(call, result, {}, context, [], [])
+        return self._with_hook_text(call, result, {}, context, decision.system_messages, [])
 
     async def _confirm(self, call: ToolCall, decision: Decision) -> Decision:
         """``ask``: one ``ui/confirm`` naming the hooks; no UI, no answer or a no = blocked."""
@@ -365,6 +376,8 @@ def _how_to_trust(source: str) -> str:
 def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
     names = ", ".join(decision.by)
     details: dict[str, Any] = {"blocked": decision.blocked_to_wire()}
+    if decision.stop_turn is not None:
+        details["stopTurn"] = decision.stop_turn
     if decision.context:
         details["hookContext"] = decision.context
     return ToolResult.error(call, f"blocked by hook {names}: {decision.reason}", **details)

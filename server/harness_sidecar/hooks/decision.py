@@ -47,6 +47,7 @@ class Verdict:
     system_message: str | None = None
     failure: str | None = None  # it failed (and its event fails closed): it blocks as hook_failed
     feedback: str | None = None  # PostToolUse: a decision "block" + reason, which cannot undo the call
+    stop_reason: str | None = None  # ``continue: false``: the turn stops (its ``stopReason``, or why it blocked)
 
     def to_wire(self) -> dict[str, Any]:
         """The extension host → sidecar form (the channel's report of a loop event's handlers)."""
@@ -82,6 +83,7 @@ class Decision:
     context: list[str] = field(default_factory=list)
     system_messages: list[str] = field(default_factory=list)
     allowed_by: list[str] = field(default_factory=list)  # explicit allows (permission_request)
+    stop_turn: dict[str, Any] | None = None  # {reason, by}: a hook answered ``continue: false`` (protocol-v4 §3)
 
     def blocked_to_wire(self) -> dict[str, Any]:
         return {"kind": self.kind, "reason": self.reason, "by": self.by}
@@ -93,6 +95,15 @@ def _unique(items: list[str]) -> list[str]:
 
 def merge(verdicts: list[Verdict]) -> Decision:
     """The one decision of ``verdicts`` (in declaration order)."""
+    decision = _merge(verdicts)
+    stopping = [v for v in verdicts if v.stop_reason is not None]
+    if stopping:
+        decision.stop_turn = {"reason": "; ".join(v.stop_reason for v in stopping if v.stop_reason)
+                              or "a hook stopped the turn", "by": _unique([v.source for v in stopping])}
+    return decision
+
+
+def _merge(verdicts: list[Verdict]) -> Decision:
     context = [c for v in verdicts for c in v.context]
     messages = [v.system_message for v in verdicts if v.system_message]
     blockers = [v for v in verdicts if v.decision == DENY or v.failure is not None]
@@ -194,9 +205,16 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
         if type(message) is str and message:
             reason = message
     blocks = decision == "block" or output.get("continue") is False or permission == "deny"
-    if output.get("continue") is False and not reason:
-        stop = output.get("stopReason")
-        reason = stop if type(stop) is str else ""
+    stop = output.get("stopReason")
+    stop = stop if type(stop) is str else ""
+    if output.get("continue") is False:
+        verdict.stop_reason = stop or reason or verdict.system_message or answer.stderr_tail or ""
+        if not reason:
+            reason = stop
+    # what the hook said is the reason (protocol-v4 §3): permissionDecisionReason, reason, then its
+    # systemMessage, then its stderr — never only "blocked"
+    if not reason and (blocks or permission in ("ask", "defer")):
+        reason = verdict.system_message or answer.stderr_tail or ""
     if handler.event in POST_EVENTS:
         if decision == "block":
             verdict.feedback = reason or "blocked"

@@ -182,5 +182,6 @@ class CommandMethods:
         if decision.outcome != "allow":
             raise DomainError("input_blocked", f"the input was stopped by hook {', '.join(decision.by)}: "
                                                f"{decision.reason or 'blocked'}", by=decision.by,
-                              blockedKind=decision.kind or "hook")
+                              blockedKind=decision.kind or "hook",
+                              **({"stopTurn": decision.stop_turn} if decision.stop_turn is not None else {}))
         return {"hookContext": decision.context} if decision.context else {}

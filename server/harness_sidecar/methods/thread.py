@@ -334,7 +334,8 @@ class ThreadMethods:
                            limits.command_hook_timeout_ms, limits.max_command_hook_timeout_ms,
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
-                           ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes)
+                           ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes,
+                           ui_notify=self._ui_notify)
 
     def _diagnostic(self, params: dict[str, Any]) -> None:
         self.peer.notify("thread/diagnostic", params)
