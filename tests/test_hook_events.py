@@ -1,6 +1,7 @@
 """Every event the formats define is accepted, and what a hook says is kept (protocol-v4 §3) — through
 the real sidecar: handlers of all of Claude Code's events load; those the sidecar fires run
-(``PostToolUseFailure`` after a failed core, ``InstructionsLoaded`` at thread/start); the rest are
+(``PostToolUseFailure`` after a failed core, ``InstructionsLoaded`` at thread/start, ``UserPromptExpansion``
+when a command template expands); the rest are
 listed ``dormant``; a block's reason, ``systemMessage`` and ``continue: false`` reach the editor.
 """
 
@@ -21,6 +22,7 @@ CLAUDE_CODE_EVENTS = [
     "WorktreeRemove", "SessionStart", "SessionEnd", "PreModelSwitch", "PostModelSwitch", "MessageDisplay",
     "DirectoryAdded"]
 FIRED = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "Notification", "UserPromptSubmit",
+         "UserPromptExpansion",
          "Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "InstructionsLoaded", "SessionStart",
          "SessionEnd"}
 
@@ -168,3 +170,25 @@ def test_continue_false_stops_the_turn_and_every_answer_says_so(spawn, tmp_path)
                                            "payload": {"trigger": "auto"}}, timeout=60)
     assert observed["blocked"] is None  # an observer event is not blocked, but the turn still stops
     assert observed["stopTurn"] == {"reason": "a hook stopped the turn", "by": [source]}
+
+
+def test_user_prompt_expansion_runs_when_a_command_template_expands(spawn, tmp_path):
+    ws = Workspace(tmp_path)
+    write(ws.root / "commands" / "deploy.md", "---\ndescription: Deploy.\n---\nDeploy $ARGUMENTS now.\n")
+    write(ws.root / "commands" / "wipe.md", "---\ndescription: Wipe.\n---\nWipe everything.\n")
+    ws.declare({"UserPromptExpansion": one("deploy", ws.script("x.sh", f"cat > {tmp_path}/expansion.json\n"
+                                                                       "echo 'staging is frozen today'\n"))
+                + one("wipe", _json_hook(ws, "no.sh", {"decision": "block", "reason": "not from chat"}))})
+    sidecar, started, editor = open_thread(spawn, ws)
+    thread = started["threadId"]
+    answer = sidecar.call("input/submit", {"threadId": thread, "text": "/deploy api"}, timeout=60)
+    assert answer["action"] == "send" and "Deploy api now." in answer["message"]["content"]
+    assert answer["hookContext"] == ["staging is frozen today"]
+    seen = json.loads((tmp_path / "expansion.json").read_text())
+    assert {k: seen[k] for k in ("hook_event_name", "expansion_type", "command_name", "command_args", "prompt")} == {
+        "hook_event_name": "UserPromptExpansion", "expansion_type": "slash_command", "command_name": "deploy",
+        "command_args": "api", "prompt": "/deploy api"}
+    refused = sidecar.request("input/submit", {"threadId": thread, "text": "/wipe"}, timeout=60)
+    assert refused["error"]["data"]["kind"] == "input_blocked" and "not from chat" in refused["error"]["message"]
+    plain = sidecar.call("input/submit", {"threadId": thread, "text": "just words"}, timeout=60)
+    assert "hookContext" not in plain

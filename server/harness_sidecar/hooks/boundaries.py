@@ -6,7 +6,8 @@ their answers into verdicts and one ``decision.Decision``:
 
 - ``around_tool``: PreToolUse before every ``tools/call`` (its decision acts as one before hook that
   runs before the extensions' before hooks), PostToolUse after the core and the transforms;
-- ``prompt``: UserPromptSubmit at ``input/submit``;
+- ``prompt``: UserPromptSubmit at ``input/submit``; ``prompt_expansion``: UserPromptExpansion at a command
+  template's expansion there;
 - ``around_tool`` also runs PostToolUseFailure after a core that failed (protocol-v4 §3);
 - ``instructions_loaded``: InstructionsLoaded at ``thread/start``, once per instructions file;
 - ``session_start`` / ``session_end``: SessionStart (matcher value ``startup``) at ``thread/start``,
@@ -329,6 +330,14 @@ class ThreadHooks:
 
     async def prompt(self, text: str) -> Decision:
         verdicts = await self.run("UserPromptSubmit", self.matching("UserPromptSubmit", None), {"prompt": text})
+        return merge(verdicts)
+
+    async def prompt_expansion(self, name: str, arguments: str, text: str, origin: str) -> Decision:
+        """UserPromptExpansion at a command template's expansion (``input/submit`` ``/name args``; protocol-v4
+        §3): matcher value the command's name; a block stops the input, context joins the answer."""
+        verdicts = await self.run("UserPromptExpansion", self.matching("UserPromptExpansion", name), {
+            "expansion_type": "slash_command", "command_name": name, "command_args": arguments,
+            "command_source": origin, "prompt": text})
         return merge(verdicts)
 
     async def session_start(self) -> list[tuple[str, str]]:

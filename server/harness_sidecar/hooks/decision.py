@@ -180,7 +180,7 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
     output = answer.output
     if output is None:  # exit 0, plain stdout: context for the events that take it
         text = answer.stdout.strip()
-        if text and handler.event in ("UserPromptSubmit", "SessionStart"):
+        if text and handler.event in ("UserPromptSubmit", "UserPromptExpansion", "SessionStart"):
             verdict.context.append(text)
         return verdict, None
     specific = output.get("hookSpecificOutput")

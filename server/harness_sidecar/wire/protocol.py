@@ -221,7 +221,8 @@ COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JS
                      name="CommandResult")
 INPUT_SUBMIT_RESULT = Union(
     Obj([Field("action", Const("send")), Field("message", USER_MESSAGE),
-         opt("hookContext", Arr(Str()), description="UserPromptSubmit command hooks' context, for the model."),
+         opt("hookContext", Arr(Str()), description="UserPromptSubmit (then, for a command template, "
+                                                    "UserPromptExpansion) command hooks' context, for the model."),
          opt("diagnostics", Arr(DIAGNOSTIC), description="A command template's template_feature_unsupported.")],
         name="InputSend"),
     Obj([Field("action", Const("handled")),
