@@ -22,7 +22,7 @@ CLAUDE_CODE_EVENTS = [
     "WorktreeRemove", "SessionStart", "SessionEnd", "PreModelSwitch", "PostModelSwitch", "MessageDisplay",
     "DirectoryAdded"]
 FIRED = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "Notification", "UserPromptSubmit",
-         "UserPromptExpansion",
+         "UserPromptExpansion", "ConfigChange",
          "Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "InstructionsLoaded", "SessionStart",
          "SessionEnd"}
 
@@ -192,3 +192,32 @@ def test_user_prompt_expansion_runs_when_a_command_template_expands(spawn, tmp_p
     assert refused["error"]["data"]["kind"] == "input_blocked" and "not from chat" in refused["error"]["message"]
     plain = sidecar.call("input/submit", {"threadId": thread, "text": "just words"}, timeout=60)
     assert "hookContext" not in plain
+
+
+def test_config_change_hooks_decide_whether_a_changed_settings_file_applies_at_refresh(spawn, tmp_path):
+    """The thread's current ConfigChange hooks see each changed hooks file at thread/refresh; a block keeps
+    the old hooks (the change stays pending, config_change_blocked says so); an allow lets it apply."""
+    ws = Workspace(tmp_path)
+    gate = ws.script("gate.sh", f"cat > {tmp_path}/change.json\n"
+                                f"if [ -e {tmp_path}/locked ]; then echo 'settings are locked' >&2; exit 2; fi\n")
+    ws.declare({"ConfigChange": one("local_settings", gate)})
+    local = ws.root / ".claude" / "settings.local.json"
+    write(local, json.dumps({"hooks": {}}))
+    (tmp_path / "locked").touch()
+    sidecar, started, editor = open_thread(spawn, ws, trusted=[{"path": str(ws.hooks_file)}, {"path": str(local)}],
+                                           watch=False)
+    thread = started["threadId"]
+    write(local, json.dumps({"hooks": {"PreToolUse": one("Bash", "cat >/dev/null; echo 'no shell' >&2; exit 2")}}))
+    refreshed = sidecar.call("thread/refresh", {"threadId": thread}, timeout=60)
+    assert [h["event"] for h in refreshed["catalog"]["hooks"]] == ["ConfigChange"]  # the change did not apply
+    seen = json.loads((tmp_path / "change.json").read_text())
+    assert (seen["hook_event_name"], seen["source"], seen["file_path"]) == ("ConfigChange", "local_settings",
+                                                                            str(local))
+    [said] = [n["params"] for n in sidecar.notifications if n["method"] == "thread/diagnostic"
+              and n["params"]["kind"] == "config_change_blocked"]
+    assert said["path"] == str(local) and "settings are locked" in said["message"]
+    assert not bash(sidecar, started, "ls")["isError"]
+    (tmp_path / "locked").unlink()
+    refreshed = sidecar.call("thread/refresh", {"threadId": thread}, timeout=60)
+    assert [h["event"] for h in refreshed["catalog"]["hooks"]] == ["ConfigChange", "PreToolUse"]
+    assert bash(sidecar, started, "ls", call_id="c2")["details"]["blocked"]["reason"] == "no shell"

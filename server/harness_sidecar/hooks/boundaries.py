@@ -10,6 +10,7 @@ their answers into verdicts and one ``decision.Decision``:
   template's expansion there;
 - ``around_tool`` also runs PostToolUseFailure after a core that failed (protocol-v4 §3);
 - ``instructions_loaded``: InstructionsLoaded at ``thread/start``, once per instructions file;
+- ``config_change``: ConfigChange at ``thread/refresh``, before a changed hooks file applies;
 - ``session_start`` / ``session_end``: SessionStart (matcher value ``startup``) at ``thread/start``,
   SessionEnd at ``thread/close`` within ``limits.sessionEndBudgetMs``;
 - ``run_event_hooks(event, payload, hooks)``: the loop's events (``loop/event``, protocol-v3 §4) →
@@ -338,6 +339,24 @@ class ThreadHooks:
         verdicts = await self.run("UserPromptExpansion", self.matching("UserPromptExpansion", name), {
             "expansion_type": "slash_command", "command_name": name, "command_args": arguments,
             "command_source": origin, "prompt": text})
+        return merge(verdicts)
+
+    def changed_files(self, fresh: ThreadHooks | None) -> list[str]:
+        """The roots' hooks files whose declaration differs in ``fresh`` (a rescan's), in path order."""
+        before, after = self.fingerprint(), fresh.fingerprint() if fresh is not None else {}
+        roots = self.root_files() | (fresh.root_files() if fresh is not None else set())
+        return sorted(p for p in before.keys() | after.keys() if p in roots and before.get(p) != after.get(p))
+
+    async def config_change(self, paths: list[str]) -> Decision:
+        """ConfigChange at ``thread/refresh`` (protocol-v4 §3), before a changed hooks file takes effect: the
+        thread's current hooks decide, once per changed file (matcher value ``local_settings`` for a
+        ``settings.local.json``, else ``project_settings``); a block keeps the change from applying."""
+        verdicts: list[Verdict] = []
+        for path in paths:
+            source = "local_settings" if os.path.basename(path) == "settings.local.json" else "project_settings"
+            handlers = self.matching("ConfigChange", source)
+            if handlers:
+                verdicts += await self.run("ConfigChange", handlers, {"source": source, "file_path": path})
         return merge(verdicts)
 
     async def session_start(self) -> list[tuple[str, str]]:

@@ -38,7 +38,8 @@ MAX_FILE_BYTES = 1024 * 1024
 # Claude Code's / Codex's event names this sidecar fires (protocol-v3 §5, v4 §3 "Every event the formats
 # define is accepted"): a handler of one of them runs at the sidecar's boundary for it.
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
-THREAD_EVENTS = ("UserPromptSubmit", "UserPromptExpansion", "SessionStart", "SessionEnd", "InstructionsLoaded")
+THREAD_EVENTS = ("UserPromptSubmit", "UserPromptExpansion", "SessionStart", "SessionEnd", "InstructionsLoaded",
+                 "ConfigChange")
 LOOP_EVENTS = ("Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "Notification",
                "PermissionRequest")
 FIRED_EVENTS = TOOL_EVENTS + THREAD_EVENTS + LOOP_EVENTS
@@ -58,7 +59,7 @@ EVENTS = tuple(dict.fromkeys(CLAUDE_CODE_EVENTS + CODEX_EVENTS))
 DORMANT_EVENTS = tuple(e for e in EVENTS if e not in FIRED_EVENTS)
 # The events whose hooks can stop what is happening: a failure of one of them blocks (fail closed).
 BLOCKING_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit", "UserPromptExpansion", "Stop",
-                             "SubagentStop"})
+                             "SubagentStop", "ConfigChange"})
 
 
 @dataclass(frozen=True)

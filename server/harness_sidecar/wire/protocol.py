@@ -289,7 +289,8 @@ THREAD_DIAGNOSTIC = Union(
         name="StderrDropped",
         description="The editor does not read the sidecar's stderr: lines of this thread's processes were dropped "
                     "rather than block the sidecar (at most one a minute per thread)."),
-    Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed"))),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed",
+                                                                  "config_change_blocked"))),
          Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
          opt("event", Str()), opt("command", Str()),
          opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
@@ -297,7 +298,8 @@ THREAD_DIAGNOSTIC = Union(
                                          "hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block, or answered a value the format does not "
-                    "define (said even when it blocks, with field)."),
+                    "define (said even when it blocks, with field); config_change_blocked: a ConfigChange hook "
+                    "kept a changed hooks file (path) from applying at thread/refresh."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("trust_ambiguous")),
          Field("grant", Str(enum=("trustedPlugins", "trustedExtensions", "trustedHooks")),
                description="The list of the grant."),
