@@ -12,6 +12,7 @@ import hashlib
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -193,3 +194,20 @@ def test_a_bad_config_toml_with_hooks_is_a_diagnostic_and_one_without_hooks_is_n
     plain = tmp_path / "plain" / ".codex"
     write(plain / "config.toml", "model = 'gpt-5'\n[profiles.x]\nmodel = 'o3'\n")
     assert json.loads(check_json(plain))["diagnostics"] == []
+
+
+def test_a_watched_claude_roots_settings_change_is_announced_and_applies_at_refresh(spawn, tmp_path):
+    work = project(tmp_path)
+    settings = write(work / ".claude" / "settings.json", json.dumps({"permissions": {}}))
+    sidecar, started, editor = start(spawn, [work / ".claude"], work, [{"path": str(settings)}])
+    assert started["catalog"]["hooks"] == []
+    write(settings, hookify_settings())
+    deadline = time.monotonic() + 30
+    while not any(n["method"] == "catalog/changed" for n in sidecar.notifications) and time.monotonic() < deadline:
+        sidecar.call("tools/list", {"threadId": started["threadId"]})
+        time.sleep(0.1)
+    changed = next(n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed")
+    assert {"kind": "hooks", "name": str(settings)} in changed["changed"]
+    refreshed = sidecar.call("thread/refresh", {"threadId": started["threadId"]}, timeout=60)
+    assert [h["source"] for h in refreshed["catalog"]["hooks"]] == [f"root:{settings}"]
+    assert bash(sidecar, started, "rm -rf /tmp/x")["isError"] and editor.ran == []
