@@ -127,7 +127,7 @@ def main(args: list[str]) -> int:
     found = extensions.discover(catalog.roots, [], limits, catalog.diagnostics)
     from harness_sidecar.hooks.declared import read_roots
 
-    hooks = read_roots(roots, [])  # command hooks: listed and linted, trusted by the editor alone
+    hooks = read_roots(roots, [])  # command hooks (hooks.json, settings*.json, config.toml): listed and linted, trusted by the editor alone
     catalog.diagnostics.extend(d for declared in hooks for d in declared.diagnostics)
     hooks += catalog.plugins.hooks  # a plugin's: linted where it was read (resources.plugins)
     catalog.diagnostics.extend(lint_problems(catalog, roots, limits))
@@ -174,6 +174,8 @@ def main(args: list[str]) -> int:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
             digest = f" sha256={declared.source.sha256[:12]}…" if declared.source.sha256 else ""
             what = h.command if h.supported else f"({h.type or 'untyped'} handler: not supported here, never runs)"
+            if h.dormant:
+                what += " (dormant: the sidecar does not fire this event)"
             out.write(f"  hook          {h.event}{matcher}: {what}  ({declared.source.source}: "
                       f"{declared.source.path}{digest}; runs only when trusted)\n")
     _write_plugins(out, catalog)

@@ -154,6 +154,8 @@ def result(event: str, decision: Decision) -> dict[str, Any]:
                            "allow" if decision.outcome == ALLOW and decision.allowed_by else None)
     out["additionalContext"] = decision.context
     out["systemMessages"] = decision.system_messages
+    if decision.stop_turn is not None:  # a command hook's continue: false (protocol-v4 §3)
+        out["stopTurn"] = decision.stop_turn
     return out
 
 

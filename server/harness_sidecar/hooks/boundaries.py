@@ -6,7 +6,11 @@ their answers into verdicts and one ``decision.Decision``:
 
 - ``around_tool``: PreToolUse before every ``tools/call`` (its decision acts as one before hook that
   runs before the extensions' before hooks), PostToolUse after the core and the transforms;
-- ``prompt``: UserPromptSubmit at ``input/submit``;
+- ``prompt``: UserPromptSubmit at ``input/submit``; ``prompt_expansion``: UserPromptExpansion at a command
+  template's expansion there;
+- ``around_tool`` also runs PostToolUseFailure after a core that failed (protocol-v4 §3);
+- ``instructions_loaded``: InstructionsLoaded at ``thread/start``, once per instructions file;
+- ``config_change``: ConfigChange at ``thread/refresh``, before a changed hooks file applies;
 - ``session_start`` / ``session_end``: SessionStart (matcher value ``startup``) at ``thread/start``,
   SessionEnd at ``thread/close`` within ``limits.sessionEndBudgetMs``;
 - ``run_event_hooks(event, payload, hooks)``: the loop's events (``loop/event``, protocol-v3 §4) →
@@ -59,6 +63,8 @@ class ThreadHooks:
     deciding: set[asyncio.Task] = field(default_factory=set)  # PreToolUse runs of calls whose core has not begun
     closing: bool = False  # thread/close: calls still deciding are answered blocked "closed"
     max_result_bytes: int = 16 * 1024 * 1024  # --max-result-bytes: what hooks add is cut to fit it (hooks.fit)
+    # Sidecar._ui_notify: a hook's systemMessage reaches the user as ui/notify level "warning" (protocol-v4 §3)
+    ui_notify: Callable[[str, dict[str, Any]], None] | None = None
 
     # -- what is declared --------------------------------------------------------------------------
 
@@ -117,7 +123,7 @@ class ThreadHooks:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
-                if h.event == event and h.supported and (value is None or h.matcher.matches(value)) \
+                if h.event == event and h.supported and not h.dormant and (value is None or h.matcher.matches(value)) \
                         and h.key not in out:
                     out[h.key] = h
         return list(out.values())
@@ -172,12 +178,16 @@ class ThreadHooks:
                     said["field"] = field_name
                 self.notify(said)
             verdicts.append(verdict)
+            if verdict.system_message and self.ui_notify is not None:
+                self.ui_notify("ui/notify", {"threadId": self.thread_id, "extensionId": verdict.source,
+                                             "level": "warning", "message": verdict.system_message})
         return verdicts
 
     # -- tools/call ------------------------------------------------------------------------------------
 
     def wants_tool(self, name: str) -> bool:
-        return bool(self.matching("PreToolUse", name) or self.matching("PostToolUse", name))
+        return bool(self.matching("PreToolUse", name) or self.matching("PostToolUse", name)
+                    or self.matching("PostToolUseFailure", name))
 
     async def around_tool(self, call: ToolCall, tool: Any, validate: Callable[[Any, dict[str, Any]], Any],
                           proceed: Callable[[ToolCall], Awaitable[ToolResult]]) -> ToolResult:
@@ -220,13 +230,28 @@ class ThreadHooks:
                 call = ToolCall(call.id, call.name, decision.updated_input)
                 extra["hookRewrittenBy"] = decision.rewritten_by
             context, messages = decision.context, decision.system_messages
+            if decision.stop_turn is not None:
+                extra["stopTurn"] = decision.stop_turn
         result = await proceed(call)
         post = self.matching("PostToolUse", call.name)
         feedback: list[tuple[str, str, str]] = []  # (source, kind, text)
+        verdicts = []
         if post:
             verdicts = await self.run("PostToolUse", post, {
                 "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
                 "tool_response": result.to_wire()})
+        # PostToolUseFailure (protocol-v4 §3): after a core that failed — an error result no hook or policy blocked
+        failed = self.matching("PostToolUseFailure", call.name) \
+            if result.is_error and "blocked" not in result.details else []
+        if failed:
+            verdicts += await self.run("PostToolUseFailure", failed, {
+                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
+                "error": _error_text(result), "is_interrupt": False})
+        stopping = [v for v in verdicts if v.stop_reason is not None]
+        if stopping and "stopTurn" not in extra:
+            extra["stopTurn"] = {"reason": "; ".join(v.stop_reason for v in stopping if v.stop_reason)
+                                 or "a hook stopped the turn", "by": list(dict.fromkeys(v.source for v in stopping))}
+        if verdicts:
             for v in verdicts:
                 for kind, text in ([("block", v.feedback)] if v.feedback else []) + [("context", c) for c in v.context]:
                     feedback.append((v.source, kind, text))
@@ -275,10 +300,10 @@ class ThreadHooks:
 
     def _blocked(self, call: ToolCall, decision: Decision) -> ToolResult:
         result = _blocked(call, decision)
-        context = result.details.pop("hookContext", None)
-        if not context:
+        context = result.details.pop("hookContext", None) or []
+        if not (context or decision.system_messages):
             return result
-        return self._with_hook_text(call, result, {}, context, [], [])
+        return self._with_hook_text(call, result, {}, context, decision.system_messages, [])
 
     async def _confirm(self, call: ToolCall, decision: Decision) -> Decision:
         """``ask``: one ``ui/confirm`` naming the hooks; no UI, no answer or a no = blocked."""
@@ -308,11 +333,46 @@ class ThreadHooks:
         verdicts = await self.run("UserPromptSubmit", self.matching("UserPromptSubmit", None), {"prompt": text})
         return merge(verdicts)
 
+    async def prompt_expansion(self, name: str, arguments: str, text: str, origin: str) -> Decision:
+        """UserPromptExpansion at a command template's expansion (``input/submit`` ``/name args``; protocol-v4
+        §3): matcher value the command's name; a block stops the input, context joins the answer."""
+        verdicts = await self.run("UserPromptExpansion", self.matching("UserPromptExpansion", name), {
+            "expansion_type": "slash_command", "command_name": name, "command_args": arguments,
+            "command_source": origin, "prompt": text})
+        return merge(verdicts)
+
+    def changed_files(self, fresh: ThreadHooks | None) -> list[str]:
+        """The roots' hooks files whose declaration differs in ``fresh`` (a rescan's), in path order."""
+        before, after = self.fingerprint(), fresh.fingerprint() if fresh is not None else {}
+        roots = self.root_files() | (fresh.root_files() if fresh is not None else set())
+        return sorted(p for p in before.keys() | after.keys() if p in roots and before.get(p) != after.get(p))
+
+    async def config_change(self, paths: list[str]) -> Decision:
+        """ConfigChange at ``thread/refresh`` (protocol-v4 §3), before a changed hooks file takes effect: the
+        thread's current hooks decide, once per changed file (matcher value ``local_settings`` for a
+        ``settings.local.json``, else ``project_settings``); a block keeps the change from applying."""
+        verdicts: list[Verdict] = []
+        for path in paths:
+            source = "local_settings" if os.path.basename(path) == "settings.local.json" else "project_settings"
+            handlers = self.matching("ConfigChange", source)
+            if handlers:
+                verdicts += await self.run("ConfigChange", handlers, {"source": source, "file_path": path})
+        return merge(verdicts)
+
     async def session_start(self) -> list[tuple[str, str]]:
         """SessionStart at ``thread/start``: its context as (source, text) pairs, in declaration order — for
         ``thread/start.hookContext`` and, for the thread's life, ``context/build``'s system prompt."""
         verdicts = await self.run("SessionStart", self.matching("SessionStart", "startup"), {"source": "startup"})
         return [(v.source, text) for v in verdicts for text in v.context]
+
+    async def instructions_loaded(self, files: list[str]) -> None:
+        """InstructionsLoaded at ``thread/start`` (protocol-v4 §3): once per instructions file the catalog
+        loaded (``AGENTS.md``/``CLAUDE.md``), matcher value ``session_start``; an observer (it decides nothing)."""
+        handlers = self.matching("InstructionsLoaded", "session_start")
+        if not handlers or not files:
+            return
+        await asyncio.gather(*(self.run("InstructionsLoaded", handlers, {
+            "file_path": path, "memory_type": "Project", "load_reason": "session_start"}) for path in files))
 
     async def session_end(self, reason: str) -> None:
         handlers = self.matching("SessionEnd", reason)
@@ -344,6 +404,8 @@ def _how_to_trust(source: str) -> str:
 def _blocked(call: ToolCall, decision: Decision) -> ToolResult:
     names = ", ".join(decision.by)
     details: dict[str, Any] = {"blocked": decision.blocked_to_wire()}
+    if decision.stop_turn is not None:
+        details["stopTurn"] = decision.stop_turn
     if decision.context:
         details["hookContext"] = decision.context
     return ToolResult.error(call, f"blocked by hook {names}: {decision.reason}", **details)
@@ -369,6 +431,12 @@ async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: Threa
     for verdict in verdicts:
         verdict.updated_input = None  # nothing to rewrite on a loop event
     return verdicts
+
+
+def _error_text(result: ToolResult) -> str:
+    """A failed result's text, as PostToolUseFailure's ``error``."""
+    text = "\n".join(c.get("text", "") for c in result.content if isinstance(c, dict) and c.get("type") == "text")
+    return text or "the tool failed"
 
 
 def thread_cwd(cwd: str | None) -> str:

@@ -47,6 +47,7 @@ class Verdict:
     system_message: str | None = None
     failure: str | None = None  # it failed (and its event fails closed): it blocks as hook_failed
     feedback: str | None = None  # PostToolUse: a decision "block" + reason, which cannot undo the call
+    stop_reason: str | None = None  # ``continue: false``: the turn stops (its ``stopReason``, or why it blocked)
 
     def to_wire(self) -> dict[str, Any]:
         """The extension host → sidecar form (the channel's report of a loop event's handlers)."""
@@ -82,6 +83,7 @@ class Decision:
     context: list[str] = field(default_factory=list)
     system_messages: list[str] = field(default_factory=list)
     allowed_by: list[str] = field(default_factory=list)  # explicit allows (permission_request)
+    stop_turn: dict[str, Any] | None = None  # {reason, by}: a hook answered ``continue: false`` (protocol-v4 §3)
 
     def blocked_to_wire(self) -> dict[str, Any]:
         return {"kind": self.kind, "reason": self.reason, "by": self.by}
@@ -93,6 +95,15 @@ def _unique(items: list[str]) -> list[str]:
 
 def merge(verdicts: list[Verdict]) -> Decision:
     """The one decision of ``verdicts`` (in declaration order)."""
+    decision = _merge(verdicts)
+    stopping = [v for v in verdicts if v.stop_reason is not None]
+    if stopping:
+        decision.stop_turn = {"reason": "; ".join(v.stop_reason for v in stopping if v.stop_reason)
+                              or "a hook stopped the turn", "by": _unique([v.source for v in stopping])}
+    return decision
+
+
+def _merge(verdicts: list[Verdict]) -> Decision:
     context = [c for v in verdicts for c in v.context]
     messages = [v.system_message for v in verdicts if v.system_message]
     blockers = [v for v in verdicts if v.decision == DENY or v.failure is not None]
@@ -122,6 +133,7 @@ def merge(verdicts: list[Verdict]) -> Decision:
 DECISIONS = ("approve", "block")  # top-level ``decision`` (``approve`` is PreToolUse's, deprecated)
 PERMISSION_DECISIONS = ("allow", "deny", "ask", "defer")  # ``hookSpecificOutput.permissionDecision``
 BEHAVIORS = ("allow", "deny")  # PermissionRequest's ``hookSpecificOutput.decision.behavior``
+POST_EVENTS = ("PostToolUse", "PostToolUseFailure")  # after the core: a block is feedback, it cannot undo the call
 
 
 def undefined_value(event: str, output: dict[str, Any]) -> tuple[str, Any, tuple[str, ...]] | None:
@@ -160,7 +172,7 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
         return verdict, why
     if answer.exit_code == 2:
         reason = answer.stderr_tail or "blocked (exit code 2)"
-        if handler.event == "PostToolUse":
+        if handler.event in POST_EVENTS:
             verdict.feedback = reason
         elif can_block:
             verdict.decision, verdict.reason = DENY, reason
@@ -168,7 +180,7 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
     output = answer.output
     if output is None:  # exit 0, plain stdout: context for the events that take it
         text = answer.stdout.strip()
-        if text and handler.event in ("UserPromptSubmit", "SessionStart"):
+        if text and handler.event in ("UserPromptSubmit", "UserPromptExpansion", "SessionStart"):
             verdict.context.append(text)
         return verdict, None
     specific = output.get("hookSpecificOutput")
@@ -193,10 +205,17 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
         if type(message) is str and message:
             reason = message
     blocks = decision == "block" or output.get("continue") is False or permission == "deny"
-    if output.get("continue") is False and not reason:
-        stop = output.get("stopReason")
-        reason = stop if type(stop) is str else ""
-    if handler.event == "PostToolUse":
+    stop = output.get("stopReason")
+    stop = stop if type(stop) is str else ""
+    if output.get("continue") is False:
+        verdict.stop_reason = stop or reason or verdict.system_message or answer.stderr_tail or ""
+        if not reason:
+            reason = stop
+    # what the hook said is the reason (protocol-v4 §3): permissionDecisionReason, reason, then its
+    # systemMessage, then its stderr — never only "blocked"
+    if not reason and (blocks or permission in ("ask", "defer")):
+        reason = verdict.system_message or answer.stderr_tail or ""
+    if handler.event in POST_EVENTS:
         if decision == "block":
             verdict.feedback = reason or "blocked"
         return verdict, None

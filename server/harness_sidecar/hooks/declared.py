@@ -26,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from harness_sidecar.hooks.matcher import BadMatcher, Matcher, compile_matcher
@@ -35,14 +35,31 @@ from harness_sidecar.resources.catalog import Diagnostic
 FILE_NAME = "hooks.json"
 MAX_FILE_BYTES = 1024 * 1024
 
-# Claude Code's / Codex's event names this sidecar maps (§5); anything else is a diagnostic.
-TOOL_EVENTS = ("PreToolUse", "PostToolUse")
-THREAD_EVENTS = ("UserPromptSubmit", "SessionStart", "SessionEnd")
+# Claude Code's / Codex's event names this sidecar fires (protocol-v3 §5, v4 §3 "Every event the formats
+# define is accepted"): a handler of one of them runs at the sidecar's boundary for it.
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
+THREAD_EVENTS = ("UserPromptSubmit", "UserPromptExpansion", "SessionStart", "SessionEnd", "InstructionsLoaded",
+                 "ConfigChange")
 LOOP_EVENTS = ("Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "Notification",
                "PermissionRequest")
-EVENTS = TOOL_EVENTS + THREAD_EVENTS + LOOP_EVENTS
+FIRED_EVENTS = TOOL_EVENTS + THREAD_EVENTS + LOOP_EVENTS
+# Every event Claude Code's hooks reference and its settings schema define (33 names, 2.1.x), and Codex's
+# (its hooks docs: a subset of Claude Code's, plus ``Interrupt``). A handler of one the sidecar does not
+# fire loads, is listed ``dormant: true`` and never runs; one ``hook_dormant`` (info) says so per event.
+CLAUDE_CODE_EVENTS = (
+    "PreToolUse", "PostToolUse", "PostToolUseFailure", "PostToolBatch", "PermissionRequest", "PermissionDenied",
+    "Notification", "UserPromptSubmit", "UserPromptExpansion", "Stop", "StopFailure", "SubagentStart",
+    "SubagentStop", "PreCompact", "PostCompact", "Elicitation", "ElicitationResult", "TeammateIdle",
+    "TaskCreated", "TaskCompleted", "Setup", "InstructionsLoaded", "CwdChanged", "FileChanged", "ConfigChange",
+    "WorktreeCreate", "WorktreeRemove", "SessionStart", "SessionEnd", "PreModelSwitch", "PostModelSwitch",
+    "MessageDisplay", "DirectoryAdded")
+CODEX_EVENTS = ("PreToolUse", "PermissionRequest", "PostToolUse", "PreCompact", "PostCompact", "UserPromptSubmit",
+                "SubagentStart", "SubagentStop", "Stop", "SessionStart", "Interrupt")
+EVENTS = tuple(dict.fromkeys(CLAUDE_CODE_EVENTS + CODEX_EVENTS))
+DORMANT_EVENTS = tuple(e for e in EVENTS if e not in FIRED_EVENTS)
 # The events whose hooks can stop what is happening: a failure of one of them blocks (fail closed).
-BLOCKING_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit", "Stop", "SubagentStop"})
+BLOCKING_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit", "UserPromptExpansion", "Stop",
+                             "SubagentStop", "ConfigChange"})
 
 
 @dataclass(frozen=True)
@@ -76,6 +93,7 @@ class Handler:
     type: str | None = "command"
     supported: bool = True
     declared: tuple[tuple[str, str], ...] = ()  # an unsupported handler's url / prompt, as declared
+    dormant: bool = False  # an event the formats define that the sidecar does not fire: listed, never run
 
     @property
     def key(self) -> tuple[str, str, tuple[str, ...] | None]:
@@ -95,6 +113,8 @@ class Handler:
                 out["type"] = self.type
             out.update(self.declared)
             out["supported"] = False
+        if self.dormant:
+            out["dormant"] = True
         out["trusted"] = self.source.trusted
         return out
 
@@ -130,6 +150,8 @@ def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[D
         if type(groups) is not list:
             problem("hook_invalid", f"'hooks.{event}' must be a list of {{matcher, hooks}}", event=event)
             continue
+        dormant = event in DORMANT_EVENTS
+        first = len(handlers)
         for g, group in enumerate(groups):
             where = f"hooks.{event}[{g}]"
             if type(group) is not dict or type(group.get("hooks")) is not list:
@@ -168,6 +190,11 @@ def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[D
                     continue
                 handlers.append(Handler(source, event, matcher, command, None if args is None else tuple(args),
                                         None if timeout is None else float(timeout), len(handlers)))
+        if dormant and len(handlers) > first:
+            handlers[first:] = [replace(h, dormant=True) for h in handlers[first:]]
+            problem("hook_dormant", f"{len(handlers) - first} handler(s) of {event!r}: an event Claude Code or "
+                    "Codex defines that this sidecar does not fire; listed (dormant: true), never run",
+                    event=event, severity="info")
     return handlers, diagnostics
 
 
@@ -182,37 +209,98 @@ def _unsupported(source: HookSource, event: str, matcher: Matcher, item: dict[st
                    type=kind if type(kind) is str else None, supported=False, declared=declared)
 
 
-def read_file(source: HookSource) -> Declared:
-    """Read ``source.path`` (a JSON hooks file) and what it declares; its sha256 is taken from the same bytes."""
+# A root's hooks sources, in this order (protocol-v4 §3 "Where people keep hooks"): its own ``hooks.json``;
+# Claude Code's settings files (the root is a ``.claude`` folder: its ``settings.json`` and
+# ``settings.local.json``; a project root: the same under its ``.claude/``); Codex's ``config.toml``
+# ``[hooks]`` tables (the root is a ``.codex`` folder, or a project root's ``.codex/``) and its
+# ``.codex/hooks.json``. Each is a source of its own (``root:<path of the file>``) with its own
+# ``trustedHooks`` entry.
+HOOKS_FILE, SETTINGS_FILE, CONFIG_TOML = "hooks", "settings", "toml"
+ROOT_FILES: tuple[tuple[str, str], ...] = (
+    (FILE_NAME, HOOKS_FILE),
+    ("settings.json", SETTINGS_FILE), ("settings.local.json", SETTINGS_FILE), ("config.toml", CONFIG_TOML),
+    (os.path.join(".claude", "settings.json"), SETTINGS_FILE),
+    (os.path.join(".claude", "settings.local.json"), SETTINGS_FILE),
+    (os.path.join(".codex", FILE_NAME), HOOKS_FILE), (os.path.join(".codex", "config.toml"), CONFIG_TOML),
+)
+
+
+def file_format(path: str) -> str:
+    """How a root's hooks source file is read: its place in ``ROOT_FILES`` (a plain hooks file otherwise)."""
+    name = os.path.basename(path)
+    if name.startswith("settings") and name.endswith(".json"):
+        return SETTINGS_FILE
+    return CONFIG_TOML if name == "config.toml" else HOOKS_FILE
+
+
+def root_files(root: str) -> list[str]:
+    """The hooks source files ``root`` has, in ``ROOT_FILES`` order."""
+    return [path for path in (os.path.join(root, rel) for rel, _ in ROOT_FILES) if os.path.isfile(path)]
+
+
+def read_file(source: HookSource) -> Declared | None:
+    """Read ``source.path`` and what it declares; its sha256 is taken from the same bytes.
+
+    A hooks file (``hooks.json``) is JSON ``{"hooks": …}``. A settings file (``settings*.json``) is
+    JSON whose ``hooks`` key is the same object; without one it contributes nothing and says nothing
+    (None); ``disableAllHooks: true`` turns its hooks off (listed nowhere, one ``hooks_disabled`` info).
+    A ``config.toml`` is TOML whose ``[hooks]`` tables hold the same shape (``[[hooks.PreToolUse]]``
+    with ``matcher``, then ``[[hooks.PreToolUse.hooks]]``); without them, None; ``[features] hooks =
+    false`` (or ``codex_hooks = false``) turns them off as Codex does.
+    """
     declared = Declared(source)
+    kind = file_format(source.path)
+
+    def problem(message: str, line: int | None = None, diagnostic: str = "hook_invalid", **extra: Any) -> Declared:
+        declared.diagnostics.append(Diagnostic(diagnostic, message, path=source.path, line=line,
+                                               extra={"source": declared.source.source, **extra}))
+        return declared
+
     try:
         with open(source.path, "rb") as f:
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
-        declared.diagnostics.append(Diagnostic("hook_invalid", f"cannot read the hooks file: {exc.strerror}",
-                                               path=source.path, extra={"source": source.source}))
-        return declared
+        return problem(f"cannot read the hooks file: {exc.strerror}")
     digest = hashlib.sha256(data).hexdigest()
     source = declared.source = _with_digest(source, digest)
     if len(data) > MAX_FILE_BYTES:
-        declared.diagnostics.append(Diagnostic("hook_invalid", f"the hooks file is larger than {MAX_FILE_BYTES} "
-                                               "bytes", path=source.path, extra={"source": source.source}))
+        return problem(f"the hooks file is larger than {MAX_FILE_BYTES} bytes")
+    if kind == CONFIG_TOML:
+        import tomllib
+
+        try:
+            document: Any = tomllib.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            if "hooks" not in data.decode("utf-8", "replace"):
+                return None  # a config.toml that declares no hooks is not ours to judge
+            return problem(f"config.toml is not TOML: {exc}; none of its [hooks] is used")
+        if "hooks" not in document:
+            return None
+        features = document.get("features")
+        if type(features) is dict and (features.get("hooks") is False or features.get("codex_hooks") is False):
+            return problem("[features] turns hooks off in this config.toml (as Codex reads it): its [hooks] "
+                           "do not run", diagnostic="hooks_disabled", severity="info")
+        declared.handlers, declared.diagnostics = read_hooks(source, {"hooks": document["hooks"]})
         return declared
     try:
         document = json.loads(data)
     except (ValueError, RecursionError) as exc:
-        line = getattr(exc, "lineno", None)
-        declared.diagnostics.append(Diagnostic("hook_invalid", f"the hooks file is not JSON: {exc}", path=source.path,
-                                               line=line, extra={"source": source.source}))
-        return declared
+        what = "settings file" if kind == SETTINGS_FILE else "hooks file"
+        return problem(f"the {what} is not JSON: {exc}" + ("; none of its hooks is used" if kind == SETTINGS_FILE
+                                                          else ""), line=getattr(exc, "lineno", None))
+    if kind == SETTINGS_FILE:
+        if type(document) is not dict or "hooks" not in document:
+            return None  # settings without hooks: nothing to say
+        if document.get("disableAllHooks") is True:
+            return problem("disableAllHooks: true in this settings file turns its hooks off (as Claude Code "
+                           "reads it): none of them is listed or runs", diagnostic="hooks_disabled",
+                           severity="info")
     declared.handlers, declared.diagnostics = read_hooks(source, document)
     return declared
 
 
 def _with_digest(source: HookSource, digest: str) -> HookSource:
     """``source`` knowing its file's sha256; a pin that does not match makes it untrusted."""
-    from dataclasses import replace
-
     pinned = source.sha256
     if pinned is not None and pinned.lower() != digest:
         return replace(source, sha256=digest, trusted=False,
@@ -220,17 +308,14 @@ def _with_digest(source: HookSource, digest: str) -> HookSource:
     return replace(source, sha256=digest)
 
 
-def root_source(root: str, trusted: list[Any], refused: dict[str, str] | None = None) -> HookSource | None:
-    """The source of ``<root>/hooks.json``, or None when the root has none.
+def file_source(path: str, trusted: list[Any], refused: dict[str, str] | None = None) -> HookSource:
+    """The source of one root's hooks file ``path`` (see ``ROOT_FILES``).
 
     ``trusted``: ``thread/start.trustedHooks`` (``wire.params.TrustedHooks``: path, sha256?).
     Trusted when ``trusted`` names that file — compared canonically (protocol-v4 §1) — and no other
-    root's ``hooks.json`` is that same file (``refused``: path → why, from ``ambiguous_grants``); the
+    root's hooks file is that same file (``refused``: path → why, from ``ambiguous_grants``); the
     pin (if any) is checked by ``read_file``.
     """
-    path = os.path.join(root, FILE_NAME)
-    if not os.path.isfile(path):
-        return None
     if refused and path in refused:
         return HookSource(f"root:{path}", path, why_untrusted=refused[path])
     real = os.path.realpath(path)
@@ -240,12 +325,28 @@ def root_source(root: str, trusted: list[Any], refused: dict[str, str] | None = 
     return HookSource(f"root:{path}", path, trusted=True, sha256=grant.sha256)
 
 
+def root_source(root: str, trusted: list[Any], refused: dict[str, str] | None = None) -> HookSource | None:
+    """The source of ``<root>/hooks.json``, or None when the root has none."""
+    path = os.path.join(root, FILE_NAME)
+    return file_source(path, trusted, refused) if os.path.isfile(path) else None
+
+
+def all_files(roots: list[str]) -> list[str]:
+    """Every root's hooks source files in root order, each path once (a project root and its own
+    ``.claude`` folder as two roots reach the same ``settings.json``: one source)."""
+    return list(dict.fromkeys(os.path.normpath(f) for root in roots for f in root_files(root)))
+
+
+def has_sources(roots: list[str]) -> bool:
+    """Whether any root has a hooks source file (cheap: ``stat`` only)."""
+    return any(root_files(root) for root in roots)
+
+
 def ambiguous_grants(roots: list[str], trusted: list[Any]) -> tuple[dict[str, str], list[Diagnostic]]:
     """One grant, one candidate for hooks files: a ``trustedHooks`` path that is the canonical file of
     two or more roots' ``hooks.json`` (a workspace's ``hooks.json`` linking to the user's trusted one)
     trusts none of them. Returns the refused paths (→ why) and one ``trust_ambiguous`` per such grant."""
-    files = [os.path.join(root, FILE_NAME) for root in roots]
-    files = [f for f in files if os.path.isfile(f)]
+    files = all_files(roots)
     if len(files) < 2 or not trusted:
         return {}, []
     canonical = {f: os.path.realpath(f) for f in files}
@@ -257,7 +358,7 @@ def ambiguous_grants(roots: list[str], trusted: list[Any]) -> tuple[dict[str, st
         if len(matching) < 2:
             continue
         message = (f"trustedHooks entry {grant.path} is the file of {len(matching)} roots' hooks.json "
-                   f"({', '.join(matching)}): none of them runs; a root's hooks.json that links to another "
+                   f"({', '.join(matching)}): none of them runs; a root's hooks file that links to another "
                    "root's is not the file you trusted — remove the link")
         refused.update((f, message) for f in matching)
         diagnostics.append(Diagnostic("trust_ambiguous", message, extra={
@@ -266,15 +367,16 @@ def ambiguous_grants(roots: list[str], trusted: list[Any]) -> tuple[dict[str, st
 
 
 def read_roots(roots: list[str], trusted: list[Any]) -> list[Declared]:
-    """Every root's ``hooks.json``, in root order (a grant's ``trust_ambiguous`` in its first file's
-    diagnostics)."""
+    """Every root's hooks sources (``ROOT_FILES``), in root order (a grant's ``trust_ambiguous`` in its first
+    file's diagnostics); a settings file or ``config.toml`` that declares no hooks is not among them."""
     refused, ambiguous = ambiguous_grants(roots, trusted)
     out = []
-    for root in roots:
-        source = root_source(root, trusted, refused)
-        if source is not None:
-            declared = read_file(source)
-            if source.path in refused:
-                declared.diagnostics += [d for d in ambiguous if d.extra["candidates"][0] == source.path]
-            out.append(declared)
+    for path in all_files(roots):
+        source = file_source(path, trusted, refused)
+        declared = read_file(source)
+        if declared is None:
+            continue
+        if source.path in refused:
+            declared.diagnostics += [d for d in ambiguous if d.extra["candidates"][0] == source.path]
+        out.append(declared)
     return out

@@ -154,9 +154,13 @@ class CommandMethods:
         slash = command_templates.parse_slash(text)
         if slash is not None and slash[0] in thread.catalog.plugins.command_templates:
             name, rest = slash
-            message, diagnostics = command_templates.render(thread.catalog.plugins.command_templates[name], rest,
-                                                            thread.limits)
+            template = thread.catalog.plugins.command_templates[name]
+            expanded = await self._expansion_hooks(thread, template, name, rest, text)
+            message, diagnostics = command_templates.render(template, rest, thread.limits)
             answer: dict[str, Any] = {"action": "send", "message": message}
+            context = hook_context.get("hookContext", []) + expanded
+            if context:
+                answer["hookContext"] = context
             if diagnostics:
                 answer["diagnostics"] = [d.to_wire() for d in diagnostics]
             return answer
@@ -174,6 +178,21 @@ class CommandMethods:
                                                     "extensionId": command.extension_id}, "result": result}
         return {"action": "send", "message": {"role": "user", "content": text}, **hook_context}
 
+    async def _expansion_hooks(self, thread: Thread, template: Any, name: str, rest: str, text: str) -> list[str]:
+        """UserPromptExpansion command hooks at a command template's expansion (protocol-v4 §3): a block is
+        ``input_blocked``; their context goes with the answer."""
+        if thread.hooks is None or not thread.hooks.matching("UserPromptExpansion", name):
+            return []
+        origin = template.origin.get("kind") if isinstance(template.origin, dict) else None
+        decision = await thread.hooks.prompt_expansion(name, rest.strip(), text,
+                                                       "plugin" if origin == "plugin" else "project")
+        if decision.outcome != "allow":
+            raise DomainError("input_blocked", f"the command /{name} was stopped by hook {', '.join(decision.by)}: "
+                                               f"{decision.reason or 'blocked'}", by=decision.by,
+                              blockedKind=decision.kind or "hook",
+                              **({"stopTurn": decision.stop_turn} if decision.stop_turn is not None else {}))
+        return decision.context
+
     async def _prompt_hooks(self, thread: Thread, text: str) -> dict[str, Any]:
         """UserPromptSubmit command hooks: a block is ``input_blocked``; their context goes with the answer."""
         if thread.hooks is None or not thread.hooks.matching("UserPromptSubmit", None):
@@ -182,5 +201,6 @@ class CommandMethods:
         if decision.outcome != "allow":
             raise DomainError("input_blocked", f"the input was stopped by hook {', '.join(decision.by)}: "
                                                f"{decision.reason or 'blocked'}", by=decision.by,
-                              blockedKind=decision.kind or "hook")
+                              blockedKind=decision.kind or "hook",
+                              **({"stopTurn": decision.stop_turn} if decision.stop_turn is not None else {}))
         return {"hookContext": decision.context} if decision.context else {}

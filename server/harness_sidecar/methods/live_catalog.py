@@ -27,7 +27,8 @@ class LiveCatalog:
     async def thread_refresh(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         await self._rescan(thread)
-        self._apply_hooks(thread)
+        if await self._config_change_allows(thread):
+            self._apply_hooks(thread)
         return self._snapshot(thread)
 
     def _arm_pins(self, thread_id: str, catalog: Catalog) -> None:
@@ -193,6 +194,24 @@ class LiveCatalog:
         return [{"kind": "hooks", "name": path} for path in sorted(before.keys() | after.keys())
                 if path in fresh_roots | current_roots
                 if before.get(path) != after.get(path)]
+
+    async def _config_change_allows(self, thread: Thread) -> bool:
+        """ConfigChange command hooks (protocol-v4 §3) on the hooks files a pending change touches: a block keeps
+        the thread's hooks as they are (the change stays pending) and is a ``config_change_blocked``."""
+        if thread.hooks is None or thread.hooks_pending is None:
+            return True
+        changed = thread.hooks.changed_files(thread.hooks_pending or None)
+        if not changed:
+            return True
+        decision = await thread.hooks.config_change(changed)
+        if decision.outcome != "blocked":
+            return True
+        for path in changed:
+            self.peer.notify("thread/diagnostic", {
+                "threadId": thread.id, "kind": "config_change_blocked", "source": decision.by[0], "path": path,
+                "event": "ConfigChange", "message": f"the change of {path} does not apply: ConfigChange hook "
+                                                    f"{', '.join(decision.by)}: {decision.reason or 'blocked'}"})
+        return False
 
     def _apply_hooks(self, thread: Thread) -> None:
         """thread/refresh: a changed hooks declaration takes effect."""

@@ -5,7 +5,6 @@ host, started together and ended together. ``Thread`` is what a thread holds.
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -319,13 +318,15 @@ class ThreadMethods:
     # -- command hooks (protocol-v3 §5; hooks.boundaries) -------------------------------------------
 
     def _command_hooks(self, thread_id: str, start: P.ThreadStartParams, catalog: Catalog) -> Any:
-        """The command hooks the roots (``<root>/hooks.json``) and the plugins (``catalog.plugins.hooks``)
+        """The command hooks the roots (``<root>/hooks.json``, its settings files and ``config.toml``:
+        ``hooks.declared.ROOT_FILES``) and the plugins (``catalog.plugins.hooks``)
         declare, roots first; None when none declares any."""
         plugin_hooks = catalog.plugins.hooks if catalog.plugins is not None else []
-        if not plugin_hooks and not any(os.path.isfile(os.path.join(root, "hooks.json")) for root in start.roots):
+        from harness_sidecar.hooks.declared import has_sources, read_roots
+
+        if not plugin_hooks and not has_sources(list(start.roots)):
             return None
         from harness_sidecar.hooks.boundaries import ThreadHooks, thread_cwd
-        from harness_sidecar.hooks.declared import read_roots
 
         limits = start.limits
         declared = read_roots(list(start.roots), start.trusted_hooks) + plugin_hooks
@@ -333,7 +334,8 @@ class ThreadMethods:
                            limits.command_hook_timeout_ms, limits.max_command_hook_timeout_ms,
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
-                           ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes)
+                           ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes,
+                           ui_notify=self._ui_notify)
 
     def _diagnostic(self, params: dict[str, Any]) -> None:
         self.peer.notify("thread/diagnostic", params)
@@ -342,7 +344,9 @@ class ThreadMethods:
         if thread.hooks is None:
             return []
         thread.hooks.report_untrusted()
-        return await thread.hooks.session_start()
+        context = await thread.hooks.session_start()
+        await thread.hooks.instructions_loaded([i.source for i in thread.catalog.instructions])
+        return context
 
 
 def _may_start_processes(start: P.ThreadStartParams) -> bool:

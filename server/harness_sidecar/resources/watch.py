@@ -35,7 +35,9 @@ from harness_sidecar.resources.paths import is_within
 
 logger = logging.getLogger(__name__)
 
-ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions", "hooks.json", "commands", "plugins"])
+# hooks sources at a root's top (hooks.declared.ROOT_FILES): a .claude root's settings files, a .codex root's config.toml
+ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions", "hooks.json", "commands", "plugins",
+                        "settings.json", "settings.local.json", "config.toml"])
 SKIP_DIRS = frozenset([".git", "__pycache__", "node_modules"])
 MAX_EXTENSION_DIRS = 2000  # directories watched under one root's extensions/, at most
 

@@ -244,7 +244,8 @@ LIMITS = Obj(
     unknown_error="unknown limit '{key}'; known: {known}",
     description="Bounds the thread runs under; each a non-negative integer. An unknown limit is invalid params.")
 TRUSTED_HOOKS = Obj(
-    [Field("path", ABSOLUTE_PATH, description="A root's hooks.json."),
+    [Field("path", ABSOLUTE_PATH, description="A root's hooks file: hooks.json, settings.json, settings.local.json "
+                                            "or config.toml (also under its .claude/ and .codex/)."),
      opt("sha256", Str(pattern=SHA256_HEX.pattern, pattern_error="'{where}' must be 64 hexadecimal digits"),
          description="The file must hash to this (any case), or its hooks do not run (hook_untrusted).")],
     cls=lambda path, sha256=None: TrustedHooks(path, sha256.lower() if sha256 else None),

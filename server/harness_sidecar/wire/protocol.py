@@ -111,10 +111,10 @@ CATALOG = Obj([
         Field("status", Str(enum=("loaded", "skipped_untrusted", "failed", "hash_mismatch"))),
         opt("error", Str())], name="ExtensionEntry")), description="Sorted by id."),
     opt("hooks", Arr(Obj([
-        Field("source", Str(), description="root:<path of hooks.json> or plugin:<name>."),
-        Field("event", Str(), description="PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, SessionEnd, Stop, "
-                                          "SubagentStart, SubagentStop, PreCompact, PostCompact, Notification, "
-                                          "PermissionRequest."),
+        Field("source", Str(), description="root:<path of the hooks file: hooks.json, settings.json, "
+                                           "settings.local.json, config.toml> or plugin:<name>."),
+        Field("event", Str(), description="Any Claude Code or Codex event (protocol.md § Command hooks, "
+                                          "Events); those the sidecar does not fire are dormant."),
         Field("matcher", Nullable(Str()), description="As declared; null when absent."),
         opt("command", Str(), description="Always there for a command handler; for an unsupported one, as declared "
                                           "(when it declares one)."),
@@ -127,6 +127,8 @@ CATALOG = Obj([
         opt("supported", Const(False), description="Present (false) only for a handler of a type this sidecar does "
                                                    "not run: listed, never run (hook_type_unsupported); absent means "
                                                    "supported."),
+        opt("dormant", Const(True), description="Present (true) only for a handler of an event the sidecar does not "
+                                                "fire: listed, never run (hook_dormant, info)."),
         Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks for a root's, "
                                              "trustedPlugins for a plugin's).")],
         name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order: the "
@@ -187,6 +189,10 @@ BLOCKED = Obj([opt("extensionId", Str(), description="The extension whose before
               name="Blocked")
 WITHHELD = Obj([Field("extensionId", Str()), Field("kind", Str(enum=("throw", "timeout", "crash"))),
                 Field("reason", Str())], name="Withheld")
+STOP_TURN = Obj([Field("reason", Str(), description="The hooks' stopReason (else what they said), joined with '; '."),
+                 Field("by", Arr(Str()), description="The sources that answered continue: false.")],
+                name="StopTurn", description="A command hook answered continue: false: the editor ends the turn "
+                                             "(protocol-v4 §3).")
 TOOL_DETAILS = Obj([
     opt("kind", Str(), description="Why the call failed, when the sidecar says so: tool_not_found, "
                                    "invalid_arguments, stale_tool, tool_error, timeout, crash, too_large, editor_error, "
@@ -199,7 +205,10 @@ TOOL_DETAILS = Obj([
     opt("structuredContent", AnyValue(), description="An MCP tool's structuredContent."),
     opt("hookContext", Arr(Str()), description="PreToolUse command hooks' additionalContext, in declaration order."),
     opt("hookRewrittenBy", Arr(Str()), description="The command hooks whose updatedInput was applied."),
-    opt("hookMessages", Arr(Str()), description="PreToolUse command hooks' systemMessage values, for the user."),
+    opt("hookMessages", Arr(Str()), description="PreToolUse command hooks' systemMessage values, for the user "
+                                                "(also when they blocked; each also sent as ui/notify warning)."),
+    opt("stopTurn", STOP_TURN, description="A PreToolUse/PostToolUse/PostToolUseFailure hook answered "
+                                           "continue: false: end the turn after this result."),
     opt("hookFeedback", Arr(Obj([Field("source", Str()), Field("kind", Str(enum=("block", "context"))),
                                  Field("text", Str())], name="HookFeedback")),
         description="PostToolUse command hooks' feedback, also appended as text items '[hook <source>] …'."),
@@ -212,7 +221,8 @@ COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JS
                      name="CommandResult")
 INPUT_SUBMIT_RESULT = Union(
     Obj([Field("action", Const("send")), Field("message", USER_MESSAGE),
-         opt("hookContext", Arr(Str()), description="UserPromptSubmit command hooks' context, for the model."),
+         opt("hookContext", Arr(Str()), description="UserPromptSubmit (then, for a command template, "
+                                                    "UserPromptExpansion) command hooks' context, for the model."),
          opt("diagnostics", Arr(DIAGNOSTIC), description="A command template's template_feature_unsupported.")],
         name="InputSend"),
     Obj([Field("action", Const("handled")),
@@ -279,7 +289,8 @@ THREAD_DIAGNOSTIC = Union(
         name="StderrDropped",
         description="The editor does not read the sidecar's stderr: lines of this thread's processes were dropped "
                     "rather than block the sidecar (at most one a minute per thread)."),
-    Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed"))),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed",
+                                                                  "config_change_blocked"))),
          Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
          opt("event", Str()), opt("command", Str()),
          opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
@@ -287,7 +298,8 @@ THREAD_DIAGNOSTIC = Union(
                                          "hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
         description="hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: "
                     "a command hook failed where a failure does not block, or answered a value the format does not "
-                    "define (said even when it blocks, with field)."),
+                    "define (said even when it blocks, with field); config_change_blocked: a ConfigChange hook "
+                    "kept a changed hooks file (path) from applying at thread/refresh."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("trust_ambiguous")),
          Field("grant", Str(enum=("trustedPlugins", "trustedExtensions", "trustedHooks")),
                description="The list of the grant."),
@@ -344,6 +356,7 @@ LOOP_EVENT_RESULT = Obj([
                     "(ask the user as usual)."),
     Field("additionalContext", Arr(Str()), description="Every source's context, in declaration order."),
     Field("systemMessages", Arr(Str()), description="Messages for the user, in declaration order."),
+    opt("stopTurn", STOP_TURN, description="A command hook answered continue: false: the editor ends the turn."),
 ], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
@@ -441,7 +454,8 @@ DOMAIN_ERRORS = [
             "A template variable without an argument."),
     _domain("command_not_found", [opt("name", S())], "No command of that name in the thread."),
     _domain("input_blocked", [opt("extensionId", S()), opt("by", Arr(S())),
-                              opt("blockedKind", S(enum=("hook", "hook_failed", "hook_conflict")))],
+                              opt("blockedKind", S(enum=("hook", "hook_failed", "hook_conflict"))),
+                              opt("stopTurn", STOP_TURN)],
             "An input handler failed (fail-closed), or UserPromptSubmit command hooks (by) blocked the input."),
     _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
     _domain("too_many_threads", [Field("limit", Int(minimum=1))],
