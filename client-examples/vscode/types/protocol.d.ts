@@ -433,11 +433,11 @@ export interface ExtensionEntry {
  */
 export interface HookEntry {
   /**
-   * root:<path of hooks.json> or plugin:<name>.
+   * root:<path of the hooks file: hooks.json, settings.json, settings.local.json, config.toml> or plugin:<name>.
    */
   source: string;
   /**
-   * PreToolUse, PostToolUse, UserPromptSubmit, SessionStart, SessionEnd, Stop, SubagentStart, SubagentStop, PreCompact, PostCompact, Notification, PermissionRequest.
+   * Any Claude Code or Codex event (protocol.md § Command hooks, Events); those the sidecar does not fire are dormant.
    */
   event: string;
   /**
@@ -471,6 +471,10 @@ export interface HookEntry {
    * Present (false) only for a handler of a type this sidecar does not run: listed, never run (hook_type_unsupported); absent means supported.
    */
   supported?: false;
+  /**
+   * Present (true) only for a handler of an event the sidecar does not fire: listed, never run (hook_dormant, info).
+   */
+  dormant?: true;
   /**
    * Only trusted handlers run (thread/start.trustedHooks for a root's, trustedPlugins for a plugin's).
    */
@@ -652,14 +656,14 @@ export interface ClientInfo {
   version?: string | null;
 }
 /**
- * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block, or answered a value the format does not define (said even when it blocks, with field).
+ * hook_untrusted: a source's command hooks do not run (once per source and thread); hook_failed: a command hook failed where a failure does not block, or answered a value the format does not define (said even when it blocks, with field); config_change_blocked: a ConfigChange hook kept a changed hooks file (path) from applying at thread/refresh.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CommandHookDiagnostic".
  */
 export interface CommandHookDiagnostic {
   threadId: ThreadId;
-  kind: "hook_untrusted" | "hook_failed";
+  kind: "hook_untrusted" | "hook_failed" | "config_change_blocked";
   source: string;
   message: string;
   path?: string;
@@ -1232,8 +1236,25 @@ export interface Error_InputBlocked {
     extensionId?: string;
     by?: string[];
     blockedKind?: "hook" | "hook_failed" | "hook_conflict";
+    stopTurn?: StopTurn;
     [k: string]: unknown;
   };
+}
+/**
+ * A command hook answered continue: false: the editor ends the turn (protocol-v4 §3).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "StopTurn".
+ */
+export interface StopTurn {
+  /**
+   * The hooks' stopReason (else what they said), joined with '; '.
+   */
+  reason: string;
+  /**
+   * The sources that answered continue: false.
+   */
+  by: string[];
 }
 /**
  * A required MCP server could not be started.
@@ -1523,7 +1544,7 @@ export interface InputSend {
   action: "send";
   message: UserMessage;
   /**
-   * UserPromptSubmit command hooks' context, for the model.
+   * UserPromptSubmit (then, for a command template, UserPromptExpansion) command hooks' context, for the model.
    */
   hookContext?: string[];
   /**
@@ -1714,6 +1735,7 @@ export interface LoopEventResult {
    * Messages for the user, in declaration order.
    */
   systemMessages: string[];
+  stopTurn?: StopTurn;
 }
 /**
  * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
@@ -2118,9 +2140,10 @@ export interface ToolDetails {
    */
   hookRewrittenBy?: string[];
   /**
-   * PreToolUse command hooks' systemMessage values, for the user.
+   * PreToolUse command hooks' systemMessage values, for the user (also when they blocked; each also sent as ui/notify warning).
    */
   hookMessages?: string[];
+  stopTurn?: StopTurn;
   /**
    * PostToolUse command hooks' feedback, also appended as text items '[hook <source>] …'.
    */
