@@ -135,6 +135,8 @@ def designs(where: Path, plugins: list[tuple[str, Path]], runs: int) -> dict:
 
 def hook_plugin(path: Path) -> Path:
     shutil.copytree(FIXTURES / "superpowers", path, symlinks=True)
+    # read as the Claude Code plugin it also is: its .codex-plugin's "hooks": {} turns hooks off (v4 §3)
+    shutil.rmtree(path / ".codex-plugin", ignore_errors=True)
     (path / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [
         {"matcher": "load_skill", "hooks": [{"type": "command", "command": "exit 0"}]}]}}))
     skill = path / "skills" / "demo"
