@@ -321,6 +321,26 @@ function catalogText(started, settings) {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * Why the sidecar did not start, and what to set: harness-sidecar is on no package index, so the
+ * default command (`harness-sidecar`) is found only when its checkout's .venv/bin is on PATH.
+ * @param {string[]} command  @param {Error} err
+ */
+function startErrorText(command, err) {
+  const [file] = command;
+  const install = 'Install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e . in the checkout), '
+    + 'then set harnessSidecar.command to ["/path/to/checkout/.venv/bin/harness-sidecar"] in your user settings';
+  if (/ENOENT/.test(err.message)) {
+    const where = file.includes('/') ? 'no such file' : 'it is not on your PATH (harness-sidecar is not on PyPI)';
+    return `could not start ${command.join(' ')}: ${file} was not found (${where}). `
+      + `harnessSidecar.command is ${JSON.stringify(command)}. ${install}.`;
+  }
+  if (/EACCES/.test(err.message)) {
+    return `could not start ${command.join(' ')}: ${file} is not executable. harnessSidecar.command is ${JSON.stringify(command)}. ${install}.`;
+  }
+  return `could not start ${command.join(' ')}: ${err.message}. ${install}.`;
+}
+
 class Harness {
   constructor(context) {
     this.output = vscode.window.createOutputChannel('Harness Sidecar', { log: true });
@@ -402,7 +422,7 @@ class Harness {
       this.setStatus('Harness', `harness-sidecar ${result && result.serverInfo ? result.serverInfo.version : ''} (${settings.mode})`);
       return result;
     } catch (err) {
-      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e . in the checkout), then set harnessSidecar.command to ["/path/to/checkout/.venv/bin/harness-sidecar"] in your user settings.`;
+      this.startError = startErrorText(settings.command, err);
       if (this.connection === connection) this.connection = null;
       connection.stop().catch(() => {});
       this.setStatus('Harness: not running', this.startError);

@@ -251,7 +251,7 @@ test('an untrusted workspace trusts no extension, says so, and granting trust re
 test('a sidecar that cannot start gives actionable errors, also on later commands', async () => {
   const { state, extension } = await activated({ user: { command: ['/nonexistent/harness-sidecar'], roots: ROOTS } });
   assert.equal(state.errors.length, 1);
-  assert.match(state.errors[0].message, /could not start \/nonexistent\/harness-sidecar/);
+  assert.match(state.errors[0].message, /could not start \/nonexistent\/harness-sidecar: \/nonexistent\/harness-sidecar was not found \(no such file\)/);
   // how to install it as it really is: from the repository (it is on no package index)
   assert.match(state.errors[0].message, /from its repository .*pip install -e \. in the checkout/);
   assert.doesNotMatch(state.errors[0].message, /pip install harness-sidecar/);
@@ -262,6 +262,26 @@ test('a sidecar that cannot start gives actionable errors, also on later command
   assert.match(state.errors[1].message, /could not start \/nonexistent\/harness-sidecar/); // not "not running"
   assert.deepEqual(state.executed.at(-1), ['workbench.action.openSettings', 'harnessSidecar']);
   await extension.deactivate();
+});
+
+test('the default command not on PATH: the error says it was not found, names the setting and the path to set', async () => {
+  const saved = process.env.PATH;
+  // as on a machine where harness-sidecar was never put on PATH (it is on no package index)
+  process.env.PATH = saved.split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, 'harness-sidecar'))).join(path.delimiter);
+  try {
+    const { state, extension } = await activated({ user: { roots: ROOTS } }); // harnessSidecar.command left at its default
+    assert.equal(state.errors.length, 1);
+    const { message } = state.errors[0];
+    assert.match(message, /^Harness: could not start harness-sidecar: harness-sidecar was not found \(it is not on your PATH/);
+    assert.match(message, /harnessSidecar\.command is \["harness-sidecar"\]/);
+    assert.match(message, /set harnessSidecar\.command to \["\/path\/to\/checkout\/\.venv\/bin\/harness-sidecar"\] in your user settings/);
+    assert.doesNotMatch(message, /spawn harness-sidecar ENOENT/); // said in words, not as errno
+    assert.deepEqual(state.errors[0].actions, ['Show Output', 'Open Settings']);
+    assert.match(state.statusBar.text, /not running/);
+    await extension.deactivate();
+  } finally {
+    process.env.PATH = saved;
+  }
 });
 
 test('cancelling the progress cancels the request in the sidecar', async () => {
