@@ -1,7 +1,7 @@
 'use strict';
 // VS Code extension for harness-sidecar: a catalog tree (skills, templates and command templates,
 // extensions, command hooks, plugins with their parts and trust state, diagnostics), a status-bar item, commands (show catalog, activate skill, render template,
-// show system prompt, refresh, restart), catalog diagnostics in the Problems panel, read-only
+// show system prompt, call a tool by hand, refresh, restart), catalog diagnostics in the Problems panel, read-only
 // documents for what the sidecar returns, and the editor's side of the protocol (requests the
 // sidecar sends, dispatched by method in REVERSE_REQUESTS; notifications in NOTIFICATIONS).
 //
@@ -321,6 +321,26 @@ function catalogText(started, settings) {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * Why the sidecar did not start, and what to set: harness-sidecar is on no package index, so the
+ * default command (`harness-sidecar`) is found only when its checkout's .venv/bin is on PATH.
+ * @param {string[]} command  @param {Error} err
+ */
+function startErrorText(command, err) {
+  const [file] = command;
+  const install = 'Install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e . in the checkout), '
+    + 'then set harnessSidecar.command to ["/path/to/checkout/.venv/bin/harness-sidecar"] in your user settings';
+  if (/ENOENT/.test(err.message)) {
+    const where = file.includes('/') ? 'no such file' : 'it is not on your PATH (harness-sidecar is not on PyPI)';
+    return `could not start ${command.join(' ')}: ${file} was not found (${where}). `
+      + `harnessSidecar.command is ${JSON.stringify(command)}. ${install}.`;
+  }
+  if (/EACCES/.test(err.message)) {
+    return `could not start ${command.join(' ')}: ${file} is not executable. harnessSidecar.command is ${JSON.stringify(command)}. ${install}.`;
+  }
+  return `could not start ${command.join(' ')}: ${err.message}. ${install}.`;
+}
+
 class Harness {
   constructor(context) {
     this.output = vscode.window.createOutputChannel('Harness Sidecar', { log: true });
@@ -402,7 +422,7 @@ class Harness {
       this.setStatus('Harness', `harness-sidecar ${result && result.serverInfo ? result.serverInfo.version : ''} (${settings.mode})`);
       return result;
     } catch (err) {
-      this.startError = `could not start ${settings.command.join(' ')}: ${err.message}. Install harness-sidecar from its repository (python3 -m venv .venv && .venv/bin/pip install -e . in the checkout), then set harnessSidecar.command to ["/path/to/checkout/.venv/bin/harness-sidecar"] in your user settings.`;
+      this.startError = startErrorText(settings.command, err);
       if (this.connection === connection) this.connection = null;
       connection.stop().catch(() => {});
       this.setStatus('Harness: not running', this.startError);
@@ -618,7 +638,75 @@ function commandResultText(command, values, result) {
   return lines.join('\n') + '\n';
 }
 
+/**
+ * A QuickPick of the thread's tools (tools/list), with their descriptions and where they come from.
+ * @param {import('./types/protocol').ToolSpec[]} tools
+ */
+async function pickTool(tools) {
+  const picked = await vscode.window.showQuickPick(tools.map((t) => ({
+    label: t.name, description: t.description,
+    detail: `${t.origin.kind}${t.origin.id ? ` ${t.origin.id}` : ''}`, tool: t })),
+  { placeHolder: 'Tool to call (its hooks and confirm prompts run as for the model)', matchOnDescription: true });
+  return picked && picked.tool;
+}
+
+/** Why `text` is not a tool's arguments (a JSON object), or undefined when it is. @param {string} text */
+function argumentsProblem(text) {
+  let value;
+  try { value = JSON.parse(text); } catch (err) { return `not JSON: ${err.message}`; }
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return 'the arguments must be a JSON object, e.g. {}';
+  return undefined;
+}
+
+/**
+ * The tool's arguments as JSON in one InputBox (prefilled `{}`). Text that is not a JSON object is
+ * refused while typing; if it is accepted anyway it is said so and asked again, with the text kept.
+ * `undefined` when the user pressed Escape.
+ * @param {import('./types/protocol').ToolSpec} tool
+ * @returns {Promise<Record<string, any> | undefined>}
+ */
+async function askToolArguments(tool) {
+  let value = '{}';
+  let problem;
+  for (;;) {
+    const schema = JSON.stringify(tool.inputSchema || {});
+    const text = await vscode.window.showInputBox({
+      title: `${tool.name}: arguments (JSON)`,
+      prompt: problem ? `${problem}; try again. Schema: ${schema}` : `A JSON object. Schema: ${schema}`,
+      value, validateInput: argumentsProblem,
+    });
+    if (text === undefined) return undefined;
+    problem = argumentsProblem(text);
+    if (!problem) return JSON.parse(text);
+    value = text;
+    vscode.window.showWarningMessage(`Harness: ${tool.name}: ${problem}`);
+  }
+}
+
+/**
+ * The result of tools/call as a document: whether it failed or was blocked (and why, by whom),
+ * the arguments sent, the content, then the details (blocked, systemMessages, …) as JSON.
+ * @param {import('./types/protocol').ToolSpec} tool
+ * @param {Record<string, any>} values
+ * @param {import('./types/protocol').ToolResult} result
+ */
+function toolResultText(tool, values, result) {
+  const blocked = result.details && result.details.blocked;
+  const state = blocked ? ' (blocked)' : result.isError ? ' (failed)' : '';
+  const lines = [`# ${tool.name}${state}`, '', `Arguments: \`${JSON.stringify(values)}\``, ''];
+  if (blocked) {
+    const who = blocked.extensionId ? `extension ${blocked.extensionId}` : (blocked.by || []).join(', ') || 'a hook';
+    lines.push(`Blocked by ${who} (${blocked.kind}): ${blocked.reason}`, '');
+  }
+  lines.push(result.content.map((item) => item.text).join('\n'));
+  if (result.details && Object.keys(result.details).length) {
+    lines.push('', '```json', JSON.stringify(result.details, null, 2), '```');
+  }
+  return lines.join('\n') + '\n';
+}
+
 let harness = null;
+let toolCalls = 0;
 
 function activate(context) {
   harness = new Harness(context);
@@ -687,6 +775,23 @@ function activate(context) {
       const result = await h.live().request('commands/run', { threadId, name: command.name, arguments: values }, token);
       return h.documents.show(`command/${command.name}.md`, commandResultText(command, values, result));
     }),
+    // A tool called by hand, as the model would (tools/call): its hooks and confirm prompts run.
+    // `name` and `args` (an object) skip the QuickPick and the InputBox.
+    'harnessSidecar.callTool': (name, args) => h.run('Harness: calling a tool', async (token) => {
+      const { threadId } = await h.thread(token);
+      const { tools, revision } = await h.live().request('tools/list', { threadId }, token);
+      const tool = name ? tools.find((t) => t.name === name) : await pickTool(tools);
+      if (!tool) {
+        if (name) await h.fail(`no tool named ${name} in this thread (tools/list: ${tools.map((t) => t.name).join(', ')})`);
+        return undefined;
+      }
+      const values = args && typeof args === 'object' ? args : await askToolArguments(tool);
+      if (!values) return undefined;
+      toolCalls += 1;
+      const { result } = await h.live().request('tools/call', { threadId, revision,
+        call: { id: `vscode-call-${toolCalls}`, name: tool.name, arguments: values } }, token);
+      return h.documents.show(`tool/${tool.name}-${toolCalls}.md`, toolResultText(tool, values, result));
+    }),
     'harnessSidecar.restart': () => h.restart(),
     'harnessSidecar.showOutput': () => h.output.show(true),
   };
@@ -711,4 +816,4 @@ function deactivate() {
   return harness ? harness.stop() : undefined;
 }
 
-module.exports = { activate, deactivate, catalogText, commandResultText, isProblem, REVERSE_REQUESTS, NOTIFICATIONS };
+module.exports = { activate, deactivate, catalogText, commandResultText, toolResultText, argumentsProblem, isProblem, REVERSE_REQUESTS, NOTIFICATIONS };

@@ -15,6 +15,7 @@
 //   started at all, and
 //   `roots` too comes from the user's settings only.
 
+const fs = require('fs');
 const os = require('os');
 const path = require('path');
 
@@ -47,12 +48,30 @@ function workspaceFolder(vscode) {
   return folder ? folder.uri.fsPath : undefined;
 }
 
+/**
+ * The roots when harnessSidecar.roots is empty: <workspace>/.agents, then the workspace's own
+ * .claude/ and .codex/ (Claude Code's and Codex's project folders: skills, commands, hooks in
+ * settings.json / hooks.json / config.toml) when they exist, then ~/.agents. A repository that has
+ * only .claude/ or .codex/ activates the extension (package.json activationEvents) and is read;
+ * their hooks run only if your user settings trust them (harnessSidecar.trustedHooks).
+ */
 function defaultRoots(vscode) {
   const folder = workspaceFolder(vscode);
   const roots = [];
-  if (folder) roots.push(path.join(folder, '.agents'));
+  if (folder) {
+    roots.push(path.join(folder, '.agents'));
+    for (const name of ['.claude', '.codex']) {
+      const root = path.join(folder, name);
+      if (isDirectory(root)) roots.push(root);
+    }
+  }
   roots.push(path.join(os.homedir(), '.agents'));
   return roots;
+}
+
+/** @param {string} file */
+function isDirectory(file) {
+  try { return fs.statSync(file).isDirectory(); } catch { return false; }
 }
 
 /**

@@ -24,7 +24,7 @@ test('the catalog as a tree, a status bar, Problems and read-only documents', as
     user: { command: sidecarCommand(), roots: ROOTS, trustedExtensions: ['review-extension'] },
   });
   assert.deepEqual([...state.commands.keys()].sort(), [
-    'harnessSidecar.activateSkill', 'harnessSidecar.refreshCatalog', 'harnessSidecar.renderTemplate',
+    'harnessSidecar.activateSkill', 'harnessSidecar.callTool', 'harnessSidecar.refreshCatalog', 'harnessSidecar.renderTemplate',
     'harnessSidecar.restart', 'harnessSidecar.runCommand', 'harnessSidecar.showCatalog', 'harnessSidecar.showOutput', 'harnessSidecar.showSystemPrompt']);
 
   await run(state, 'harnessSidecar.showCatalog');
@@ -251,7 +251,7 @@ test('an untrusted workspace trusts no extension, says so, and granting trust re
 test('a sidecar that cannot start gives actionable errors, also on later commands', async () => {
   const { state, extension } = await activated({ user: { command: ['/nonexistent/harness-sidecar'], roots: ROOTS } });
   assert.equal(state.errors.length, 1);
-  assert.match(state.errors[0].message, /could not start \/nonexistent\/harness-sidecar/);
+  assert.match(state.errors[0].message, /could not start \/nonexistent\/harness-sidecar: \/nonexistent\/harness-sidecar was not found \(no such file\)/);
   // how to install it as it really is: from the repository (it is on no package index)
   assert.match(state.errors[0].message, /from its repository .*pip install -e \. in the checkout/);
   assert.doesNotMatch(state.errors[0].message, /pip install harness-sidecar/);
@@ -262,6 +262,26 @@ test('a sidecar that cannot start gives actionable errors, also on later command
   assert.match(state.errors[1].message, /could not start \/nonexistent\/harness-sidecar/); // not "not running"
   assert.deepEqual(state.executed.at(-1), ['workbench.action.openSettings', 'harnessSidecar']);
   await extension.deactivate();
+});
+
+test('the default command not on PATH: the error says it was not found, names the setting and the path to set', async () => {
+  const saved = process.env.PATH;
+  // as on a machine where harness-sidecar was never put on PATH (it is on no package index)
+  process.env.PATH = saved.split(path.delimiter).filter((dir) => !fs.existsSync(path.join(dir, 'harness-sidecar'))).join(path.delimiter);
+  try {
+    const { state, extension } = await activated({ user: { roots: ROOTS } }); // harnessSidecar.command left at its default
+    assert.equal(state.errors.length, 1);
+    const { message } = state.errors[0];
+    assert.match(message, /^Harness: could not start harness-sidecar: harness-sidecar was not found \(it is not on your PATH/);
+    assert.match(message, /harnessSidecar\.command is \["harness-sidecar"\]/);
+    assert.match(message, /set harnessSidecar\.command to \["\/path\/to\/checkout\/\.venv\/bin\/harness-sidecar"\] in your user settings/);
+    assert.doesNotMatch(message, /spawn harness-sidecar ENOENT/); // said in words, not as errno
+    assert.deepEqual(state.errors[0].actions, ['Show Output', 'Open Settings']);
+    assert.match(state.statusBar.text, /not running/);
+    await extension.deactivate();
+  } finally {
+    process.env.PATH = saved;
+  }
 });
 
 test('cancelling the progress cancels the request in the sidecar', async () => {
@@ -306,5 +326,95 @@ test('changing a setting restarts the sidecar with it; a crash is shown with act
   await run(state, 'harnessSidecar.restart');
   await run(state, 'harnessSidecar.showCatalog');
   assert.match(text(state.shown.at(-1)), /commit-message/);
+  await extension.deactivate();
+});
+
+// A root whose extension asks the user (ctx.ui.confirm) before the editor tool runs, and whose hooks.json
+// blocks load_skill for the skill "secret" with its reason on stderr (exit 2, as Claude Code's hooks do).
+function callToolRoot() {
+  const root = extensionRoot('ask-first', `
+def gate(event, ctx):
+    if event["call"]["name"] != "editor_selection":
+        return None
+    if ctx.ui.confirm("Read the selection?", "May the agent read what you selected?"):
+        return None
+    return {"block": True, "reason": "the user kept the selection private"}
+
+
+def activate(api):
+    api.on("tool_call", gate)
+`);
+  fs.mkdirSync(path.join(root, 'skills', 'secret'), { recursive: true });
+  fs.writeFileSync(path.join(root, 'skills', 'secret', 'SKILL.md'),
+    '---\nname: secret\ndescription: Use never; a hook keeps it closed.\n---\nThe secret body.\n');
+  fs.writeFileSync(path.join(root, 'hooks.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'load_skill',
+    hooks: [{ type: 'command', command: 'grep -q secret && { echo "secret skills stay closed" >&2; exit 2; }; exit 0' }] }] } }));
+  return root;
+}
+
+test('Call Tool…: pick a tool, type its arguments as JSON (bad JSON asked again), see the result, a hook\'s block and a confirm prompt', async () => {
+  const root = callToolRoot();
+  const { vscode, state, extension } = await activated({ user: { command: sidecarCommand(), roots: [root, ...ROOTS],
+    trustedExtensions: ['ask-first'], trustedHooks: [{ path: path.join(root, 'hooks.json') }] } });
+  assert.ok(state.commands.has('harnessSidecar.callTool'));
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8'));
+  assert.ok(manifest.contributes.commands.some((c) => c.command === 'harnessSidecar.callTool' && c.title === 'Call Tool…'));
+
+  // The picker lists the thread's tools (tools/list); the stand-in user picks the one named here.
+  const pickTool = (name) => { state.answers.quickPick = (items) => items.find((i) => i.label === name); };
+  const typed = [];
+  state.answers.inputBox = () => typed.shift();
+
+  pickTool('load_skill');
+  typed.push('{"name": "review"', '["review"]', '{"name": "review"}');
+  await run(state, 'harnessSidecar.callTool');
+  const listed = state.quickPicks.at(-1).items.map((i) => i.label);
+  assert.deepEqual(listed.slice().sort(), ['editor_selection', 'load_skill'], listed);
+  // prefilled {}, refused while typing, and asked again (the text kept) with the reason
+  const asked = state.inputs.slice(-3);
+  assert.equal(asked[0].value, '{}');
+  assert.match(asked[0].validateInput('{"name": "review"'), /not JSON/);
+  assert.equal(asked[0].validateInput('{"name": "review"}'), undefined);
+  assert.equal(asked[1].value, '{"name": "review"');
+  assert.match(asked[1].prompt, /not JSON.*try again/);
+  assert.match(asked[2].prompt, /must be a JSON object.*try again/);
+  assert.ok(state.messages.some((m) => m.level === 'warning' && /load_skill: not JSON/.test(m.message)));
+  let doc = state.shown.at(-1);
+  assert.equal(doc.uri.scheme, 'harness-sidecar');
+  assert.equal(doc.readOnly, true);
+  assert.match(text(doc), /^# load_skill\n\nArguments: `\{"name":"review"\}`/);
+  assert.match(text(doc), /# Reviewing in this project/);
+
+  // A command hook blocks the call: the document says so, with the hook's own reason.
+  typed.push('{"name": "secret"}');
+  await run(state, 'harnessSidecar.callTool');
+  doc = state.shown.at(-1);
+  assert.match(text(doc), /^# load_skill \(blocked\)/);
+  assert.match(text(doc), /Blocked by root:.*hooks\.json.*: .*secret skills stay closed/);
+  assert.doesNotMatch(text(doc), /The secret body/);
+
+  // The extension's confirm prompt is the modal a user answers: Deny blocks, Allow runs the editor tool.
+  vscode.window.activeTextEditor = { selection: 'sel', document: { getText: () => 'my «selection»' } };
+  pickTool('editor_selection');
+  state.answers.modal = () => 'Deny';
+  typed.push('{}');
+  await run(state, 'harnessSidecar.callTool');
+  assert.equal(state.modals.at(-1).message, 'Read the selection?');
+  assert.match(text(state.shown.at(-1)), /^# editor_selection \(blocked\)/);
+  assert.match(text(state.shown.at(-1)), /Blocked by extension ask-first \(deny\): the user kept the selection private/);
+  state.answers.modal = () => 'Allow';
+  typed.push('{}');
+  await run(state, 'harnessSidecar.callTool');
+  assert.equal(state.modals.length, 2);
+  assert.match(text(state.shown.at(-1)), /^# editor_selection\n\nArguments: `\{\}`\n\nmy «selection»/);
+
+  // Escape on the arguments calls nothing; a tool named that the thread lacks is an error naming the tools.
+  const shown = state.shown.length;
+  typed.push(undefined);
+  await run(state, 'harnessSidecar.callTool', 'load_skill');
+  assert.equal(state.shown.length, shown);
+  assert.deepEqual(state.errors.filter((e) => !/not JSON|JSON object/.test(e.message)), []);
+  await run(state, 'harnessSidecar.callTool', 'Bash', {});
+  assert.match(state.errors.at(-1).message, /no tool named Bash in this thread \(tools\/list: .*load_skill/);
   await extension.deactivate();
 });

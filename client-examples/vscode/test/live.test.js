@@ -127,3 +127,58 @@ test('default roots the user never made are quiet; an empty catalog shows the we
   }
   assert.ok(started.diagnostics.length >= 1, 'the sidecar did report the missing roots');
 });
+
+/** Whether VS Code would activate the extension on `folder`: a workspaceContains:<path> event whose path is there. */
+function activatesOn(folder) {
+  const manifest = JSON.parse(fs.readFileSync(path.join(__dirname, '..', 'package.json'), 'utf8'));
+  return manifest.activationEvents.filter((e) => e.startsWith('workspaceContains:'))
+    .map((e) => e.slice('workspaceContains:'.length))
+    .filter((p) => !/[*?[{]/.test(p) && fs.existsSync(path.join(folder, p)));
+}
+
+test('a repository with only .claude/ or .codex/ activates the extension and is read; its hooks stay untrusted (attacker test)', async () => {
+  const home = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-home-'));
+  const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-folder-'));
+  const marker = path.join(home, 'hook-ran');
+  assert.deepEqual(activatesOn(folder), []);
+  // Claude Code's project layout: a skill and a PreToolUse hook in .claude/settings.json
+  skill(path.join(folder, '.claude'), 'from-claude', 'Use when a repository keeps its skills in .claude.');
+  const settingsFile = path.join(folder, '.claude', 'settings.json');
+  fs.writeFileSync(settingsFile, JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'load_skill',
+    hooks: [{ type: 'command', command: `touch ${marker}; echo "from the repository" >&2; exit 2` }] }] } }));
+  assert.deepEqual(activatesOn(folder), ['.claude']);
+  fs.mkdirSync(path.join(folder, '.codex'));
+  fs.writeFileSync(path.join(folder, '.codex', 'hooks.json'), JSON.stringify({ hooks: { SessionStart: [{
+    hooks: [{ type: 'command', command: `touch ${marker}` }] }] } }));
+  assert.deepEqual(activatesOn(folder), ['.claude', '.codex']);
+
+  const saved = process.env.HOME;
+  process.env.HOME = home;
+  try {
+    const { state, api, extension } = await activated({ folder, user: { command: sidecarCommand() },
+      workspace: { trustedHooks: [{ path: settingsFile }] } }); // what the repository's .vscode/settings.json says
+    await run(state, 'harnessSidecar.showCatalog');
+    assert.deepEqual(api.harness.settings.roots, [path.join(folder, '.agents'), path.join(folder, '.claude'),
+      path.join(folder, '.codex'), path.join(home, '.agents')]);
+    const { catalog } = api.harness.started;
+    assert.deepEqual(catalog.skills.map((s) => s.name), ['from-claude']);
+    assert.deepEqual(catalog.hooks.map((h) => [h.event, h.trusted]).sort(), [['PreToolUse', false], ['SessionStart', false]]);
+    assert.match(state.shown.at(-1).getText(), /\*\*PreToolUse\*\* \[load_skill\]: .* — not trusted/);
+    // called by hand, the tool runs: the repository's hook does not
+    await run(state, 'harnessSidecar.callTool', 'load_skill', { name: 'from-claude' });
+    assert.match(state.shown.at(-1).getText(), /^# load_skill\n/);
+    assert.match(state.shown.at(-1).getText(), /# from-claude body/);
+    assert.equal(fs.existsSync(marker), false, 'a hook the user never trusted ran');
+    await extension.deactivate();
+
+    // the user trusts it in their own settings: now it runs and its reason is shown
+    const trusted = await activated({ folder, user: { command: sidecarCommand(), trustedHooks: [{ path: settingsFile }] } });
+    await run(trusted.state, 'harnessSidecar.callTool', 'load_skill', { name: 'from-claude' });
+    assert.match(trusted.state.shown.at(-1).getText(), /^# load_skill \(blocked\)/);
+    assert.match(trusted.state.shown.at(-1).getText(), /from the repository/);
+    assert.equal(fs.existsSync(marker), true);
+    await trusted.extension.deactivate();
+  } finally {
+    process.env.HOME = saved;
+  }
+});

@@ -127,7 +127,9 @@ function standIn({ user = {}, workspace = {}, trusted = true, folder } = {}) {
     // How the user answers: modal(entry) → the button clicked (or a promise; undefined: dismissed);
     // widget(w) is called when a created QuickPick/InputBox is shown (w.pick(label), w.type(text),
     // w.escape(); leave it open by doing nothing).
-    answers: { modal: undefined, widget: undefined },
+    // quickPick(items, options) → the item picked by showQuickPick (default: the first);
+    // inputBox(options) → the text showInputBox returns (default: `value of <prompt>`).
+    answers: { modal: undefined, widget: undefined, quickPick: undefined, inputBox: undefined },
   };
   const configChanged = new EventEmitter();
   const trustGranted = new EventEmitter();
@@ -213,7 +215,11 @@ function standIn({ user = {}, workspace = {}, trusted = true, folder } = {}) {
       createQuickPick: () => widget('quickPick'),
       createInputBox: () => widget('inputBox'),
       showTextDocument: async (doc) => { state.shown.push(doc); return { document: doc }; },
-      showQuickPick: async (items, options) => { state.quickPicks.push({ items: await items, options }); return (await items)[0]; },
+      showQuickPick: async (items, options) => {
+        const list = await items;
+        state.quickPicks.push({ items: list, options });
+        return state.answers.quickPick ? state.answers.quickPick(list, options) : list[0];
+      },
       showInputBox: async (options) => {
         state.inputs.push(options);
         return state.answers.inputBox ? state.answers.inputBox(options) : `value of ${options.prompt}`;
