@@ -289,6 +289,24 @@ check(':HarnessCall without arguments: a picker of the tools, then the JSON (def
   answer.select, answer.input = nil, nil
 end)
 
+check(':HarnessCall shows a trusted command hook\'s block, its reason and its message', function()
+  local hooked = vim.fn.tempname()
+  vim.fn.mkdir(hooked, 'p')
+  local says = vim.fn.json_encode({ systemMessage = 'hook says: use the trash instead',
+    hookSpecificOutput = { hookEventName = 'PreToolUse', permissionDecision = 'deny',
+      permissionDecisionReason = 'no rm in this repository' } })
+  vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = 'bash',
+    hooks = { { type = 'command', command = "printf '%s' '" .. says .. "'" } } } } } }) }, hooked .. '/hooks.json')
+  setup({ roots = { root, hooked }, trusted_hooks = { { path = hooked .. '/hooks.json' } } })
+  ran = {}
+  local text = t.shows(hs, 'HarnessCall bash {"command": "ls"}')
+  contains(text, '# bash (failed)')
+  contains(text, 'blocked by root:' .. hooked .. '/hooks.json (hook): no rm in this repository')
+  contains(text, '## what the hooks said\n- hook says: use the trash instead')
+  assert(vim.deep_equal(ran, {}), vim.inspect(ran))
+  setup()
+end)
+
 check(':help covers asking, :HarnessCommand, :HarnessCall, the statusline and mcp_servers', function()
   for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp', ':HarnessCall' }) do
     vim.cmd('help ' .. tag)

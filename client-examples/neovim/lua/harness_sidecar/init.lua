@@ -1181,8 +1181,11 @@ function M.call_result_text(name, arguments, result)
     local why = details[key]
     if type(why) == 'table' then
       table.insert(lines, '')
-      table.insert(lines, string.format('%s by %s (%s): %s', key, tostring(why.extensionId or why.by or why.source or '?'),
-        tostring(why.kind), tostring(why.reason)))
+      local by = why.extensionId or why.by or why.source or '?'
+      if type(by) == 'table' then -- a command hook's block: `by` lists its sources
+        by = table.concat(vim.tbl_map(tostring, by), ', ')
+      end
+      table.insert(lines, string.format('%s by %s (%s): %s', key, tostring(by), tostring(why.kind), tostring(why.reason)))
     end
   end
   for _, key in ipairs({ 'hookMessages', 'hookContext' }) do
