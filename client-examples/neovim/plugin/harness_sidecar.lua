@@ -28,6 +28,10 @@ vim.api.nvim_create_user_command('HarnessCommand', function(o)
   hs().cmd_command(o.fargs[1], vim.list_slice(o.fargs, 2))
 end, { nargs = '*', complete = function(lead, line) return hs().complete_command(lead, line) end,
   desc = "Run a trusted extension's command: :HarnessCommand {name} key=value ... (a picker without arguments)" })
+vim.api.nvim_create_user_command('HarnessCall', function(o)
+  hs().cmd_call(o.fargs[1], o.args:match('^%s*%S+%s*(.-)%s*$'))
+end, { nargs = '*', complete = function(lead, line) return hs().complete_call(lead, line) end,
+  desc = 'Call a tool of the thread by hand: :HarnessCall {tool} {json} (a picker, then the JSON, without arguments)' })
 vim.api.nvim_create_user_command('HarnessLog', function() hs().cmd_log() end,
   { desc = "The sidecar's log (its stderr) and the diagnostics it sent" })
 vim.api.nvim_create_user_command('HarnessStop', function() hs().stop() end, { desc = 'Stop the sidecar' })

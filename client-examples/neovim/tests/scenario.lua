@@ -155,8 +155,9 @@ end)
 check(':HarnessDiagnostics fills the quickfix list with files and lines', function()
   hs.stop({ quiet = true })
   hs.setup({ cmd = cmd, roots = { workspace .. '/broken', workspace .. '/project' } })
+  local before = vim.fn.getqflist({ id = 0 }).id
   vim.cmd('HarnessDiagnostics')
-  wait_for(function() return #vim.fn.getqflist() > 0 end, 'the quickfix list')
+  wait_for(function() return vim.fn.getqflist({ id = 0 }).id ~= before end, 'the quickfix list')
   local found = {}
   for _, item in ipairs(vim.fn.getqflist()) do
     found[vim.api.nvim_buf_get_name(item.bufnr):match('broken/(.*)$') or '?'] = item
@@ -388,6 +389,77 @@ check(':HarnessRender completes command templates and renders one from the rest 
   contains(asked, 'debugging-toolkit:smart-debug')
   contains(text, 'a crash in parse()')
   hs.stop({ quiet = true, wait = true })
+  hs.reset()
+  hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
+end)
+
+--- The text of :checkhealth harness_sidecar.
+local function health_text()
+  vim.cmd('checkhealth harness_sidecar')
+  local text = buffer_text()
+  vim.cmd('bwipeout!')
+  return text
+end
+
+--- A plugin whose hooks file is not JSON (invalid_hooks: an error only a start naming the plugin sees).
+local function broken_plugin()
+  local folder = vim.fn.tempname() .. '/badplug'
+  vim.fn.mkdir(folder .. '/.claude-plugin', 'p')
+  vim.fn.mkdir(folder .. '/hooks', 'p')
+  vim.fn.writefile({ '{"name": "badplug", "version": "0.1.0"}' }, folder .. '/.claude-plugin/plugin.json')
+  vim.fn.writefile({ '{"hooks": {' }, folder .. '/hooks/hooks.json')
+  return folder
+end
+
+check(':checkhealth lists the very diagnostics :HarnessDiagnostics lists (setup()\'s plugins and trust included)', function()
+  hs.stop({ quiet = true, wait = true })
+  hs.reset()
+  hs.setup({ cmd = cmd, roots = { workspace .. '/project' }, plugins = { broken_plugin() },
+    trusted_plugins = { { name = 'no-such-plugin' } } })
+  -- without a running session: checkhealth starts the session's thread itself
+  local text = health_text()
+  assert(hs.client == nil, 'checkhealth started the session')
+  local before = vim.fn.getqflist({ id = 0 }).id
+  vim.cmd('HarnessDiagnostics')
+  wait_for(function() return vim.fn.getqflist({ id = 0 }).id ~= before end, 'the quickfix list')
+  local items = vim.fn.getqflist()
+  local kinds = vim.tbl_map(function(item) return item.text:match('^[%w_]+') end, items)
+  assert(vim.tbl_contains(kinds, 'invalid_hooks') and vim.tbl_contains(kinds, 'trust_ignored'), vim.inspect(kinds))
+  assert(not text:find('no catalog diagnostics', 1, true), text)
+  for _, item in ipairs(items) do
+    contains(text, item.text)
+  end
+  contains(text, string.format('%d catalog diagnostic(s)', #items))
+  vim.cmd('cclose')
+  -- with the session running: its own thread, the one :HarnessDiagnostics read
+  text = health_text()
+  contains(text, 'of the running session, ' .. hs.thread.threadId)
+  for _, item in ipairs(items) do
+    contains(text, item.text)
+  end
+  contains(text, string.format('%d catalog diagnostic(s)', #items))
+end)
+
+check(':checkhealth reports plugins, command templates and hooks with their trust', function()
+  hs.stop({ quiet = true, wait = true })
+  local mine = vim.fn.tempname()
+  vim.fn.mkdir(mine, 'p')
+  vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = 'Bash',
+    hooks = { { type = 'command', command = 'exit 2' } } } } } }) }, mine .. '/hooks.json')
+  hs.reset()
+  hs.setup({ cmd = cmd, roots = { mine }, trusted_hooks = { { path = mine .. '/hooks.json' } },
+    plugins = { fixtures .. '/explanatory-output-style', fixtures .. '/example-plugin', fixtures .. '/debugging-toolkit' },
+    trusted_plugins = { { name = 'debugging-toolkit' } } })
+  local text = health_text()
+  contains(text, 'plugin explanatory-output-style 1.0.0 (claude): 0 skill(s), 0 command(s), 1 hook(s), 0 MCP server(s), 0 extension(s) — not trusted')
+  contains(text, 'plugin debugging-toolkit 1.2.1 (codex): 0 skill(s), 1 command(s)')
+  contains(text, '— data only')
+  contains(text, 'command template(s), data that needs no trust: ')
+  contains(text, 'example-plugin:example-command')
+  contains(text, 'debugging-toolkit:smart-debug')
+  contains(text, 'hook SessionStart: bash "${CLAUDE_PLUGIN_ROOT}/hooks-handlers/session-start.sh" (plugin:explanatory-output-style) — not trusted: never runs')
+  contains(text, 'hook PreToolUse [Bash]: exit 2 (root:' .. mine .. '/hooks.json) — trusted: runs')
+  contains(text, '1 of 2 hook(s) trusted')
   hs.reset()
   hs.setup({ cmd = cmd, roots = roots, trusted_extensions = { 'review-extension' } })
 end)

@@ -230,8 +230,85 @@ check('the status items go with the sidecar', function()
   assert(hs.statusline() == '', hs.statusline())
 end)
 
-check(':help covers asking, :HarnessCommand, the statusline and mcp_servers', function()
-  for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp' }) do
+check(':HarnessCall completes the thread\'s tool names', function()
+  setup()
+  local ready
+  hs.ensure(function(e, r) ready = r or e end)
+  wait_for(function() return ready end, 'the thread')
+  local names = vim.fn.getcompletion('HarnessCall ', 'cmdline')
+  for _, name in ipairs({ 'bash', 'editor_selection', 'load_skill' }) do
+    assert(vim.tbl_contains(names, name), vim.inspect(names))
+  end
+  assert(vim.deep_equal(vim.fn.getcompletion('HarnessCall ba', 'cmdline'), { 'bash' }))
+  assert(vim.deep_equal(vim.fn.getcompletion('HarnessCall bash ', 'cmdline'), {}))
+end)
+
+check(':HarnessCall bash {json}: the confirm prompt asks; allowed it runs, denied it is blocked, both shown', function()
+  ran = {}
+  answer.select = choose('Allow')
+  local text = t.shows(hs, 'HarnessCall bash {"command": "rm -rf build/"}')
+  contains(asked[#asked].opts.prompt, 'permission-gate asks — Dangerous command: rm -rf build/')
+  assert(text == '# bash\n\narguments: {"command": "rm -rf build/"}\n\nran rm -rf build/', vim.inspect(text))
+  answer.select = choose('Deny')
+  text = t.shows(hs, 'HarnessCall bash {"command": "sudo reboot"}')
+  contains(text, '# bash (failed)')
+  contains(text, 'blocked by permission-gate (deny): the user did not allow it (sudo)')
+  assert(notified('bash failed (see the output window)'), vim.inspect(notifications))
+  assert(vim.deep_equal(ran, { 'rm -rf build/' }), vim.inspect(ran))
+  text = t.shows(hs, 'HarnessCall nope')
+  contains(text, '# nope (failed)')
+  contains(text, '"kind": "tool_not_found"')
+end)
+
+check(':HarnessCall without arguments: a picker of the tools, then the JSON (default {}); invalid JSON says so', function()
+  ran = {}
+  local offered
+  answer.select = function(items, opts, on_choice)
+    offered = vim.tbl_map(opts.format_item, items)
+    choose('bash')(items, opts, on_choice)
+  end
+  local prompted
+  answer.input = function(opts, on_confirm)
+    prompted = opts
+    on_confirm('{"command": "ls -l"}')
+  end
+  local text = t.shows(hs, 'HarnessCall')
+  assert(vim.tbl_contains(offered, 'bash — Run a shell command in the editor. (dynamic)'), vim.inspect(offered))
+  assert(prompted.prompt == 'bash arguments (JSON): ' and prompted.default == '{}', vim.inspect(prompted))
+  contains(text, 'ran ls -l')
+  local shown = hs.shown_count
+  answer.input = function(_, on_confirm) on_confirm('{command: ls') end
+  vim.cmd('HarnessCall')
+  wait_for(function() return notified('invalid JSON arguments') end, 'the invalid JSON message')
+  vim.cmd('HarnessCall bash ["ls"]')
+  wait_for(function() return notified('must be a JSON object') end, 'the not-an-object message')
+  answer.input = function(_, on_confirm) on_confirm(nil) end -- Escape: nothing runs
+  vim.cmd('HarnessCall')
+  assert(hs.shown_count == shown, 'a result was shown')
+  assert(vim.deep_equal(ran, { 'ls -l' }), vim.inspect(ran))
+  answer.select, answer.input = nil, nil
+end)
+
+check(':HarnessCall shows a trusted command hook\'s block, its reason and its message', function()
+  local hooked = vim.fn.tempname()
+  vim.fn.mkdir(hooked, 'p')
+  local says = vim.fn.json_encode({ systemMessage = 'hook says: use the trash instead',
+    hookSpecificOutput = { hookEventName = 'PreToolUse', permissionDecision = 'deny',
+      permissionDecisionReason = 'no rm in this repository' } })
+  vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = 'bash',
+    hooks = { { type = 'command', command = "printf '%s' '" .. says .. "'" } } } } } }) }, hooked .. '/hooks.json')
+  setup({ roots = { root, hooked }, trusted_hooks = { { path = hooked .. '/hooks.json' } } })
+  ran = {}
+  local text = t.shows(hs, 'HarnessCall bash {"command": "ls"}')
+  contains(text, '# bash (failed)')
+  contains(text, 'blocked by root:' .. hooked .. '/hooks.json (hook): no rm in this repository')
+  contains(text, '## what the hooks said\n- hook says: use the trash instead')
+  assert(vim.deep_equal(ran, {}), vim.inspect(ran))
+  setup()
+end)
+
+check(':help covers asking, :HarnessCommand, :HarnessCall, the statusline and mcp_servers', function()
+  for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp', ':HarnessCall' }) do
     vim.cmd('help ' .. tag)
     vim.cmd('close')
   end

@@ -1,5 +1,6 @@
--- :checkhealth harness_sidecar — the command, the protocol, the LSP extra, the roots and the
--- catalog's diagnostics.
+-- :checkhealth harness_sidecar — the command, the protocol, the LSP extra, the roots, the catalog's
+-- diagnostics (the very list :HarnessDiagnostics shows) and the plugins, command templates and hooks
+-- with their trust.
 local M = {}
 
 local health = vim.health or require('health')
@@ -8,6 +9,96 @@ local ok = health.ok or health.report_ok
 local warn = health.warn or health.report_warn
 local info = health.info or health.report_info
 local error_ = health.error or health.report_error
+
+local function matcher_of(h)
+  return (type(h.matcher) == 'string' and h.matcher ~= '') and (' [' .. h.matcher .. ']') or ''
+end
+
+--- The catalog's diagnostics, each as :HarnessDiagnostics lists it (the same items, the same types).
+local function report_diagnostics(hs, thread)
+  local items = hs.quickfix_items(thread)
+  local counts = { E = 0, W = 0, I = 0 }
+  for _, item in ipairs(items) do
+    counts[item.type] = (counts[item.type] or 0) + 1
+    local where = item.filename and (item.filename .. (item.lnum > 1 and (':' .. item.lnum) or '') .. ': ') or ''
+    if item.type == 'E' then
+      error_(where .. item.text)
+    elseif item.type == 'W' then
+      warn(where .. item.text)
+    else
+      info(where .. item.text)
+    end
+  end
+  if #items == 0 then
+    ok('no catalog diagnostics')
+  else
+    info(string.format('%d catalog diagnostic(s): %d error(s), %d warning(s), %d info; :HarnessDiagnostics lists the same in the quickfix list',
+      #items, counts.E, counts.W, counts.I))
+  end
+end
+
+--- Plugins, command templates and hooks, each with what of its code may run.
+local function report_trust(hs, catalog)
+  start('harness_sidecar: plugins, command templates and hooks')
+  local plugins = catalog.plugins or {}
+  if #plugins == 0 then
+    info("no plugins (a root's plugins/<name>/, or setup({ plugins = { folder } }))")
+  end
+  for _, p in ipairs(plugins) do
+    local trust = hs.plugin_trust(p)
+    local text = string.format('plugin %s%s (%s): %d skill(s), %d command(s), %d hook(s), %d MCP server(s), %d extension(s) — %s',
+      p.name, p.version and (' ' .. p.version) or '', tostring(p.dialect), #p.skills, #p.commands, p.hooks,
+      #p.mcpServers, #p.extensions, trust)
+    if trust == 'not trusted' or trust:match('^partly') then
+      info(text .. " (its code runs once setup({ trusted_plugins = { { name = '" .. p.name .. "' } } }) names it)")
+    else
+      ok(text)
+    end
+  end
+  local commands = catalog.commandTemplates or {}
+  local names = vim.tbl_map(function(c) return c.name end, commands)
+  if #commands == 0 then
+    info('no command templates')
+  else
+    ok(string.format('%d command template(s), data that needs no trust: %s', #commands, table.concat(names, ', ')))
+  end
+  for _, c in ipairs(commands) do
+    if c.unsupported ~= nil then
+      info(string.format('command %s uses what is not supported here: %s', c.name, vim.json.encode(c.unsupported)))
+    end
+  end
+  local hooks = catalog.hooks or {}
+  if #hooks == 0 then
+    info('no hooks')
+  end
+  local trusted = 0
+  for _, h in ipairs(hooks) do
+    local text = string.format('hook %s%s: %s (%s)', tostring(h.event), matcher_of(h), hs.hook_what(h), tostring(h.source))
+    if h.dormant then
+      info(text .. ' — dormant: this event is never fired here')
+    elseif h.supported == false then
+      info(text)
+    elseif h.trusted then
+      trusted = trusted + 1
+      ok(text .. ' — trusted: runs')
+    else
+      info(text .. ' — not trusted: never runs (trust it with trusted_hooks or trusted_plugins)')
+    end
+  end
+  if #hooks > 0 then
+    info(string.format('%d of %d hook(s) trusted', trusted, #hooks))
+  end
+end
+
+--- Report a thread's catalog: the session's own (client nil) or one started for the check (client).
+local function report_catalog(hs, client, thread)
+  ok(string.format('catalog: %d skills, %d templates, %d command templates, %d extensions, %d plugins, %d hooks (%s)',
+    #thread.catalog.skills, #thread.catalog.templates, #(thread.catalog.commandTemplates or {}),
+    #thread.catalog.extensions, #(thread.catalog.plugins or {}), #(thread.catalog.hooks or {}),
+    client and 'a thread started for this check' or ('of the running session, ' .. thread.threadId)))
+  report_diagnostics(hs, thread)
+  report_trust(hs, thread.catalog)
+end
 
 function M.check()
   start('harness_sidecar')
@@ -25,7 +116,8 @@ function M.check()
     error_(err)
     return
   end
-  local result, init_err = client:request_sync('initialize', { clientInfo = { name = 'checkhealth' } }, 5000)
+  local result, init_err = client:request_sync('initialize', { clientInfo = { name = 'checkhealth' },
+    protocolVersion = '4' }, 5000)
   if init_err then
     error_('initialize failed: ' .. tostring(init_err.message))
     client:stop(3000)
@@ -44,26 +136,14 @@ function M.check()
       warn('root ' .. root .. ' does not exist; it contributes nothing')
     end
   end
-  local thread, start_err = client:request_sync('thread/start', { roots = hs.roots(),
-    trustedExtensions = hs.config.trusted_extensions }, 15000)
-  if start_err then
-    error_('thread/start failed: ' .. tostring(start_err.message))
+  if hs.client and hs.client.running and hs.thread then
+    report_catalog(hs, nil, hs.thread)
   else
-    ok(string.format('catalog: %d skills, %d templates, %d extensions', #thread.catalog.skills,
-      #thread.catalog.templates, #thread.catalog.extensions))
-    local problems = 0
-    for _, d in ipairs(thread.diagnostics) do
-      if hs.is_problem(d) and not d.kind:match('^root_') then -- the roots are reported above
-        problems = problems + 1
-        warn(string.format('%s: %s', d.kind, d.message), d.hint and { d.hint } or nil)
-      elseif not d.kind:match('^root_') then
-        info(d.message)
-      end
-    end
-    if problems == 0 then
-      ok('no catalog diagnostics')
+    local thread, start_err = client:request_sync('thread/start', hs.thread_start_params(), 15000)
+    if start_err then
+      error_('thread/start failed: ' .. tostring(start_err.message))
     else
-      info(problems .. ' resource(s) left out: :HarnessDiagnostics lists them in the quickfix list')
+      report_catalog(hs, client, thread)
     end
   end
   client:stop(3000)

@@ -248,6 +248,33 @@ function M.trusted_plugins()
   return out
 end
 
+--- The thread/start params this session sends (its roots, trust, plugins, MCP servers and editor
+--- tools): :checkhealth starts the very same thread when none is running.
+function M.thread_start_params()
+  local dynamic = {}
+  for name, tool in pairs(tools()) do
+    table.insert(dynamic, { name = name, description = tool.description or '', inputSchema = { type = 'object' } })
+  end
+  local start = { roots = M.roots(), trustedExtensions = M.config.trusted_extensions, dynamicTools = dynamic }
+  if type(M.config.mcp_servers) == 'table' and #M.config.mcp_servers > 0 then
+    start.mcpServers = M.mcp_servers()
+  end
+  if type(M.config.trusted_hooks) == 'table' and #M.config.trusted_hooks > 0 then
+    start.trustedHooks = M.config.trusted_hooks
+  end
+  local plugins, trusted_plugins = M.plugin_paths(), M.trusted_plugins()
+  if #plugins > 0 then
+    start.plugins = plugins
+  end
+  if type(M.config.disabled_plugins) == 'table' and #M.config.disabled_plugins > 0 then
+    start.disabledPlugins = M.config.disabled_plugins
+  end
+  if #trusted_plugins > 0 then
+    start.trustedPlugins = trusted_plugins
+  end
+  return start
+end
+
 local function flush(err, thread)
   local callbacks = waiting
   waiting = {}
@@ -314,27 +341,7 @@ function M.ensure(callback)
     if init_err then
       return flush(init_err)
     end
-    local dynamic = {}
-    for name, tool in pairs(tools()) do
-      table.insert(dynamic, { name = name, description = tool.description or '', inputSchema = { type = 'object' } })
-    end
-    local start = { roots = M.roots(), trustedExtensions = M.config.trusted_extensions, dynamicTools = dynamic }
-    if type(M.config.mcp_servers) == 'table' and #M.config.mcp_servers > 0 then
-      start.mcpServers = M.mcp_servers()
-    end
-    if type(M.config.trusted_hooks) == 'table' and #M.config.trusted_hooks > 0 then
-      start.trustedHooks = M.config.trusted_hooks
-    end
-    local plugins, trusted_plugins = M.plugin_paths(), M.trusted_plugins()
-    if #plugins > 0 then
-      start.plugins = plugins
-    end
-    if type(M.config.disabled_plugins) == 'table' and #M.config.disabled_plugins > 0 then
-      start.disabledPlugins = M.config.disabled_plugins
-    end
-    if #trusted_plugins > 0 then
-      start.trustedPlugins = trusted_plugins
-    end
+    local start = M.thread_start_params()
     client:request('thread/start', start, function(start_err, started)
       if start_err then
         return flush(start_err)
@@ -1114,6 +1121,142 @@ function M.complete_render(lead, line)
   local catalog = catalog_now()
   local entry = named(catalog and catalog.templates or {}, words[2])
   return starting_with(not_given(entry and entry.variables or {}, words, TEMPLATE_KEY), lead)
+end
+
+-- :HarnessCall {tool} {json}: a tool of the thread called by hand (tools/call), as the model would
+-- call it: the extensions' tool_call hooks, command hooks and confirm prompts all run.
+
+--- The thread's tool names (thread/start's `tools`, thread/refresh's once the catalog changed), now.
+function M.tool_names()
+  if not M.thread then
+    M.ensure()
+  end
+  local names = {}
+  for _, tool in ipairs(M.thread and M.thread.tools or {}) do
+    table.insert(names, tool.name)
+  end
+  return names
+end
+
+--- :HarnessCall completion: a tool name (the JSON arguments are typed).
+function M.complete_call(lead, line)
+  local _, finished = completed_words(line)
+  if finished > 1 then
+    return {}
+  end
+  return starting_with(M.tool_names(), lead)
+end
+
+--- JSON text as tools/call arguments: an object (empty text is `{}`), or nil and why not.
+function M.call_arguments(text)
+  text = vim.trim(text or '')
+  if text == '' then
+    return vim.empty_dict()
+  end
+  local ok, value = pcall(vim.json.decode, text)
+  if not ok then
+    return nil, 'invalid JSON arguments (' .. tostring(value):gsub('^.-:%d+: ', '') .. '): ' .. text
+  end
+  if type(value) ~= 'table' or text:sub(1, 1) ~= '{' then
+    return nil, 'the arguments must be a JSON object such as {"command": "ls"}, not ' .. text
+  end
+  return next(value) and value or vim.empty_dict()
+end
+
+--- JSON for a person (vim.fn.json_encode: Neovim 0.7's vim.json writes `/` as `\/`).
+local function json_text(value)
+  return vim.fn.json_encode(value)
+end
+
+--- A tools/call result for a person: its text, then why it was blocked or withheld, what hooks said,
+--- and its details as JSON.
+function M.call_result_text(name, arguments, result)
+  local lines = { '# ' .. name .. (result.isError and ' (failed)' or ''), '',
+    'arguments: ' .. json_text(arguments), '' }
+  for _, item in ipairs(result.content or {}) do
+    vim.list_extend(lines, vim.split(tostring(item.text or json_text(item)), '\n', { plain = true }))
+  end
+  local details = type(result.details) == 'table' and result.details or {}
+  for _, key in ipairs({ 'blocked', 'withheld' }) do
+    local why = details[key]
+    if type(why) == 'table' then
+      table.insert(lines, '')
+      local by = why.extensionId or why.by or why.source or '?'
+      if type(by) == 'table' then -- a command hook's block: `by` lists its sources
+        by = table.concat(vim.tbl_map(tostring, by), ', ')
+      end
+      table.insert(lines, string.format('%s by %s (%s): %s', key, tostring(by), tostring(why.kind), tostring(why.reason)))
+    end
+  end
+  for _, key in ipairs({ 'hookMessages', 'hookContext' }) do
+    if type(details[key]) == 'table' and #details[key] > 0 then
+      table.insert(lines, '')
+      table.insert(lines, '## ' .. (key == 'hookMessages' and 'what the hooks said' or 'context the hooks added'))
+      for _, text in ipairs(details[key]) do
+        table.insert(lines, '- ' .. tostring(text))
+      end
+    end
+  end
+  if next(details) then
+    table.insert(lines, '')
+    table.insert(lines, 'details: ' .. json_text(details))
+  end
+  return table.concat(lines, '\n')
+end
+
+local function call_and_show(name, arguments)
+  M.call_tool(name, arguments, nil, function(err, answer)
+    if err then
+      return report(err)
+    end
+    local result = answer.result or answer
+    M.show(M.call_result_text(name, arguments, result), 'markdown', 'call')
+    if result.isError then
+      notify(name .. ' failed (see the output window)', vim.log.levels.WARN)
+    end
+  end)
+end
+
+--- :HarnessCall {tool} {json}; a tool without arguments is called with {}. Without a tool: a picker of
+--- the thread's tools, then an input for the JSON arguments (default {}).
+function M.cmd_call(name, text)
+  M.ensure(function(err, started)
+    if err then
+      return report(err)
+    end
+    if name and name ~= '' then
+      local arguments, why = M.call_arguments(text)
+      if not arguments then
+        return report({ kind = 'usage', message = why })
+      end
+      return call_and_show(name, arguments) -- an unknown name is the sidecar's tool_not_found result
+    end
+    local list = started.tools or {}
+    if #list == 0 then
+      return notify('the thread has no tools', vim.log.levels.WARN)
+    end
+    ui.select(list, {
+      prompt = 'Tool to call',
+      format_item = function(tool)
+        local origin = type(tool.origin) == 'table' and (tool.origin.id or tool.origin.kind) or nil
+        return tool.name .. ' — ' .. tostring(tool.description or '') .. (origin and (' (' .. origin .. ')') or '')
+      end,
+    }, function(choice)
+      if not choice then
+        return
+      end
+      ui.input({ prompt = choice.name .. ' arguments (JSON): ', default = '{}' }, function(typed_text)
+        if typed_text == nil then
+          return -- Escape: nothing runs
+        end
+        local arguments, why = M.call_arguments(typed_text)
+        if not arguments then
+          return report({ kind = 'usage', message = why })
+        end
+        call_and_show(choice.name, arguments)
+      end)
+    end)
+  end)
 end
 
 return M
