@@ -114,8 +114,28 @@ def test_shadowing_warns_and_fails_only_with_strict(tmp_path):
     assert (shadowed["kind"], shadowed["severity"]) == ("shadowed", "warning")
 
 
-def test_a_missing_root_is_a_note_not_a_failure(tmp_path):
+def test_a_root_named_on_the_command_line_that_does_not_exist_fails_check(tmp_path):
+    """v4 §3: `check /nonexistent` exited 0 ("root_missing" as a note), so a typo passed as no problems.
+    (Until v4 this test asserted the note and exit 0.) The roots that exist are still checked."""
     root = tmp_path / "root"
     add_skill(root, "review", "Use when reviewing.")
-    out = check(str(root), str(tmp_path / "not-made"))
-    assert out.returncode == 0 and "root_missing" in out.stdout and "note" in out.stdout
+    write(root / "skills/broken/SKILL.md", "no frontmatter\n")
+    missing = tmp_path / "not-made"
+    out = check(str(root), str(missing))
+    assert out.returncode == 1, out.stdout
+    assert out.stdout.startswith("2 problem(s):\n"), out.stdout
+    assert f"  {missing}\n    root_missing: root {missing} does not exist (it was named on the command line)" in out.stdout
+    assert "note(s)" not in out.stdout
+    assert out.stderr == f"harness-sidecar check: root {missing} does not exist\n"
+    assert f"{root}/skills/broken/SKILL.md" in out.stdout  # the root that exists is still checked
+    assert "skill         review: Use when reviewing." in out.stdout
+
+    alone = check(str(missing))
+    assert alone.returncode == 1 and "root_missing" in alone.stdout and "no problems" not in alone.stdout
+    as_json = check("--json", str(missing))
+    assert as_json.returncode == 1
+    (d,) = json.loads(as_json.stdout)["diagnostics"]
+    assert d["kind"] == "root_missing" and d["path"] == str(missing) and "severity" not in d
+    fine = tmp_path / "fine"
+    add_skill(fine, "review", "Use when reviewing.")
+    assert check(str(fine)).returncode == 0  # existing roots without problems pass as before

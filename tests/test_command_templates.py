@@ -200,7 +200,10 @@ def test_a_claude_plugins_command_reads_dollar_one_as_the_second_word(spawn, tre
 def test_positional_shift_is_a_warning_in_the_catalog_and_in_check(spawn, tree):
     sidecar, thread, root, result = _thread(spawn, tree, extra=DIALECT_PLUGINS)
     shifted = _diagnostics(result, "positional_shift")
-    assert set(shifted) == {"code-modernization:modernize-status", "database-migrations:sql-migrations"}
+    # v4: clean_gone is served now, and its awk '{print $1}' is a $1 to Claude Code >= 2.1 (the second word)
+    assert set(shifted) == {"code-modernization:modernize-status", "database-migrations:sql-migrations",
+                            "commit-commands:clean_gone"}
+    assert shifted["commit-commands:clean_gone"]["placeholders"] == ["$1"]
     warning = shifted["code-modernization:modernize-status"]
     assert warning["path"] == str(root / "plugins/code-modernization/commands/modernize-status.md")
     assert warning["placeholders"] == ["$1"] and "$0" in warning["message"] and "second word" in warning["message"]
@@ -276,3 +279,35 @@ def test_at_words_that_are_no_paths_are_not_file_references(spawn, tree):
     assert "diagnostics" not in rendered and "@pytest.fixture" in rendered["message"]["content"]
     # a path-like word is still one: the root's command reads @deploy/notes.md
     assert "deploy" in _diagnostics(result, "template_feature_unsupported")
+
+
+def test_a_command_named_with_an_underscore_is_served_and_renders_but_a_skill_so_named_is_not(spawn, tree):
+    """v4 §3: Claude Code serves commit-commands' clean_gone.md as /clean_gone; v3 refused it (invalid_name).
+    The fixture is the real file (tests/fixtures/plugins/commit-commands/SOURCE.md: repository, commit, licence).
+    Skills keep the Agent Skills name rule (lower-case letters, digits, hyphens)."""
+    root = tree("project")
+    shutil.copytree(FIXTURES / "commit-commands", root / "plugins/commit-commands")
+    real = root / "plugins/commit-commands/commands/clean_gone.md"
+    shutil.copy(real, write(root / "commands/clean_gone.md", ""))  # the same file as a root's command
+    write(root / "skills/clean_gone/SKILL.md", "---\nname: clean_gone\ndescription: Use when testing.\n---\nBody\n")
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(root)], "watch": False})
+    thread = result["threadId"]
+    listed = {c["name"]: c for c in result["catalog"]["commandTemplates"]}
+    assert listed["commit-commands:clean_gone"]["path"] == str(real)
+    assert listed["commit-commands:clean_gone"]["description"].startswith("Cleans up all git branches marked as [gone]")
+    assert listed["clean_gone"]["path"] == str(root / "commands/clean_gone.md")
+    invalid = [d["path"] for d in result["diagnostics"] if d["kind"] == "invalid_name"]
+    assert invalid == [str(root / "skills/clean_gone/SKILL.md")], result["diagnostics"]
+    assert "clean_gone" not in {s["name"] for s in result["catalog"]["skills"]}
+
+    body = real.read_text().split("---\n", 2)[2].lstrip("\n")
+    rendered = sidecar.call("templates/render", {"threadId": thread, "name": "commit-commands:clean_gone", "text": ""})
+    assert rendered["message"] == {"role": "user", "content": body}
+    assert "awk '{print $1}'" in rendered["message"]["content"]  # past the last word: stays as written
+    for typed in ("/commit-commands:clean_gone", "/clean_gone"):
+        answer = sidecar.call("input/submit", {"threadId": thread, "text": typed})
+        assert answer["action"] == "send" and answer["message"]["content"] == body, (typed, answer)
+    refused = sidecar.request("skills/activate", {"threadId": thread, "name": "clean_gone"})
+    assert error_kind(refused) == "invalid_arguments"
+    assert sidecar.call("templates/render", {"threadId": thread, "name": "commit-commands:commit", "text": ""})

@@ -118,6 +118,7 @@ def main(args: list[str]) -> int:
     roots = [os.path.abspath(r) for r in roots]
     limits = Limits()
     catalog = build_catalog(roots, limits)
+    missing = _named_roots_missing(catalog.diagnostics)
     from harness_sidecar.resources import plugins
 
     plugins.attach(catalog, [], [], [], limits)  # the roots' plugins/ and commands/, linted like skills
@@ -135,6 +136,8 @@ def main(args: list[str]) -> int:
         if d.kind in WARNING_KINDS:
             d.extra.setdefault("severity", "warning")  # so --json says it too
     failing = ("error", "warning") if strict else ("error",)
+    for path in missing:  # besides the problem listed: one line whatever the output format
+        print(f"harness-sidecar check: root {path} does not exist", file=sys.stderr)
     status = 1 if any(_severity(d) in failing for d in catalog.diagnostics) else 0
     out = sys.stdout
     if as_json:
@@ -185,6 +188,20 @@ def main(args: list[str]) -> int:
                   "templates/<name>.md and extensions/)\n")
     out.flush()
     return status
+
+
+def _named_roots_missing(diagnostics: list[Diagnostic]) -> list[str]:
+    """A root named on ``check``'s command line that does not exist is a problem (v4 §3; a typo
+    must not pass as "no problems"), not the note it is for an editor's default roots at
+    ``thread/start``: its ``root_missing`` becomes an error. The paths, in order."""
+    missing = []
+    for d in diagnostics:
+        if d.kind == "root_missing":
+            d.extra.pop("severity", None)  # no severity: an error
+            d.message = f"root {d.path} does not exist (it was named on the command line); nothing of it was checked"
+            d.hint = f"check the path, or create {d.path} (with skills/<name>/SKILL.md in it) to use it"
+            missing.append(d.path)
+    return missing
 
 
 def _write_plugins(out, catalog: Catalog) -> None:

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import re
 
+# The resource-name rule (skills, templates, plugins, extension ids): the Agent Skills spec's skill
+# name, lower-case letters and digits, single hyphens between, none first or last.
 NAME_PATTERN = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
+# A command template's name (the file stem of commands/<name>.md, prompts/<name>.md): the resource-name
+# rule with '_' allowed where a '-' is (v4: Claude Code serves commit-commands' clean_gone.md as /clean_gone).
+COMMAND_NAME_PATTERN = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
+# A command template as listed and rendered: <name>, or <plugin>:<name> (a Codex home's prompts:<name>).
+QUALIFIED_COMMAND_NAME = re.compile(rf"(?:{NAME_PATTERN.pattern}:)?{COMMAND_NAME_PATTERN.pattern}")
 
 # An MCP server's name in thread/start.mcpServers; '__' is refused besides (it separates the parts of a full name).
 MCP_SERVER_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
@@ -33,14 +40,27 @@ WINDOWS_DEVICE_NAMES = frozenset(
 
 def name_problem(name: object) -> str | None:
     """Why ``name`` is not a valid resource name, or ``None`` when it is."""
+    return _problem(name, NAME_PATTERN,
+                    "must be lower-case letters and digits in groups joined by single hyphens (e.g. 'code-review')")
+
+
+def command_name_problem(name: object) -> str | None:
+    """Why ``name`` is not a valid command template name (the resource-name rule, '_' allowed as a
+    joiner like '-'), or ``None`` when it is."""
+    return _problem(name, COMMAND_NAME_PATTERN,
+                    "must be lower-case letters and digits in groups joined by single hyphens or underscores "
+                    "(e.g. 'clean_gone', 'code-review')")
+
+
+def _problem(name: object, pattern: re.Pattern[str], rule: str) -> str | None:
     if not isinstance(name, str):
         return f"must be a string, not {type(name).__name__}"
     if not name:
         return "must not be empty"
     if len(name) > MAX_NAME_LENGTH:
         return f"is {len(name)} characters long; at most {MAX_NAME_LENGTH} are allowed"
-    if not NAME_PATTERN.fullmatch(name):
-        return "must be lower-case letters and digits in groups joined by single hyphens (e.g. 'code-review')"
+    if not pattern.fullmatch(name):
+        return rule
     if name in WINDOWS_DEVICE_NAMES:
         return f"'{name}' is a reserved Windows device name"
     return None

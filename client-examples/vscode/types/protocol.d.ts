@@ -521,7 +521,7 @@ export interface PluginTrust {
  */
 export interface CommandTemplateEntry {
   /**
-   * <plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md.
+   * <plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md (prompts:<name> for a Codex home's prompts/<name>.md); <name> is lower-case letters and digits in groups joined by single '-' or '_' (v4: 'clean_gone').
    */
   name: string;
   description?: string;

@@ -42,7 +42,7 @@ from typing import Any
 
 from harness_sidecar.errors import DomainError
 from harness_sidecar.limits import Limits
-from harness_sidecar.names import name_problem
+from harness_sidecar.names import QUALIFIED_COMMAND_NAME, command_name_problem
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.catalog import Diagnostic, Root, root_origin
 from harness_sidecar.resources.frontmatter import FrontmatterError
@@ -77,7 +77,7 @@ _EXTENSIONS = frozenset("""md mdx markdown txt rst adoc py pyi ipynb js jsx ts t
     dockerfile mk cmake bzl ipynb""".split())
 _FILE_NAMES = frozenset(["Makefile", "Dockerfile", "Gemfile", "Rakefile", "Procfile", "Justfile", "LICENSE",
                          "README", "CHANGELOG", "Cargo", "Brewfile"])
-_SLASH = re.compile(r"/([a-z0-9]+(?:-[a-z0-9]+)*(?::[a-z0-9]+(?:-[a-z0-9]+)*)?)(?=\s|$)")
+_SLASH = re.compile(rf"/({QUALIFIED_COMMAND_NAME.pattern})(?=\s|$)")
 
 
 class CommandTemplate(Record):
@@ -261,10 +261,10 @@ def scan_folder(folder: str, boundary: Root, plugin: str | None, origin: dict[st
     found = []
     for path in files:
         local = os.path.basename(path)[:-3]
-        why = name_problem(local)
+        why = command_name_problem(local)
         if why:
             diagnostics.append(Diagnostic("invalid_name", f"command template name '{local}' {why}", path,
-                                          "rename the file to a lower-case, hyphenated name"))
+                                          "rename the file to a lower-case name of letters, digits, '-' and '_'"))
             continue
         name = f"{plugin}:{local}" if plugin else local
         try:

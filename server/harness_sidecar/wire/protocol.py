@@ -19,6 +19,7 @@ from typing import Any
 
 from harness_sidecar import PROTOCOL_VERSION
 from harness_sidecar.errors import DOMAIN_CODES
+from harness_sidecar.names import QUALIFIED_COMMAND_NAME
 from harness_sidecar.wire import params as P
 from harness_sidecar.wire.shapes import (
     AnyValue,
@@ -68,7 +69,10 @@ REVISION = Int(minimum=1, name="Revision", description="The thread's catalog rev
                                                        "change.")
 
 COMMAND_TEMPLATE_ENTRY = Obj([
-    Field("name", Str(), description="<plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md."),
+    Field("name", Str(pattern=QUALIFIED_COMMAND_NAME.pattern),
+          description="<plugin>:<name> for a plugin's, <name> for a root's commands/<name>.md (prompts:<name> for a "
+                      "Codex home's prompts/<name>.md); <name> is lower-case letters and digits in groups joined by "
+                      "single '-' or '_' (v4: 'clean_gone')."),
     opt("description", Str()), opt("argumentHint", Str()), opt("allowedTools", Either(Str(), Arr(Str()))),
     opt("model", Str()), Field("path", Str()), Field("source", SOURCE),
     opt("unsupported", Arr(Str(enum=("shell", "file"))), description="!`command` lines and @file references in the "
