@@ -8,6 +8,7 @@ import asyncio
 import concurrent.futures
 import inspect
 import marshal
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -23,6 +24,7 @@ from harness_sidecar.hooks.python import AFTER, BEFORE, INPUT, OBSERVERS
 _local = threading.local()  # .extension: the extension whose code this thread runs now
 
 
+_HOST_PID = os.getpid()  # the host imports this module at start, before any code of an extension runs
 _PLAIN = (type(None), str, dict, list, bool, int, float)  # values no handler awaits: skip the ABC check
 _CHANGES_NOTICED = (BEFORE, INPUT)  # hooks whose event changed in place gets a notice (``Host._ignored``)
 
@@ -92,6 +94,11 @@ class Running:
         finally:
             if ctx is not None:
                 ctx.ui._done = True
+        if os.getpid() != _HOST_PID:
+            # A child extension code forked (v4 §2: only the host answers) is back in host code: it ends
+            # here, before it takes any of the host's locks, which another thread of the host may have
+            # held at the fork (the child would then wait for ever instead of ending).
+            os._exit(0)
         if exchange.aborted:
             raise Abandoned
         if time.monotonic() > exchange.deadline + exchange.shift:  # not in time
