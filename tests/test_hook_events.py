@@ -24,7 +24,11 @@ CLAUDE_CODE_EVENTS = [
 FIRED = {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "Notification", "UserPromptSubmit",
          "UserPromptExpansion", "ConfigChange",
          "Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "InstructionsLoaded", "SessionStart",
-         "SessionEnd"}
+         "SessionEnd",
+         # fired by the editor through loop/event's v4 names (elicitation, task_created, cwd_changed, …, setup)
+         "Elicitation", "ElicitationResult", "TaskCreated", "TaskCompleted", "CwdChanged", "FileChanged",
+         "PostToolBatch", "StopFailure", "TeammateIdle", "WorktreeCreate", "WorktreeRemove", "PermissionDenied",
+         "Setup"}
 
 
 def test_every_claude_code_and_codex_event_loads_and_the_unfired_ones_are_dormant(spawn, tmp_path):

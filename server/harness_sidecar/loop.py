@@ -36,6 +36,21 @@ SUBAGENT_START = "subagent_start"
 SUBAGENT_STOP = "subagent_stop"
 NOTIFICATION = "notification"
 PERMISSION_REQUEST = "permission_request"
+# protocol-v4 §3: the names an editor needs to fire the rest of Claude Code's events (each → its event in
+# hooks.boundaries.LOOP_EVENTS); the editor owns these boundaries, the sidecar runs their hooks.
+ELICITATION = "elicitation"
+ELICITATION_RESULT = "elicitation_result"
+TASK_CREATED = "task_created"
+TASK_COMPLETED = "task_completed"
+CWD_CHANGED = "cwd_changed"
+FILE_CHANGED = "file_changed"
+POST_TOOL_BATCH = "post_tool_batch"
+STOP_FAILURE = "stop_failure"
+TEAMMATE_IDLE = "teammate_idle"
+WORKTREE_CREATE = "worktree_create"
+WORKTREE_REMOVE = "worktree_remove"
+PERMISSION_DENIED = "permission_denied"
+SETUP = "setup"
 
 # event → {payload field: (JSON type, required)}. Payload fields reach handlers at the top level of
 # their ``event`` (``{threadId, event, ...payload}``).
@@ -49,13 +64,30 @@ PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
     SUBAGENT_STOP: {"agentType": (str, True), "lastAssistantMessage": (str, False)},
     NOTIFICATION: {"message": (str, True), "type": (str, False)},
     PERMISSION_REQUEST: {"toolName": (str, True), "toolInput": (dict, True)},
+    ELICITATION: {"serverName": (str, True), "message": (str, True), "mode": (str, False), "url": (str, False),
+                  "elicitationId": (str, False), "requestedSchema": (dict, False)},
+    ELICITATION_RESULT: {"serverName": (str, True), "action": (str, True), "content": (dict, False),
+                         "mode": (str, False), "elicitationId": (str, False)},
+    TASK_CREATED: {"taskId": (str, True), "taskSubject": (str, True), "taskDescription": (str, False),
+                   "teammateName": (str, False)},
+    TASK_COMPLETED: {"taskId": (str, True), "taskSubject": (str, True), "taskDescription": (str, False),
+                     "teammateName": (str, False)},
+    CWD_CHANGED: {"oldCwd": (str, True), "newCwd": (str, True)},
+    FILE_CHANGED: {"filePath": (str, True), "change": (str, True)},
+    POST_TOOL_BATCH: {"toolCalls": (list, True)},
+    STOP_FAILURE: {"error": (str, True), "errorDetails": (str, False), "lastAssistantMessage": (str, False)},
+    TEAMMATE_IDLE: {"teammateName": (str, True)},
+    WORKTREE_CREATE: {"name": (str, True)},
+    WORKTREE_REMOVE: {"worktreePath": (str, True)},
+    PERMISSION_DENIED: {"toolName": (str, True), "toolInput": (dict, True), "reason": (str, False)},
+    SETUP: {"trigger": (str, True)},
 }
 EVENTS = tuple(PAYLOADS)
 # Events where a source that cannot answer (raised, timed out, answered nonsense) blocks, as a failed
 # command hook of the matching Claude Code event does (§5): Stop, SubagentStop, PermissionRequest.
-FAIL_CLOSED = (STOP, SUBAGENT_STOP, PERMISSION_REQUEST)
+FAIL_CLOSED = (STOP, SUBAGENT_STOP, PERMISSION_REQUEST, TASK_CREATED, TASK_COMPLETED, TEAMMATE_IDLE)
 DECISIONS = ("allow", "deny")
-_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object"}
+_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array"}
 RETURN_FORMS = ("None, {'block': True, 'reason': str}, {'context': str | [str]}, {'systemMessage': str}"
                 " or (permission_request) {'decision': 'allow' | 'deny', 'reason'?: str}")
 

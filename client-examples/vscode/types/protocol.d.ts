@@ -145,6 +145,71 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "permission_request";
       payload: LoopEventPayloadPermissionRequest;
+    }
+  | {
+      threadId: ThreadId;
+      event: "elicitation";
+      payload: LoopEventPayloadElicitation;
+    }
+  | {
+      threadId: ThreadId;
+      event: "elicitation_result";
+      payload: LoopEventPayloadElicitationResult;
+    }
+  | {
+      threadId: ThreadId;
+      event: "task_created";
+      payload: LoopEventPayloadTaskCreated;
+    }
+  | {
+      threadId: ThreadId;
+      event: "task_completed";
+      payload: LoopEventPayloadTaskCompleted;
+    }
+  | {
+      threadId: ThreadId;
+      event: "cwd_changed";
+      payload: LoopEventPayloadCwdChanged;
+    }
+  | {
+      threadId: ThreadId;
+      event: "file_changed";
+      payload: LoopEventPayloadFileChanged;
+    }
+  | {
+      threadId: ThreadId;
+      event: "post_tool_batch";
+      payload: LoopEventPayloadPostToolBatch;
+    }
+  | {
+      threadId: ThreadId;
+      event: "stop_failure";
+      payload: LoopEventPayloadStopFailure;
+    }
+  | {
+      threadId: ThreadId;
+      event: "teammate_idle";
+      payload: LoopEventPayloadTeammateIdle;
+    }
+  | {
+      threadId: ThreadId;
+      event: "worktree_create";
+      payload: LoopEventPayloadWorktreeCreate;
+    }
+  | {
+      threadId: ThreadId;
+      event: "worktree_remove";
+      payload: LoopEventPayloadWorktreeRemove;
+    }
+  | {
+      threadId: ThreadId;
+      event: "permission_denied";
+      payload: LoopEventPayloadPermissionDenied;
+    }
+  | {
+      threadId: ThreadId;
+      event: "setup";
+      payload: LoopEventPayloadSetup;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -475,6 +540,22 @@ export interface HookEntry {
    * Present (true) only for a handler of an event the sidecar does not fire: listed, never run (hook_dormant, info).
    */
   dormant?: true;
+  /**
+   * A permission rule (Bash(git *), Edit(*.ts)): the handler runs only for tool calls it matches, as the hooks see them (hookAs); never on other events.
+   */
+  if?: string;
+  /**
+   * Runs once per thread.
+   */
+  once?: true;
+  /**
+   * Runs in the background: never blocks, decides nothing; its systemMessage still reaches the user.
+   */
+  async?: true;
+  /**
+   * Sent as ui/status (key hook:<event>:<n>) while it runs; cleared (text null) after.
+   */
+  statusMessage?: string;
   /**
    * Only trusted handlers run (thread/start.trustedHooks for a root's, trustedPlugins for a plugin's).
    */
@@ -816,6 +897,22 @@ export interface DynamicTool {
    * Must be valid JSON Schema. Default: {"type": "object", "properties": {}}.
    */
   inputSchema?: InputSchema | null;
+  hookAs?: HookAs | null;
+}
+/**
+ * The tool as command hooks see it (protocol.md § The tool vocabulary hooks were written for).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookAs".
+ */
+export interface HookAs {
+  name: ToolName;
+  /**
+   * {<their field>: <our field>}: tool_input has our field under their name (fields not in the map pass through); an updatedInput is mapped back before validation.
+   */
+  input?: {
+    [k: string]: string;
+  } | null;
 }
 /**
  * Malformed JSON, invalid UTF-8, a bad Content-Length frame; id null.
@@ -1719,6 +1816,118 @@ export interface LoopEventPayloadPermissionRequest {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_elicitation".
+ */
+export interface LoopEventPayloadElicitation {
+  serverName: string;
+  message: string;
+  mode?: string | null;
+  url?: string | null;
+  elicitationId?: string | null;
+  requestedSchema?: JsonObject | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_elicitation_result".
+ */
+export interface LoopEventPayloadElicitationResult {
+  serverName: string;
+  action: string;
+  content?: JsonObject | null;
+  mode?: string | null;
+  elicitationId?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_task_created".
+ */
+export interface LoopEventPayloadTaskCreated {
+  taskId: string;
+  taskSubject: string;
+  taskDescription?: string | null;
+  teammateName?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_task_completed".
+ */
+export interface LoopEventPayloadTaskCompleted {
+  taskId: string;
+  taskSubject: string;
+  taskDescription?: string | null;
+  teammateName?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_cwd_changed".
+ */
+export interface LoopEventPayloadCwdChanged {
+  oldCwd: string;
+  newCwd: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_file_changed".
+ */
+export interface LoopEventPayloadFileChanged {
+  filePath: string;
+  change: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_post_tool_batch".
+ */
+export interface LoopEventPayloadPostToolBatch {
+  toolCalls: unknown[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_stop_failure".
+ */
+export interface LoopEventPayloadStopFailure {
+  error: string;
+  errorDetails?: string | null;
+  lastAssistantMessage?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_teammate_idle".
+ */
+export interface LoopEventPayloadTeammateIdle {
+  teammateName: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_worktree_create".
+ */
+export interface LoopEventPayloadWorktreeCreate {
+  name: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_worktree_remove".
+ */
+export interface LoopEventPayloadWorktreeRemove {
+  worktreePath: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_permission_denied".
+ */
+export interface LoopEventPayloadPermissionDenied {
+  toolName: string;
+  toolInput: JsonObject;
+  reason?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_setup".
+ */
+export interface LoopEventPayloadSetup {
+  trigger: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".
  */
 export interface LoopEventResult {
@@ -1801,6 +2010,12 @@ export interface McpServerConfig {
   tools?: {
     allow?: string[] | null;
     deny?: string[] | null;
+  } | null;
+  /**
+   * {<the server's tool name>: {name, input?}}: how command hooks see those tools.
+   */
+  hookAs?: {
+    [k: string]: HookAs;
   } | null;
 }
 /**

@@ -7,7 +7,9 @@
   ``declared`` reads a declaration file into handlers (any source: a root's ``hooks.json``, a
   plugin's, each under a ``HookSource``), ``matcher`` decides which handlers an event reaches,
   ``command`` runs one handler and reads its answer, ``boundaries`` ties them to the thread's
-  boundaries (tools/call, input/submit, thread start and close, and the loop events).
+  boundaries (tools/call, input/submit, thread start and close, and the loop events);
+  ``vocabulary`` maps the thread's tools to the names and fields hooks were written for (``hookAs``),
+  ``rules`` decides a handler's ``if`` (a permission rule).
 - ``decision``: the one ``Verdict`` of any hook and the one merge (deterministic: deny > ask > one
   rewrite) — for a tool call's command hooks, and for a loop event's command hooks and extension
   handlers together (``loop.interpret`` makes an extension handler's return a ``Verdict``).

@@ -23,12 +23,14 @@ import asyncio
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable
 
 from harness_sidecar.hooks import command, fit
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
+from harness_sidecar.hooks.rules import TOOL_EVENTS as IF_EVENTS
+from harness_sidecar.hooks.vocabulary import Vocabulary
 from harness_sidecar.resources.catalog import Diagnostic
 from harness_sidecar.results import ToolCall, ToolResult, blocked
 
@@ -44,6 +46,29 @@ LOOP_EVENTS: dict[str, tuple[str, str | None, dict[str, str]]] = {
     "compact_after": ("PostCompact", "trigger", {"trigger": "trigger"}),
     "notification": ("Notification", "type", {"message": "message", "notification_type": "type"}),
     "permission_request": ("PermissionRequest", "toolName", {"tool_name": "toolName", "tool_input": "toolInput"}),
+    # protocol-v4 §3: the rest of Claude Code's events, fired by the editor (stdin fields as its hooks reference)
+    "elicitation": ("Elicitation", "serverName", {"mcp_server_name": "serverName", "message": "message",
+                                                  "mode": "mode", "url": "url", "elicitation_id": "elicitationId",
+                                                  "requested_schema": "requestedSchema"}),
+    "elicitation_result": ("ElicitationResult", "serverName", {"mcp_server_name": "serverName", "action": "action",
+                                                               "content": "content", "mode": "mode",
+                                                               "elicitation_id": "elicitationId"}),
+    "task_created": ("TaskCreated", None, {"task_id": "taskId", "task_subject": "taskSubject",
+                                           "task_description": "taskDescription", "teammate_name": "teammateName"}),
+    "task_completed": ("TaskCompleted", None, {"task_id": "taskId", "task_subject": "taskSubject",
+                                               "task_description": "taskDescription",
+                                               "teammate_name": "teammateName"}),
+    "cwd_changed": ("CwdChanged", None, {"old_cwd": "oldCwd", "new_cwd": "newCwd"}),
+    "file_changed": ("FileChanged", "fileName", {"file_path": "filePath", "event": "change"}),
+    "post_tool_batch": ("PostToolBatch", None, {"tool_calls": "toolCalls"}),
+    "stop_failure": ("StopFailure", "error", {"error": "error", "error_details": "errorDetails",
+                                              "last_assistant_message": "lastAssistantMessage"}),
+    "teammate_idle": ("TeammateIdle", None, {"teammate_name": "teammateName"}),
+    "worktree_create": ("WorktreeCreate", None, {"name": "name"}),
+    "worktree_remove": ("WorktreeRemove", None, {"worktree_path": "worktreePath"}),
+    "permission_denied": ("PermissionDenied", "toolName", {"tool_name": "toolName", "tool_input": "toolInput",
+                                                           "reason": "reason"}),
+    "setup": ("Setup", "trigger", {"trigger": "trigger"}),
 }
 
 
@@ -65,6 +90,10 @@ class ThreadHooks:
     max_result_bytes: int = 16 * 1024 * 1024  # --max-result-bytes: what hooks add is cut to fit it (hooks.fit)
     # Sidecar._ui_notify: a hook's systemMessage reaches the user as ui/notify level "warning" (protocol-v4 §3)
     ui_notify: Callable[[str, dict[str, Any]], None] | None = None
+    # the tool vocabulary hooks were written for (protocol-v4 §3): our tool → the name and fields they see
+    vocabulary: Vocabulary = field(default_factory=Vocabulary)
+    ran_once: set[tuple[str, str, int]] = field(default_factory=set)  # ``once`` handlers that ran (Handler.ident)
+    background: set[asyncio.Task] = field(default_factory=set)  # ``async`` handlers running (ended at close)
 
     # -- what is declared --------------------------------------------------------------------------
 
@@ -98,7 +127,7 @@ class ThreadHooks:
         """``thread/close``: PreToolUse hooks still deciding are stopped (their process groups killed) and
         their calls answered blocked ``closed`` — a call whose core has not begun never runs."""
         self.closing = True
-        for task in list(self.deciding):
+        for task in list(self.deciding) + list(self.background):
             task.cancel()
 
     def report_untrusted(self) -> None:
@@ -115,18 +144,26 @@ class ThreadHooks:
                                     f"{source.why_untrusted or 'the editor does not trust this source'}; "
                                     f"{_how_to_trust(source.source)}"})
 
-    def matching(self, event: str, value: str | None) -> list[Handler]:
+    def matching(self, event: str, value: str | None, tool_input: dict[str, Any] | None = None) -> list[Handler]:
         """The trusted handlers of ``event`` whose matcher takes ``value`` (None: matchers are not used),
-        in declaration order, identical ones once."""
+        in declaration order, identical ones once. A handler's ``if`` (protocol-v4 §3) is decided against
+        ``value`` and ``tool_input`` on a tool event (``tool_input`` None: not decided, as for ``wants_tool``);
+        on any other event a handler with ``if`` never runs. A ``once`` handler that ran is left out."""
         out: dict[Any, Handler] = {}
         for d in self.declared:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
                 if h.event == event and h.supported and not h.dormant and (value is None or h.matcher.matches(value)) \
-                        and h.key not in out:
+                        and h.key not in out and (not h.once or h.ident not in self.ran_once) \
+                        and (h.condition is None or self._if_holds(h, event, value, tool_input)):
                     out[h.key] = h
         return list(out.values())
+
+    def _if_holds(self, handler: Handler, event: str, value: str | None, tool_input: dict[str, Any] | None) -> bool:
+        if event not in IF_EVENTS:
+            return False
+        return tool_input is None or handler.condition.matches(value or "", tool_input, self.cwd)
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -135,13 +172,50 @@ class ThreadHooks:
         return min(ms, self.max_timeout_ms) / 1000
 
     async def run(self, event: str, handlers: list[Handler], fields: dict[str, Any],
-                  budget_s: float | None = None) -> list[Verdict]:
+                  budget_s: float | None = None, detached: bool = False) -> list[Verdict]:
         """Run ``handlers`` of ``event`` in parallel; their verdicts in declaration order.
 
-        A failure that does not block is a ``hook_failed`` diagnostic.
+        A failure that does not block is a ``hook_failed`` diagnostic. ``async`` handlers start in the
+        background and give no verdict (``detached``: such a run — nothing it says blocks or decides; its
+        ``systemMessage`` still reaches the user). ``statusMessage``: a ``ui/status`` while it runs.
         """
         if not handlers:
             return []
+        for h in handlers:  # before any await: a second call cannot take a once handler too
+            if h.once:
+                self.ran_once.add(h.ident)
+        if any(h.run_async for h in handlers):
+            for h in handlers:
+                if h.run_async:
+                    self._detach(event, h, fields)
+            handlers = [h for h in handlers if not h.run_async]
+            if not handlers:
+                return []
+        statuses = [h for h in handlers if h.status_message]
+        if statuses:
+            self._status(statuses, True)
+            try:
+                return await self._run(event, handlers, fields, budget_s, detached)
+            finally:
+                self._status(statuses, False)
+        return await self._run(event, handlers, fields, budget_s, detached)
+
+    def _detach(self, event: str, handler: Handler, fields: dict[str, Any]) -> None:
+        """An ``async`` handler: started now, answered by nobody; the thread's close ends it."""
+        task = asyncio.ensure_future(self.run(event, [replace(handler, run_async=False)], fields, detached=True))
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
+
+    def _status(self, handlers: list[Handler], on: bool) -> None:
+        """``ui/status`` for each running handler's ``statusMessage``; ``text: null`` once it ended."""
+        if self.ui_notify is None:
+            return
+        for h in handlers:
+            self.ui_notify("ui/status", {"threadId": self.thread_id, "extensionId": h.source.source,
+                                         "key": f"hook:{h.event}:{h.order}", "text": h.status_message if on else None})
+
+    async def _run(self, event: str, handlers: list[Handler], fields: dict[str, Any], budget_s: float | None,
+                   detached: bool) -> list[Verdict]:
         def payload() -> bytes:
             return command.stdin_payload(event, self.thread_id, self.cwd, fields)
 
@@ -157,7 +231,7 @@ class ThreadHooks:
         # one handler (the common case) runs in this task: a gather would add a task and two loop turns
         answers = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         verdicts = []
-        can_block = event in BLOCKING_EVENTS
+        can_block = event in BLOCKING_EVENTS and not detached
         for answer in answers:
             key = id(answer.handler)
             if key in checks and key not in refused:  # its tree changed while it ran: its answer is not taken
@@ -186,13 +260,19 @@ class ThreadHooks:
     # -- tools/call ------------------------------------------------------------------------------------
 
     def wants_tool(self, name: str) -> bool:
+        name = self.vocabulary.hook_name(name)
         return bool(self.matching("PreToolUse", name) or self.matching("PostToolUse", name)
                     or self.matching("PostToolUseFailure", name))
 
     async def around_tool(self, call: ToolCall, tool: Any, validate: Callable[[Any, dict[str, Any]], Any],
                           proceed: Callable[[ToolCall], Awaitable[ToolResult]]) -> ToolResult:
-        """PreToolUse → ``proceed`` (the extensions' hooks, the core, the transforms) → PostToolUse."""
-        pre = self.matching("PreToolUse", call.name)
+        """PreToolUse → ``proceed`` (the extensions' hooks, the core, the transforms) → PostToolUse.
+
+        The hooks see the call in their vocabulary (``hookAs``: name and fields); what they rewrite is
+        mapped back to ours before it is validated."""
+        words = self.vocabulary
+        hook_name, hook_input = words.hook_name(call.name), words.hook_input(call.name, call.arguments)
+        pre = self.matching("PreToolUse", hook_name, hook_input)
         extra: dict[str, Any] = {}
         context: list[str] = []
         messages: list[str] = []
@@ -206,7 +286,7 @@ class ThreadHooks:
             self.deciding.add(deciding)
             try:
                 verdicts = await self.run("PreToolUse", pre, {
-                    "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id)})
+                    "tool_name": hook_name, "tool_input": hook_input, "tool_use_id": str(call.id)})
             except asyncio.CancelledError:
                 if not self.closing:
                     raise  # the call itself was cancelled ($/cancelRequest)
@@ -220,32 +300,34 @@ class ThreadHooks:
                 decision = await self._confirm(call, decision)
             if decision.outcome == BLOCKED:
                 return self._blocked(call, decision)
-            if decision.updated_input is not None and decision.updated_input != call.arguments:
-                problem = validate(tool, decision.updated_input)
+            updated = None if decision.updated_input is None else words.our_input(call.name, decision.updated_input)
+            if updated is not None and updated != call.arguments:
+                problem = validate(tool, updated)
                 if problem is not None:
                     decision.outcome, decision.kind, decision.by = BLOCKED, "hook", decision.rewritten_by
                     decision.reason = (f"the input the hook rewrote does not match the tool's inputSchema: "
                                        f"{problem[0]} (at {problem[1]})")
                     return self._blocked(call, decision)
-                call = ToolCall(call.id, call.name, decision.updated_input)
+                call = ToolCall(call.id, call.name, updated)
+                hook_input = words.hook_input(call.name, call.arguments)
                 extra["hookRewrittenBy"] = decision.rewritten_by
             context, messages = decision.context, decision.system_messages
             if decision.stop_turn is not None:
                 extra["stopTurn"] = decision.stop_turn
         result = await proceed(call)
-        post = self.matching("PostToolUse", call.name)
+        post = self.matching("PostToolUse", hook_name, hook_input)
         feedback: list[tuple[str, str, str]] = []  # (source, kind, text)
         verdicts = []
         if post:
             verdicts = await self.run("PostToolUse", post, {
-                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
+                "tool_name": hook_name, "tool_input": hook_input, "tool_use_id": str(call.id),
                 "tool_response": result.to_wire()})
         # PostToolUseFailure (protocol-v4 §3): after a core that failed — an error result no hook or policy blocked
-        failed = self.matching("PostToolUseFailure", call.name) \
+        failed = self.matching("PostToolUseFailure", hook_name, hook_input) \
             if result.is_error and "blocked" not in result.details else []
         if failed:
             verdicts += await self.run("PostToolUseFailure", failed, {
-                "tool_name": call.name, "tool_input": call.arguments, "tool_use_id": str(call.id),
+                "tool_name": hook_name, "tool_input": hook_input, "tool_use_id": str(call.id),
                 "error": _error_text(result), "is_interrupt": False})
         stopping = [v for v in verdicts if v.stop_reason is not None]
         if stopping and "stopTurn" not in extra:
@@ -421,13 +503,16 @@ async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: Threa
         return []
     event, matched_by, fields = mapped
     value = None
-    if matched_by is not None:
+    if matched_by == "fileName":  # FileChanged matches the changed file's name
+        value = os.path.basename(payload.get("filePath", ""))
+    elif matched_by is not None:
         raw = payload.get(matched_by)
         value = raw if isinstance(raw, str) else ""
     stdin = {key: payload[wire] for key, wire in fields.items() if wire in payload}
     if event == "PermissionRequest":
         stdin.setdefault("tool_use_id", None)
-    verdicts = await hooks.run(event, hooks.matching(event, value), stdin)
+    tool_input = payload.get("toolInput") if event in ("PermissionRequest", "PermissionDenied") else None
+    verdicts = await hooks.run(event, hooks.matching(event, value, tool_input), stdin)
     for verdict in verdicts:
         verdict.updated_input = None  # nothing to rewrite on a loop event
     return verdicts

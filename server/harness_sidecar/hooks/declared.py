@@ -4,7 +4,8 @@ The shape (protocol-v3 §5)::
 
     {"hooks": {"<Event>": [{"matcher"?: str,
                             "hooks": [{"type": "command", "command": str, "args"?: [str],
-                                       "timeout"?: seconds}]}]}}
+                                       "timeout"?: seconds, "if"?: rule, "once"?: bool,
+                                       "async"?: bool, "statusMessage"?: str}]}]}}
 
 Unknown fields are ignored; a document without the ``hooks`` wrapper is a diagnostic
 (``hook_invalid``); handlers of types other than ``command`` are listed (``supported: false``) with
@@ -41,7 +42,11 @@ TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure")
 THREAD_EVENTS = ("UserPromptSubmit", "UserPromptExpansion", "SessionStart", "SessionEnd", "InstructionsLoaded",
                  "ConfigChange")
 LOOP_EVENTS = ("Stop", "SubagentStart", "SubagentStop", "PreCompact", "PostCompact", "Notification",
-               "PermissionRequest")
+               "PermissionRequest",
+               # protocol-v4 §3: fired by the editor through loop/event's newer names (loop.py)
+               "Elicitation", "ElicitationResult", "TaskCreated", "TaskCompleted", "CwdChanged", "FileChanged",
+               "PostToolBatch", "StopFailure", "TeammateIdle", "WorktreeCreate", "WorktreeRemove",
+               "PermissionDenied", "Setup")
 FIRED_EVENTS = TOOL_EVENTS + THREAD_EVENTS + LOOP_EVENTS
 # Every event Claude Code's hooks reference and its settings schema define (33 names, 2.1.x), and Codex's
 # (its hooks docs: a subset of Claude Code's, plus ``Interrupt``). A handler of one the sidecar does not
@@ -59,7 +64,7 @@ EVENTS = tuple(dict.fromkeys(CLAUDE_CODE_EVENTS + CODEX_EVENTS))
 DORMANT_EVENTS = tuple(e for e in EVENTS if e not in FIRED_EVENTS)
 # The events whose hooks can stop what is happening: a failure of one of them blocks (fail closed).
 BLOCKING_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "UserPromptSubmit", "UserPromptExpansion", "Stop",
-                             "SubagentStop", "ConfigChange"})
+                             "SubagentStop", "ConfigChange", "TaskCreated", "TaskCompleted", "TeammateIdle"})
 
 
 @dataclass(frozen=True)
@@ -94,6 +99,17 @@ class Handler:
     supported: bool = True
     declared: tuple[tuple[str, str], ...] = ()  # an unsupported handler's url / prompt, as declared
     dormant: bool = False  # an event the formats define that the sidecar does not fire: listed, never run
+    # Handler fields (protocol-v4 §3): ``if`` (a hooks.rules.Rule), ``once`` (once per thread), ``async``
+    # (fire and forget), ``statusMessage`` (a ui/status while it runs)
+    condition: Any = field(default=None, compare=False)
+    once: bool = False
+    run_async: bool = False
+    status_message: str | None = None
+
+    @property
+    def ident(self) -> tuple[str, str, int]:
+        """This handler, as a thread remembers that a ``once`` handler ran."""
+        return (self.source.source, self.event, self.order)
 
     @property
     def key(self) -> tuple[str, str, tuple[str, ...] | None]:
@@ -115,6 +131,14 @@ class Handler:
             out["supported"] = False
         if self.dormant:
             out["dormant"] = True
+        if self.condition is not None:
+            out["if"] = self.condition.text
+        if self.once:
+            out["once"] = True
+        if self.run_async:
+            out["async"] = True
+        if self.status_message is not None:
+            out["statusMessage"] = self.status_message
         out["trusted"] = self.source.trusted
         return out
 
@@ -188,14 +212,46 @@ def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[D
                 if timeout is not None and (type(timeout) not in (int, float) or timeout <= 0):
                     problem("hook_invalid", f"'{spot}.timeout' must be a positive number of seconds", event=event)
                     continue
+                fields = _handler_fields(item, source, event, spot)
+                if isinstance(fields, str):
+                    problem("hook_invalid", fields, event=event)
+                    continue
                 handlers.append(Handler(source, event, matcher, command, None if args is None else tuple(args),
-                                        None if timeout is None else float(timeout), len(handlers)))
+                                        None if timeout is None else float(timeout), len(handlers), **fields))
         if dormant and len(handlers) > first:
             handlers[first:] = [replace(h, dormant=True) for h in handlers[first:]]
             problem("hook_dormant", f"{len(handlers) - first} handler(s) of {event!r}: an event Claude Code or "
                     "Codex defines that this sidecar does not fire; listed (dormant: true), never run",
                     event=event, severity="info")
     return handlers, diagnostics
+
+
+def _handler_fields(item: dict[str, Any], source: HookSource, event: str, spot: str) -> dict[str, Any] | str:
+    """A command handler's ``if``, ``once``, ``async`` and ``statusMessage`` (protocol-v4 §3), or what is
+    wrong with them (the handler is then ``hook_invalid``)."""
+    out: dict[str, Any] = {}
+    rule = item.get("if")
+    if rule is not None:
+        from harness_sidecar.hooks.rules import BadRule, compile_rule
+
+        if type(rule) is not str:
+            return f"'{spot}.if' must be a string (one permission rule, e.g. \"Bash(git *)\")"
+        try:
+            out["condition"] = compile_rule(rule, source.path if source.source.startswith("root:") else None)
+        except BadRule as exc:
+            return f"'{spot}': {exc}"
+    for key, attr in (("once", "once"), ("async", "run_async")):
+        value = item.get(key)
+        if value is not None and type(value) is not bool:
+            return f"'{spot}.{key}' must be true or false"
+        if value:
+            out[attr] = True
+    message = item.get("statusMessage")
+    if message is not None and type(message) is not str:
+        return f"'{spot}.statusMessage' must be a string"
+    if message:
+        out["status_message"] = message
+    return out
 
 
 def _unsupported(source: HookSource, event: str, matcher: Matcher, item: dict[str, Any], order: int) -> Handler:

@@ -28,6 +28,8 @@ class McpServerConfig:
     deny: list[str] = field(default_factory=list)
     # a pinned plugin's server: resources.pins.TreePin, whose holds() is checked before every start
     pin: Any = field(default=None, compare=False, repr=False)
+    # thread/start.mcpServers[i].hookAs: its tool → hooks.vocabulary.HookAs (protocol-v4 §3)
+    hook_as: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def admits(self, tool: str) -> bool:
         """``deny`` wins; ``allow`` (when given) names every tool that may exist."""

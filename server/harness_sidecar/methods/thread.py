@@ -327,6 +327,8 @@ class ThreadMethods:
         if not plugin_hooks and not has_sources(list(start.roots)):
             return None
         from harness_sidecar.hooks.boundaries import ThreadHooks, thread_cwd
+        from harness_sidecar.hooks.vocabulary import vocabulary_of
+        from harness_sidecar.mcp.model import full_name
 
         limits = start.limits
         declared = read_roots(list(start.roots), start.trusted_hooks) + plugin_hooks
@@ -335,7 +337,8 @@ class ThreadMethods:
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
                            ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes,
-                           ui_notify=self._ui_notify)
+                           ui_notify=self._ui_notify,
+                           vocabulary=vocabulary_of(start.dynamic_tools, start.mcp_servers, full_name))
 
     def _diagnostic(self, params: dict[str, Any]) -> None:
         self.peer.notify("thread/diagnostic", params)

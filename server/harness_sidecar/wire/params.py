@@ -126,6 +126,7 @@ class DynamicTool:
     input_schema: dict[str, Any]
     # The checked schema (inputschema.CompiledSchema), so the tool need not compile it again.
     compiled: Any = field(default=None, compare=False, repr=False)
+    hook_as: Any = None  # hooks.vocabulary.HookAs: the tool as command hooks see it (protocol-v4 §3)
 
 
 @dataclass
@@ -184,12 +185,39 @@ _unique_plugins = _no_repeats("name", "'{where}.name': plugin '{value}' is trust
 
 def _mcp_server_config(name: str, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
                        required: bool = False, startup_timeout_ms: int = 10000,
-                       tools: dict[str, Any] | None = None) -> McpServerConfig:
+                       tools: dict[str, Any] | None = None, hook_as: dict[str, Any] | None = None) -> McpServerConfig:
     # Imported here, by the first thread/start naming a server: not on every thread/start's way.
     from harness_sidecar.mcp.model import McpServerConfig
 
     return McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
-                           (tools or {}).get("allow"), (tools or {}).get("deny") or [])
+                           (tools or {}).get("allow"), (tools or {}).get("deny") or [], hook_as=hook_as or {})
+
+
+def _hook_as(name: str, input: dict[str, str] | None = None) -> Any:
+    from harness_sidecar.hooks.vocabulary import HookAs
+
+    return HookAs(name, dict(input or {}))
+
+
+def _check_hook_as_input(value: Any, where: str) -> None:
+    seen: dict[str, str] = {}
+    for theirs, ours in value.input.items():
+        if ours in seen:
+            raise InvalidParams(f"'{where}': fields '{seen[ours]}' and '{theirs}' both name our field '{ours}'",
+                                f"{where}.input.{theirs}")
+        seen[ours] = theirs
+
+
+HOOK_AS = Obj(
+    [Field("name", TOOL_NAME_SHAPE, description="The tool's name in the harness the hooks were written for "
+                                                "(Claude Code's Bash, Read, Edit…; Codex's apply_patch): "
+                                                "matchers, if rules and tool_name see this name."),
+     opt("input", Map(Str()),
+         description="{<their field>: <our field>}: tool_input has our field under their name (fields not "
+                     "in the map pass through); an updatedInput is mapped back before validation.")],
+    cls=_hook_as, incoming=True, check=_check_hook_as_input, name="HookAs",
+    description="The tool as command hooks see it (protocol.md § The tool vocabulary hooks were written for).",
+    error="'{where}' must be an object {{name, input?}}")
 
 
 def _compile_dynamic(tool: DynamicTool, where: str) -> None:
@@ -227,7 +255,8 @@ DYNAMIC_TOOL = Obj(
            description="1-64 of A-Za-z0-9_-; not a builtin tool's name nor another dynamic tool's."),
      opt("description", Str(), default=""),
      opt("inputSchema", INPUT_SCHEMA, default_factory=lambda: dict(DEFAULT_INPUT_SCHEMA), attr="input_schema",
-         description="Must be valid JSON Schema. Default: {\"type\": \"object\", \"properties\": {}}.")],
+         description="Must be valid JSON Schema. Default: {\"type\": \"object\", \"properties\": {}}."),
+     opt("hookAs", HOOK_AS, attr="hook_as")],
     cls=DynamicTool, incoming=True, check=_compile_dynamic, name="DynamicTool",
     description="A tool the editor executes (item/tool/call).",
     error="'{where}' must be an object {{name, description, inputSchema}}")
@@ -262,7 +291,9 @@ MCP_SERVER = Obj(
                                                      "(error kind mcp_unavailable)."),
      opt("startupTimeoutMs", Int(minimum=0, default=10000), attr="startup_timeout_ms"),
      opt("tools", Obj([opt("allow", Arr(Str())), opt("deny", Arr(Str()))], incoming=True),
-         description="Filters on the server's own tool names; deny wins.")],
+         description="Filters on the server's own tool names; deny wins."),
+     opt("hookAs", Map(HOOK_AS), attr="hook_as",
+         description="{<the server's tool name>: {name, input?}}: how command hooks see those tools.")],
     cls=_mcp_server_config, incoming=True, name="McpServerConfig",
     description="A stdio MCP server the editor chose for this thread.")
 def _check_plugin_name(value: str, where: str) -> None:
@@ -480,7 +511,7 @@ class _LoopEvent(Shape):
     def _variants(self) -> list[Obj]:
         from harness_sidecar.loop import PAYLOADS
 
-        shapes = {str: Str(), bool: Bool(), dict: JSON_OBJECT}
+        shapes = {str: Str(), bool: Bool(), dict: JSON_OBJECT, list: Arr(AnyValue())}
         variants = []
         for event, fields in PAYLOADS.items():
             payload = Obj([Field(key, shapes[kind], required=required) for key, (kind, required) in fields.items()],

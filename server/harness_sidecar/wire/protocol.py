@@ -133,6 +133,13 @@ CATALOG = Obj([
                                                    "supported."),
         opt("dormant", Const(True), description="Present (true) only for a handler of an event the sidecar does not "
                                                 "fire: listed, never run (hook_dormant, info)."),
+        opt("if", Str(), description="A permission rule (Bash(git *), Edit(*.ts)): the handler runs only for tool "
+                                     "calls it matches, as the hooks see them (hookAs); never on other events."),
+        opt("once", Const(True), description="Runs once per thread."),
+        opt("async", Const(True), description="Runs in the background: never blocks, decides nothing; its "
+                                              "systemMessage still reaches the user."),
+        opt("statusMessage", Str(), description="Sent as ui/status (key hook:<event>:<n>) while it runs; "
+                                                "cleared (text null) after."),
         Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks for a root's, "
                                              "trustedPlugins for a plugin's).")],
         name="HookEntry")), description="Every declared command hook, trusted or not, in declaration order: the "
