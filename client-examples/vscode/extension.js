@@ -61,12 +61,58 @@ function severityOf(d) {
   return SEVERITY_OF_KIND[d.kind] || 'Error';
 }
 
-/** @type {ThreadStartParams['dynamicTools']} */
+/**
+ * The editor's tools (item/tool/call). `hookAs` (protocol-v4 §3): how command hooks written for Claude
+ * Code see a tool — `read_file` is its `Read {file_path, offset?, limit?}`, so a hook or an `if` rule on
+ * `Read` (a `.env` guard) covers it. `editor_selection` has no counterpart there: hooks see its own name.
+ * @type {ThreadStartParams['dynamicTools']}
+ */
 const EDITOR_TOOLS = [{
   name: 'editor_selection',
   description: 'The text selected in the active editor.',
   inputSchema: { type: 'object', properties: {} },
+}, {
+  name: 'read_file',
+  description: 'Read a file as the editor has it (unsaved changes included): its text, or `limit` lines from '
+    + 'line `offset` (1-based).',
+  inputSchema: {
+    type: 'object',
+    properties: {
+      path: { type: 'string', description: 'Absolute, or relative to the first workspace folder.' },
+      offset: { type: 'integer', minimum: 1 },
+      limit: { type: 'integer', minimum: 1 },
+    },
+    required: ['path'],
+    additionalProperties: false,
+  },
+  hookAs: { name: 'Read', input: { file_path: 'path' } },
 }];
+
+/**
+ * `read_file`: the open document's text when the editor has it, else the file on disk.
+ * @param {{path: string, offset?: number, limit?: number}} args
+ * @returns {import('./types/protocol').ItemToolCallResult}
+ */
+function readFile(args) {
+  const fs = require('fs');
+  const path = require('path');
+  const folders = vscode.workspace.workspaceFolders || [];
+  const file = path.isAbsolute(args.path) ? args.path
+    : path.resolve(folders.length ? folders[0].uri.fsPath : process.cwd(), args.path);
+  const open = (vscode.workspace.textDocuments || []).find((d) => d.uri && d.uri.scheme === 'file' && d.uri.fsPath === file);
+  let text;
+  try {
+    text = open ? open.getText() : fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    return { contentItems: [{ type: 'inputText', text: `cannot read ${file}: ${err.message}` }], success: false };
+  }
+  if (args.offset || args.limit) {
+    const lines = text.split('\n');
+    const from = (args.offset || 1) - 1;
+    text = lines.slice(from, args.limit ? from + args.limit : undefined).join('\n');
+  }
+  return { contentItems: [{ type: 'inputText', text }], success: true };
+}
 
 /**
  * Requests the sidecar sends the editor, by method: `handler(harness, params, token)`; `token` is
@@ -78,6 +124,7 @@ const REVERSE_REQUESTS = {
   'ui/select': (harness, params, token) => harness.ui.select(params, token),
   'ui/input': (harness, params, token) => harness.ui.input(params, token),
   'item/tool/call': async (harness, params) => {
+    if (params.tool === 'read_file') return readFile(/** @type {any} */ (params.arguments));
     if (params.tool !== 'editor_selection') {
       return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };
     }

@@ -91,7 +91,7 @@ test('a workspace cannot choose the command or trust an extension (attacker test
   assert.equal(fs.existsSync(marker), false, 'the workspace chose the executable');
   const started = await api.harness.thread();
   assert.equal(started.catalog.extensions[0].status, 'skipped_untrusted');
-  assert.deepEqual(started.tools.map((t) => t.name), ['load_skill', 'editor_selection']);
+  assert.deepEqual(started.tools.map((t) => t.name), ['load_skill', 'editor_selection', 'read_file']);
   assert.ok(state.output.some((l) => l.includes('harnessSidecar.command is set by this workspace and ignored')));
   assert.ok(state.output.some((l) => l.includes('harnessSidecar.trustedExtensions is set by this workspace and ignored')));
   await extension.deactivate();
@@ -133,6 +133,27 @@ test('command hooks are listed with their trust state, trusted from user setting
   assert.deepEqual(tree.getChildren(group).map((n) => [n.item.label, n.item.description, n.item.iconPath.id]), [
     ['PreToolUse [Bash]', 'trusted · exit 2', 'pass'], ['PreToolUse [Write]', 'not trusted · exit 2', 'lock']]);
   assert.ok(state.output.some((l) => l.includes('harnessSidecar.trustedHooks is set by this workspace and ignored')));
+  await extension.deactivate();
+});
+
+// protocol-v4 §3: the extension declares read_file as Claude Code's Read {file_path}, so a user's Read
+// guard (an `if` rule here, as people write them for .env files) covers the editor's own tool.
+test('a hook written for Claude Code\'s Read guards the editor\'s read_file (hookAs)', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-hookas-'));
+  fs.writeFileSync(path.join(root, '.env'), 'TOKEN=secret\n');
+  fs.writeFileSync(path.join(root, 'notes.txt'), 'one\ntwo\nthree\n');
+  fs.writeFileSync(path.join(root, 'hooks.json'), JSON.stringify({ hooks: { PreToolUse: [{ matcher: 'Read', hooks: [
+    { type: 'command', if: 'Read(//**/.env)', command: 'echo "no reading .env files" >&2; exit 2' }] }] } }));
+  const { extension, api } = await activated({
+    user: { command: sidecarCommand(), roots: [root], trustedHooks: [{ path: path.join(root, 'hooks.json') }] },
+  });
+  const { threadId } = await api.harness.thread();
+  const call = (id, args) => api.client.request('tools/call', { threadId, call: { id, name: 'read_file', arguments: args } });
+  const denied = await call('r1', { path: path.join(root, '.env') });
+  assert.equal(denied.result.isError, true);
+  assert.equal(denied.result.details.blocked.reason, 'no reading .env files');
+  const read = await call('r2', { path: path.join(root, 'notes.txt'), offset: 2, limit: 1 });
+  assert.deepEqual(read.result.content, [{ type: 'text', text: 'two' }]);
   await extension.deactivate();
 });
 
@@ -369,7 +390,7 @@ test('Call Tool…: pick a tool, type its arguments as JSON (bad JSON asked agai
   typed.push('{"name": "review"', '["review"]', '{"name": "review"}');
   await run(state, 'harnessSidecar.callTool');
   const listed = state.quickPicks.at(-1).items.map((i) => i.label);
-  assert.deepEqual(listed.slice().sort(), ['editor_selection', 'load_skill'], listed);
+  assert.deepEqual(listed.slice().sort(), ['editor_selection', 'load_skill', 'read_file'], listed);
   // prefilled {}, refused while typing, and asked again (the text kept) with the reason
   const asked = state.inputs.slice(-3);
   assert.equal(asked[0].value, '{}');

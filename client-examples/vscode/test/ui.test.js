@@ -204,7 +204,7 @@ test('a workspace can never add an MCP server, and an untrusted one starts none 
     workspace: { mcpServers: evil }, // what a cloned repository's .vscode/settings.json says
   });
   const started = await api.harness.thread();
-  assert.deepEqual(started.tools.map((t) => t.name), ['load_skill', 'editor_selection']);
+  assert.deepEqual(started.tools.map((t) => t.name), ['load_skill', 'editor_selection', 'read_file']);
   assert.equal(fs.existsSync(marker), false, 'the workspace made the sidecar run a command');
   assert.ok(state.output.some((l) => l.includes('harnessSidecar.mcpServers is set by this workspace and ignored')));
   await extension.deactivate();
