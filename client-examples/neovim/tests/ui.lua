@@ -307,6 +307,25 @@ check(':HarnessCall shows a trusted command hook\'s block, its reason and its me
   setup()
 end)
 
+-- protocol-v4 §3: read_file is declared as Claude Code's Read {file_path}, so a Read guard (an `if` rule,
+-- as people write them for .env files) written for Claude Code covers the editor's own tool.
+check(':HarnessCall read_file: a hook written for Claude Code\'s Read guards it (hookAs)', function()
+  local dir = vim.fn.tempname()
+  vim.fn.mkdir(dir, 'p')
+  vim.fn.writefile({ 'TOKEN=secret' }, dir .. '/.env')
+  vim.fn.writefile({ 'one', 'two', 'three' }, dir .. '/notes.txt')
+  vim.fn.writefile({ vim.fn.json_encode({ hooks = { PreToolUse = { { matcher = 'Read', hooks = { {
+    type = 'command', ['if'] = 'Read(//**/.env)', command = 'echo "no reading .env files" >&2; exit 2' } } } } } }) },
+    dir .. '/hooks.json')
+  setup({ roots = { root, dir }, trusted_hooks = { { path = dir .. '/hooks.json' } } })
+  local text = t.shows(hs, 'HarnessCall read_file {"path": "' .. dir .. '/.env"}')
+  contains(text, '# read_file (failed)')
+  contains(text, 'no reading .env files')
+  text = t.shows(hs, 'HarnessCall read_file {"path": "' .. dir .. '/notes.txt", "offset": 2, "limit": 1}')
+  assert(text:find('\n\ntwo$') ~= nil, vim.inspect(text))
+  setup()
+end)
+
 check(':help covers asking, :HarnessCommand, :HarnessCall, the statusline and mcp_servers', function()
   for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp', ':HarnessCall' }) do
     vim.cmd('help ' .. tag)

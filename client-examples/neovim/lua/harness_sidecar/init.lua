@@ -33,7 +33,9 @@ local DEFAULTS = {
   trusted_hooks = {},
   timeout_ms = 30000,
   -- Tools the sidecar may ask the editor to run (item/tool/call):
-  -- name -> { description, handler(arguments) -> text, ok }  (return nil to answer later)
+  -- name -> { description, handler(arguments) -> text, ok, input_schema?, hook_as? }  (return nil to
+  -- answer later). hook_as = { name = 'Bash', input = { command = 'cmd' } }: how command hooks written
+  -- for Claude Code see the tool (thread/start.dynamicTools[i].hookAs).
   tools = {},
   lsp = false, -- true or a table of LSP options (see harness_sidecar.lsp)
   -- MCP servers each thread starts (thread/start.mcpServers): a list of
@@ -80,7 +82,43 @@ function M.selection_text()
   return table.concat(lines, '\n')
 end
 
+--- read_file: a buffer's lines when Neovim has the file loaded (unsaved changes included), else the
+--- file's; from line `offset` (1-based), `limit` lines.
+local function read_file(arguments)
+  local path = vim.fn.fnamemodify(arguments.path or '', ':p')
+  local lines
+  local buf = vim.fn.bufnr(path)
+  if buf ~= -1 and vim.api.nvim_buf_is_loaded(buf) then
+    lines = vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+  elseif vim.fn.filereadable(path) == 1 then
+    lines = vim.fn.readfile(path)
+  else
+    return 'cannot read ' .. path, false
+  end
+  local from = math.max(tonumber(arguments.offset) or 1, 1)
+  local to = arguments.limit and (from + tonumber(arguments.limit) - 1) or #lines
+  return table.concat(vim.list_slice(lines, from, to), '\n'), true
+end
+
 local default_tools = {
+  -- Declared to command hooks as Claude Code's Read {file_path, offset?, limit?} (protocol-v4 §3): a hook
+  -- or an `if: "Read(...)"` rule written for Claude Code guards it.
+  read_file = {
+    description = 'Read a file as Neovim has it (unsaved changes included): its text, or `limit` lines from '
+      .. 'line `offset` (1-based).',
+    input_schema = {
+      type = 'object',
+      properties = {
+        path = { type = 'string', description = 'Absolute, or relative to the current directory.' },
+        offset = { type = 'integer', minimum = 1 },
+        limit = { type = 'integer', minimum = 1 },
+      },
+      required = { 'path' },
+      additionalProperties = false,
+    },
+    hook_as = { name = 'Read', input = { file_path = 'path' } },
+    handler = read_file,
+  },
   editor_selection = {
     description = 'The text of the last visual selection in the current Neovim buffer.',
     handler = function()
@@ -253,7 +291,11 @@ end
 function M.thread_start_params()
   local dynamic = {}
   for name, tool in pairs(tools()) do
-    table.insert(dynamic, { name = name, description = tool.description or '', inputSchema = { type = 'object' } })
+    local entry = { name = name, description = tool.description or '', inputSchema = tool.input_schema or { type = 'object' } }
+    if type(tool.hook_as) == 'table' then
+      entry.hookAs = tool.hook_as
+    end
+    table.insert(dynamic, entry)
   end
   local start = { roots = M.roots(), trustedExtensions = M.config.trusted_extensions, dynamicTools = dynamic }
   if type(M.config.mcp_servers) == 'table' and #M.config.mcp_servers > 0 then
