@@ -118,6 +118,47 @@ def test_a_bad_hook_as_is_invalid_params_naming_the_field(spawn, tmp_path):
     assert "result" in sidecar.request("thread/start", {"roots": [str(tmp_path)]})  # it keeps serving
 
 
+class FailingEditor(Editor):
+    """The editor's run_command fails (a non-zero exit, as the editor reports it)."""
+
+    def __call__(self, message: dict) -> dict | None:
+        if message["method"] == "item/tool/call":
+            self.ran.append(message["params"]["arguments"])
+            return {"result": {"contentItems": [{"type": "inputText", "text": "exit 1: no such file"}],
+                               "success": False}}
+        return super().__call__(message)
+
+
+def test_post_tool_use_failure_sees_the_call_in_the_hooks_vocabulary(spawn, ws):
+    seen = ws.dir / "failure.json"
+    ws.declare({"PostToolUseFailure": one("Bash", ws.script("failed.sh", f"cat > {seen}\n"))})
+    sidecar, started, editor = start(spawn, [ws.root], ws.dir, [{"path": str(ws.hooks_file)}], FailingEditor())
+    assert run_command(sidecar, started, "cat missing")["isError"]
+    failure = json.loads(seen.read_text())
+    assert (failure["tool_name"], failure["tool_input"]) == ("Bash", {"command": "cat missing"})
+    assert "no such file" in failure["error"]
+
+
+def test_extension_hooks_keep_the_sidecars_names(spawn, ws):
+    """hookAs is for command hooks: an extension's tool_call hook sees run_command {cmd}."""
+    trace = ws.dir / "extension.json"
+    write(ws.root / "extensions" / "watch.py", f'''
+import json
+
+def before(event):
+    with open({str(trace)!r}, "w") as f:
+        json.dump({{"name": event["call"]["name"], "arguments": event["call"]["arguments"]}}, f)
+
+def activate(api):
+    api.on("tool_call", before)
+''')
+    ws.declare({"PreToolUse": one("Bash", _json_hook(ws, "ok.sh", {}))})
+    sidecar, started, editor = start(spawn, [ws.root], ws.dir, [{"path": str(ws.hooks_file)}],
+                                     trustedExtensions=["watch"])
+    assert not run_command(sidecar, started, "ls")["isError"]
+    assert json.loads(trace.read_text()) == {"name": "run_command", "arguments": {"cmd": "ls"}}
+
+
 # -- handler fields ------------------------------------------------------------------------------------
 
 def test_if_runs_a_handler_only_for_calls_its_permission_rule_matches(spawn, ws):
