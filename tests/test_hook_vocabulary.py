@@ -15,7 +15,7 @@ from pathlib import Path
 
 from helpers import write
 from test_command_hooks import Editor, Workspace, _json_hook, diagnostics, one, ws  # noqa: F401 - ws: fixture
-from test_hook_sources import hookify_settings, project
+from test_hook_sources import check, hookify_settings, project
 
 RUN_COMMAND = {"name": "run_command", "description": "Run a shell command in the editor's terminal.",
                "inputSchema": {"type": "object", "properties": {"cmd": {"type": "string"}, "cwd": {"type": "string"}},
@@ -172,6 +172,14 @@ def test_if_runs_a_handler_only_for_calls_its_permission_rule_matches(spawn, ws)
     blocked = run_command(sidecar, started, "npm test && FOO=1 git push", call_id="c2")
     assert blocked["details"]["blocked"]["reason"] == "no git here"
     assert editor.ran == [{"cmd": "ls -la"}]
+
+
+def test_check_lists_a_handlers_if_once_and_async(ws):
+    ws.declare({"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "guard", "if": "Bash(git *)", "once": True, "async": True}]}]})
+    out = check(ws.root)
+    assert out.returncode == 0, out.stderr
+    assert "hook          PreToolUse [Bash]: guard [if Bash(git *), once, async]" in out.stdout
 
 
 def test_a_bad_if_is_a_diagnostic_and_that_handler_never_runs(spawn, ws):

@@ -179,6 +179,10 @@ def main(args: list[str]) -> int:
             what = h.command if h.supported else f"({h.type or 'untyped'} handler: not supported here, never runs)"
             if h.dormant:
                 what += " (dormant: the sidecar does not fire this event)"
+            fields = [f"if {h.condition.text}"] if h.condition is not None else []
+            fields += [name for name, on in (("once", h.once), ("async", h.run_async)) if on]
+            if fields:
+                what += f" [{', '.join(fields)}]"
             out.write(f"  hook          {h.event}{matcher}: {what}  ({declared.source.source}: "
                       f"{declared.source.path}{digest}; runs only when trusted)\n")
     _write_plugins(out, catalog)
