@@ -277,3 +277,26 @@ def test_if_rules_as_claude_codes_hooks_reference_tabulates_them(tmp_path):
     assert compile_rule("Read(//etc/**)").matches("Read", {"file_path": "/etc/passwd"}, str(tmp_path))
     assert compile_rule("WebFetch(domain:github.com)").matches("WebFetch", {"url": "https://api.github.com/x"}, "/")
     assert compile_rule("mcp__github").matches("mcp__github__search", {}, "/")
+
+
+def test_an_extension_handler_of_a_v4_loop_event_runs_and_fails_closed(spawn, ws):
+    """api.on("task_created") gets the payload; one that raises is a HookFault naming the event, and
+    (task_created can block) the event is blocked naming the fault."""
+    write(ws.root / "extensions" / "tasks.py", '''
+def created(event):
+    if event["taskSubject"].startswith("["):
+        return {"context": "ticket " + event["taskSubject"][1:4]}
+    raise ValueError("no ticket number")
+
+def activate(api):
+    api.on("task_created", created)
+''')
+    ws.declare({})
+    sidecar, started, editor = start(spawn, [ws.root], ws.dir, [], trustedExtensions=["tasks"])
+    event = lambda subject: sidecar.call("loop/event", {  # noqa: E731
+        "threadId": started["threadId"], "event": "task_created",
+        "payload": {"taskId": "t1", "taskSubject": subject}}, timeout=60)
+    assert event("[T-1] login")["additionalContext"] == ["ticket T-1"]
+    assert event("login")["blocked"]["by"] == ["extension:tasks"]
+    faults = notified(sidecar, "thread/diagnostic", lambda d: d.get("hook") == "task_created")
+    assert any(f["kind"] == "throw" and "no ticket number" in f["message"] for f in faults if f.get("hook"))

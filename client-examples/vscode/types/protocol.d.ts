@@ -1502,7 +1502,20 @@ export interface HookFault {
     | "subagent_start"
     | "subagent_stop"
     | "notification"
-    | "permission_request";
+    | "permission_request"
+    | "elicitation"
+    | "elicitation_result"
+    | "task_created"
+    | "task_completed"
+    | "cwd_changed"
+    | "file_changed"
+    | "post_tool_batch"
+    | "stop_failure"
+    | "teammate_idle"
+    | "worktree_create"
+    | "worktree_remove"
+    | "permission_denied"
+    | "setup";
   kind: "throw" | "timeout";
   message: string;
 }

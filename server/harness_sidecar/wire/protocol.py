@@ -268,9 +268,10 @@ INITIALIZE_RESULT = Obj([
 
 # -- notifications and requests the sidecar sends ---------------------------------------------------
 
-HOOKS = ("tool_call", "tool_result", "tool_result_transform", "thread_start", "thread_close", "context", "input",
-         "turn_start", "turn_end", "stop", "compact_before", "compact_after", "subagent_start", "subagent_stop",
-         "notification", "permission_request")
+from harness_sidecar.loop import EVENTS as _LOOP_EVENTS  # noqa: E402 - every loop/event name (v4 adds 13)
+
+HOOKS = ("tool_call", "tool_result", "tool_result_transform", "thread_start", "thread_close", "context",
+         "input") + _LOOP_EVENTS
 THREAD_DIAGNOSTIC = Union(
     Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("hook", Str(enum=HOOKS)),
          Field("kind", Str(enum=("throw", "timeout"))), Field("message", Str())], name="HookFault",
