@@ -109,6 +109,20 @@ def test_an_mcp_tool_declared_as_read_is_matched_by_that_name(spawn, ws):
     assert json.loads((ws.dir / "mcp.json").read_text())["tool_name"] == "Read"
 
 
+def test_a_permission_request_for_the_editors_tool_reaches_hooks_in_their_vocabulary(spawn, ws):
+    seen = ws.dir / "permission.json"
+    ws.declare({"PermissionRequest": [{"matcher": "Bash", "hooks": [{"type": "command", "if": "Bash(git push *)",
+                                                                     "command": ws.script("perm.sh", f"cat > {seen}; "
+                                                                     "echo 'not on main' >&2; exit 2\n")}]}]})
+    sidecar, started, editor = start(spawn, [ws.root], ws.dir, [{"path": str(ws.hooks_file)}])
+    ask = lambda cmd: sidecar.call("loop/event", {"threadId": started["threadId"], "event": "permission_request",  # noqa: E731
+                                                  "payload": {"toolName": "run_command", "toolInput": {"cmd": cmd}}})
+    assert ask("git status")["decision"] is None and not seen.exists()  # the if rule: the hook never started
+    assert ask("git push origin main")["decision"] == "deny"
+    request = json.loads(seen.read_text())
+    assert (request["tool_name"], request["tool_input"]) == ("Bash", {"command": "git push origin main"})
+
+
 def test_a_bad_hook_as_is_invalid_params_naming_the_field(spawn, tmp_path):
     sidecar = spawn()
     bad = dict(RUN_COMMAND, hookAs={"name": "Bash", "input": {"command": "cmd", "description": "cmd"}})

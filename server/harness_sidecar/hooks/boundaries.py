@@ -511,7 +511,11 @@ async def run_event_hooks(event_name: str, payload: dict[str, Any], hooks: Threa
     stdin = {key: payload[wire] for key, wire in fields.items() if wire in payload}
     if event == "PermissionRequest":
         stdin.setdefault("tool_use_id", None)
-    tool_input = payload.get("toolInput") if event in ("PermissionRequest", "PermissionDenied") else None
+    tool_input = None
+    if event in ("PermissionRequest", "PermissionDenied"):  # a thread's tool is seen as hookAs says
+        ours = payload.get("toolName", "")
+        value = stdin["tool_name"] = hooks.vocabulary.hook_name(ours)
+        tool_input = stdin["tool_input"] = hooks.vocabulary.hook_input(ours, payload.get("toolInput") or {})
     verdicts = await hooks.run(event, hooks.matching(event, value, tool_input), stdin)
     for verdict in verdicts:
         verdict.updated_input = None  # nothing to rewrite on a loop event
