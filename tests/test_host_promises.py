@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import REPO, TraceWorkspace, add_skill, write
 from mcp_helpers import alive, read_events, sdk_server, wait_until
 
@@ -444,7 +444,7 @@ def test_initialize_answers_protocol_4_and_serves_earlier_clients_without_a_vers
 
 
 def test_the_clients_and_the_document_say_protocol_4():
-    from harness_sidecar import client, demo
+    from harness_sidecar.console import client, demo
 
     for module in (client, demo):
         source = open(module.__file__, encoding="utf-8").read()

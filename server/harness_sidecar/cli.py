@@ -42,7 +42,7 @@ def queue_stderr() -> None:
     queue, so an editor that does not read the sidecar's stderr never blocks it (``stderr.SINK``)."""
     import logging
 
-    from harness_sidecar.stderr import SINK, SinkStream
+    from harness_sidecar.base.stderr import SINK, SinkStream
 
     plain, sys.stderr = sys.stderr, SinkStream(SINK)  # type: ignore[assignment]
     for handler in logging.getLogger().handlers:  # a log configured before writes through the queue too
@@ -51,7 +51,7 @@ def queue_stderr() -> None:
 
 
 def flush_stderr() -> None:
-    from harness_sidecar.stderr import SINK
+    from harness_sidecar.base.stderr import SINK
 
     sys.stderr.flush()
     SINK.flush(1.0)
@@ -134,7 +134,7 @@ def serve_lsp() -> int:
         return lint
 
     def make_sidecar(peer):  # the methods, once a custom request needs them
-        from harness_sidecar.threads import Sidecar
+        from harness_sidecar.threads.sidecar import Sidecar
 
         return Sidecar(peer)
 
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         numbers[name] = int(options[name])
-    from harness_sidecar.limits import SIDECAR
+    from harness_sidecar.base.limits import SIDECAR
 
     SIDECAR.max_threads = numbers["--max-threads"]
     if not rest:
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, end="")
         return 0
     if command == "check":
-        from harness_sidecar.check import main as check_main
+        from harness_sidecar.console.check import main as check_main
 
         return quiet_on_broken_pipe(check_main, options)
     if command == "schema" and not options:
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(dumps())
         return 0
     if command == "demo":
-        from harness_sidecar.demo import main as demo_main
+        from harness_sidecar.console.demo import main as demo_main
 
         return quiet_on_broken_pipe(demo_main, options)
     print(f"harness-sidecar: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)

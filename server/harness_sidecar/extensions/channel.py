@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 
-from harness_sidecar import jsondepth, jsonio
+from harness_sidecar.base import jsondepth, jsonio
 
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault

@@ -11,12 +11,12 @@ import re
 import stat
 from typing import Any
 
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.catalog import Catalog, root_origin
 from harness_sidecar.resources.frontmatter import FrontmatterError
-from harness_sidecar.names import qualified_name_problem
+from harness_sidecar.base.names import qualified_name_problem
 from harness_sidecar.resources.paths import (
     decode_utf8,
     is_within,

@@ -15,11 +15,11 @@ import stat
 import time
 from typing import Any
 
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
-from harness_sidecar.names import name_problem
+from harness_sidecar.base.names import name_problem
 from harness_sidecar.resources.paths import decode_utf8, is_within, read_contained
 from harness_sidecar.resources.records import Record
 

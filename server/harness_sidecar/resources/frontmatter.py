@@ -19,7 +19,7 @@ import os
 import re
 from typing import Any
 
-from harness_sidecar.names import name_problem
+from harness_sidecar.base.names import name_problem
 from harness_sidecar.resources.records import Record
 
 FIRST_CHUNK = 4096

@@ -32,10 +32,10 @@ import re
 import stat
 from typing import Any
 
-from harness_sidecar.errors import DomainError
+from harness_sidecar.base.errors import DomainError
 from harness_sidecar.hooks.declared import Declared, HookSource, Handler, read_hooks
-from harness_sidecar.limits import Limits
-from harness_sidecar.names import (
+from harness_sidecar.base.limits import Limits
+from harness_sidecar.base.names import (
     name_problem,
     plugin_mcp_server_name,
     plugin_server_key_problem,
@@ -48,7 +48,7 @@ from harness_sidecar.resources.catalog import Diagnostic, Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
 from harness_sidecar.resources.records import Record
-from harness_sidecar.state_dir import plugin_data_dir
+from harness_sidecar.base.state_dir import plugin_data_dir
 
 MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
 DEFAULT_HOOKS = "hooks/hooks.json"
@@ -229,7 +229,7 @@ class PluginSet(Record):
 
     def extension_sources(self, limits: Limits, diagnostics: list[Diagnostic]) -> dict[str, Any]:
         """Every plugin extension read and hashed (never imported), as ``extensions.discovery`` gives a root's."""
-        from harness_sidecar.extensions.discovery import read_source
+        from harness_sidecar.resources.extension_sources import read_source
 
         found = {}
         for plugin in self.plugins:

@@ -21,8 +21,9 @@ import logging
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, jsondepth, stdjson
-from harness_sidecar.errors import (
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from harness_sidecar.base import jsondepth, stdjson
+from harness_sidecar.base.errors import (
     DomainError,
     InternalError,
     InvalidParams,
@@ -42,7 +43,7 @@ from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
 if TYPE_CHECKING:
-    from harness_sidecar.threads import Sidecar
+    from harness_sidecar.threads.sidecar import Sidecar
 
 logger = logging.getLogger(__name__)
 
@@ -55,13 +56,13 @@ GC_THRESHOLD = 20_000
 
 def _preload(endpoint: "Endpoint") -> None:
     try:
-        from harness_sidecar import jsonio
+        from harness_sidecar.base import jsonio
 
         # The faster codec (same answers) from now on; until then the standard library served.
         endpoint.loads = jsonio.loads
         endpoint.writer.jsonio = jsonio
-        import harness_sidecar.extensions.discovery  # noqa: F401
-        import harness_sidecar.threads  # noqa: F401
+        import harness_sidecar.resources.extension_sources  # noqa: F401
+        import harness_sidecar.threads.sidecar  # noqa: F401
         # What start-up made (modules, classes, constants) lives as long as the process: out of
         # the collector's way, so its passes look at requests only (under a stream of calls they
         # were a quarter of the sidecar's CPU).
@@ -149,7 +150,7 @@ class Endpoint:
     def service(self) -> "Sidecar":
         if self._service is None:
             if self._service_factory is None:
-                from harness_sidecar.threads import Sidecar
+                from harness_sidecar.threads.sidecar import Sidecar
 
                 self._service_factory = Sidecar
             self._service = self._service_factory(self)

@@ -36,8 +36,9 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
-from harness_sidecar import SERVER_NAME, __version__, jsondepth
-from harness_sidecar.errors import (
+from harness_sidecar import SERVER_NAME, __version__
+from harness_sidecar.base import jsondepth
+from harness_sidecar.base.errors import (
     InternalError,
     InvalidParams,
     InvalidRequest,

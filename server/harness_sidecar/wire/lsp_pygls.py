@@ -19,7 +19,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCRequestMessage, JsonRPCResponseMessage
 
 from harness_sidecar import SERVER_NAME, __version__
-from harness_sidecar.errors import InvalidParams, PeerError, RpcError, as_rpc_error, object_params
+from harness_sidecar.base.errors import InvalidParams, PeerError, RpcError, as_rpc_error, object_params
 
 logger = logging.getLogger(__name__)
 
