@@ -133,5 +133,12 @@ def as_rpc_error(method: str, exc: Exception) -> RpcError:
     return InternalError(f"'{method}' failed: {type(exc).__name__}: {exc}")
 
 
+
+# error.data.kind for the codes pygls answers with on its own (LSP mode): the kind of the sidecar's error
+# class with that code, and LSP's ContentModified (which the sidecar never raises itself).
+KIND_OF_CODE = {cls.code: cls.default_kind for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams,
+                                                       InternalError, ServerNotInitialized, RequestCancelled)}
+KIND_OF_CODE[-32801] = "content_modified"
+
 class PeerError(Exception):
     """The editor answered a reverse request with an error, or cannot answer any more."""

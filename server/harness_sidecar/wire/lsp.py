@@ -62,11 +62,6 @@ logger = logging.getLogger(__name__)
 
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 SEVERITY = {"error": 1, "warning": 2, "information": 3, "hint": 4}
-# error.data.kind for the codes pygls answers with on its own: the kind of the sidecar's error class
-# with that code, and LSP's ContentModified (which the sidecar never raises itself).
-KIND_OF_CODE = {cls.code: cls.default_kind for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams,
-                                                       InternalError, ServerNotInitialized, RequestCancelled)}
-KIND_OF_CODE[-32801] = "content_modified"
 DOCUMENT_METHODS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didSave",
                     "textDocument/didClose")
 IDLE_BEFORE_IMPORT_S = 0.3  # with no document opened this long after initialize, load pygls anyway
