@@ -304,7 +304,7 @@ def test_initialize_is_lenient_with_what_editors_send(params, ui):
     endpoint = Endpoint(writer=None)  # type: ignore[arg-type]
     endpoint.set_capabilities(params)
     sidecar = Sidecar(endpoint)
-    assert {key: True for key in P.UI_KEYS if sidecar._ui(key)} == ui
+    assert {key: True for key in P.UI_KEYS if sidecar.editor.capable(key)} == ui
 
 
 # -- params: the parser and the schema say the same -----------------------------------------------------

@@ -93,8 +93,8 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
 
     from harness_sidecar.wire.endpoint import Endpoint
 
-    endpoint = Endpoint(writer, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes,
-                        max_queued_bytes=max_queued_bytes)
+    endpoint = Endpoint(writer, make_sidecar, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes,
+                        max_queued_bytes=max_queued_bytes, preload_service=preload_sidecar)
     endpoint.reader = reader
     if answered is not None:
         endpoint.initialized = True
@@ -108,6 +108,19 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     flush_stderr()
     # Daemon worker threads may still be stuck in an extension's code: leave without joining them.
     os._exit(code)
+
+
+def make_sidecar(peer: Any) -> Any:
+    """The methods the wire serves (JSONL and LSP alike), made when the first request needs them."""
+    from harness_sidecar.threads.sidecar import Sidecar
+
+    return Sidecar(peer)
+
+
+def preload_sidecar() -> None:
+    """Imported while the editor reads ``initialize``'s answer, off the event loop (``Endpoint.preload``)."""
+    import harness_sidecar.resources.extension_sources  # noqa: F401
+    import harness_sidecar.threads.sidecar  # noqa: F401
 
 
 def serve_lsp() -> int:
@@ -132,11 +145,6 @@ def serve_lsp() -> int:
         from harness_sidecar.resources import lint
 
         return lint
-
-    def make_sidecar(peer):  # the methods, once a custom request needs them
-        from harness_sidecar.threads.sidecar import Sidecar
-
-        return Sidecar(peer)
 
     queue_stderr()
     code = lsp.serve(claim_stdout(), load_lint, make_sidecar)

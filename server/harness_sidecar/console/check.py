@@ -16,7 +16,8 @@ import sys
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.activation import activate
-from harness_sidecar.resources.catalog import Catalog, Diagnostic, build_catalog
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Catalog, build_catalog
 
 USAGE = "usage: harness-sidecar check [--json] [--strict] ROOT [ROOT ...]"
 # What the editor shows as a warning, not an error: the resource is served, or (shadowed) the

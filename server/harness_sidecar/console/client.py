@@ -28,7 +28,7 @@ def sidecar_command() -> list[str]:
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a user's machine: no PYTHONUNBUFFERED, so a missing flush shows."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # server/
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update(extra or {})
     return env

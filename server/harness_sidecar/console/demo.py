@@ -29,7 +29,7 @@ EXPLAIN = {
 def find_workspace(explicit: str | None) -> str:
     candidates = [explicit] if explicit else [
         os.path.join(os.getcwd(), "client-examples", "workspace"),
-        os.path.join(os.path.dirname(__file__), "..", "..", "client-examples", "workspace"),
+        os.path.join(os.path.dirname(__file__), "..", "..", "..", "client-examples", "workspace"),
     ]
     for candidate in candidates:
         if candidate and os.path.isdir(os.path.join(candidate, "project")):
@@ -98,7 +98,7 @@ class SimulatedEditor:
 
 def _find_example(root: str, *parts: str) -> str | None:
     """``client-examples/<parts…>`` next to the workspace or to the package."""
-    for base in (os.path.dirname(root), os.path.join(os.path.dirname(__file__), "..", "..", "client-examples")):
+    for base in (os.path.dirname(root), os.path.join(os.path.dirname(__file__), "..", "..", "..", "client-examples")):
         path = os.path.join(base, *parts)
         if os.path.isfile(path):
             return os.path.realpath(path)

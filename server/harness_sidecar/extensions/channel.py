@@ -55,7 +55,7 @@ a timeout only at ``deadline + MARGIN_S`` and only after reading everything the 
 So a step the sidecar has answered as timed out is never followed by the next one in the
 host. A ``step`` is written at once; a ``done`` may wait in the host only while no foreign code
 can run before its next write or board announcement (then a pipelined call's ``done`` goes out
-with the next frame, or alone just before the next step goes on the board: ``hosting.output.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
+with the next frame, or alone just before the next step goes on the board: ``extensions.host.output.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
 or ``ended`` came) ends its host.
 """
 

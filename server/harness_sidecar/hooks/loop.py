@@ -14,8 +14,8 @@ Three parts, one idea each:
   verdict type of every hook, Python or command (it runs in the extension host, which imports
   this module for it);
 - ``result``: the wire answer of the one decision ``hooks.decision.merge`` makes of all the
-  event's verdicts (command hooks first, then extensions); ``extension_verdicts``: the
-  extensions' side of it.
+  event's verdicts (command hooks first, then extensions; the extensions' side is run by
+  ``threads.commands``, which has the thread's host).
 
 This module imports nothing of the extension machinery at import time (the host imports it).
 """
@@ -158,33 +158,3 @@ def result(event: str, decision: Decision) -> dict[str, Any]:
         out["stopTurn"] = decision.stop_turn
     return out
 
-
-async def extension_verdicts(sidecar: Any, thread: Any, event: str, payload: dict[str, Any]) -> list[Verdict]:
-    """Run the thread's ``event`` handlers in its extension host (load order); their verdicts.
-
-    A handler gets ``{threadId, event, ...payload}``. A handler that raises, times out (its own
-    ``timeout_ms`` or ``limits.hookTimeoutMs``) or returns something else is a ``thread/diagnostic``
-    fault; on the events in ``FAIL_CLOSED`` it also blocks. When the host cannot run at all, each
-    handler of such an event blocks, naming why.
-    """
-    handlers = thread.handlers(event)
-    if not handlers:
-        return []
-    from harness_sidecar.extensions.sidecar.handlers import run_event
-    from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
-
-    try:
-        await thread.host.ensure()
-        outcome = await run_event(thread.host, handlers, event, {"threadId": thread.id, "event": event, **payload},
-                                  thread.registry.hook_timeout_s, sidecar._reporter(thread.id),
-                                  thread.timeouts(event))
-    except HostUnavailable as exc:
-        why = f"the thread's extensions cannot run: {exc}"
-    except HostLied as exc:
-        sidecar._host_lied(thread, exc)
-        why = "the extension host answered with a malformed report"
-    else:
-        return outcome.verdicts
-    if event not in FAIL_CLOSED:
-        return []
-    return [Verdict(f"extension:{ext}", failure=why) for ext in dict.fromkeys(handlers)]

@@ -24,7 +24,7 @@ from harness_sidecar.resources.paths import (
     read_contained,
     realpath_within,
 )
-from harness_sidecar.resources.records import Record
+from harness_sidecar.base.records import Record
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 

@@ -19,10 +19,11 @@ from typing import Any
 
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.limits import Limits
-from harness_sidecar.resources.catalog import Diagnostic, Root
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Root
 from harness_sidecar.base.names import name_problem
 from harness_sidecar.resources.paths import is_within, read_contained
-from harness_sidecar.wire.params import ExplicitExtension
+from harness_sidecar.resources.named_extensions import ExplicitExtension
 
 
 @dataclass

@@ -44,10 +44,11 @@ from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources import grants, pins
-from harness_sidecar.resources.catalog import Diagnostic, Root
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
-from harness_sidecar.resources.records import Record
+from harness_sidecar.base.records import Record
 from harness_sidecar.base.state_dir import plugin_data_dir
 
 MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
@@ -228,7 +229,7 @@ class PluginSet(Record):
         return [m for p in self.plugins for m in p.mcp_servers]
 
     def extension_sources(self, limits: Limits, diagnostics: list[Diagnostic]) -> dict[str, Any]:
-        """Every plugin extension read and hashed (never imported), as ``extensions.discovery`` gives a root's."""
+        """Every plugin extension read and hashed (never imported), as ``resources.extension_sources`` gives a root's."""
         from harness_sidecar.resources.extension_sources import read_source
 
         found = {}

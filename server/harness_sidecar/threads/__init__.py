@@ -1,9 +1,9 @@
-"""The sidecar's methods, one module a protocol noun; ``threads.Sidecar`` composes their classes.
+"""The threads: the sidecar's methods, one module a protocol noun, composed by ``sidecar.Sidecar``.
 
-``thread`` (thread/start, thread/close), ``live_catalog`` (thread/refresh, watching, rescans),
-``resources`` (skills/activate, templates/render, context/build), ``tools`` (tools/list, tools/call,
-the tools whose core runs here), ``commands`` (commands/*, input/submit, loop/event), ``extensions``
-(the thread's extension host) and ``ui`` (``ui/*`` to the editor). Each class is a part of
-``Sidecar``, never used alone: it reads the state ``Sidecar`` keeps (``peer``, ``threads``,
-``thread()``) and reaches the other parts through ``self``.
+``thread`` (what a thread holds), ``open_threads`` (the table of open threads), ``editor`` (what the
+threads tell and ask the editor), ``scan`` (a scan of the roots and plugins), ``lifecycle``
+(thread/start, thread/close), ``live_catalog`` (thread/refresh, watching, rescans), ``resources``
+(skills/activate, templates/render, context/build), ``tools`` (tools/list, tools/call, the tools whose
+core runs here), ``commands`` (commands/*, input/submit, loop/event), ``extensions`` (the threads'
+extension hosts) and ``typed_input`` (slash lines). Each part is a class given the parts it uses.
 """

@@ -1,49 +1,38 @@
 """``commands/list``, ``commands/run``, ``input/submit`` and ``loop/event``: what the user runs or
-types, and the boundaries of the editor's loop. ``Command`` is a command an extension registered.
+types, and the boundaries of the editor's loop.
+
+Given the open threads, the ``Editor`` and the extension hosts (commands and ``input`` handlers run in
+a thread's host; its command hooks through ``thread.hooks``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness_sidecar.threads import typed_input as C
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.hooks.python import INPUT
 from harness_sidecar.resources import command_templates
 from harness_sidecar.resources.templates import render
+from harness_sidecar.threads.editor import Editor
+from harness_sidecar.threads.extensions import ExtensionHosts
+from harness_sidecar.threads.open_threads import OpenThreads
+from harness_sidecar.threads.thread import Thread
+from harness_sidecar.tools.registry import arguments_problem
 from harness_sidecar.wire import params as P
-
-if TYPE_CHECKING:
-    from harness_sidecar.threads.thread import Thread
-
-
-@dataclass
-class Command:
-    name: str
-    description: str
-    extension_id: str
-    input_schema: dict[str, Any] | None
-    validator: Any = None  # the compiled input_schema
-    raw_arguments: bool = False  # takes the rest of the slash line as {"text": ...}
-    timeout_ms: int | None = None  # its own deadline (register_command(..., timeout_ms=))
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "description": self.description}
-        if self.input_schema is not None:
-            out["inputSchema"] = self.input_schema
-        out["origin"] = {"kind": "extension", "id": self.extension_id}
-        if self.raw_arguments:
-            out["rawArguments"] = True
-        return out
 
 
 class CommandMethods:
     """The commands of a thread's extensions, its input and its loop events."""
 
+    def __init__(self, open_threads: OpenThreads, editor: Editor, hosts: ExtensionHosts) -> None:
+        self.open = open_threads
+        self.editor = editor
+        self.hosts = hosts
+
     async def commands_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
+        thread = await self.open.get(params)
         return {"commands": [c.to_wire() for c in thread.commands.values()]}
 
     @staticmethod
@@ -54,7 +43,7 @@ class CommandMethods:
                                                   f"nothing of this thread runs", threadId=thread.id)
 
     async def commands_run(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
+        thread = await self.open.get(params)
         request = P.parse_commands_run(params)
         self._refuse_if_failed(thread)
         if request.text is None:
@@ -71,15 +60,15 @@ class CommandMethods:
         from harness_sidecar.hooks.boundaries import run_event_hooks
         from harness_sidecar.hooks.decision import merge
 
-        thread = await self.thread(params)
+        thread = await self.open.get(params)
         request = P.parse_loop_event(params)
         hooks, extensions = await asyncio.gather(
             run_event_hooks(request.event, request.payload, thread.hooks),
-            loop.extension_verdicts(self, thread, request.event, request.payload))
+            self._extension_verdicts(thread, request.event, request.payload))
         from harness_sidecar.hooks import fit
 
         return fit.fit_answer(loop.result(request.event, merge([*hooks, *extensions])),
-                              ("additionalContext", "systemMessages"), self.max_result_bytes, self._diagnostic,
+                              ("additionalContext", "systemMessages"), self.editor.max_result_bytes, self.editor.diagnostic,
                               thread.id, f"loop/event {request.event}")
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +78,7 @@ class CommandMethods:
         command = thread.commands.get(name)
         if command is None:
             raise DomainError("command_not_found", f"no command named '{name}' in this thread", name=name)
-        problem = self._validate(command, arguments)
+        problem = arguments_problem(command, arguments)
         if problem is not None:
             raise DomainError("invalid_arguments", f"the arguments of command '{name}' do not match its "
                                                    f"inputSchema: {problem[0]} (at {problem[1]})",
@@ -103,7 +92,7 @@ class CommandMethods:
         except HostUnavailable as exc:
             error = f"the thread's extensions cannot run: {exc}"
         except HostLied as exc:
-            self._host_lied(thread, exc)
+            self.hosts.host_lied(thread, exc)
             error = "the extension host answered with a malformed report"
         return {"content": [{"type": "text", "text": error}], "details": {"kind": "crash",
                 "extensionId": command.extension_id}, "isError": True}
@@ -113,14 +102,14 @@ class CommandMethods:
         if "hookContext" in answer:  # UserPromptSubmit context, cut to fit beside the message (hooks.fit)
             from harness_sidecar.hooks import fit
 
-            answer = fit.fit_answer(answer, ("hookContext",), self.max_result_bytes, self._diagnostic,
+            answer = fit.fit_answer(answer, ("hookContext",), self.editor.max_result_bytes, self.editor.diagnostic,
                                     P.thread_id(params), "input/submit")
             if not answer["hookContext"]:  # no room beside the message even for a mark: left out, and said
                 del answer["hookContext"]
         return answer
 
     async def _input_submit(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
+        thread = await self.open.get(params)
         request = P.parse_input_submit(params)
         self._refuse_if_failed(thread)
         text = request.text
@@ -133,12 +122,12 @@ class CommandMethods:
                 await thread.host.ensure()
                 outcome = await run_event(thread.host, thread.handlers(INPUT), INPUT,
                                           {"threadId": thread.id, "text": text}, thread.registry.hook_timeout_s,
-                                          self._reporter(thread.id), thread.timeouts(INPUT))
+                                          self.hosts.reporter(thread.id), thread.timeouts(INPUT))
             except HostUnavailable as exc:
                 raise DomainError("input_blocked", f"the thread's input handlers cannot run: {exc}",
                                   extensionId="host") from None
             except HostLied as exc:
-                self._host_lied(thread, exc)
+                self.hosts.host_lied(thread, exc)
                 raise DomainError("input_blocked", "the extension host answered with a malformed report",
                                   extensionId="host") from None
             if outcome.blocked is not None:
@@ -204,3 +193,35 @@ class CommandMethods:
                               blockedKind=decision.kind or "hook",
                               **({"stopTurn": decision.stop_turn} if decision.stop_turn is not None else {}))
         return {"hookContext": decision.context} if decision.context else {}
+
+    async def _extension_verdicts(self, thread: Thread, event: str, payload: dict[str, Any]) -> list[Any]:
+        """Run the thread's ``event`` handlers in its extension host (load order); their verdicts.
+
+        A handler gets ``{threadId, event, ...payload}``. A handler that raises, times out (its own
+        ``timeout_ms`` or ``limits.hookTimeoutMs``) or returns something else is a ``thread/diagnostic``
+        fault; on the events in ``FAIL_CLOSED`` it also blocks. When the host cannot run at all, each
+        handler of such an event blocks, naming why.
+        """
+        handlers = thread.handlers(event)
+        if not handlers:
+            return []
+        from harness_sidecar.extensions.sidecar.handlers import run_event  # extension machinery: when a handler runs
+        from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+        from harness_sidecar.hooks.decision import Verdict
+        from harness_sidecar.hooks.loop import FAIL_CLOSED
+
+        try:
+            await thread.host.ensure()
+            outcome = await run_event(thread.host, handlers, event, {"threadId": thread.id, "event": event, **payload},
+                                      thread.registry.hook_timeout_s, self.hosts.reporter(thread.id),
+                                      thread.timeouts(event))
+        except HostUnavailable as exc:
+            why = f"the thread's extensions cannot run: {exc}"
+        except HostLied as exc:
+            self.hosts.host_lied(thread, exc)
+            why = "the extension host answered with a malformed report"
+        else:
+            return outcome.verdicts
+        if event not in FAIL_CLOSED:
+            return []
+        return [Verdict(f"extension:{ext}", failure=why) for ext in dict.fromkeys(handlers)]

@@ -1,6 +1,9 @@
 """``thread/refresh`` and the live catalog: the roots watched (or the transport's own file changes),
 rescanned into a new revision and a ``catalog/changed``; a changed hooks declaration waits for
 thread/refresh.
+
+Given the open threads, the ``Editor`` and the thread's tool methods (a rescan makes the thread a new
+pipeline); owns the watch hub the threads and the transport share.
 """
 
 from __future__ import annotations
@@ -8,30 +11,42 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from harness_sidecar.resources.catalog import Catalog
 from harness_sidecar.resources.context import left_out_of_listing
-from harness_sidecar.tools.pipeline import ToolRegistry
+from harness_sidecar.threads import scan
+from harness_sidecar.threads.editor import Editor
+from harness_sidecar.threads.open_threads import OpenThreads
+from harness_sidecar.threads.thread import Thread
+from harness_sidecar.threads.tools import ToolMethods
+from harness_sidecar.tools.registry import ToolRegistry
 
-if TYPE_CHECKING:
-    from harness_sidecar.threads.thread import Thread
-
-# The lines it logs on stderr name harness_sidecar.threads.sidecar, whichever piece of Sidecar logs them.
+# The lines it logs on stderr name harness_sidecar.threads.sidecar, whichever part of Sidecar logs them.
 logger = logging.getLogger("harness_sidecar.threads.sidecar")
 
 
 class LiveCatalog:
     """A thread's catalog kept in step with the disk."""
 
+    def __init__(self, open_threads: OpenThreads, editor: Editor, tools: ToolMethods) -> None:
+        self.open = open_threads
+        self.editor = editor
+        self.tools = tools
+        self._watch_hub: Any = None
+        self.watching = True  # False when the transport feeds file changes itself (LSP didChangeWatchedFiles)
+        # With watching off: told the roots of each thread that wants watching, so that the transport
+        # has them watched (LSP: registers didChangeWatchedFiles globs for them with the client).
+        self.watch_requested: Callable[[list[str]], None] | None = None
+
     async def thread_refresh(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
-        await self._rescan(thread)
+        thread = await self.open.get(params)
+        await self.rescan(thread)
         if await self._config_change_allows(thread):
             self._apply_hooks(thread)
-        return self._snapshot(thread)
+        return scan.snapshot(thread)
 
-    def _arm_pins(self, thread_id: str, catalog: Catalog) -> None:
+    def arm_pins(self, thread_id: str, catalog: Catalog) -> None:
         """A pinned plugin whose tree stops matching at a start of its code (resources.pins.TreePin) has the
         thread's catalog scanned again: the plugin turns untrusted there and ``catalog/changed`` says so."""
         if catalog.plugins is None:
@@ -44,11 +59,11 @@ class LiveCatalog:
 
     def _pin_broken(self, thread_id: str, why: str) -> None:
         logger.warning("%s: %s", thread_id, why)
-        thread = self.threads.get(thread_id)
+        thread = self.open.threads.get(thread_id)
         if thread is not None and not thread.closed:
-            asyncio.ensure_future(self._rescan(thread))
+            asyncio.ensure_future(self.rescan(thread))
 
-    def _watch_roots(self, thread: Thread) -> None:
+    def watch_roots(self, thread: Thread) -> None:
         if thread.closed or thread.watch is not None:
             return
         from harness_sidecar.resources.watch import WatchUnavailable
@@ -63,7 +78,7 @@ class LiveCatalog:
     def _changed(self, thread: Thread, change: Any) -> None:
         for problem in change.problems:
             logger.warning("watching %s: %s", thread.id, problem)
-        asyncio.ensure_future(self._rescan(thread))
+        asyncio.ensure_future(self.rescan(thread))
 
     def watch(self, roots: list[str], callback: Callable[[Any], Any]) -> Any:
         """Watch ``roots`` for the transport's own use (LSP: republishing live diagnostics), sharing
@@ -89,12 +104,12 @@ class LiveCatalog:
         """The transport watched files itself (LSP): rescan every watching thread with a root above one of them."""
         from harness_sidecar.resources.paths import is_within
 
-        for thread in list(self.threads.values()):
+        for thread in list(self.open.threads.values()):
             if thread.start.watch and any(is_within(os.path.normpath(path), os.path.normpath(root)) for path in paths
                    for root in [*thread.start.roots, *thread.start.plugins]):
-                asyncio.ensure_future(self._rescan(thread))
+                asyncio.ensure_future(self.rescan(thread))
 
-    async def _rescan(self, thread: Thread) -> None:
+    async def rescan(self, thread: Thread) -> None:
         """Rescan the thread's roots; a change becomes a new revision and a ``catalog/changed``.
 
         Requests already running keep the snapshot they started with (they hold the old catalog
@@ -114,21 +129,21 @@ class LiveCatalog:
     async def _rescan_once(self, thread: Thread) -> None:
         from harness_sidecar.resources.diff import diff
 
-        catalog, found = await self._discover(thread.start)
+        catalog, found = await scan.discover(thread.start)
         if thread.closed:
             return
-        self._arm_pins(thread.id, catalog)
+        self.arm_pins(thread.id, catalog)
         catalog.diagnostics += [d for d in thread.catalog.diagnostics if d.kind in ("mcp_unavailable",
                                                                                     "mcp_tool_skipped")]
         hooks_change = self._hooks_change(thread, catalog)
-        self._say_ambiguous(thread, catalog.diagnostics)
+        scan.say_ambiguous(self.editor, thread, catalog.diagnostics)
         extensions = self._extension_view(thread, found)
         change = diff(thread.catalog, catalog, thread.extensions, extensions)
         tools = thread.registry.tools
         wants_find = bool(left_out_of_listing(catalog, thread.limits.catalog_bytes))
         tool_change: list[tuple[str, str]] = []
         if wants_find and "find_skills" not in tools:
-            tools, tool_change = self._with_find_skills(tools, thread.id), [("added", "find_skills")]
+            tools, tool_change = self.tools.with_find_skills(tools, thread.id), [("added", "find_skills")]
         elif not wants_find and "find_skills" in tools:
             tools = {k: v for k, v in tools.items() if k != "find_skills"}
             tool_change = [("removed", "find_skills")]
@@ -142,12 +157,12 @@ class LiveCatalog:
             thread.registry = ToolRegistry(tools, thread.registry.handlers, thread.registry.hook_timeout_s,
                                            thread.registry.step_timeouts)
         thread.catalog, thread.extensions = catalog, extensions
-        thread.pipeline = self._new_pipeline(thread)
+        thread.pipeline = self.tools.new_pipeline(thread)
         wire = change.to_wire()
         for what, name in tool_change:
             wire[what].append({"kind": "tool", "name": name})
         wire["changed"] += hooks_change
-        self.peer.notify("catalog/changed", {"threadId": thread.id, "revision": thread.revision, **wire})
+        self.editor.notify("catalog/changed", {"threadId": thread.id, "revision": thread.revision, **wire})
 
     def _extension_view(self, thread: Thread, found: dict[str, Any]) -> list[Any]:
         """The extensions as the thread now has them: loaded ones keep running the bytes they were
@@ -162,7 +177,7 @@ class LiveCatalog:
                 if source.sha256 != old.sha256 and old.status == "loaded" \
                         and thread.reported_changes.get(ext_id) != source.sha256:
                     thread.reported_changes[ext_id] = source.sha256
-                    self.peer.notify("thread/diagnostic", {
+                    self.editor.diagnostic({
                         "threadId": thread.id, "kind": "extension_changed", "extensionId": ext_id,
                         "message": f"extension '{ext_id}' changed on disk ({source.source}); this thread keeps "
                                    f"running the version it loaded: start a new thread to load it"})
@@ -177,7 +192,7 @@ class LiveCatalog:
 
     def _hooks_change(self, thread: Thread, catalog: Catalog) -> list[dict[str, str]]:
         """A rescan: the hooks files again. A change is pending until thread/refresh; its entries for catalog/changed."""
-        fresh = self._command_hooks(thread.id, thread.start, catalog)
+        fresh = scan.command_hooks(self.editor, thread.id, thread.start, catalog)
         if fresh is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
             catalog.diagnostics.extend(fresh.diagnostics(roots_only=True))
         current = thread.hooks_pending if thread.hooks_pending is not None else thread.hooks
@@ -207,7 +222,7 @@ class LiveCatalog:
         if decision.outcome != "blocked":
             return True
         for path in changed:
-            self.peer.notify("thread/diagnostic", {
+            self.editor.diagnostic({
                 "threadId": thread.id, "kind": "config_change_blocked", "source": decision.by[0], "path": path,
                 "event": "ConfigChange", "message": f"the change of {path} does not apply: ConfigChange hook "
                                                     f"{', '.join(decision.by)}: {decision.reason or 'blocked'}"})
@@ -219,6 +234,6 @@ class LiveCatalog:
             return
         thread.hooks = thread.hooks_pending or None
         thread.hooks_pending = None
-        thread.pipeline = self._new_pipeline(thread)
+        thread.pipeline = self.tools.new_pipeline(thread)
         if thread.hooks is not None:
             thread.hooks.report_untrusted()

@@ -1,76 +1,86 @@
-"""Threads: the sidecar's methods, independent of the transport that carries them.
+"""The sidecar's methods, independent of the transport that carries them: the parts, composed.
 
-A thread owns its catalog snapshot, its trusted extensions, its tools and hooks and its
-activated skills; nothing is shared between threads. ``Sidecar.methods`` maps each wire
-method to a coroutine taking the params object, so the JSONL endpoint and the LSP mode
-serve the very same implementation. ``Sidecar`` keeps the state every method shares (the
-editor as a ``Peer``, the open threads) and composes the methods, one class a protocol noun,
-from ``harness_sidecar.threads``.
+A thread owns its catalog snapshot, its trusted extensions, its tools and hooks and its activated
+skills; nothing is shared between threads. ``Sidecar.methods`` maps each wire method to a coroutine
+taking the params object, so the JSONL endpoint and the LSP mode serve the very same implementation.
+
+``Sidecar`` makes the parts, one a protocol noun, each given exactly the parts it uses (none reaches
+another through ``self``):
+
+    Editor ─┬─ ExtensionHosts ─┬─ ToolMethods ── LiveCatalog ─┐
+            │                  ├─ ResourceMethods             ├─ ThreadLifecycle
+            │                  └─ CommandMethods              │
+    OpenThreads ──────────────────────────────────────────────┘   (every part looks threads up here)
+
+and holds the method table, what the wire asks of its service (``oversize``, ``close_all``, ``warm``)
+and what the LSP mode sets (``watching``, ``watch_requested``, ``files_changed``, ``watch``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable
 
-from harness_sidecar.base.errors import DomainError
-from harness_sidecar.threads.commands import CommandMethods
-from harness_sidecar.threads.extensions import ExtensionLoading
-from harness_sidecar.threads.live_catalog import LiveCatalog
-from harness_sidecar.threads.resources import ResourceMethods
-from harness_sidecar.threads.thread import Thread, ThreadMethods
-from harness_sidecar.threads.tools import ToolMethods
-from harness_sidecar.threads.ui import EditorUi
 from harness_sidecar.base.results import ToolCall, ToolResult
 from harness_sidecar.base.stderr import SINK
-from harness_sidecar.wire import params as P
+from harness_sidecar.threads.commands import CommandMethods
+from harness_sidecar.threads.editor import Editor, Peer
+from harness_sidecar.threads.extensions import ExtensionHosts
+from harness_sidecar.threads.lifecycle import ThreadLifecycle
+from harness_sidecar.threads.live_catalog import LiveCatalog
+from harness_sidecar.threads.open_threads import OpenThreads
+from harness_sidecar.threads.resources import ResourceMethods
+from harness_sidecar.threads.thread import Thread
+from harness_sidecar.threads.tools import ToolMethods
+
+__all__ = ["Peer", "Sidecar"]
 
 
-class Peer(Protocol):
-    """What a transport offers the methods: notifications and reverse requests to the editor."""
-
-    client_capabilities: dict[str, Any]  # initialize.capabilities, as the editor sent them
-
-    def notify(self, method: str, params: dict[str, Any]) -> None: ...
-
-    async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any: ...
-
-
-class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
+class Sidecar:
     """The methods of every thread, over one editor (``peer``)."""
 
     def __init__(self, peer: Peer) -> None:
         self.peer = peer
-        self.threads: dict[str, Thread] = {}
-        self._ids = itertools.count(1)
-        self._starting: dict[str, asyncio.Future] = {}
-        self._spares: Any = None
-        self._watch_hub: Any = None
-        self.watching = True  # False when the transport feeds file changes itself (LSP didChangeWatchedFiles)
-        # With watching off: told the roots of each thread that wants watching, so that the transport
-        # has them watched (LSP: registers didChangeWatchedFiles globs for them with the client).
-        self.watch_requested: Callable[[list[str]], None] | None = None
-        self.max_result_bytes = 16 * 1024 * 1024
+        self.editor = Editor(peer)
+        self.open = OpenThreads()
+        self.hosts = ExtensionHosts(self.editor)
+        self.tools = ToolMethods(self.open, self.editor, self.hosts)
+        self.resources = ResourceMethods(self.open, self.editor, self.hosts)
+        self.commands = CommandMethods(self.open, self.editor, self.hosts)
+        self.live = LiveCatalog(self.open, self.editor, self.tools)
+        self.lifecycle = ThreadLifecycle(self.open, self.editor, self.tools, self.hosts, self.live)
         SINK.on_dropped = self._stderr_dropped
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
-            "thread/start": self.thread_start,
-            "thread/close": self.thread_close,
-            "thread/refresh": self.thread_refresh,
-            "skills/activate": self.skills_activate,
-            "templates/render": self.templates_render,
-            "context/build": self.context_build,
-            "tools/list": self.tools_list,
-            "tools/call": self.tools_call,
-            "commands/list": self.commands_list,
-            "commands/run": self.commands_run,
-            "input/submit": self.input_submit,
-            "loop/event": self.loop_event,
+            "thread/start": self.lifecycle.thread_start,
+            "thread/close": self.lifecycle.thread_close,
+            "thread/refresh": self.live.thread_refresh,
+            "skills/activate": self.resources.skills_activate,
+            "templates/render": self.resources.templates_render,
+            "context/build": self.resources.context_build,
+            "tools/list": self.tools.tools_list,
+            "tools/call": self.tools.tools_call,
+            "commands/list": self.commands.commands_list,
+            "commands/run": self.commands.commands_run,
+            "input/submit": self.commands.input_submit,
+            "loop/event": self.commands.loop_event,
         }
         # Methods whose common case begins at once, without a task (``Endpoint``): given the params and
         # ``respond(result, error)``, the canceller of the request begun, or None to serve it by ``methods``.
         self.begin_now: dict[str, Callable[[dict[str, Any], Callable[[Any, BaseException | None], None]],
-                                           Callable[[], None] | None]] = {"tools/call": self.tools_call_now}
+                                           Callable[[], None] | None]] = {"tools/call": self.tools.tools_call_now}
+
+    # -- what the wire asks of its service --------------------------------------------------------
+
+    @property
+    def max_result_bytes(self) -> int:
+        return self.editor.max_result_bytes
+
+    @max_result_bytes.setter
+    def max_result_bytes(self, value: int) -> None:
+        self.editor.max_result_bytes = value
+
+    @property
+    def threads(self) -> dict[str, Thread]:
+        return self.open.threads
 
     def oversize(self, method: str, result: Any, size: int) -> Any:
         """What to answer instead of a result over ``--max-result-bytes``: a tool call's is a paired error."""
@@ -82,27 +92,40 @@ class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandM
                       f"(--max-result-bytes)", kind="too_large", size=size, limit=self.max_result_bytes).to_wire()}
         return None
 
+    async def close_all(self, reason: str) -> None:
+        await self.lifecycle.close_all(reason)
+
+    def warm(self) -> None:
+        """Start a spare extension host now, so that the first thread trusting an extension need not wait."""
+        self.hosts.warm()
+
+    # -- what the LSP mode sets and calls ----------------------------------------------------------
+
+    @property
+    def watching(self) -> bool:
+        return self.live.watching
+
+    @watching.setter
+    def watching(self, value: bool) -> None:
+        self.live.watching = value
+
+    @property
+    def watch_requested(self) -> Callable[[list[str]], None] | None:
+        return self.live.watch_requested
+
+    @watch_requested.setter
+    def watch_requested(self, value: Callable[[list[str]], None] | None) -> None:
+        self.live.watch_requested = value
+
+    def files_changed(self, paths: list[str]) -> None:
+        self.live.files_changed(paths)
+
+    def watch(self, roots: list[str], callback: Callable[[Any], Any]) -> Any:
+        return self.live.watch(roots, callback)
+
     def _stderr_dropped(self, thread_id: str, count: int) -> None:
-        if thread_id in self.threads:
-            self.peer.notify("thread/diagnostic", {
+        if thread_id in self.open.threads:
+            self.editor.diagnostic({
                 "threadId": thread_id, "kind": "stderr_dropped", "dropped": count,
                 "message": f"{count} stderr line(s) of this thread's processes were dropped: the editor is not "
                            f"reading the sidecar's stderr (told at most once a minute)"})
-
-    async def thread(self, params: dict[str, Any]) -> Thread:
-        """The open thread named by ``params.threadId``.
-
-        A request pipelined behind the ``thread/start`` that creates its thread waits for
-        that start to finish, so a session piped by hand behaves as it reads.
-        """
-        thread_id = P.thread_id(params)
-        starting = self._starting.get(thread_id)
-        if starting is not None:
-            await asyncio.shield(starting)
-        thread = self.threads.get(thread_id)
-        if thread is None:
-            if len(thread_id) > 200:  # never echo a huge id back (twice) to the editor
-                raise DomainError("thread_not_found", f"no open thread '{thread_id[:200]}…' "
-                                                      f"({len(thread_id)} characters)")
-            raise DomainError("thread_not_found", f"no open thread '{thread_id}'", threadId=thread_id)
-        return thread

@@ -1,78 +1,49 @@
 """``tools/list`` and ``tools/call``, and the tools whose core runs in the sidecar: ``load_skill``,
 ``find_skills``, the editor's (``item/tool/call``) and the MCP servers'.
+
+Given the open threads, the ``Editor`` (the editor's tools are asked of it) and the extension hosts
+(whose faults a pipeline reports); the call itself goes through ``tools.pipeline``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
-
-from harness_sidecar.base import inputschema
+from typing import Any, Awaitable, Callable
 
 from harness_sidecar.base.errors import DomainError, PeerError
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.activation import activate, check_skill_name
-from harness_sidecar.resources.catalog import Catalog, Diagnostic
-from harness_sidecar.resources.search import (
-    FIND_SKILLS_DESCRIPTION,
-    FIND_SKILLS_SCHEMA,
-    check_arguments,
-    find_skills,
-)
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Catalog
+from harness_sidecar.resources.search import FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, find_skills
 from harness_sidecar.resources.search import index_of as search_index_of
 from harness_sidecar.base.results import ToolCall, ToolResult
-from harness_sidecar.tools.pipeline import Pipeline, Tool, ToolRegistry
+from harness_sidecar.threads.editor import Editor
+from harness_sidecar.threads.extensions import ExtensionHosts
+from harness_sidecar.threads.open_threads import OpenThreads
+from harness_sidecar.threads.thread import Thread
+from harness_sidecar.tools.builtin import FIND_SKILLS_ARGUMENTS, LOAD_SKILL_ARGUMENTS, LOAD_SKILL_DESCRIPTION, \
+    LOAD_SKILL_SCHEMA
+from harness_sidecar.tools.pipeline import Pipeline
+from harness_sidecar.tools.registry import Tool, ToolRegistry, arguments_problem, claimant, foreign_schemas
 from harness_sidecar.wire import params as P
-
-if TYPE_CHECKING:
-    from harness_sidecar.threads.thread import Thread
-
-
-LOAD_SKILL_SCHEMA = {
-    "type": "object",
-    "properties": {"name": {"type": "string", "description": "The skill's name, as listed in the catalog."}},
-    "required": ["name"],
-    "additionalProperties": False,
-}
-
-
-@dataclass
-class BuiltinArguments:
-    """A builtin's whole check of its arguments — its inputSchema, then what the schema cannot say (a skill
-    name's form, a query's length) — made where every tool's arguments are checked: before any hook sees
-    the call (v4 §2). ``first_error`` is a compiled schema's."""
-
-    schema: Any  # inputschema.CompiledSchema
-    check: Callable[[dict[str, Any]], Any]  # raises DomainError
-    field: str  # the argument the check is about
-
-    def first_error(self, arguments: Any) -> tuple[str, str] | None:
-        error = self.schema.first_error(arguments)
-        if error is not None:
-            return error
-        try:
-            self.check(arguments)
-        except DomainError as exc:
-            return exc.message, f"$.{self.field}"
-        return None
-
-
-LOAD_SKILL_ARGUMENTS = BuiltinArguments(inputschema.compile(LOAD_SKILL_SCHEMA),
-                                        lambda arguments: check_skill_name(arguments["name"]), "name")
-FIND_SKILLS_ARGUMENTS = BuiltinArguments(inputschema.compile(FIND_SKILLS_SCHEMA), check_arguments, "query")
 
 
 class ToolMethods:
     """A thread's tools: listed, called through its pipeline, and the runners of the builtin, editor and MCP ones."""
 
+    def __init__(self, open_threads: OpenThreads, editor: Editor, hosts: ExtensionHosts) -> None:
+        self.open = open_threads
+        self.editor = editor
+        self.hosts = hosts
+
     async def tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
+        thread = await self.open.get(params)
         return {"tools": thread.registry.to_wire(), "revision": thread.revision}
 
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.thread(params)
+        thread = await self.open.get(params)
         request = P.parse_tools_call(params)
-        stale = self._stale(thread, request)
+        stale = self.stale(thread, request)
         if stale is not None:
             return {"result": stale.to_wire()}
         return {"result": (await thread.pipeline.call(request.call)).to_wire()}
@@ -83,7 +54,7 @@ class ToolMethods:
         or refuse it (``Pipeline.call_now``): ``respond(result, error)`` answers it. Returns its canceller,
         or None: then ``tools_call`` serves it from the start."""
         thread_id = params.get("threadId")
-        thread = self.threads.get(thread_id) if type(thread_id) is str and thread_id not in self._starting else None
+        thread = self.open.get_open(thread_id)
         call = params.get("call")
         name = call.get("name") if type(call) is dict else None
         tool = thread.registry.tools.get(name) if thread is not None and type(name) is str else None
@@ -93,13 +64,13 @@ class ToolMethods:
             request = P.parse_tools_call(params)
         except Exception:  # noqa: BLE001 - tools_call parses them again and answers what is wrong
             return None
-        if self._stale(thread, request) is not None:
+        if self.stale(thread, request) is not None:
             return None
         return thread.pipeline.call_now(request.call, lambda result, error: respond(
             None if result is None else {"result": result.to_wire()}, error))
 
     @staticmethod
-    def _stale(thread: Thread, request: P.ToolsCallParams) -> ToolResult | None:
+    def stale(thread: Thread, request: P.ToolsCallParams) -> ToolResult | None:
         """A call made against a revision older than its tool's last change: ``stale_tool``."""
         call = request.call
         changed = thread.tool_changed_at.get(call.name)
@@ -111,33 +82,33 @@ class ToolMethods:
                   f"revision {request.revision} this call was made against: list the tools again",
             kind="stale_tool", revision=thread.revision, changedIn=changed)
 
-    @staticmethod
-    def _validate(tool: Any, arguments: dict[str, Any]) -> tuple[str, str] | None:
-        """``(message, json path)`` when ``arguments`` do not match the tool's (or command's) inputSchema."""
-        if tool.validator is None:
-            return None
-        return tool.validator.first_error(arguments)
+    def builtin_registry(self, thread_id: str, start: P.ThreadStartParams) -> ToolRegistry:
+        """A new thread's registry: ``load_skill`` and the editor's tools (thread/start.dynamicTools)."""
+        limits = start.limits
+        registry = ToolRegistry(hook_timeout_s=limits.hook_timeout_ms / 1000)
+        registry.tools["load_skill"] = Tool("load_skill", LOAD_SKILL_DESCRIPTION, LOAD_SKILL_SCHEMA, "builtin",
+                                            run=self._load_skill_runner(thread_id), validator=LOAD_SKILL_ARGUMENTS)
+        for dynamic in start.dynamic_tools:
+            registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
+                                                run=self._dynamic_runner(thread_id, limits),
+                                                validator=dynamic.compiled, source={"kind": "editor"})
+        return registry
 
-    def _new_pipeline(self, thread: Thread) -> Pipeline:
+    def new_pipeline(self, thread: Thread) -> Pipeline:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
-        return Pipeline(thread.id, thread.registry, thread.host, self._reporter(thread.id), self._validate,
+        return Pipeline(thread.id, thread.registry, thread.host, self.hosts.reporter(thread.id), arguments_problem,
                         thread.catalog, command_hooks=thread.hooks, calls=thread.calls)
 
-    def _with_find_skills(self, tools: dict[str, Tool], thread_id: str) -> dict[str, Tool]:
+    def with_find_skills(self, tools: dict[str, Tool], thread_id: str) -> dict[str, Tool]:
         """``tools`` with ``find_skills`` claimed right after ``load_skill`` (the listing leaves skills out)."""
         find = Tool("find_skills", FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, "builtin",
                     run=self._find_skills_runner(), validator=FIND_SKILLS_ARGUMENTS)
         rest = {k: v for k, v in tools.items() if k not in ("load_skill", "find_skills")}
         return {"load_skill": tools["load_skill"], "find_skills": find, **rest}
 
-    @staticmethod
-    def _foreign_schemas(registry: ToolRegistry) -> dict[str, Any]:
-        """The inputSchemas of the tools whose core runs outside the host (rewritten arguments are checked there)."""
-        return {t.name: t.input_schema for t in registry.tools.values() if t.origin_kind != "extension"}
-
     def _load_skill_runner(self, thread_id: str) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
-            thread = self.threads.get(thread_id)
+            thread = self.open.threads.get(thread_id)
             if thread is None:
                 return ToolResult.error(call, "the thread was closed", kind="thread_not_found")
             extra = sorted(set(call.arguments) - {"name"})
@@ -169,7 +140,7 @@ class ToolMethods:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             request = {"threadId": thread_id, "callId": call.id, "tool": call.name, "arguments": call.arguments}
             try:
-                answer = await self.peer.request("item/tool/call", request, timeout_s)
+                answer = await self.editor.request("item/tool/call", request, timeout_s)
             except TimeoutError:
                 return ToolResult.error(call, f"the editor did not answer item/tool/call within "
                                               f"{limits.dynamic_tool_timeout_ms} ms", kind="timeout")
@@ -180,15 +151,15 @@ class ToolMethods:
 
     # -- MCP servers --------------------------------------------------------------------------------
 
-    async def _start_mcp(self, thread_id: str, configs: list[Any]) -> Any:
+    async def start_mcp(self, thread_id: str, configs: list[Any]) -> Any:
         """The thread's MCP servers (the editor's and trusted plugins'), started; ``McpServers``."""
         from harness_sidecar.mcp import McpServers
 
         return await McpServers.start(thread_id, configs,
-                                      notify=lambda params: self.peer.notify("thread/diagnostic", params),
+                                      notify=self.editor.diagnostic,
                                       on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
 
-    def _mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
+    def mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
         """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""
         from harness_sidecar.base import inputschema
 
@@ -218,7 +189,7 @@ class ToolMethods:
     def _mcp_runner(self, thread_id: str, server: str, tool: str) -> Callable[[ToolCall, Catalog],
                                                                               Awaitable[ToolResult]]:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
-            thread = self.threads.get(thread_id)
+            thread = self.open.threads.get(thread_id)
             if thread is None or thread.mcp is None:
                 return ToolResult.error(call, "the thread was closed", kind="mcp_unavailable")
             result = await thread.mcp.call(server, tool, call.arguments, thread.limits.mcp_tool_timeout_ms / 1000)
@@ -227,14 +198,14 @@ class ToolMethods:
 
     async def _mcp_tools_changed(self, thread_id: str) -> None:
         """A server's tool list changed: its tools as a new revision, and ``catalog/changed`` for them."""
-        thread = self.threads.get(thread_id)
+        thread = self.open.threads.get(thread_id)
         if thread is None or thread.closed or thread.mcp is None:
             return
         async with thread.rescanning:
             others = {k: v for k, v in thread.registry.tools.items() if v.origin_kind != "mcp"}
             diagnostics = [d for d in thread.catalog.diagnostics if d.kind != "mcp_tool_skipped"]
             diagnostics += [Diagnostic.from_wire(d) for d in thread.mcp.skipped()]
-            fresh = self._mcp_tools(thread, others, diagnostics)
+            fresh = self.mcp_tools(thread, others, diagnostics)
             before = {k: v.spec() for k, v in thread.registry.tools.items() if v.origin_kind == "mcp"}
             after = {k: v.spec() for k, v in fresh.items()}
             added = sorted(after.keys() - before.keys())
@@ -248,19 +219,14 @@ class ToolMethods:
             thread.catalog.diagnostics[:] = diagnostics
             thread.registry = ToolRegistry({**others, **fresh}, thread.registry.handlers,
                                            thread.registry.hook_timeout_s, thread.registry.step_timeouts)
-            thread.pipeline = self._new_pipeline(thread)
+            thread.pipeline = self.new_pipeline(thread)
             if thread.host is not None:
-                thread.host.set_schemas(self._foreign_schemas(thread.registry))
+                thread.host.set_schemas(foreign_schemas(thread.registry))
             entries = lambda names: [{"kind": "tool", "name": n} for n in names]  # noqa: E731
-            self.peer.notify("catalog/changed", {
+            self.editor.notify("catalog/changed", {
                 "threadId": thread.id, "revision": thread.revision, "added": entries(added),
                 "removed": entries(removed), "changed": entries(changed),
                 "diagnostics": [d.to_wire() for d in diagnostics]})
-
-
-def claimant(tool: Tool) -> str:
-    """Who holds a tool's name, as a message says it: ``builtin``, ``extension 'review'``, ``mcp 'fs'``."""
-    return tool.origin_kind + (f" '{tool.origin_id}'" if tool.origin_id else "")
 
 
 def dynamic_result(call: ToolCall, answer: Any) -> ToolResult:

@@ -6,7 +6,7 @@ nothing heavier than ``json`` and the catalog's own rules. pygls and lsprotocol 
 import alone takes ~0.3 s: hundreds of attrs classes built at import) are imported on a
 thread once the first diagnostics are out (or the session is idle), and serve everything
 else: the custom requests (``thread/start`` … ``tools/call``, answered by the very same
-``threads.Sidecar`` as in JSONL mode), ``item/tool/call`` to the client, cancellation,
+``threads.sidecar.Sidecar`` as in JSONL mode), ``item/tool/call`` to the client, cancellation,
 ``shutdown``/``exit`` once they are loaded. A session that only edits files never needs
 them.
 
@@ -39,12 +39,9 @@ from typing import Any, Callable
 from harness_sidecar import SERVER_NAME, __version__
 from harness_sidecar.base import jsondepth
 from harness_sidecar.base.errors import (
-    InternalError,
     InvalidParams,
     InvalidRequest,
-    MethodNotFound,
     ParseError,
-    RequestCancelled,
     RpcError,
     ServerNotInitialized,
     TooDeep,

@@ -27,6 +27,7 @@ from harness_sidecar.base.names import (
     name_problem,
 )
 from harness_sidecar.base.results import ToolCall
+from harness_sidecar.resources.named_extensions import ExplicitExtension, TrustedExtension
 from harness_sidecar.wire.shapes import (
     MISSING,
     AnyValue,
@@ -96,27 +97,11 @@ TOOL_NAME_SHAPE = Str(pattern=TOOL_NAME.pattern, name="ToolName",
 # -- thread/start ------------------------------------------------------------------------------
 
 @dataclass
-class TrustedExtension:
-    """One entry of ``thread/start.trustedExtensions``: the extension of that id (at ``path``, hashing to
-    ``sha256``, when given) may be imported, if exactly one candidate matches (protocol-v4 §1)."""
-
-    id: str
-    sha256: str | None = None
-    path: str | None = None
-
-
-@dataclass
 class TrustedHooks:
     """A hooks file the editor lets run (protocol-v3 §5), maybe pinned to its sha256."""
 
     path: str
     sha256: str | None = None
-
-
-@dataclass
-class ExplicitExtension:
-    id: str
-    path: str
 
 
 @dataclass

@@ -8,7 +8,9 @@ from typing import Any
 
 from harness_sidecar.extensions.host.api import Handler, ToolSpec
 from harness_sidecar.extensions.host.exchanges import Exchange
-from harness_sidecar.extensions.host.running import _copy, _local
+from harness_sidecar.extensions.host.running import Running, _copy, _local
+from harness_sidecar.extensions.host.state import HostState
+from harness_sidecar.extensions.host.ui import UserRequests
 from harness_sidecar.hooks.python import (
     AFTER,
     BEFORE,
@@ -41,7 +43,17 @@ def _error_body(text: str, **details: Any) -> dict[str, Any]:
 
 
 class ToolCalls:
-    """``call`` frames: a part of ``Host``."""
+    """``call`` frames: a tool call's steps, run as the sidecar's plan says."""
+
+    def __init__(self, state: HostState, running: Running, users: UserRequests) -> None:
+        self.state = state
+        self.running = running
+        self.users = users
+        self.handlers = state.handlers
+        self.tools = state.tools
+        self.plans = state.plans
+        self.schemas = state.schemas
+        self.compiled = state.compiled
 
     def call_plan(self, tool: str) -> list[tuple[str, Any]]:
         """The steps of a call of ``tool``: before hooks, the core, transforms, observers (the sidecar's too);
@@ -94,7 +106,7 @@ class ToolCalls:
             index += 1
         else:
             _say_who_changed(state)
-        self.finish(exchange, self._report(state))
+        exchange.finish(self._report(state))
 
     def _report(self, state: CallState) -> dict[str, Any] | None:
         """The call's outcome; ``None`` for the plain one: no faults, the sidecar has the result, the
@@ -118,7 +130,7 @@ class ToolCalls:
 
     def _before(self, exchange: Exchange, index: int, handler: Handler, state: CallState) -> bool:
         """Run one before hook; False when the call is blocked (``state.result`` says how)."""
-        outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call},
+        outcome = self.running.handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call},
                                 state.call)
         ext = handler.extension_id
         if outcome.error is not None or outcome.timed_out:
@@ -169,10 +181,10 @@ class ToolCalls:
         if tool is None:  # the sidecar plans a host core only for the host's own tools
             state.result = _error_body(f"no tool named '{name}' in this thread's host", kind="tool_not_found")
             return
-        ctx = self.context(exchange, index, tool.extension_id, state.call) if tool.ctx else None
+        ctx = self.users.context(exchange, index, tool.extension_id, state.call) if tool.ctx else None
         _local.extension = tool.extension_id
         try:
-            outcome = self.invoke(exchange, tool.execute, (state.call["id"], _copy(state.call["arguments"])), ctx)
+            outcome = self.running.invoke(exchange, tool.execute, (state.call["id"], _copy(state.call["arguments"])), ctx)
         finally:
             _local.extension = None
         ext = tool.extension_id
@@ -192,7 +204,7 @@ class ToolCalls:
     def _transform(self, exchange: Exchange, index: int, handler: Handler, state: CallState) -> bool:
         """Run one transform; False when it failed and the result is withheld."""
         assert state.result is not None
-        outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
+        outcome = self.running.handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                            "result": state.result}, state.call)
         ext = handler.extension_id
         failure = outcome.failure("tool_result_transform", ext, exchange)
@@ -224,7 +236,7 @@ class ToolCalls:
             exchange.answered = True
             # The last observer may have the call and result themselves: the sidecar has the result (it
             # answered with it), no handler runs after it, and the outcome reports only faults.
-            outcome = self._handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
+            outcome = self.running.handler(exchange, index, handler, {"threadId": state.thread_id, "call": state.call,
                                                                "result": state.result}, state.call,
                                     copy=index < end - 1 or state.result is not state.known)
             if outcome.error is not None or outcome.timed_out:

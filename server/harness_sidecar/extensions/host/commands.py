@@ -6,25 +6,32 @@ from typing import Any
 
 from harness_sidecar.extensions.host.calls import _error_body
 from harness_sidecar.extensions.host.exchanges import Exchange
-from harness_sidecar.extensions.host.running import _copy, _local
+from harness_sidecar.extensions.host.running import Running, _copy, _local
+from harness_sidecar.extensions.host.state import HostState
+from harness_sidecar.extensions.host.ui import UserRequests
 from harness_sidecar.hooks.python import interpret_output
 from harness_sidecar.base.results import describe_exception
 
 
 class Commands:
-    """``command`` frames: a part of ``Host``."""
+    """``command`` frames: an extension's command, run as the user asked."""
+
+    def __init__(self, state: HostState, running: Running, users: UserRequests) -> None:
+        self.running = running
+        self.users = users
+        self.commands = state.commands
 
     def run_command(self, exchange: Exchange, body: dict[str, Any]) -> None:
         command = self.commands.get(body["name"])
         exchange.begin(0, body["timeout"])
         if command is None:
-            self.finish(exchange, {"result": _error_body(f"no command named '{body['name']}' in this host",
+            exchange.finish({"result": _error_body(f"no command named '{body['name']}' in this host",
                                                          kind="command_not_found")})
             return
-        ctx = self.context(exchange, 0, command.extension_id, None, "command") if command.ctx else None
+        ctx = self.users.context(exchange, 0, command.extension_id, None, "command") if command.ctx else None
         _local.extension = command.extension_id
         try:
-            outcome = self.invoke(exchange, command.handler, (_copy(body["arguments"]),), ctx)
+            outcome = self.running.invoke(exchange, command.handler, (_copy(body["arguments"]),), ctx)
         finally:
             _local.extension = None
         name, ext = command.name, command.extension_id
@@ -42,4 +49,4 @@ class Commands:
             except TypeError as exc:
                 result = _error_body(f"command '{name}' returned an unusable value: {exc}", kind="command_error",
                                      extensionId=ext)
-        self.finish(exchange, {"result": result})
+        exchange.finish({"result": result})

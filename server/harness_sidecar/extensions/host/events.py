@@ -6,13 +6,19 @@ from typing import Any
 
 from harness_sidecar.hooks import loop
 from harness_sidecar.extensions.host.exchanges import Exchange
+from harness_sidecar.extensions.host.running import Running
+from harness_sidecar.extensions.host.state import HostState
 from harness_sidecar.hooks.decision import Verdict
 from harness_sidecar.hooks.python import CONTEXT, INPUT
 from harness_sidecar.hooks.loop import EVENTS as LOOP_EVENTS
 
 
 class Events:
-    """``event`` frames: a part of ``Host``."""
+    """``event`` frames: lifecycle, context, input and loop-event handlers, in load order."""
+
+    def __init__(self, state: HostState, running: Running) -> None:
+        self.running = running
+        self.handlers = state.handlers
 
     def run_event(self, exchange: Exchange, body: dict[str, Any]) -> None:
         """Lifecycle, context, input and loop-event handlers, in load order, each under its own
@@ -35,7 +41,7 @@ class Events:
                 else {"verdicts": verdicts} if is_loop else None
             exchange.begin(index, timeout, carry=carry, faults=faults[:] if faults else None)
             faults.clear()
-            outcome = self._handler(exchange, index, handler, payload)
+            outcome = self.running.handler(exchange, index, handler, payload)
             ext = handler.extension_id
             failure = outcome.failure(what, ext, exchange, "finish")
             if is_loop:
@@ -78,4 +84,4 @@ class Events:
             report["text"] = payload["text"]
         if is_loop:
             report["verdicts"] = verdicts
-        self.finish(exchange, report)
+        exchange.finish(report)

@@ -7,16 +7,14 @@ import concurrent.futures
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness_sidecar.extensions import board as board_cells
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.board import INDEX_BITS, MAX_INDEX
 from harness_sidecar.extensions.channel import MARGIN_S
 from harness_sidecar.base.results import describe_exception
-
-if TYPE_CHECKING:  # for type checkers only: at run time the host module is __main__, never imported
-    from harness_sidecar.extensions.host.main import Host
+from harness_sidecar.extensions.host.state import HostState
 
 
 class Abandoned(Exception):
@@ -29,7 +27,7 @@ class Exchange:
     __slots__ = ("id", "host", "lock", "step", "deadline", "timeout", "shift", "aborted", "ui_pending",
                  "future", "waiters", "cell", "answered")
 
-    def __init__(self, host: "Host", ident: int, deadline: float) -> None:
+    def __init__(self, host: HostState, ident: int, deadline: float) -> None:
         self.id = ident
         self.host = host
         self.lock = threading.Lock()
@@ -97,6 +95,27 @@ class Exchange:
                 board.cells[self.cell] = (self.id << board_cells.INDEX_BITS) | board_cells.ENDED
             board.give(self.cell, keep=ended)
             self.cell = -1
+
+    def finish(self, report: dict[str, Any] | None, urgent: bool = False) -> None:
+        """The exchange's outcome, written before any foreign code runs (``Output``): code of another
+        thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
+        it any moment, and the outcome — a result, perhaps — must be the sidecar's by then.
+        ``None``: a call's plain outcome, ``{"faults": [], "carried": true}`` (``calls``)."""
+        plain = report is None
+        if plain:
+            data = channel.PLAIN_DONE % self.id  # the common outcome, written without an encoder
+        else:
+            data = channel.encode(channel.DONE, self.id, report)
+        if len(data) > self.host.max_result_bytes:
+            data = channel.encode(channel.DONE, self.id, {"tooLarge": len(data)})
+        with self.lock:
+            if self.aborted:
+                data, plain = b'["ended",%d,null]\n' % self.id, False
+            # A plain outcome (answered already, no faults) that waits is told by the exchange's board cell
+            # too, so that it may wait past the next step announced there.
+            plain = plain and self.answered and self.cell >= 0
+            if self.host.out.send_bytes(data, urgent, self.id if plain else 0) and plain:
+                self.end(ended=True)
 
     def abort(self, unless_at: int | None = None) -> None:
         """Run no further step. With ``unless_at``: only if step ``unless_at`` (a call's core) has not

@@ -16,7 +16,8 @@ from typing import Any
 from harness_sidecar.extensions.host.api import Staging, make_api
 from harness_sidecar.extensions.host.exchanges import Abandoned, Exchange, Outcome
 from harness_sidecar.extensions.host.output import out_of_memory
-from harness_sidecar.extensions.host.running import _local
+from harness_sidecar.extensions.host.state import HostState
+from harness_sidecar.extensions.host.running import Running, _local
 from harness_sidecar.base.results import describe_exception
 
 _module_numbers = itertools.count(1)
@@ -181,16 +182,27 @@ class Extension:
 
 
 class Loading:
-    """``init``, ``load`` and ``commit`` frames: a part of ``Host``."""
+    """``init``, ``load`` and ``commit`` frames: the thread the host serves, extensions imported from the
+    bytes the sidecar hashed, and the registrations it committed."""
+
+    def __init__(self, state: HostState, running: Running) -> None:
+        self.state = state
+        self.running = running
+
+    def init_frame(self, ident: int, body: dict[str, Any]) -> None:
+        self.init(body)
+
+    def commit_frame(self, ident: int, body: dict[str, Any]) -> None:
+        self.commit(body["ids"])
 
     def init(self, body: dict[str, Any]) -> None:
-        self.thread_id = body["threadId"]
-        self.cwd = body.get("cwd")
-        self.roots = body.get("roots", [])
-        self.ui = body.get("ui", {})
-        self.settings = body.get("settings", {})
-        self.max_result_bytes = body.get("maxResultBytes", self.max_result_bytes)
-        self.max_tools = body.get("maxTools")
+        self.state.thread_id = body["threadId"]
+        self.state.cwd = body.get("cwd")
+        self.state.roots = body.get("roots", [])
+        self.state.ui = body.get("ui", {})
+        self.state.settings = body.get("settings", {})
+        self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
+        self.state.max_tools = body.get("maxTools")
         memory_mb = body.get("memoryMb")
         if memory_mb:
             import resource
@@ -201,7 +213,7 @@ class Loading:
 
     def load(self, exchange: Exchange, body: dict[str, Any]) -> None:
         ext_id = body["id"]
-        api, staging = make_api(ext_id, self.max_tools)
+        api, staging = make_api(ext_id, self.state.max_tools)
         _local.extension = ext_id
         try:
             exchange.begin(0, body["timeout"])
@@ -211,7 +223,7 @@ class Loading:
             activate = getattr(module, "activate", None)
             if not callable(activate):
                 raise TypeError(f"{body['codePath']} defines no activate(api) function")
-            outcome = self.invoke(exchange, activate, (api,))
+            outcome = self.running.invoke(exchange, activate, (api,))
         except MemoryError:
             out_of_memory()
         except Abandoned:
@@ -228,29 +240,29 @@ class Loading:
         elif outcome.error is not None:
             report = {"ok": False, "error": describe_exception(outcome.error)}
         else:
-            self.loaded[ext_id] = Extension(ext_id, staging)
+            self.state.loaded[ext_id] = Extension(ext_id, staging)
             report = {"ok": True, **staging.report()}
-        self.finish(exchange, report, urgent=True)
-        self.exchanges.pop(exchange.id, None)
+        exchange.finish(report, urgent=True)
+        self.state.exchanges.pop(exchange.id, None)
         exchange.end()
 
     def commit(self, ids: list[str]) -> None:
         """The extensions the sidecar committed, in load order: only their registrations exist."""
-        self.handlers.clear()
-        self.tools.clear()
-        self.plans.clear()
-        self.commands.clear()
+        self.state.handlers.clear()
+        self.state.tools.clear()
+        self.state.plans.clear()
+        self.state.commands.clear()
         for ext_id in ids:
-            if ext_id not in self.loaded:  # the sidecar gives a host like that up; never serve half a policy
+            if ext_id not in self.state.loaded:  # the sidecar gives a host like that up; never serve half a policy
                 continue
-            staging = self.loaded[ext_id].staging
+            staging = self.state.loaded[ext_id].staging
             for handler in staging.handlers:
-                self.handlers[handler.event].append(handler)
+                self.state.handlers[handler.event].append(handler)
             for tool in staging.tools:
-                self.tools[tool.name] = tool
+                self.state.tools[tool.name] = tool
             for command in staging.commands:
-                self.commands[command.name] = command
-        for ext_id in set(self.loaded) - set(ids):
-            del self.loaded[ext_id]
-        for tool in self.tools.values():
-            self.schemas[tool.name] = tool.input_schema
+                self.state.commands[command.name] = command
+        for ext_id in set(self.state.loaded) - set(ids):
+            del self.state.loaded[ext_id]
+        for tool in self.state.tools.values():
+            self.state.schemas[tool.name] = tool.input_schema

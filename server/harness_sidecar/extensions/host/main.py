@@ -9,7 +9,7 @@ process: the sidecar keeps every deadline by its own clock and restarts a host t
 
 Threads, leader/follower: the thread that reads the channel (the leader) runs each job it
 reads itself — no hand-over to another thread on the way of a call. A job that runs longer
-than ``PROMOTE_S`` (``hosting.serving``: a slow hook, one waiting for the user) makes a monitor
+than ``PROMOTE_S`` (``extensions.host.serving``: a slow hook, one waiting for the user) makes a monitor
 thread start a new leader, so pings, aborts and answers keep being read; the old one finishes its
 job and ends.
 Coroutines run on one event-loop thread. A step's outcome counts only if it ended by its
@@ -18,27 +18,24 @@ deadline (``channel`` explains the rule both sides keep).
 
 from __future__ import annotations
 
-import collections
 import gc
-import itertools
 import logging
 import os
 import socket
 import sys
 import threading
-from typing import Any, Callable
+from typing import Any
 
 from harness_sidecar.extensions import board as board_cells
 from harness_sidecar.extensions import channel
-from harness_sidecar.extensions.host.api import CommandSpec, Handler, ToolSpec
 from harness_sidecar.extensions.host.calls import ToolCalls
 from harness_sidecar.extensions.host.commands import Commands
 from harness_sidecar.extensions.host.events import Events
-from harness_sidecar.extensions.host.exchanges import Exchange
-from harness_sidecar.extensions.host.loading import Extension, Loading
+from harness_sidecar.extensions.host.loading import Loading
 from harness_sidecar.extensions.host.output import Output, install
-from harness_sidecar.extensions.host.running import Loop, Running, _local
+from harness_sidecar.extensions.host.running import Running, _local
 from harness_sidecar.extensions.host.serving import Serving
+from harness_sidecar.extensions.host.state import HostState
 from harness_sidecar.extensions.host.ui import UserRequests
 
 log = logging.getLogger("harness_sidecar.host")
@@ -47,46 +44,33 @@ log = logging.getLogger("harness_sidecar.host")
 # -- the host ----------------------------------------------------------------------------------------------
 
 
-class Host(Serving, Loading, Running, UserRequests, ToolCalls, Events, Commands):
-    """One thread's extension host: the state its parts share (``hosting`` says which part does what)."""
+class Host:
+    """One thread's extension host: its parts, each given the state and the parts it uses."""
 
     def __init__(self, sock: socket.socket, board: board_cells.HostBoard | None = None) -> None:
-        self.sock = sock
-        self.pid = os.getpid()  # the host's: a child forked from it is not the host
-        self.board = board  # the step board the sidecar shares, when it passed one
-        self.out = install(Output(sock))
-        self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
-        self.splitter = channel.LineSplitter()
-        self.read_buffer = bytearray(1 << 20)  # one reading thread at a time
-        self.read_view = memoryview(self.read_buffer)
-        self.lead_lock = threading.Lock()
-        self.leader: threading.Thread | None = None
-        self.busy: tuple[threading.Thread, float] | None = None  # the leader running a job, since when
-        self.watching = threading.Event()  # set while the monitor should look at running jobs
-        self._loop: Loop | None = None
-        self.thread_id = ""
-        self.cwd: str | None = None
-        self.roots: list[str] = []
-        self.ui: dict[str, bool] = {}
-        self.settings: dict[str, dict[str, Any]] = {}
-        self.max_result_bytes = 16 * 1024 * 1024
-        self.max_tools: int | None = None  # limits.maxTools (per extension)
-        self.loaded: dict[str, Extension] = {}
-        self.handlers: dict[str, list[Handler]] = collections.defaultdict(list)
-        self.tools: dict[str, ToolSpec] = {}
-        self.plans: dict[str, list[tuple[str, Any]]] = {}  # tool name → its call plan (``call_plan``)
-        self.commands: dict[str, CommandSpec] = {}
-        self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
-        self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
-        self.exchanges: dict[int, Exchange] = {}
-        self.ui_ids = itertools.count(1)
-        self.ui_waiters: dict[int, tuple[Exchange | None, int, Any, Callable[[dict], Any], Any]] = {}
-        self.ui_lock = threading.Lock()
+        self.state = state = HostState(install(Output(sock)), board)
+        self.board = board
+        self.running = Running(state)
+        self.users = UserRequests(state, self.running)
+        self.running.context = self.users.context  # handed up: a handler's ctx asks through users
+        self.loading = Loading(state, self.running)
+        self.calls = ToolCalls(state, self.running, self.users)
+        self.events = Events(state, self.running)
+        self.commands = Commands(state, self.running, self.users)
+        self.serving = Serving(
+            state, sock,
+            runs={channel.CALL: self.calls.run_call, channel.EVENT: self.events.run_event,
+                  channel.COMMAND: self.commands.run_command, channel.LOAD: self.loading.load},
+            frames={channel.INIT: self.loading.init_frame, channel.COMMIT: self.loading.commit_frame,
+                    channel.UI_ANSWER: self._ui_answer})
+        self.users.promote = self.serving.promote  # handed up: a question hands the reading on
+        state.resolve_ui = self.users.resolve_ui  # an aborted exchange lets its questions go
 
-    def bounded(self, text: str) -> str:
-        """A notification's text, cut to --max-result-bytes characters: the frame stays small enough for the
-        sidecar to read (it cuts the line further, with its mark, to fit a line of --max-result-bytes)."""
-        return text if len(text) <= self.max_result_bytes else text[:self.max_result_bytes]
+    def _ui_answer(self, ident: int, body: Any) -> None:
+        self.users.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"), body.get("outcome"))
+
+    def serve(self) -> None:
+        self.serving.serve()
 
 
 # -- process set-up ----------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any, Callable
 from harness_sidecar.extensions.host.api import Handler
 from harness_sidecar.extensions.host.exchanges import Abandoned, Exchange, Outcome
 from harness_sidecar.extensions.host.output import out_of_memory
+from harness_sidecar.extensions.host.state import HostState
 from harness_sidecar.extensions.host.ui import Context
 from harness_sidecar.extensions.host.jsondata import NotJsonData, to_json
 from harness_sidecar.extensions import channel
@@ -26,7 +27,7 @@ _local = threading.local()  # .extension: the extension whose code this thread r
 
 _HOST_PID = os.getpid()  # the host imports this module at start, before any code of an extension runs
 _PLAIN = (type(None), str, dict, list, bool, int, float)  # values no handler awaits: skip the ABC check
-_CHANGES_NOTICED = (BEFORE, INPUT)  # hooks whose event changed in place gets a notice (``Host._ignored``)
+_CHANGES_NOTICED = (BEFORE, INPUT)  # hooks whose event changed in place gets a notice (``running.Running._ignored``)
 
 
 class Loop:
@@ -63,7 +64,15 @@ async def _guard(awaitable: Any) -> Any:
 
 
 class Running:
-    """Where and how user code runs: a part of ``Host``."""
+    """Where and how user code runs: calls of extension code judged by their deadline, the event-loop
+    thread for coroutines, a handler's own copy of its event, and what it returned that is ignored."""
+
+    def __init__(self, state: HostState) -> None:
+        self.state = state
+        self.out = state.out
+        self._loop: Loop | None = None
+        # a handler's ``ctx`` (``ui.UserRequests.context``, which needs this part's loop: handed up by ``Host``)
+        self.context: Callable[..., Context] = _no_context
 
     # -- the loop thread, started when first needed
 
@@ -141,7 +150,7 @@ class Running:
         return value
 
 
-    def _handler(self, exchange: Exchange, index: int, handler: Handler, event: dict[str, Any],
+    def handler(self, exchange: Exchange, index: int, handler: Handler, event: dict[str, Any],
                  call: dict[str, Any] | None = None, copy: bool = True) -> Outcome:
         """Run one handler on its own copy of ``event`` (``copy=False``: nothing reads the event after it)."""
         ctx = self.context(exchange, index, handler.extension_id, call, handler.event) if handler.ctx else None
@@ -164,7 +173,7 @@ class Running:
                step: int = -1) -> None:
         """A ``thread/diagnostic`` for the extension's author (``handler_return_ignored``, ``ui_after_handler``),
         sent on the exchange and step of the handler it is about (the sidecar labels it by those)."""
-        params = {"threadId": self.thread_id, "kind": kind, "extensionId": extension_id, "message": message}
+        params = {"threadId": self.state.thread_id, "kind": kind, "extensionId": extension_id, "message": message}
         if hook:
             params["hook"] = hook
         self.out.send(channel.NOTIFY, exchange.id if exchange is not None else 0,
@@ -200,6 +209,10 @@ class Running:
             self.notice(ext, hook, "handler_return_ignored",
                         f"the {hook} handler of extension '{ext}' changed {what} in place, which is ignored: "
                         f"{form}", exchange, index)
+
+
+def _no_context(*args: Any) -> Context:
+    raise RuntimeError("the host made no context for handlers")
 
 
 def _same_marshal(a: Any, b: Any) -> bool:

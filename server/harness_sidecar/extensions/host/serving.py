@@ -1,10 +1,15 @@
-"""The channel, the host's side: reading frames (leader/follower), dispatching each, running an
-exchange on the reading thread, and writing its outcome (``finish``)."""
+"""The channel, the host's side: reading frames (leader/follower), dispatching each to the part that
+runs it, and running an exchange on the reading thread (its outcome: ``Exchange.finish``).
+
+Given the host's state, its socket and the parts frames go to; no part reaches this one but through
+``promote``, handed to the ones that wait (a question to the user)."""
 
 from __future__ import annotations
 
 import logging
+import collections
 import os
+import socket
 import threading
 import time
 from typing import Any, Callable
@@ -12,6 +17,7 @@ from typing import Any, Callable
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.host.exchanges import Abandoned, Exchange
 from harness_sidecar.extensions.host.output import out_of_memory
+from harness_sidecar.extensions.host.state import HostState
 
 # The lines it logs on stderr name harness_sidecar.host, whichever piece of Host logs them.
 log = logging.getLogger("harness_sidecar.host")
@@ -19,7 +25,24 @@ PROMOTE_S = 0.02  # a job running longer than this hands the channel to a new re
 
 
 class Serving:
-    """Reading the channel and answering each frame: a part of ``Host``."""
+    """Reading the channel and answering each frame."""
+
+    def __init__(self, state: HostState, sock: socket.socket, runs: dict[str, Callable[[Exchange, dict[str, Any]], None]],
+                 frames: dict[str, Callable[[int, Any], None]]) -> None:
+        self.state = state
+        self.out = state.out
+        self.exchanges = state.exchanges
+        self.runs = runs  # frame tag → the part that runs such an exchange (call, event, command, load)
+        self.frames = frames  # frame tag → what applies a frame that starts no exchange (init, commit, uiAnswer)
+        self.sock = sock
+        self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
+        self.splitter = channel.LineSplitter()
+        self.read_buffer = bytearray(1 << 20)  # one reading thread at a time
+        self.read_view = memoryview(self.read_buffer)
+        self.lead_lock = threading.Lock()
+        self.leader: threading.Thread | None = None
+        self.busy: tuple[threading.Thread, float] | None = None  # the leader running a job, since when
+        self.watching = threading.Event()  # set while the monitor should look at running jobs
 
     def serve(self) -> None:
         """Read and run until the channel ends (then the process exits)."""
@@ -27,7 +50,7 @@ class Serving:
         threading.Thread(target=self._monitor, name="host-monitor", daemon=True).start()
         self.leader = self.out.reader = threading.current_thread()
         self._lead()
-        if os.getpid() != self.pid:  # a child forked from the host: no channel, nobody to serve (v4 §2)
+        if os.getpid() != self.state.pid:  # a child forked from the host: no channel, nobody to serve (v4 §2)
             os._exit(0)
         with self.out.lock:
             self.out.parked += 1
@@ -102,38 +125,29 @@ class Serving:
             log.warning("cannot start another reading thread: %s", exc)
 
     def dispatch(self, tag: str, ident: int, body: Any) -> None:
-        if tag == channel.CALL:
-            self._start(ident, body, self.run_call)
+        run = self.runs.get(tag)
+        if run is not None:  # call, event, command, load
+            self._start(ident, body, run)
         elif tag == channel.PING:
             self.out.send(channel.PONG, ident, None)
-        elif tag == channel.EVENT:
-            self._start(ident, body, self.run_event)
-        elif tag == channel.COMMAND:
-            self._start(ident, body, self.run_command)
         elif tag == channel.ABORT:
             exchange = self.exchanges.get(ident)
             if exchange is not None:
                 unless_at = body.get("unlessAt") if type(body) is dict else None
                 exchange.abort(unless_at if type(unless_at) is int else None)
-        elif tag == channel.UI_ANSWER:
-            self.resolve_ui(ident, body.get("value"), body.get("step"), body.get("shift"), body.get("outcome"))
-        elif tag == channel.LOAD:
-            self._start(ident, body, self.load)
-        elif tag == channel.COMMIT:
-            self.commit(body["ids"])
         elif tag == channel.SCHEMAS:
-            self.schemas.update(body["tools"])
+            self.state.schemas.update(body["tools"])
             for name in body["tools"]:
-                self.compiled.pop(name, None)
-        elif tag == channel.INIT:
-            self.init(body)
+                self.state.compiled.pop(name, None)
+        elif tag in self.frames:  # init, commit, uiAnswer
+            self.frames[tag](ident, body)
         else:
             log.error("unknown frame %r", tag)
 
     def _start(self, ident: int, body: dict[str, Any], run: Callable[[Exchange, dict[str, Any]], None]) -> None:
         """Run exchange ``ident`` (``run(exchange, body)``) on this, the reading thread; the monitor hands
         the reading on if it runs long."""
-        exchange = Exchange(self, ident, body["deadline"])
+        exchange = Exchange(self.state, ident, body["deadline"])
         self.exchanges[ident] = exchange
         me = threading.current_thread()
         # Set without lead_lock (one store): it is cleared, and a job promoted, only under it, and the
@@ -161,24 +175,3 @@ class Serving:
             with self.lead_lock:
                 if self.busy is not None and self.busy[0] is me:
                     self.busy = None
-
-    def finish(self, exchange: Exchange, report: dict[str, Any] | None, urgent: bool = False) -> None:
-        """The exchange's outcome, written before any foreign code runs (``Output``): code of another
-        thread of this process (a handler the reading passed on from, a coroutine) may freeze or end
-        it any moment, and the outcome — a result, perhaps — must be the sidecar's by then.
-        ``None``: a call's plain outcome, ``{"faults": [], "carried": true}`` (``_report``)."""
-        plain = report is None
-        if plain:
-            data = channel.PLAIN_DONE % exchange.id  # the common outcome, written without an encoder
-        else:
-            data = channel.encode(channel.DONE, exchange.id, report)
-        if len(data) > self.max_result_bytes:
-            data = channel.encode(channel.DONE, exchange.id, {"tooLarge": len(data)})
-        with exchange.lock:
-            if exchange.aborted:
-                data, plain = b'["ended",%d,null]\n' % exchange.id, False
-            # A plain outcome (answered already, no faults) that waits is told by the exchange's board cell
-            # too, so that it may wait past the next step announced there.
-            plain = plain and exchange.answered and exchange.cell >= 0
-            if self.out.send_bytes(data, urgent, exchange.id if plain else 0) and plain:
-                exchange.end(ended=True)

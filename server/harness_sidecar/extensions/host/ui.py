@@ -4,17 +4,28 @@ editor with their answers (``ask``, ``resolve_ui``)."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable, Protocol
 
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.host.exchanges import Exchange
 from harness_sidecar.extensions.host.jsondata import to_json
+from harness_sidecar.extensions.host.state import HostState
 
-if TYPE_CHECKING:  # for type checkers only: at run time the host module is __main__, never imported
-    from harness_sidecar.extensions.host.main import Host
+class RunsUserCode(Protocol):
+    """What a question to the user needs of the part that runs user code (``running.Running``, which
+    imports this module for ``Context``): its event loop, whether this thread is that loop's, notices."""
+
+    @property
+    def loop(self) -> Any: ...
+
+    def on_loop(self) -> bool: ...
+
+    def notice(self, extension_id: str, hook: str, kind: str, message: str, exchange: Exchange | None = None,
+               step: int = -1) -> None: ...
 
 
 class Ui:
@@ -26,19 +37,19 @@ class Ui:
     extension gets a ``thread/diagnostic`` kind ``ui_after_handler``.
     """
 
-    __slots__ = ("_host", "_extension_id", "_exchange", "_step", "_call", "_done", "_hook", "available",
+    __slots__ = ("_users", "_extension_id", "_exchange", "_step", "_call", "_done", "_hook", "available",
                  "last_outcome")
 
-    def __init__(self, host: "Host", extension_id: str, exchange: Exchange | None, step: int,
+    def __init__(self, users: UserRequests, extension_id: str, exchange: Exchange | None, step: int,
                  call: dict[str, Any] | None, hook: str = "") -> None:
-        self._host = host
+        self._users = users
         self._extension_id = extension_id
         self._exchange = exchange
         self._step = step
         self._call = call
         self._done = False
         self._hook = hook  # the event (or "command", "tool") whose handler this ctx is for
-        self.available = any(v for k, v in host.ui.items() if k != "sendMessage")
+        self.available = any(v for k, v in users.state.ui.items() if k != "sendMessage")
         # How the last question this ctx asked ended (``answers.OUTCOMES``); None before the first. The
         # answers themselves are the v2 values: a bool, a str, or None when no answer came (v4 §2).
         self.last_outcome: str | None = None
@@ -82,20 +93,20 @@ class Ui:
         if level not in ("info", "warning", "error"):
             raise ValueError("level must be 'info', 'warning' or 'error'")
         if not self._ended("notify"):
-            self._host.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/notify", "step": self._step, "params": {
-                "threadId": self._host.thread_id, "extensionId": self._extension_id, "level": level,
-                "message": self._host.bounded(message)}})
-        return _Ready(None) if self._host.on_loop() else None  # an async handler may await it
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/notify", "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id, "level": level,
+                "message": self._users.state.bounded(message)}})
+        return _Ready(None) if self._users.running.on_loop() else None  # an async handler may await it
 
     def set_status(self, key: str, text: str | None) -> Any:
         _strings(key=key)
         if text is not None:
             _strings(text=text)
         if not self._ended("set_status"):
-            self._host.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/status", "step": self._step, "params": {
-                "threadId": self._host.thread_id, "extensionId": self._extension_id, "key": key,
-                "text": None if text is None else self._host.bounded(text)}})
-        return _Ready(None) if self._host.on_loop() else None
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/status", "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id, "key": key,
+                "text": None if text is None else self._users.state.bounded(text)}})
+        return _Ready(None) if self._users.running.on_loop() else None
 
     def send_message(self, text: str) -> Any:
         """Ask the editor to send ``text`` as a message (``chat/send``; the editor decides).
@@ -105,12 +116,12 @@ class Ui:
         """
         _strings(text=text)
         sent = False
-        if not self._ended("send_message") and self._host.ui.get("sendMessage"):
-            self._host.out.send(channel.NOTIFY, self._exchange_id(), {"method": "chat/send", "step": self._step, "params": {
-                "threadId": self._host.thread_id, "extensionId": self._extension_id,
-                "text": self._host.bounded(text)}})
+        if not self._ended("send_message") and self._users.state.ui.get("sendMessage"):
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "chat/send", "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id,
+                "text": self._users.state.bounded(text)}})
             sent = True
-        return _Ready(sent) if self._host.on_loop() else sent
+        return _Ready(sent) if self._users.running.on_loop() else sent
 
     def _exchange_id(self) -> int:
         """The exchange a notice is sent on: the sidecar labels it with that exchange's thread and the
@@ -127,7 +138,7 @@ class Ui:
             return False
         how = "was stopped at its deadline" if stopped else "had ended"
         where = f"{self._hook} handler" if self._hook else "handler"
-        self._host.notice(self._extension_id, self._hook, "ui_after_handler",
+        self._users.running.notice(self._extension_id, self._hook, "ui_after_handler",
                           f"ctx.ui.{what} of extension '{self._extension_id}' was used after its {where} {how}: "
                           f"refused and not shown. Use ctx.ui only while the handler runs (await it in an async "
                           f"handler); a longer handler can ask for its own deadline with timeout_ms=",
@@ -135,11 +146,11 @@ class Ui:
         return True
 
     def _ask(self, what: str, params: dict[str, Any], parse: Callable[[Any, Any], Any], refused: Any) -> Any:
-        host = self._host
-        if self._ended(what) or not host.ui.get(what):
-            return self._plain(_Ready(refused) if host.on_loop() else refused)
-        params = {"threadId": host.thread_id, "extensionId": self._extension_id, **params}
-        return self._plain(host.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused))
+        users = self._users
+        if self._ended(what) or not users.state.ui.get(what):
+            return self._plain(_Ready(refused) if users.running.on_loop() else refused)
+        params = {"threadId": users.state.thread_id, "extensionId": self._extension_id, **params}
+        return self._plain(users.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused))
 
     def _plain(self, answer: Any) -> Any:
         """The v2 value of an answer (``last_outcome`` says how it ended); awaitable from an async handler."""
@@ -208,28 +219,39 @@ class Context:
 
     __slots__ = ("thread_id", "cwd", "roots", "settings", "ui")
 
-    def __init__(self, host: "Host", extension_id: str, ui: Ui) -> None:
-        self.thread_id = host.thread_id
-        self.cwd = host.cwd
-        self.roots = list(host.roots)
-        settings = host.settings.get(extension_id, {})
+    def __init__(self, state: HostState, extension_id: str, ui: Ui) -> None:
+        self.thread_id = state.thread_id
+        self.cwd = state.cwd
+        self.roots = list(state.roots)
+        settings = state.settings.get(extension_id, {})
         self.settings = to_json(settings) if settings else {}
         self.ui = ui
 
 
 class UserRequests:
-    """``ctx`` for a handler, and ``ui/*`` requests with their answers: a part of ``Host``."""
+    """``ctx`` for a handler, and ``ui/*`` requests with their answers."""
+
+    def __init__(self, state: HostState, running: RunsUserCode) -> None:
+        self.state = state
+        self.out = state.out
+        self.running = running
+        self.ui_ids = itertools.count(1)
+        self.ui_waiters: dict[int, tuple[Exchange | None, int, Any, Callable[[dict], Any], Any]] = {}
+        self.ui_lock = threading.Lock()
+        # the reading thread hands the channel on before it waits for an answer (``serving.Serving.promote``:
+        # the part that reads the channel dispatches answers here, so it is handed up by ``Host``)
+        self.promote: Callable[[], None] = lambda: None
 
     def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None,
                 hook: str = "") -> Context:
-        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook))
+        return Context(self.state, handler_id, Ui(self, handler_id, exchange, step, call, hook))
 
     def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
             parse: Callable[[Any, Any], Any], refused: Any) -> Any:
         uid = next(self.ui_ids)
-        on_loop = self.on_loop()
+        on_loop = self.running.on_loop()
         if on_loop:
-            waiter: Any = self.loop.loop.create_future()
+            waiter: Any = self.running.loop.loop.create_future()
         else:
             waiter = threading.Event()
             waiter.value = refused  # type: ignore[attr-defined]
@@ -274,7 +296,7 @@ class UserRequests:
             waiter.value = value  # type: ignore[attr-defined]
             waiter.set()
         else:
-            self.loop.loop.call_soon_threadsafe(_settle, waiter, value)
+            self.running.loop.loop.call_soon_threadsafe(_settle, waiter, value)
 
 
 def _settle(future: asyncio.Future, value: Any) -> None:

@@ -17,8 +17,9 @@ from harness_sidecar.resources.extension_sources import ExtensionSource
 from harness_sidecar.hooks.python import EVENTS
 from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost, Stopped, load_body
 from harness_sidecar.base.limits import Limits
-from harness_sidecar.resources.catalog import Diagnostic
-from harness_sidecar.wire.params import TOOL_NAME, TrustedExtension
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.base.names import TOOL_NAME
+from harness_sidecar.resources.named_extensions import TrustedExtension
 
 _SCHEMAS_PER_TURN = 500  # compiled between two turns of the event loop (~10 ms)
 
