@@ -18,8 +18,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness_sidecar import PROTOCOL_VERSION
-from harness_sidecar.errors import DOMAIN_CODES
-from harness_sidecar.names import QUALIFIED_COMMAND_NAME
+from harness_sidecar.base.errors import DOMAIN_CODES
+from harness_sidecar.base.names import QUALIFIED_COMMAND_NAME
+from harness_sidecar.hooks.loop import EVENTS as _LOOP_EVENTS  # every loop/event name (v4 adds 13)
 from harness_sidecar.wire import params as P
 from harness_sidecar.wire.shapes import (
     AnyValue,
@@ -267,8 +268,6 @@ INITIALIZE_RESULT = Obj([
 ], name="InitializeResult")
 
 # -- notifications and requests the sidecar sends ---------------------------------------------------
-
-from harness_sidecar.loop import EVENTS as _LOOP_EVENTS  # noqa: E402 - every loop/event name (v4 adds 13)
 
 HOOKS = ("tool_call", "tool_result", "tool_result_transform", "thread_start", "thread_close", "context",
          "input") + _LOOP_EVENTS
