@@ -13,7 +13,7 @@ import json
 import time
 from pathlib import Path
 
-from helpers import write
+from helpers import changes_until, write
 from test_command_hooks import Editor, Workspace, _json_hook, diagnostics, one, ws  # noqa: F401 - ws: fixture
 from test_hook_sources import check, hookify_settings, project
 
@@ -216,6 +216,20 @@ def test_once_runs_a_handler_once_per_thread(spawn, ws):
                                           "trustedHooks": [{"path": str(ws.hooks_file)}]})
     run_command(sidecar, other, "ls", call_id="d1")
     assert ws.trace("once") == ["ran", "ran"]  # once per thread, not per sidecar
+
+
+def test_once_stays_once_when_a_changed_hooks_file_applies_at_refresh(spawn, ws):
+    note = ws.script("once.sh", f"echo once >> {ws.dir}/trace\n")
+    also = ws.script("also.sh", f"echo also >> {ws.dir}/trace\n")
+    once = {"type": "command", "command": note, "once": True}
+    ws.declare({"PreToolUse": [{"matcher": "Bash", "hooks": [once]}]})
+    sidecar, started, editor = start(spawn, [ws.root], ws.dir, [{"path": str(ws.hooks_file)}])
+    run_command(sidecar, started, "ls")
+    ws.declare({"PreToolUse": [{"matcher": "Bash", "hooks": [once, {"type": "command", "command": also}]}]})
+    changes_until(sidecar, lambda c: {"kind": "hooks", "name": str(ws.hooks_file)} in c["changed"])
+    sidecar.call("thread/refresh", {"threadId": started["threadId"]})
+    run_command(sidecar, started, "ls", call_id="c2")
+    assert ws.trace("trace") == ["once", "also"]
 
 
 def test_async_never_blocks_and_its_system_message_reaches_the_user(spawn, ws):

@@ -232,8 +232,11 @@ class LiveCatalog:
         """thread/refresh: a changed hooks declaration takes effect."""
         if thread.hooks_pending is None:
             return
-        thread.hooks = thread.hooks_pending or None
+        before, thread.hooks = thread.hooks, thread.hooks_pending or None
         thread.hooks_pending = None
+        if before is not None and thread.hooks is not None:  # `once` is once per thread, `async` ends at its close
+            thread.hooks.ran_once |= before.ran_once
+            thread.hooks.background |= before.background
         thread.pipeline = self.tools.new_pipeline(thread)
         if thread.hooks is not None:
             thread.hooks.report_untrusted()
