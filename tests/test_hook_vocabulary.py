@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from helpers import changes_until, write
-from test_command_hooks import Editor, Workspace, _json_hook, diagnostics, one, ws  # noqa: F401 - ws: fixture
+from test_command_hooks import Editor, _gone, _json_hook, _wait_for_file, one, ws  # noqa: F401 - ws: fixture
 from test_hook_sources import check, hookify_settings, project
 
 RUN_COMMAND = {"name": "run_command", "description": "Run a shell command in the editor's terminal.",
@@ -115,8 +115,9 @@ def test_a_permission_request_for_the_editors_tool_reaches_hooks_in_their_vocabu
                                                                      "command": ws.script("perm.sh", f"cat > {seen}; "
                                                                      "echo 'not on main' >&2; exit 2\n")}]}]})
     sidecar, started, editor = start(spawn, [ws.root], ws.dir, [{"path": str(ws.hooks_file)}])
-    ask = lambda cmd: sidecar.call("loop/event", {"threadId": started["threadId"], "event": "permission_request",  # noqa: E731
-                                                  "payload": {"toolName": "run_command", "toolInput": {"cmd": cmd}}})
+    ask = lambda cmd: sidecar.call("loop/event", {  # noqa: E731
+        "threadId": started["threadId"], "event": "permission_request",
+        "payload": {"toolName": "run_command", "toolInput": {"cmd": cmd}}})
     assert ask("git status")["decision"] is None and not seen.exists()  # the if rule: the hook never started
     assert ask("git push origin main")["decision"] == "deny"
     request = json.loads(seen.read_text())
@@ -246,6 +247,18 @@ def test_async_never_blocks_and_its_system_message_reaches_the_user(spawn, ws):
     go.write_text("")
     notes = notified(sidecar, "ui/notify", lambda n: n["message"] == "tests passed after the edit")
     assert [n["level"] for n in notes if n["message"] == "tests passed after the edit"] == ["warning"]
+
+
+def test_an_async_hook_still_running_ends_with_its_thread(spawn, ws):
+    pidfile = ws.dir / "async.pid"
+    ws.declare({"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "async": True,
+                                                               "command": ws.script("bg.sh", f"echo $$ > {pidfile}; "
+                                                                                    "exec sleep 300\n")}]}]})
+    sidecar, started, editor = start(spawn, [ws.root], ws.dir, [{"path": str(ws.hooks_file)}])
+    assert not run_command(sidecar, started, "ls")["isError"]  # answered while the hook sleeps
+    pid = int(_wait_for_file(pidfile))
+    sidecar.call("thread/close", {"threadId": started["threadId"]}, timeout=60)
+    assert _gone(pid), "the async hook outlived its thread"
 
 
 def test_status_message_is_a_ui_status_while_the_hook_runs_cleared_after(spawn, ws):
