@@ -144,6 +144,7 @@ class Writer:
             self.write_bytes(data)
             return
         if answer and len(data) > LARGE_ANSWER:
+            self._end_of_turn()  # what this turn made before it goes first
             self._outbox.put(data, True)
             return
         if not self._pending:
