@@ -20,12 +20,11 @@ everything is written or the stream is broken (EPIPE: ``Writer.broken``, everyth
 
 from __future__ import annotations
 
-import array
 import collections
 import fcntl
 import os
 import stat
-import termios
+import sys
 import threading
 
 TYPE_CHECKING = False
@@ -35,7 +34,8 @@ if TYPE_CHECKING:
 LARGE = 64 * 1024  # an answer longer than this takes the answers lane (it could never fit an idle pipe's room)
 MAX_QUEUED = 64 * 1024 * 1024  # bytes waiting for the editor before the loop itself waits
 PAGE = 4096
-_F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032
+_F_SETPIPE_SZ, _F_GETPIPE_SZ = 1031, 1032  # Linux's (elsewhere they fail: every batch goes to the thread)
+_FIONREAD = 0x541B  # Linux's (termios.FIONREAD, without importing termios on the way to the first answer)
 PIPE_SIZE = 1024 * 1024  # asked for (the default pipe-max-size) once a large answer goes: 16 wake-ups per 16 MB, not 256
 
 
@@ -71,14 +71,13 @@ class Outbox:
             return True
         if not self.pipe or size > PIPE_SIZE:
             return False
-        unread = array.array("i", [0])
         try:
-            fcntl.ioctl(self.fd, termios.FIONREAD, unread)
+            unread = int.from_bytes(fcntl.ioctl(self.fd, _FIONREAD, b"\0\0\0\0"), sys.byteorder)
             capacity = fcntl.fcntl(self.fd, _F_GETPIPE_SZ)
         except OSError:
             return False
         # the unread bytes hold at most ceil(unread / PAGE) + 1 pages, ours at most ceil(size / PAGE) + 1
-        return size + unread[0] + 3 * PAGE <= capacity
+        return size + unread + 3 * PAGE <= capacity
 
     def put(self, data: bytes, answer: bool) -> None:
         """``data`` (whole frames) to be written by the thread: an answer over ``LARGE`` in its own lane."""
