@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import sys
 
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import add_skill, write
 
 PROBE = r'''

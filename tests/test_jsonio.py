@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from harness_sidecar import jsonio, stdjson
+from harness_sidecar.base import jsonio, stdjson
 
 
 @pytest.mark.parametrize("text", [
@@ -29,7 +29,7 @@ def test_reading_is_exactly_the_standard_librarys(text):
 
 @pytest.mark.parametrize("depth", [512, 513, 600])
 def test_a_long_text_is_too_deep_past_512_levels_whatever_it_holds(depth):
-    from harness_sidecar import jsondepth
+    from harness_sidecar.base import jsondepth
 
     for filler in (b'"' + b"x" * jsondepth.WALK_FROM + b'"', b"1," * (jsondepth.WALK_FROM // 2) + b"1"):
         text = b"[" * depth + filler + b"]" * depth

@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import add_skill, write
 
 BIG = 16_000_000
