@@ -58,6 +58,9 @@ class Outbox:
         except OSError:
             mode = 0
         self.pipe = stat.S_ISFIFO(mode)
+        # the pipe's size, read once (only we grow it; an editor that shrank it would have a write of ours
+        # wait on the loop until it reads, as every write did before the writer thread)
+        self.capacity = 0
         self.regular = stat.S_ISREG(mode)  # a write to a file never waits for a reader
 
     # -- from the event loop
@@ -72,12 +75,13 @@ class Outbox:
         if not self.pipe or size > PIPE_SIZE:
             return False
         try:
+            if not self.capacity:
+                self.capacity = fcntl.fcntl(self.fd, _F_GETPIPE_SZ)
             unread = int.from_bytes(fcntl.ioctl(self.fd, _FIONREAD, b"\0\0\0\0"), sys.byteorder)
-            capacity = fcntl.fcntl(self.fd, _F_GETPIPE_SZ)
         except OSError:
             return False
         # the unread bytes hold at most ceil(unread / PAGE) + 1 pages, ours at most ceil(size / PAGE) + 1
-        return size + unread + 3 * PAGE <= capacity
+        return size + unread + 3 * PAGE <= self.capacity
 
     def put(self, data: bytes, answer: bool) -> None:
         """``data`` (whole frames) to be written by the thread: an answer over ``LARGE`` in its own lane."""
@@ -89,6 +93,7 @@ class Outbox:
                 try:  # the editor's pipe, larger: a 16 MB answer crosses it in 16 turns, not 256
                     if fcntl.fcntl(self.fd, _F_GETPIPE_SZ) < PIPE_SIZE:
                         fcntl.fcntl(self.fd, _F_SETPIPE_SZ, PIPE_SIZE)
+                    self.capacity = 0  # read again at the next fits
                 except OSError:  # over the user's pipe-user-pages-soft, or not allowed: as it is
                     pass
         with self._cond:
