@@ -19,6 +19,7 @@ from harness_sidecar.methods.commands import CommandMethods
 from harness_sidecar.methods.extensions import ExtensionLoading
 from harness_sidecar.methods.live_catalog import LiveCatalog
 from harness_sidecar.methods.resources import ResourceMethods
+from harness_sidecar.methods.sessions import SessionMethods
 from harness_sidecar.methods.thread import Thread, ThreadMethods
 from harness_sidecar.methods.tools import ToolMethods
 from harness_sidecar.methods.ui import EditorUi
@@ -37,7 +38,8 @@ class Peer(Protocol):
     async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any: ...
 
 
-class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
+class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandMethods, ExtensionLoading, EditorUi,
+              SessionMethods):
     """The methods of every thread, over one editor (``peer``)."""
 
     def __init__(self, peer: Peer) -> None:
@@ -57,7 +59,9 @@ class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandM
             "thread/start": self.thread_start,
             "thread/close": self.thread_close,
             "thread/refresh": self.thread_refresh,
+            "thread/fork": self.thread_fork,
             "skills/activate": self.skills_activate,
+            "skills/deactivate": self.skills_deactivate,
             "templates/render": self.templates_render,
             "context/build": self.context_build,
             "tools/list": self.tools_list,

@@ -69,6 +69,8 @@ class Host(Serving, Loading, Running, UserRequests, ToolCalls, Events, Commands)
         self.roots: list[str] = []
         self.ui: dict[str, bool] = {}
         self.settings: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, str] = {}  # extension id → its ctx.state as compact JSON (hosting.state)
+        self.state_bytes = 262144  # limits.extensionStateBytes
         self.max_result_bytes = 16 * 1024 * 1024
         self.max_tools: int | None = None  # limits.maxTools (per extension)
         self.loaded: dict[str, Extension] = {}

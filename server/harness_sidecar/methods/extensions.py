@@ -70,10 +70,12 @@ class ExtensionLoading:
                 "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self._ui(k)},
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.max_result_bytes,
-                "maxTools": limits.max_tools}
+                "maxTools": limits.max_tools, "stateBytes": limits.extension_state_bytes,
+                "states": {k: v for k, v in thread.states.items() if k in trusted}}
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
                              on_diagnostic=lambda params: self.peer.notify("thread/diagnostic", params),
                              ask=self._ask, notify=self._ui_notify, ui_timeout_s=limits.ui_timeout_ms / 1000)
+        host.on_state = lambda extension_id, value: self._state_set(thread, extension_id, value)
 
         def claimed(name: str) -> str | None:
             tool = registry.tools.get(name)

@@ -143,6 +143,8 @@ class LiveCatalog:
                                            thread.registry.step_timeouts)
         thread.catalog, thread.extensions = catalog, extensions
         thread.pipeline = self._new_pipeline(thread)
+        if thread.activated:
+            self._drop_stale_activations(thread)  # protocol-v4 §5: activations that end
         wire = change.to_wire()
         for what, name in tool_change:
             wire[what].append({"kind": "tool", "name": name})

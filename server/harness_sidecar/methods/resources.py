@@ -19,8 +19,8 @@ class ResourceMethods:
     async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
         request = P.parse_skills_activate(params)
-        skill = activate(thread.catalog, request.name, request.resources, thread.limits)
-        thread.activated[skill.name] = skill
+        skill = activate(thread.catalog, request.name, request.resources, thread.limits, path=request.path)
+        self._activated(thread, skill, "activate")
         return {"skill": skill.to_wire()}
 
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -40,7 +40,8 @@ class ResourceMethods:
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.thread(params)
-        prompt = build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)
+        revision, activated = thread.revision, dict(thread.activated)  # the view this turn is built from
+        prompt = build_system_prompt(thread.catalog, activated, thread.limits.catalog_bytes)
         extension_text = ""
         if thread.handlers(CONTEXT):
             from harness_sidecar.extensions.handlers import run_event
@@ -72,4 +73,6 @@ class ResourceMethods:
                             if not fitted.dropped else [])
         elif extension_text:
             prompt += ("\n" if prompt else "") + extension_text
-        return {"systemPrompt": prompt}
+        # protocol-v4 §5: the prompt names the revision it was built from; tools/list of that revision belongs to it
+        return {"systemPrompt": prompt, "revision": revision,
+                "activeSkills": [activated[n].active_to_wire() for n in sorted(activated)], "toolsRevision": revision}

@@ -52,6 +52,12 @@ class Thread:
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
     read_at_ns: int | None = None  # time.time_ns() before the roots were first read: the watch catches up from it
     reported_ambiguous: set[str] = field(default_factory=set)  # trust_ambiguous messages already sent
+    # protocol-v4 §5 (methods.sessions): why it started, its session's store, each extension's ctx.state, and
+    # diagnostics for the next thread/start or thread/refresh answer (activation_dropped, session_state_unreadable)
+    reason: str = "startup"
+    session: Any = None  # sessions.store.SessionStore, when thread/start named a sessionId
+    states: dict[str, Any] = field(default_factory=dict)
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []
@@ -78,7 +84,10 @@ class ThreadMethods:
     """Threads started and closed; ``close_all`` at shutdown."""
 
     async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
-        start = P.parse_thread_start(params)
+        return await self._start_thread(P.parse_thread_start(params), None)
+
+    async def _start_thread(self, start: P.ThreadStartParams, seed: Any) -> dict[str, Any]:
+        """thread/start, and thread/fork with its ``seed`` (methods.sessions.Seed)."""
         open_threads = len(self.threads) + len(self._starting)
         if open_threads >= SIDECAR.max_threads:
             raise DomainError("too_many_threads", f"{open_threads} threads are open or starting; the limit is "
@@ -88,12 +97,12 @@ class ThreadMethods:
         starting = asyncio.get_running_loop().create_future()
         self._starting[thread_id] = starting
         try:
-            return await self._start(thread_id, start)
+            return await self._start(thread_id, start, seed)
         finally:
             del self._starting[thread_id]
             starting.set_result(None)
 
-    async def _start(self, thread_id: str, start: P.ThreadStartParams) -> dict[str, Any]:
+    async def _start(self, thread_id: str, start: P.ThreadStartParams, seed: Any = None) -> dict[str, Any]:
         limits = start.limits
         registry = ToolRegistry(hook_timeout_s=limits.hook_timeout_ms / 1000)
         registry.tools["load_skill"] = Tool(
@@ -101,7 +110,7 @@ class ThreadMethods:
             LOAD_SKILL_SCHEMA, "builtin", run=self._load_skill_runner(thread_id), validator=LOAD_SKILL_ARGUMENTS)
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
-                                                run=self._dynamic_runner(thread_id, limits),
+                                                run=self._dynamic_runner(thread_id, limits, dynamic.namespace),
                                                 validator=dynamic.compiled, source={"kind": "editor"})
         servers = None
         read_at_ns = time.time_ns()  # what changes after this is caught up with once the roots are watched
@@ -136,6 +145,7 @@ class ThreadMethods:
                         read_at_ns=read_at_ns)
         thread.rescanning = asyncio.Lock()
         self._say_ambiguous(thread, catalog.diagnostics)
+        restore = self._open_session(thread, seed)
         try:
             if start.trusted_extensions:
                 await self._load_extensions(thread, found)
@@ -152,10 +162,11 @@ class ThreadMethods:
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
             self._say_ambiguous(thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self._new_pipeline(thread)
+        self._restore_skills(thread, restore)
         thread.session_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
             await self._lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
-                                                         "roots": list(start.roots)})
+                                                         "roots": list(start.roots), "reason": thread.reason})
         self.threads[thread_id] = thread
         if catalog.plugins is not None and any(p.trust.pin is not None and p.trust.pin.broken is not None
                                                for p in catalog.plugins.plugins):
@@ -225,8 +236,10 @@ class ThreadMethods:
         wire_catalog = thread.catalog.to_wire()
         wire_catalog["extensions"] = thread.extensions_to_wire()
         wire_catalog["hooks"] = thread.hooks.to_wire() if thread.hooks is not None else []
+        notes, thread.notes = thread.notes, []  # said once: in the answer they came before
         return {"threadId": thread.id, "revision": thread.revision, "catalog": wire_catalog,
-                "tools": thread.registry.to_wire(), "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics]}
+                "tools": thread.registry.to_wire(),
+                "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics] + notes}
 
     async def _discover(self, start: P.ThreadStartParams) -> tuple[Catalog, dict[str, Any]]:
         """Scan the roots (off the event loop: other requests keep being served) and the extensions."""
@@ -269,11 +282,13 @@ class ThreadMethods:
             configs.append(config)
         return configs
 
-    async def thread_close(self, params: dict[str, Any]) -> None:
+    async def thread_close(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Ends the thread; answers each extension's last ``ctx.state`` (protocol-v4 §5), set by its
+        ``thread_close`` handlers too, for an editor that keeps state itself (``thread/start.state``)."""
         thread = await self.thread(params)
         del self.threads[thread.id]
         await self._end(thread, "close")
-        return None
+        return {"state": dict(thread.states)}
 
     async def _end(self, thread: Thread, reason: str) -> None:
         thread.closed = True

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 LOAD_SKILL_SCHEMA = {
     "type": "object",
-    "properties": {"name": {"type": "string", "description": "The skill's name, as listed in the catalog."}},
+    "properties": {"name": {"type": "string", "description": "The skill's name, as listed in the catalog."},
+                   "path": {"type": "string", "description": "Optional: the SKILL.md path of one same-name "
+                                                             "candidate, to load that one (never another)."}},
     "required": ["name"],
     "additionalProperties": False,
 }
@@ -140,16 +142,16 @@ class ToolMethods:
             thread = self.threads.get(thread_id)
             if thread is None:
                 return ToolResult.error(call, "the thread was closed", kind="thread_not_found")
-            extra = sorted(set(call.arguments) - {"name"})
+            extra = sorted(set(call.arguments) - {"name", "path"})
             if extra or "name" not in call.arguments:
                 why = f"unexpected field(s) {', '.join(extra)}" if extra else "'name' is required"
-                return ToolResult.error(call, f"load_skill takes exactly {{name}}: {why}", kind="invalid_arguments")
+                return ToolResult.error(call, f"load_skill takes {{name, path?}}: {why}", kind="invalid_arguments")
             try:
                 check_skill_name(call.arguments["name"])
-                skill = activate(catalog, call.arguments["name"], [], thread.limits)
+                skill = activate(catalog, call.arguments["name"], [], thread.limits, path=call.arguments.get("path"))
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
-            thread.activated[skill.name] = skill
+            self._activated(thread, skill, "load_skill")
             return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, path=skill.source,
                                    source=skill.origin, directory=skill.directory, dotEntries=list(skill.dot_entries))
         return run
@@ -163,11 +165,14 @@ class ToolMethods:
             return ToolResult.text(call, text, **details)
         return run
 
-    def _dynamic_runner(self, thread_id: str, limits: Limits) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+    def _dynamic_runner(self, thread_id: str, limits: Limits,
+                        namespace: str | None = None) -> Callable[[ToolCall], Awaitable[ToolResult]]:
         timeout_s = limits.dynamic_tool_timeout_ms / 1000
 
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             request = {"threadId": thread_id, "callId": call.id, "tool": call.name, "arguments": call.arguments}
+            if namespace is not None:  # a Codex namespace's tool: tool is <namespace>__<its name>
+                request["namespace"] = namespace
             try:
                 answer = await self.peer.request("item/tool/call", request, timeout_s)
             except TimeoutError:

@@ -5,6 +5,7 @@ machinery, which never reads the extension's folder."""
 from __future__ import annotations
 
 import base64
+import json
 import importlib.machinery
 import importlib.util
 import itertools
@@ -189,6 +190,9 @@ class Loading:
         self.roots = body.get("roots", [])
         self.ui = body.get("ui", {})
         self.settings = body.get("settings", {})
+        self.states = {ext_id: json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+                       for ext_id, value in (body.get("states") or {}).items()}
+        self.state_bytes = body.get("stateBytes", self.state_bytes)
         self.max_result_bytes = body.get("maxResultBytes", self.max_result_bytes)
         self.max_tools = body.get("maxTools")
         memory_mb = body.get("memoryMb")

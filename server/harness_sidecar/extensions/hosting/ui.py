@@ -206,15 +206,16 @@ class _Pending:
 class Context:
     """``ctx``: where the handler runs and how to reach the user."""
 
-    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui")
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state")
 
-    def __init__(self, host: "Host", extension_id: str, ui: Ui) -> None:
+    def __init__(self, host: "Host", extension_id: str, ui: Ui, state: Any = None) -> None:
         self.thread_id = host.thread_id
         self.cwd = host.cwd
         self.roots = list(host.roots)
         settings = host.settings.get(extension_id, {})
         self.settings = to_json(settings) if settings else {}
         self.ui = ui
+        self.state = state  # hosting.state.ExtensionState: ctx.state
 
 
 class UserRequests:
@@ -222,7 +223,10 @@ class UserRequests:
 
     def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None,
                 hook: str = "") -> Context:
-        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook))
+        from harness_sidecar.extensions.hosting.state import ExtensionState
+
+        return Context(self, handler_id, Ui(self, handler_id, exchange, step, call, hook),
+                       ExtensionState(self, handler_id, exchange, step))
 
     def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
             parse: Callable[[Any, Any], Any], refused: Any) -> Any:
