@@ -370,3 +370,29 @@ def test_a_namespace_that_cannot_be_flattened_is_refused_never_dropped(spawn, tr
     sidecar = spawn()
     refused = sidecar.request("thread/start", {"roots": [str(tree("project"))], "dynamicTools": entries})
     assert error_kind(refused) == "invalid_params" and refused["error"]["data"]["field"] == field, refused
+
+
+def test_a_resumed_activation_whose_skill_is_gone_or_now_shadowed_is_dropped_not_replaced(spawn, ws, tree):
+    user = tree("user")
+    add_skill(user, "notes", "Use when noting (user).", "USER NOTES\n")
+    add_skill(user, "chosen", "Use when choosing (user).", "USER CHOSEN\n")
+    add_skill(ws.root, "chosen", "Use when choosing (project).", "PROJECT CHOSEN\n")
+    sidecar = spawn()
+    roots = [str(ws.root), str(user)]
+    thread = _session(sidecar, ws, sessionId="gone", roots=roots)["threadId"]
+    _load(sidecar, thread, "review")
+    sidecar.call("skills/activate", {"threadId": thread, "name": "notes"})
+    chosen = str(user / "skills/chosen/SKILL.md")  # a shadowed candidate chosen by path stays chosen
+    sidecar.call("skills/activate", {"threadId": thread, "name": "chosen", "path": chosen})
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    (ws.root / "skills/review/SKILL.md").unlink()
+    add_skill(ws.root, "notes", "Use when noting (project).", "PROJECT NOTES\n")  # now shadows the user's
+    resumed = _session(sidecar, ws, sessionId="gone", resume=True, roots=roots)
+    dropped = {d["name"]: d["path"] for d in resumed["diagnostics"] if d["kind"] == "activation_dropped"}
+    assert dropped == {"review": str(ws.root / "skills/review/SKILL.md"),
+                       "notes": str(user / "skills/notes/SKILL.md")}, resumed["diagnostics"]
+    built = sidecar.call("context/build", {"threadId": resumed["threadId"]})
+    assert built["activeSkills"] == [{"name": "chosen", "path": chosen, "via": "activate"}]
+    assert "USER CHOSEN" in built["systemPrompt"]
+    for body in ("USER NOTES", "PROJECT NOTES", "PROJECT CHOSEN"):  # never a winner in a dropped one's place
+        assert body not in built["systemPrompt"]

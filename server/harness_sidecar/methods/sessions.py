@@ -40,8 +40,7 @@ class SessionMethods:
         source = await self.thread(params)
         start = copy.copy(source.start)  # the same roots, grants, tools and limits
         start.session_id, start.resume, start.state = request.session_id, False, None
-        seed = Seed("fork", copy.deepcopy(source.states),
-                    [s.active_to_wire() for s in source.activated.values()])
+        seed = Seed("fork", copy.deepcopy(source.states), _saved_skills(source))
         return await self._start_thread(start, seed)
 
     async def skills_deactivate(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -84,16 +83,21 @@ class SessionMethods:
         return skills
 
     def _restore_skills(self, thread: Thread, skills: list[dict[str, str]]) -> None:
-        """Activate again what the session had active, each by its path: one that is gone or no longer a
-        candidate of its name is ``activation_dropped`` in the answer, never replaced by the winner."""
+        """Activate again what the session had active, each by its path: one that is gone, no longer a
+        candidate of its name, or (activated as the winner, not chosen by path) now shadowed is
+        ``activation_dropped`` in the answer, never replaced by the winner — as a rescan would."""
         for entry in skills:
+            winner = thread.catalog.skills.get(entry["name"])
+            located = entry.get("located") is True
+            if not located and winner is not None and os.path.normpath(winner.source) != os.path.normpath(entry["path"]):
+                self._dropped(thread, entry["name"], entry["path"], f"it is now shadowed by {winner.source}")
+                continue
             try:
                 skill = activate(thread.catalog, entry["name"], [], thread.limits, path=entry["path"])
             except DomainError as exc:
                 self._dropped(thread, entry["name"], entry["path"], exc.message)
                 continue
-            winner = thread.catalog.skills.get(skill.name)
-            skill.via, skill.located = entry["via"], winner is None or winner.source != skill.source
+            skill.via, skill.located = entry["via"], located
             thread.activated[skill.name] = skill
         if skills:
             self._skills_changed(thread)
@@ -108,8 +112,7 @@ class SessionMethods:
 
     def _skills_changed(self, thread: Thread) -> None:
         if thread.session is not None:
-            self._store(thread, thread.session.save_skills,
-                        [thread.activated[n].active_to_wire() for n in sorted(thread.activated)])
+            self._store(thread, thread.session.save_skills, _saved_skills(thread))
 
     @staticmethod
     def _store(thread: Thread, write: Any, *args: Any) -> None:
@@ -160,3 +163,9 @@ class SessionMethods:
             and before.source == skill.source else via
         thread.activated[skill.name] = skill
         self._skills_changed(thread)
+
+
+def _saved_skills(thread: Thread) -> list[dict[str, Any]]:
+    """The activations as saved and forked: context/build's entries, and whether a path locator chose each."""
+    return [{**thread.activated[n].active_to_wire(), "located": thread.activated[n].located}
+            for n in sorted(thread.activated)]
