@@ -6,7 +6,9 @@
   64 KiB ``ctx.state``, against a fresh ``thread/start`` trusting the same 5 extensions (each of
   which reads ``ctx.state.get()`` in its ``thread_start`` handler), alternated in one sidecar with
   the same settling after each (a spare host is started after every start): the ratio of the
-  medians (target: ≤ 1.2), and the median of each pair's ratio (less moved by a neighbour's load).
+  medians (target: ≤ 1.2), the median of each pair's ratio (less moved by a neighbour's load), and
+  the CPU the sidecar and its hosts spent per start (``/proc/*/task/*/schedstat``: what the load of
+  the machine moves least).
 
 ``python -m bench.sessions [--quick]`` runs them alone.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -24,7 +27,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import SIDECAR, SPARE_SETTLE_S, Raw, fmt, summary  # noqa: E402
+from bench.common import SIDECAR, SPARE_SETTLE_S, Raw, fmt, process_tree, summary  # noqa: E402
+
+
+def cpu_ns(pid: int) -> int:
+    """Nanoseconds on a CPU of ``pid``, its threads and every process under it (``/proc/*/task/*/schedstat``:
+    no 10 ms ticks); a process that exited meanwhile is not counted."""
+    total = 0
+    for member in process_tree(pid):
+        try:
+            for task in os.listdir(f"/proc/{member}/task"):
+                with open(f"/proc/{member}/task/{task}/schedstat") as f:
+                    total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
 
 EXTENSION = '''
 def fill(call_id, arguments, ctx):
@@ -78,11 +95,15 @@ def resume(root: Path, runs: int, state_bytes: int = 64 * 1024) -> dict:
     assert all(len(json.dumps(v)) > state_bytes for v in closed["state"].values()) and len(closed["state"]) == 5
     time.sleep(SPARE_SETTLE_S)
     fresh, resumed = [], []
-    for _ in range(runs + 1):
+    cpu = {"fresh": 0.0, "resume": 0.0}  # the sidecar's and its hosts' CPU over the timed starts
+    for run in range(runs + 1):
         for series, params in ((fresh, base), (resumed, {**base, "sessionId": "bench:resume", "resume": True})):
+            before = cpu_ns(raw.proc.pid)
             started = time.perf_counter()
             thread = raw.call("thread/start", params)["threadId"]
             series.append((time.perf_counter() - started) * 1000)
+            if run:
+                cpu["resume" if series is resumed else "fresh"] += (cpu_ns(raw.proc.pid) - before) / 1e9
             handed_back = raw.call("thread/close", {"threadId": thread})["state"]
             assert len(handed_back) == (5 if series is resumed else 0), handed_back.keys()  # it was handed back
             time.sleep(SPARE_SETTLE_S)
@@ -90,6 +111,7 @@ def resume(root: Path, runs: int, state_bytes: int = 64 * 1024) -> dict:
     fresh, resumed = fresh[1:], resumed[1:]  # the first pair warms the modules both use
     pairs = [b / a for a, b in zip(fresh, resumed)]  # each resume beside the fresh start just before it
     return {"fresh_ms": summary(fresh), "resume_ms": summary(resumed),
+            "cpu_ms_per_start": {k: v * 1000 / runs for k, v in cpu.items()},
             "ratio": statistics.median(resumed) / statistics.median(fresh), "pair_ratio": summary(pairs),
             "state_bytes_each": state_bytes}
 
@@ -103,8 +125,6 @@ def run(runs: int, quick: bool) -> dict:
             path = root / "extensions" / f"keep-{n}.py"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(EXTENSION % {"n": n})
-        import os
-
         os.environ["HARNESS_SIDECAR_STATE_DIR"] = str(Path(tmp) / "state")  # bench_env copies os.environ
         return {"context_build_20_skills": context_build(root, 200 if quick else 1000),
                 "resume_5x64k": resume(root, runs)}
@@ -121,7 +141,8 @@ def main() -> None:
           f"p90 {build['p90_ms']:.3f} ms, {fmt(build['ms'], ' ms', 3)}")
     print(f"thread/start, 5 extensions: fresh {fmt(resumed['fresh_ms'], ' ms')}, resume of 5 × 64 KiB state "
           f"{fmt(resumed['resume_ms'], ' ms')}: ratio of medians {resumed['ratio']:.3f}, per pair "
-          f"{fmt(resumed['pair_ratio'], '', 3)}")
+          f"{fmt(resumed['pair_ratio'], '', 3)}; CPU per start (sidecar and hosts): fresh "
+          f"{resumed['cpu_ms_per_start']['fresh']:.1f} ms, resume {resumed['cpu_ms_per_start']['resume']:.1f} ms")
     print(json.dumps(results, indent=1))
 
 
