@@ -1,5 +1,5 @@
 """``ctx.state`` (protocol-v4 §5): an extension's JSON state for the session, kept in the host and told to the
-sidecar, which saves it (``sessions.store``) and hands it back on resume, fork and a host restart.
+sidecar, which saves it (``base.session_store``) and hands it back on resume, fork and a host restart.
 
 Runs in the host process only; imports no sidecar module but the channel and ``jsondata``. The host
 holds each extension's state as its compact JSON text (``HostState.states``): ``get()`` parses a fresh copy
