@@ -186,7 +186,20 @@ class ToolMethods:
 
         return await McpServers.start(thread_id, configs,
                                       notify=lambda params: self.peer.notify("thread/diagnostic", params),
-                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id),
+                                      open_url=lambda url, reason: self._open_url(thread_id, url, reason))
+
+    async def _open_url(self, thread_id: str, url: str, reason: str) -> bool | None:
+        """``ui/openUrl`` (protocol-v4 §4): ``{opened}`` from the editor; None when it declared no
+        ``capabilities.ui.openUrl`` (the caller then says ``mcp_auth_required``)."""
+        if not self._ui("openUrl"):  # type: ignore[attr-defined]
+            return None
+        try:
+            answer = await self._ask("ui/openUrl", {"threadId": thread_id, "url": url, "reason": reason},  # type: ignore[attr-defined]
+                                     60.0)
+        except Exception:  # noqa: BLE001 - no answer: the login link is still given as a diagnostic
+            return None
+        return isinstance(answer, dict) and answer.get("opened") is True
 
     def _mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
         """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""

@@ -160,7 +160,7 @@ class Agent(Record):
 
 class McpServer(Record):
     __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
-                 "origin", "pin")
+                 "origin", "pin", "headers")
 
     def __init__(self, plugin: str, server: str, command: str | None, args: list[str], env: dict[str, str],
                  cwd: str | None, transport: str, url: str | None, path: str, origin: dict[str, Any]) -> None:
@@ -177,6 +177,7 @@ class McpServer(Record):
         self.path = path  # the file that declares it (or the manifest)
         self.origin = origin
         self.pin: pins.TreePin | None = None  # its plugin's pin, checked before each start
+        self.headers: dict[str, str] = {}  # a remote server's (values with ${VAR} as written; never listed)
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "server": self.server, "plugin": self.plugin,
@@ -189,9 +190,12 @@ class McpServer(Record):
         return out
 
     def config(self) -> Any:
-        """The ``mcp.model.McpServerConfig`` it starts with (stdio only)."""
+        """The ``mcp.model.McpServerConfig`` it starts with."""
         from harness_sidecar.mcp.model import McpServerConfig
 
+        if self.transport != "stdio":  # http or sse (protocol-v4 §4): no process, the same grant
+            return McpServerConfig(self.name, [], pin=self.pin, transport=self.transport, url=self.url,
+                                   headers=dict(self.headers))
         root = self.origin["plugin"]["path"]
         env = {k: _substitute(v, root) for k, v in self.env.items()}
         env.setdefault("CLAUDE_PLUGIN_ROOT", root)
@@ -267,8 +271,8 @@ class PluginSet(Record):
         return C.root_origin(source.root) if source.root is not None else {"kind": "editor"}
 
     def mcp_configs(self) -> list[Any]:
-        """The trusted stdio servers, as ``McpServerConfig``: the ones a thread starts."""
-        return [m.config() for m in self.mcp_servers if m.trusted and m.transport == "stdio"]
+        """The trusted servers (stdio, http, sse), as ``McpServerConfig``: the ones a thread starts."""
+        return [m.config() for m in self.mcp_servers if m.trusted and m.transport in ("stdio", "http", "sse")]
 
     def to_wire(self) -> dict[str, Any]:
         return {"plugins": [p.to_wire() for p in self.plugins],
@@ -879,10 +883,24 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
             seen.add(server)
             named[plugin_mcp_server_name(plugin.name, server)] = server
             transport = spec.get("type") if isinstance(spec.get("type"), str) else "stdio"
+            if transport in ("http", "sse"):  # remote (protocol-v4 §4): started when trusted, as stdio ones
+                url = spec.get("url")
+                headers = spec.get("headers", {})
+                if (not isinstance(url, str) or not url.startswith(("http://", "https://", "${"))
+                        or not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values())):
+                    diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP server {server!r} is left "
+                                                  f"out: a {transport} server needs url (an http(s) URL) and headers "
+                                                  "(string values) if given", where, extra={"plugin": plugin.name}))
+                    continue
+                remote = McpServer(plugin.name, server, None, [], {}, None, transport, url, where, plugin.origin)
+                remote.headers = dict(headers)
+                plugin.mcp_servers.append(remote)
+                continue
             if transport != "stdio":
                 diagnostics.append(Diagnostic(
                     "mcp_transport_unsupported", f"MCP server '{server}' of plugin '{plugin.name}' uses the "
-                    f"'{transport}' transport; only stdio servers run here, so it is listed and never started",
+                    f"'{transport}' transport; only stdio, http and sse servers run here, so it is listed and "
+                    "never started",
                     where, extra={"plugin": plugin.name, "server": server, "transport": transport,
                                   "severity": "warning"}))
                 url = spec.get("url") if isinstance(spec.get("url"), str) else None
