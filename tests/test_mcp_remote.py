@@ -306,3 +306,49 @@ def test_a_token_is_refreshed_before_it_expires_and_a_revoked_grant_asks_again(s
     assert not answer["isError"] and text(answer) == "after"
     assert len(browser.opened) == 2
     assert read_events(server.events).count("token code") == 2
+
+
+def test_only_a_thread_with_a_remote_server_imports_the_sdks_client(spawn, remote, root, state, tmp_path):
+    from mcp_helpers import sdk_server
+
+    sidecar = spawn(env=sidecar_env(state, PYTHONPROFILEIMPORTTIME="1"))
+
+    def imported() -> set[str]:
+        lines = b"".join(sidecar.stderr_lines).decode("utf-8", "replace").splitlines()
+        return {line.rsplit("|", 1)[1].strip() for line in lines if line.startswith("import time:") and "|" in line}
+
+    stdio = start(sidecar, root, [{"name": "local", "command": sdk_server()}])
+    assert text(call(sidecar, stdio["threadId"], "mcp__local__ping", {})) == "pong"
+    sidecar.call("thread/close", {"threadId": stdio["threadId"]})
+    assert wait_until(lambda: "harness_sidecar.mcp.servers" in imported())  # the stdio client was imported...
+    before = imported()
+    for module in ("httpx2", "mcp", "mcp_types", "harness_sidecar.mcp.remote", "harness_sidecar.mcp.auth"):
+        assert module not in before, module  # ...and nothing of the remote transports
+
+    server = remote()
+    result = start(sidecar, root, [{"name": "remote", "type": "http", "url": server.url}])
+    assert "mcp__remote__echo" in tool_names(result)
+    assert wait_until(lambda: {"httpx2", "harness_sidecar.mcp.remote"} <= imported())
+
+
+def test_a_trusted_plugins_remote_server_starts_and_an_untrusted_ones_never_connects(spawn, remote, tree, state,
+                                                                                   tmp_path):
+    server = remote()
+    root = tmp_path / "ws"
+    write(root / "plugins/linear-like/.claude-plugin/plugin.json", json.dumps({"name": "linear-like"}))
+    write(root / "plugins/linear-like/.mcp.json", json.dumps({"mcpServers": {"issues": {
+        "type": "http", "url": server.url, "headers": {"X-Test": "${HARNESS_TEST_HEADER:-unset}"}}}}))
+    sidecar = spawn(env=sidecar_env(state))
+    result = sidecar.call("thread/start", {"roots": [str(root)]}, timeout=60)
+    listed = [s for s in result["catalog"]["mcpServers"] if s["plugin"] == "linear-like"]
+    assert listed and listed[0]["transport"] == "http" and listed[0]["url"] == server.url
+    assert not listed[0]["trusted"] and "headers" not in listed[0]
+    assert not [k for k in result["diagnostics"] if k["kind"] == "mcp_transport_unsupported"]
+    assert tool_names(result) == []
+    assert not [e for e in read_events(server.events) if e.startswith("request ")]  # never connected
+
+    result = sidecar.call("thread/start", {"roots": [str(root)], "trustedPlugins": [{"name": "linear-like"}]},
+                          timeout=60)
+    name = "mcp__plugin_linear-like_issues__headers"
+    assert name in tool_names(result)
+    assert text(call(sidecar, result["threadId"], name, {})) == "authorization=None x-test=unset"

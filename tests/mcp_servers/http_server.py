@@ -10,7 +10,8 @@ Tools: ``echo {text}``, ``sleep {seconds}``, ``headers`` (the request's headers 
 dynamic registration, authorize, token, revoke; protected-resource metadata) with an in-memory
 provider that approves every authorization at once (the "user" is whoever follows the redirect);
 access tokens live ``--token-seconds`` (default 3600). ``--delay-start S`` sleeps before it listens.
-Events go to ``$MCP_TEST_EVENTS`` (``token <kind>`` for each token it issues, ``call <tool> <auth>``).
+Events go to ``$MCP_TEST_EVENTS``: ``request <method> <path>`` for every HTTP request, ``token <kind>``
+for each token it issues, ``expired`` for a token presented past its lifetime, ``sleeping``.
 """
 
 from __future__ import annotations
@@ -181,6 +182,14 @@ if args.bearer:
                 await send({"type": "http.response.body", "body": b"unauthorized"})
                 return
         await inner(scope, receive, send)
+
+served = app
+
+
+async def app(scope, receive, send):  # noqa: F811 - every HTTP request is an event ("request POST /mcp")
+    if scope["type"] == "http":
+        event(f"request {scope['method']} {scope['path']}")
+    await served(scope, receive, send)
 
 print(f"PORT {PORT}", flush=True)
 config = uvicorn.Config(app, log_level="warning", lifespan="on")

@@ -32,7 +32,6 @@ import os
 import re
 from typing import Any
 
-from .. import jsonio
 from .messages import ERROR
 from .process import write_stderr
 from .servers import MAX_MESSAGE_BYTES, _Connection, _Server, _StartFailed
@@ -44,6 +43,31 @@ CONNECTION_CLOSED = -32000  # the code the SDK's transports give a request they 
 LOGIN_TIMEOUT_S = 600.0  # how long a server waiting for the user's login may take to initialize
 MAX_UNSENT = 10000  # messages waiting for the transport; more is a stuck transport
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+_loaded: asyncio.Future[None] | None = None
+
+
+def _import_sdk() -> None:
+    import mcp.client.sse  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+    import mcp_types  # noqa: F401
+
+    from . import auth  # noqa: F401 - the SDK's OAuth provider
+
+
+async def load_sdk() -> None:
+    """Import the SDK's client (≈1 s of CPU the first time) in a worker thread, once per process: the
+    event loop keeps serving the other threads meanwhile, and the servers of one thread share it."""
+    global _loaded
+    if _loaded is None:
+        _loaded = asyncio.ensure_future(asyncio.to_thread(_import_sdk))
+    try:
+        await asyncio.shield(_loaded)
+    except BaseException:
+        if _loaded.done():
+            _loaded = None  # an import that failed is tried again (and says why) by the next start
+        raise
 
 
 def expand(value: str, environ: os._Environ[str] | dict[str, str] | None = None) -> str:
@@ -255,10 +279,8 @@ class RemoteConnection(_Connection):
             if isinstance(item, Exception):
                 write_stderr(f"[{self.server.label}] transport: {_describe(item, None)}\n")
                 continue
-            message = item.message.model_dump(by_alias=True, mode="json", exclude_unset=True)
-            message.setdefault("jsonrpc", "2.0")
             try:
-                session.receive(jsonio.dumps(message))
+                session.receive(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
             except Exception as exc:  # noqa: BLE001 - one bad message is not the connection's end
                 write_stderr(f"[{self.server.label}] ignored a message that is not MCP: {exc}\n")
         self.failure = self.failure or "closed the connection"

@@ -371,8 +371,13 @@ class _Server:
         if why is not None:
             raise _StartFailed(f"is not started (hash_mismatch): {why}")
         if self.config.remote:  # streamable HTTP or SSE (protocol-v4 §4): the SDK's transports, imported now
-            from .remote import RemoteConnection
+            from .remote import RemoteConnection, load_sdk
 
+            try:
+                await load_sdk()
+            except ImportError as exc:
+                raise _StartFailed(f"cannot be connected: the mcp package (>= 2.3) is needed for remote servers "
+                                   f"({exc})") from None
             conn: _Connection = RemoteConnection(self)
         else:
             conn = _Connection(self)
