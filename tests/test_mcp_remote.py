@@ -352,3 +352,44 @@ def test_a_trusted_plugins_remote_server_starts_and_an_untrusted_ones_never_conn
     name = "mcp__plugin_linear-like_issues__headers"
     assert name in tool_names(result)
     assert text(call(sidecar, result["threadId"], name, {})) == "authorization=None x-test=unset"
+
+
+@pytest.mark.parametrize("mode, transport, path", [("streamableHttp", "http", "/mcp"), ("sse", "sse", "/sse")])
+def test_the_reference_server_everything_over_http(spawn, root, state, mode, transport, path):
+    """@modelcontextprotocol/server-everything (npm, MIT, github.com/modelcontextprotocol/servers) in its
+    streamable-HTTP and SSE modes: a server of another SDK (TypeScript), with its GET stream and logging."""
+    import shutil
+    import socket
+
+    from mcp_helpers import EVERYTHING
+
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        if os.environ.get("CI"):
+            pytest.fail("server-everything is not installed; .ci/run should have run npm ci")
+        pytest.skip("server-everything is not installed (cd tests/mcp_servers/everything && npm ci)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([node, str(EVERYTHING), mode], env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:  # "... listening on port N"
+            if "listening" in line.lower() or "running" in line.lower():
+                break
+        else:
+            pytest.fail("server-everything did not start")
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        sidecar = spawn(env=sidecar_env(state))
+        result = start(sidecar, root, [{"name": "everything", "type": transport,
+                                        "url": f"http://127.0.0.1:{port}{path}"}])
+        names = tool_names(result)
+        assert "mcp__everything__echo" in names and len(names) > 5, names
+        answer = call(sidecar, result["threadId"], "mcp__everything__echo", {"message": "over http"})
+        assert not answer["isError"] and "over http" in text(answer)
+        blocked = call(sidecar, result["threadId"], "mcp__everything__echo", {}, "c2")  # validated before the server
+        assert blocked["isError"] and blocked["details"]["kind"] == "invalid_arguments", blocked
+        sidecar.call("thread/close", {"threadId": result["threadId"]})
+    finally:
+        proc.kill()
+        proc.wait()

@@ -168,7 +168,7 @@ class RemoteConnection(_Connection):
         if not any(key.lower() == "authorization" for key in headers):  # a bearer header needs no OAuth
             from .auth import OAuth
 
-            self.auth = OAuth(config.url or "", self.server.label, owner, self.server.name)
+            self.auth = OAuth(expand(config.url or ""), self.server.label, owner, self.server.name)
         owner._live.add(self)
         self.session = RemoteSession(self.server.label, self._outbox, self._on_notification, self._broken,
                                      self._lost)
@@ -232,12 +232,14 @@ class RemoteConnection(_Connection):
                 from mcp.client.streamable_http import streamable_http_client
 
                 client = create_mcp_http_client(headers=headers, auth=self.auth.provider if self.auth else None)
-                async with client, streamable_http_client(config.url or "", http_client=client) as (read, write):
+                async with client, streamable_http_client(
+                        expand(config.url or ""), http_client=client,
+                        max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write):  # one message, as on stdio
                     await self._serve(read, write)
             else:
                 from mcp.client.sse import sse_client
 
-                async with sse_client(config.url or "", headers=headers,
+                async with sse_client(expand(config.url or ""), headers=headers,
                                       auth=self.auth.provider if self.auth else None) as (read, write):
                     await self._serve(read, write)
         except Exception as exc:  # noqa: BLE001 - what the transport raised is why the connection ended
