@@ -300,6 +300,13 @@ def test_a_token_is_refreshed_before_it_expires_and_a_revoked_grant_asks_again(s
     assert read_events(server.events).count("token code") == 1 and len(browser.opened) == 1
     assert "expired" not in read_events(server.events)  # refreshed before, never sent past its lifetime
 
+    # the server forgets the access token before its time: the 401 gets one refresh and one retry, no sign-in
+    refreshes = read_events(server.events).count("token refresh")
+    assert text(call(sidecar, thread, "mcp__auth__drop_access", {}, "drop")) == "dropped"
+    answer = call(sidecar, thread, "mcp__auth__echo", {"text": "retried"}, "retried")
+    assert not answer["isError"] and text(answer) == "retried"
+    assert read_events(server.events).count("token refresh") == refreshes + 1 and len(browser.opened) == 1
+
     # the user withdraws the grant: the next call's 401 gets one refresh (refused), then a new sign-in
     assert text(call(sidecar, thread, "mcp__auth__revoke_all", {}, "rv")) == "revoked"
     answer = call(sidecar, thread, "mcp__auth__echo", {"text": "after"}, "after")

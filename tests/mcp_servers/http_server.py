@@ -155,6 +155,11 @@ def pid() -> str:
 
 
 if args.oauth:
+    @server.tool(description="Forget the access tokens only (refresh tokens stay good).")
+    def drop_access() -> str:
+        PROVIDER.access.clear()
+        return "dropped"
+
     @server.tool(description="Revoke every token the server issued (the user withdrew the grant).")
     def revoke_all() -> str:
         PROVIDER.access.clear()
