@@ -400,3 +400,27 @@ def test_the_reference_server_everything_over_http(spawn, root, state, mode, tra
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_forged_redirect_to_the_loopback_listener_changes_nothing(spawn, remote, root, state):
+    """As another local process: the sidecar's redirect port is reachable by anyone on 127.0.0.1. A
+    callback with a code or an error but not the sign-in's state is refused; the real one still signs in."""
+    from urllib.error import HTTPError
+    from urllib.parse import parse_qs, urlsplit
+
+    server = remote("--oauth")
+    browser = Browser(hold=True)
+    sidecar = oauth_sidecar(spawn, state, browser)
+    thread = start(sidecar, root, [{"name": "auth", "type": "http", "url": server.url}])["threadId"]
+    assert wait_until(lambda: sidecar.call("tools/list", {"threadId": thread}) and browser.held, 30)
+    query = parse_qs(urlsplit(browser.held[0]).query)
+    redirect = query["redirect_uri"][0]
+    assert redirect.startswith("http://127.0.0.1:") and redirect.endswith("/callback")
+    for forged in ("code=stolen&state=guess", "error=access_denied&state=guess", "code=stolen",
+                   "error=access_denied"):
+        with pytest.raises(HTTPError) as refused:
+            urllib.request.urlopen(f"{redirect}?{forged}", timeout=30)
+        assert refused.value.code == 400
+    browser.release()
+    assert wait_until(lambda: joined(sidecar, thread), 60)
+    assert text(call(sidecar, thread, "mcp__auth__echo", {"text": "mine"})) == "mine"

@@ -11,7 +11,7 @@ checked) → dynamic client registration (RFC 7591) → authorization code with 
   ``mcp_auth_required`` with ``data: {server, url}``. Either way the thread's start does not wait:
   ``waiting`` is set and the server's tools join later (``remote.py``; catalog/changed).
 - the redirect is a loopback listener on ``127.0.0.1:<port>`` (RFC 8252 §7.3), opened only when a
-  login is needed, on the port of the stored registration when it is free (else a new port and a
+  login is needed, taking only the redirect that carries the ``state`` of the sign-in under way, on the port of the stored registration when it is free (else a new port and a
   new registration), and closed with the connection.
 - tokens live in ``tokens.TokenFile`` (0600, one file per server URL); a token is refreshed once
   less than a tenth of its lifetime is left (so no expired token is sent), also after a restart
@@ -105,6 +105,7 @@ class OAuth:
         self._listener: asyncio.Server | None = None
         self._port: int | None = None
         self._codes: asyncio.Queue[dict[str, str]] = asyncio.Queue()
+        self._state: str | None = None  # the state of the sign-in under way: only its redirect is taken
 
     async def listen(self, context: Any) -> None:
         """The loopback redirect, before a registration is made or used: the stored client's port when
@@ -130,6 +131,7 @@ class OAuth:
 
     async def redirect(self, url: str) -> None:
         """The browser step: the editor opens ``url``, or is told it in ``mcp_auth_required``."""
+        self._state = (parse_qs(urlsplit(url).query).get("state") or [None])[0]
         self.waiting.set()
         servers = self.servers
         reason = f"MCP server '{self.name}' needs you to sign in to use its tools"
@@ -156,8 +158,14 @@ class OAuth:
             parts = urlsplit(target)
             query = {k: v[0] for k, v in parse_qs(parts.query).items()}
             if parts.path == CALLBACK_PATH and ("code" in query or "error" in query):
-                self._codes.put_nowait(query)
-                status, body = "200 OK", "Signed in. You can close this window and go back to the editor."
+                # Any local process can reach this port: a redirect without the state of the sign-in
+                # under way (a forged code or error) is refused and changes nothing.
+                if self._state is None or query.get("state") != self._state:
+                    status, body = "400 Bad Request", "This is not the sign-in the editor is waiting for."
+                else:
+                    self._state = None
+                    self._codes.put_nowait(query)
+                    status, body = "200 OK", "Signed in. You can close this window and go back to the editor."
             else:
                 status, body = "404 Not Found", "Not found."
             data = body.encode()
