@@ -143,7 +143,7 @@ def test_a_bearer_header_authorises_and_a_wrong_one_is_reported_not_hung(spawn, 
     assert "wrong" not in json.dumps(result)  # the header's value is never told
 
 
-def test_a_call_in_flight_when_the_server_dies_is_answered_and_the_exit_reported(spawn, remote, root, state):
+def test_a_call_in_flight_when_the_server_dies_is_answered_and_the_next_call_reconnects(spawn, remote, root, state):
     server = remote()
     sidecar = spawn(env=sidecar_env(state))
     result = start(sidecar, root, [{"name": "remote", "type": "http", "url": server.url}])
@@ -159,6 +159,12 @@ def test_a_call_in_flight_when_the_server_dies_is_answered_and_the_exit_reported
     # the next call tries to reconnect and says why it cannot
     again = call(sidecar, thread, "mcp__remote__echo", {"text": "x"}, "c2")
     assert again["isError"] and again["details"]["kind"] == "mcp_unavailable"
+    # the server is back (same port): the next call reconnects, a new session, and is answered
+    remote("--port", str(server.port))
+    back = call(sidecar, thread, "mcp__remote__echo", {"text": "back"}, "c3")
+    assert not back["isError"] and text(back) == "back", back
+    assert any(n["method"] == "thread/diagnostic" and n["params"]["kind"] == "mcp_restarted"
+               for n in sidecar.notifications)
 
 
 def test_a_remote_entry_needs_a_url_and_no_command(spawn, root, state):

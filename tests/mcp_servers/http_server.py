@@ -31,6 +31,7 @@ parser.add_argument("--oauth", action="store_true")
 parser.add_argument("--token-seconds", type=int, default=3600)
 parser.add_argument("--delay-start", type=float, default=0.0)
 parser.add_argument("--json-response", action="store_true")
+parser.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
 args = parser.parse_args()
 
 EVENTS = os.environ.get("MCP_TEST_EVENTS")
@@ -51,7 +52,7 @@ from mcp.server.transport_security import TransportSecuritySettings  # noqa: E40
 
 sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
 sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-sock.bind(("127.0.0.1", 0))
+sock.bind(("127.0.0.1", args.port))
 PORT = sock.getsockname()[1]
 BASE = f"http://127.0.0.1:{PORT}"
 
