@@ -430,3 +430,39 @@ def test_a_forged_redirect_to_the_loopback_listener_changes_nothing(spawn, remot
     browser.release()
     assert wait_until(lambda: joined(sidecar, thread), 60)
     assert text(call(sidecar, thread, "mcp__auth__echo", {"text": "mine"})) == "mine"
+
+
+REAL_PLUGINS = Path(__file__).resolve().parent / "fixtures"
+
+
+@pytest.mark.parametrize("fixture, name", [("plugin-loading/finance", "finance"),
+                                           ("plugins/example-plugin", "example-plugin")])
+def test_real_plugins_remote_servers_list_their_tools_when_trusted(spawn, remote, state, tmp_path, fixture, name):
+    """Public plugins as published (anthropics/knowledge-work-plugins' finance, anthropics/claude-code's
+    example-plugin; see their SOURCE.md): every remote server whose url is set gets its tools, against a
+    local stand-in where the real one needs the network; one shipped with "url": "" is said unavailable."""
+    import shutil
+
+    server = remote()
+    plugin = tmp_path / name
+    shutil.copytree(REAL_PLUGINS / fixture, plugin, symlinks=True)
+    declared = json.loads((plugin / ".mcp.json").read_text())
+    servers = declared.get("mcpServers", declared)
+    for spec in servers.values():
+        if spec.get("url"):
+            spec["url"] = server.url  # the stand-in for the network
+    (plugin / ".mcp.json").write_text(json.dumps(declared))
+    sidecar = spawn(env=sidecar_env(state))
+    result = sidecar.call("thread/start", {"roots": [], "plugins": [str(plugin)], "watch": False,
+                                           "trustedPlugins": [{"name": name}]}, timeout=120)
+    listed = {m["server"]: m for m in result["catalog"]["mcpServers"] if m["plugin"] == name}
+    assert set(listed) == set(servers)
+    unavailable = {d["name"] for d in result["diagnostics"] if d["kind"] == "mcp_unavailable"}
+    for key, spec in servers.items():
+        full = listed[key]["name"]
+        if spec.get("url"):
+            assert f"mcp__{full}__echo" in tool_names(result), key
+        else:
+            assert full in unavailable, key
+    message = [d["message"] for d in result["diagnostics"] if d["kind"] == "mcp_unavailable"]
+    assert all("has no http(s) url" in m for m in message), message

@@ -54,10 +54,8 @@ def check_configs(configs: list[McpServerConfig]) -> None:
         if config.name in seen:
             raise ValueError(f"duplicate MCP server name {config.name!r}")
         if config.remote:
-            if config.transport not in ("http", "sse") or not isinstance(config.url, str) \
-                    or not config.url.startswith(("http://", "https://")):
-                raise ValueError(f"MCP server {config.name!r}: a remote server needs type http or sse and an "
-                                 "http(s) url")
+            if config.transport not in ("http", "sse") or not isinstance(config.url, str):
+                raise ValueError(f"MCP server {config.name!r}: a remote server needs type http or sse and a url")
         elif not config.command or not all(isinstance(part, str) and part for part in config.command):
             raise ValueError(f"MCP server {config.name!r}: command must be a non-empty list of strings")
         seen.add(config.name)

@@ -224,6 +224,13 @@ class RemoteConnection(_Connection):
         session = self.session
         assert session is not None
         config = self.server.config
+        url = expand(config.url or "")
+        if not url.startswith(("http://", "https://")):
+            self.failure = f"has no http(s) url to connect to ({url!r}; its entry's url is {config.url!r})"
+            self.eof = True
+            session.close()
+            self.process.exited.set()
+            return
         try:
             import httpx2
             from mcp.shared._httpx_utils import create_mcp_http_client
@@ -233,13 +240,13 @@ class RemoteConnection(_Connection):
 
                 client = create_mcp_http_client(headers=headers, auth=self.auth.provider if self.auth else None)
                 async with client, streamable_http_client(
-                        expand(config.url or ""), http_client=client,
+                        url, http_client=client,
                         max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write):  # one message, as on stdio
                     await self._serve(read, write)
             else:
                 from mcp.client.sse import sse_client
 
-                async with sse_client(expand(config.url or ""), headers=headers,
+                async with sse_client(url, headers=headers,
                                       auth=self.auth.provider if self.auth else None) as (read, write):
                     await self._serve(read, write)
         except Exception as exc:  # noqa: BLE001 - what the transport raised is why the connection ended

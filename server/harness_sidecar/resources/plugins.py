@@ -886,10 +886,12 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
             if transport in ("http", "sse"):  # remote (protocol-v4 §4): started when trusted, as stdio ones
                 url = spec.get("url")
                 headers = spec.get("headers", {})
-                if (not isinstance(url, str) or not url.startswith(("http://", "https://", "${"))
-                        or not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values())):
+                # a url that is empty or not http(s) (real plugins ship "url": "" for the user to fill in) is
+                # listed as written; trusted, its start fails saying so (mcp_unavailable)
+                if (not isinstance(url, str) or not isinstance(headers, dict)
+                        or not all(isinstance(v, str) for v in headers.values())):
                     diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP server {server!r} is left "
-                                                  f"out: a {transport} server needs url (an http(s) URL) and headers "
+                                                  f"out: a {transport} server needs url (a string) and headers "
                                                   "(string values) if given", where, extra={"plugin": plugin.name}))
                     continue
                 remote = McpServer(plugin.name, server, None, [], {}, None, transport, url, where, plugin.origin)
