@@ -466,3 +466,29 @@ def test_real_plugins_remote_servers_list_their_tools_when_trusted(spawn, remote
             assert full in unavailable, key
     message = [d["message"] for d in result["diagnostics"] if d["kind"] == "mcp_unavailable"]
     assert all("has no http(s) url" in m for m in message), message
+
+
+def test_a_plugins_pre_registered_oauth_client_signs_in_on_its_fixed_port_without_registering(
+        spawn, remote, state, tmp_path):
+    """Claude Code's plugin field: oauth {clientId, callbackPort} (e.g. Slack's, which has no dynamic
+    registration): the redirect is http://localhost:<callbackPort>/callback and no client is registered."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    redirect = f"http://localhost:{port}/callback"
+    server = remote("--oauth", "--client-id", "pre-registered-1", "--client-redirect", redirect)
+    root = tmp_path / "ws"
+    write(root / "plugins/chat/.claude-plugin/plugin.json", json.dumps({"name": "chat"}))
+    write(root / "plugins/chat/.mcp.json", json.dumps({"mcpServers": {"chat": {
+        "type": "http", "url": server.url, "oauth": {"clientId": "pre-registered-1", "callbackPort": port}}}}))
+    browser = Browser()
+    sidecar = oauth_sidecar(spawn, state, browser)
+    thread = sidecar.call("thread/start", {"roots": [str(root)], "trustedPlugins": [{"name": "chat"}]},
+                          timeout=60)["threadId"]
+    assert wait_until(lambda: joined(sidecar, thread, "mcp__plugin_chat_chat__echo"), 60)
+    assert "client_id=pre-registered-1" in browser.opened[0]
+    assert f"redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback" in browser.opened[0]
+    assert "register" not in read_events(server.events)
+    assert text(call(sidecar, thread, "mcp__plugin_chat_chat__echo", {"text": "hi"})) == "hi"

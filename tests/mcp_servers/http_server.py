@@ -6,7 +6,8 @@
 Tools: ``echo {text}``, ``sleep {seconds}``, ``headers`` (the request's headers it was sent:
 ``authorization`` and ``x-test``), ``pid`` (the server's pid, for a test that kills it mid-call).
 ``--bearer TOKEN``: every request without ``Authorization: Bearer TOKEN`` is answered 401.
-``--oauth``: the server is its own OAuth 2.1 authorization server (the SDK's routes: metadata,
+``--oauth``: the server is its own OAuth 2.1 authorization server (``--client-id`` and
+``--client-redirect``: one pre-registered public client and no dynamic registration) (the SDK's routes: metadata,
 dynamic registration, authorize, token, revoke; protected-resource metadata) with an in-memory
 provider that approves every authorization at once (the "user" is whoever follows the redirect);
 access tokens live ``--token-seconds`` (default 3600). ``--delay-start S`` sleeps before it listens.
@@ -32,6 +33,9 @@ parser.add_argument("--token-seconds", type=int, default=3600)
 parser.add_argument("--delay-start", type=float, default=0.0)
 parser.add_argument("--json-response", action="store_true")
 parser.add_argument("--port", type=int, default=0, help="the port to listen on (default: a free one)")
+parser.add_argument("--client-id", help="a pre-registered public client (with --client-redirect); no dynamic "
+                                        "registration then")
+parser.add_argument("--client-redirect", help="the one redirect URI the pre-registered client may use")
 args = parser.parse_args()
 
 EVENTS = os.environ.get("MCP_TEST_EVENTS")
@@ -124,9 +128,15 @@ if args.oauth:
             self.refresh.pop(getattr(token, "token", ""), None)
 
     PROVIDER = Provider()
+    if args.client_id:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        PROVIDER.clients[args.client_id] = OAuthClientInformationFull(
+            client_id=args.client_id, redirect_uris=[args.client_redirect], token_endpoint_auth_method="none",
+            grant_types=["authorization_code", "refresh_token"], response_types=["code"])
     auth_kwargs = {"auth_server_provider": PROVIDER, "auth": AuthSettings(
         issuer_url=BASE, resource_server_url=f"{BASE}/mcp",
-        client_registration_options=ClientRegistrationOptions(enabled=True),
+        client_registration_options=ClientRegistrationOptions(enabled=not args.client_id),
         revocation_options=RevocationOptions(enabled=True))}
 
 server = MCPServer("remote-test-server", **auth_kwargs)

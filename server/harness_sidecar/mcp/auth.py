@@ -94,8 +94,9 @@ class _Provider(OAuthClientProvider):
 class OAuth:
     """One remote server's authorization: the provider, the loopback listener, the editor's part."""
 
-    def __init__(self, url: str, label: str, servers: Any, name: str) -> None:
+    def __init__(self, url: str, label: str, servers: Any, name: str, preset: dict[str, Any] | None = None) -> None:
         self.url = url
+        self.preset = preset or {}  # clientId, callbackPort (a plugin's oauth, as Claude Code reads it)
         self.label = label
         self.servers = servers  # the thread's McpServers: notify, open_url, thread_id
         self.name = name
@@ -112,19 +113,36 @@ class OAuth:
         it can be had, else a new one (and the stored registration, made for another port, is dropped)."""
         if self._listener is not None:
             return
-        wanted = 0
-        client = context.client_info
-        if client is not None and client.redirect_uris:
-            wanted = urlsplit(str(client.redirect_uris[0])).port or 0
-        try:
-            self._listener = await asyncio.start_server(self._serve, "127.0.0.1", wanted)
-        except OSError:
-            self._listener = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self._port = self._listener.sockets[0].getsockname()[1]
-        redirect = f"http://127.0.0.1:{self._port}{CALLBACK_PATH}"
         from pydantic import AnyUrl
 
+        fixed = self.preset.get("callbackPort")
+        client = context.client_info
+        if fixed is not None:  # a port the client was registered with elsewhere: that one or none
+            self._listener = await asyncio.start_server(self._serve, "127.0.0.1", fixed)
+        else:
+            wanted = 0
+            if client is not None and client.redirect_uris:
+                wanted = urlsplit(str(client.redirect_uris[0])).port or 0
+            try:
+                self._listener = await asyncio.start_server(self._serve, "127.0.0.1", wanted)
+            except OSError:
+                self._listener = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self._port = self._listener.sockets[0].getsockname()[1]
+        # Claude Code's redirect for a fixed port is http://localhost:<port>/callback: a client registered
+        # for Claude Code (a plugin's clientId) expects exactly that one
+        host = "localhost" if fixed is not None else "127.0.0.1"
+        redirect = f"http://{host}:{self._port}{CALLBACK_PATH}"
         context.client_metadata.redirect_uris = [AnyUrl(redirect)]
+        if self.preset.get("clientId"):  # a pre-registered public client: no dynamic registration
+            from mcp.shared.auth import OAuthClientInformationFull
+
+            if client is None or client.client_id != self.preset["clientId"]:
+                context.client_info = OAuthClientInformationFull(
+                    client_id=self.preset["clientId"], redirect_uris=[AnyUrl(redirect)],
+                    grant_types=["authorization_code", "refresh_token"], response_types=["code"],
+                    token_endpoint_auth_method="none")
+                await self.file.set_client_info(context.client_info)  # so that a later run can refresh
+            return
         if client is not None and [str(u) for u in client.redirect_uris or []] != [redirect]:
             context.client_info = None  # registered for another redirect: register again
             self.file.forget_client()

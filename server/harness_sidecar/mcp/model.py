@@ -33,6 +33,9 @@ class McpServerConfig:
     transport: str = "stdio"
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict, repr=False)
+    # a plugin's oauth (Claude Code's shape): clientId (a pre-registered public client, no dynamic
+    # registration) and callbackPort (the redirect is then http://localhost:<port>/callback)
+    oauth: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def remote(self) -> bool:

@@ -168,7 +168,7 @@ class RemoteConnection(_Connection):
         if not any(key.lower() == "authorization" for key in headers):  # a bearer header needs no OAuth
             from .auth import OAuth
 
-            self.auth = OAuth(expand(config.url or ""), self.server.label, owner, self.server.name)
+            self.auth = OAuth(expand(config.url or ""), self.server.label, owner, self.server.name, config.oauth)
         owner._live.add(self)
         self.session = RemoteSession(self.server.label, self._outbox, self._on_notification, self._broken,
                                      self._lost)

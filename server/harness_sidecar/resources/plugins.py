@@ -160,7 +160,7 @@ class Agent(Record):
 
 class McpServer(Record):
     __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
-                 "origin", "pin", "headers")
+                 "origin", "pin", "headers", "oauth")
 
     def __init__(self, plugin: str, server: str, command: str | None, args: list[str], env: dict[str, str],
                  cwd: str | None, transport: str, url: str | None, path: str, origin: dict[str, Any]) -> None:
@@ -178,6 +178,7 @@ class McpServer(Record):
         self.origin = origin
         self.pin: pins.TreePin | None = None  # its plugin's pin, checked before each start
         self.headers: dict[str, str] = {}  # a remote server's (values with ${VAR} as written; never listed)
+        self.oauth: dict[str, Any] = {}  # a remote server's pre-registered client: clientId, callbackPort
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "server": self.server, "plugin": self.plugin,
@@ -195,7 +196,7 @@ class McpServer(Record):
 
         if self.transport != "stdio":  # http or sse (protocol-v4 §4): no process, the same grant
             return McpServerConfig(self.name, [], pin=self.pin, transport=self.transport, url=self.url,
-                                   headers=dict(self.headers))
+                                   headers=dict(self.headers), oauth=dict(self.oauth))
         root = self.origin["plugin"]["path"]
         env = {k: _substitute(v, root) for k, v in self.env.items()}
         env.setdefault("CLAUDE_PLUGIN_ROOT", root)
@@ -896,6 +897,13 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
                     continue
                 remote = McpServer(plugin.name, server, None, [], {}, None, transport, url, where, plugin.origin)
                 remote.headers = dict(headers)
+                oauth = spec.get("oauth")
+                if isinstance(oauth, dict):  # Claude Code's: a pre-registered client and its fixed port
+                    if isinstance(oauth.get("clientId"), str) and oauth["clientId"]:
+                        remote.oauth["clientId"] = oauth["clientId"]
+                    port = oauth.get("callbackPort")
+                    if type(port) is int and 0 < port < 65536:
+                        remote.oauth["callbackPort"] = port
                 plugin.mcp_servers.append(remote)
                 continue
             if transport != "stdio":
