@@ -105,10 +105,11 @@ def tool_names(result) -> list[str]:
     return sorted(t["name"] for t in result["tools"] if t["name"].startswith("mcp__"))
 
 
-@pytest.mark.parametrize("transport", ["http", "sse"])
+@pytest.mark.parametrize("transport, flags", [("http", ()), ("http", ("--json-response",)), ("sse", ())],
+                         ids=["http-sse-answers", "http-json-answers", "sse"])
 def test_a_remote_servers_tools_are_listed_and_called_with_its_headers_expanded(spawn, remote, root, state,
-                                                                                transport):
-    server = remote("--transport", transport)
+                                                                                transport, flags):
+    server = remote("--transport", transport, *flags)
     sidecar = spawn(env=sidecar_env(state, HARNESS_TEST_HEADER="from-the-environment"))
     result = start(sidecar, root, [{"name": "remote", "type": transport, "url": server.url,
                                     "headers": {"X-Test": "${HARNESS_TEST_HEADER}"}}])
@@ -143,10 +144,12 @@ def test_a_bearer_header_authorises_and_a_wrong_one_is_reported_not_hung(spawn, 
     assert "wrong" not in json.dumps(result)  # the header's value is never told
 
 
-def test_a_call_in_flight_when_the_server_dies_is_answered_and_the_next_call_reconnects(spawn, remote, root, state):
-    server = remote()
+@pytest.mark.parametrize("transport", ["http", "sse"])
+def test_a_call_in_flight_when_the_server_dies_is_answered_and_the_next_call_reconnects(spawn, remote, root, state,
+                                                                                      transport):
+    server = remote("--transport", transport)
     sidecar = spawn(env=sidecar_env(state))
-    result = start(sidecar, root, [{"name": "remote", "type": "http", "url": server.url}])
+    result = start(sidecar, root, [{"name": "remote", "type": transport, "url": server.url}])
     thread = result["threadId"]
     pending = sidecar.request_async("tools/call", {"threadId": thread, "call": {
         "id": "c1", "name": "mcp__remote__sleep", "arguments": {"seconds": 120}}})
@@ -160,7 +163,7 @@ def test_a_call_in_flight_when_the_server_dies_is_answered_and_the_next_call_rec
     again = call(sidecar, thread, "mcp__remote__echo", {"text": "x"}, "c2")
     assert again["isError"] and again["details"]["kind"] == "mcp_unavailable"
     # the server is back (same port): the next call reconnects, a new session, and is answered
-    remote("--port", str(server.port))
+    remote("--transport", transport, "--port", str(server.port))
     back = call(sidecar, thread, "mcp__remote__echo", {"text": "back"}, "c3")
     assert not back["isError"] and text(back) == "back", back
     assert any(n["method"] == "thread/diagnostic" and n["params"]["kind"] == "mcp_restarted"
