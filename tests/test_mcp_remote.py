@@ -82,7 +82,7 @@ def state(tmp_path):
 
 
 def sidecar_env(state: Path, **extra: str) -> dict[str, str]:
-    from harness_sidecar.client import child_env
+    from harness_sidecar.console.client import child_env
 
     return {**child_env(), "HARNESS_SIDECAR_STATE_DIR": str(state), **extra}
 

@@ -11,8 +11,10 @@ checked) → dynamic client registration (RFC 7591) → authorization code with 
   ``mcp_auth_required`` with ``data: {server, url}``. Either way the thread's start does not wait:
   ``waiting`` is set and the server's tools join later (``remote.py``; catalog/changed).
 - the redirect is a loopback listener on ``127.0.0.1:<port>`` (RFC 8252 §7.3), opened only when a
-  login is needed, taking only the redirect that carries the ``state`` of the sign-in under way, on the port of the stored registration when it is free (else a new port and a
-  new registration), and closed with the connection.
+  login is needed, on the port of the stored registration when it is free (else a new port and a
+  new registration; a plugin's ``oauth.callbackPort`` is that port, ``oauth.clientId`` a client
+  registered beforehand), taking only the redirect that carries the ``state`` of the sign-in under
+  way, and closed with the connection.
 - tokens live in ``tokens.TokenFile`` (0600, one file per server URL); a token is refreshed once
   less than a tenth of its lifetime is left (so no expired token is sent), also after a restart
   (the issue time is stored); a 401 to a request that carried a token gets one refresh and one

@@ -34,7 +34,6 @@ from typing import Any
 
 from .messages import ERROR
 from .process import write_stderr
-from .servers import MAX_MESSAGE_BYTES, _Connection, _Server, _StartFailed
 from .session import Closed, Session
 
 logger = logging.getLogger(__name__)
@@ -53,7 +52,7 @@ def _import_sdk() -> None:
     import mcp.client.streamable_http  # noqa: F401
     import mcp_types  # noqa: F401
 
-    from . import auth  # noqa: F401 - the SDK's OAuth provider
+    from .auth import OAuth  # noqa: F401 - the SDK's OAuth provider
 
 
 async def load_sdk() -> None:
@@ -116,8 +115,8 @@ class RemoteSession(Session):
     """``Session`` over a transport: messages go to ``outbox`` (the transport's writer drains it)."""
 
     def __init__(self, label: str, outbox: asyncio.Queue[dict[str, Any]], on_notification: Any,
-                 on_broken: Any, on_lost: Any) -> None:
-        super().__init__(label, _NoPipe(), on_notification, on_broken, MAX_MESSAGE_BYTES)  # type: ignore[arg-type]
+                 on_broken: Any, on_lost: Any, max_message_bytes: int) -> None:
+        super().__init__(label, _NoPipe(), on_notification, on_broken, max_message_bytes)  # type: ignore[arg-type]
         self._outbox = outbox
         self._on_lost = on_lost
 
@@ -146,197 +145,212 @@ class _NoPipe:
         pass
 
 
-class RemoteConnection(_Connection):
-    """One session with a remote server (one ``Mcp-Session-Id``, or one SSE stream)."""
+_classes: dict[type, type] = {}
 
-    def __init__(self, server: _Server) -> None:
-        super().__init__(server)
-        self.process = _RemoteEnd()  # type: ignore[assignment]
-        self._outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self._ending = asyncio.Event()
-        self._runner: asyncio.Task[None] | None = None
-        self._connected = asyncio.Event()
-        self.auth: Any = None  # auth.OAuth, for a server without an Authorization header
-        self._connecting: asyncio.Future[list[dict[str, Any]]] | None = None
 
-    # -- start ------------------------------------------------------------------------------------
+def connection_class(base: type, start_failed: type[Exception], max_message_bytes: int) -> type:
+    """``RemoteConnection``, a subclass of ``servers._Connection``, which servers.py hands in (so that this
+    module never imports servers.py: servers imports it, lazily, and the layers keep no circle)."""
+    made = _classes.get(base)
+    if made is not None:
+        return made
+    _StartFailed = start_failed
+    MAX_MESSAGE_BYTES = max_message_bytes
 
-    async def spawn(self) -> None:
-        config = self.server.config
-        owner = self.server.owner
-        headers = expand_headers(config.headers)
-        if not any(key.lower() == "authorization" for key in headers):  # a bearer header needs no OAuth
-            from .auth import OAuth
+    class RemoteConnection(base):  # type: ignore[misc, valid-type]
+        """One session with a remote server (one ``Mcp-Session-Id``, or one SSE stream)."""
 
-            self.auth = OAuth(expand(config.url or ""), self.server.label, owner, self.server.name, config.oauth)
-        owner._live.add(self)
-        self.session = RemoteSession(self.server.label, self._outbox, self._on_notification, self._broken,
-                                     self._lost)
-        self._runner = asyncio.create_task(self._run(headers), name=f"mcp-remote {self.server.label}")
-        self._pump = self._runner
+        def __init__(self, server: Any) -> None:  # servers._Server
+            super().__init__(server)
+            self.process = _RemoteEnd()  # type: ignore[assignment]
+            self._outbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+            self._ending = asyncio.Event()
+            self._runner: asyncio.Task[None] | None = None
+            self._connected = asyncio.Event()
+            self.auth: Any = None  # auth.OAuth, for a server without an Authorization header
+            self._connecting: asyncio.Future[list[dict[str, Any]]] | None = None
 
-    async def connect(self, timeout_s: float) -> list[dict[str, Any]]:
-        """As a stdio server's, except that a server waiting for the user's login does not hold the
-        thread's start: it returns no tools now, and they join when it is authorised (catalog/changed)."""
-        self._connecting = asyncio.ensure_future(super().connect(LOGIN_TIMEOUT_S))
-        waiters = [self._connecting]
-        login = None
-        if self.auth is not None:
-            login = asyncio.ensure_future(self.auth.waiting.wait())
-            waiters.append(login)
-        done, _ = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
-        if login is not None and login not in done:
-            login.cancel()
-        if self._connecting in done:
-            return self._connecting.result()
-        if login is not None and login in done:
-            self.server.owner._keep(asyncio.create_task(self._after_login()))
-            return []
-        self._connecting.cancel()
-        raise _StartFailed(f"did not finish initializing and listing its tools within {timeout_s * 1000:.0f} ms")
+        # -- start ------------------------------------------------------------------------------------
 
-    async def _after_login(self) -> None:
-        """The start goes on once the user has logged in: the server's tools join the thread."""
-        assert self._connecting is not None
-        server = self.server
-        try:
-            tools = await self._connecting
-        except _StartFailed as exc:
-            if not self.stopping and not server.owner.closing:
-                server.owner._notify({"threadId": server.owner.thread_id, "kind": "mcp_unavailable",
-                                      "name": server.name, "message": f"MCP server '{server.name}' {exc}"})
-                server._fail(str(exc))
-                await self.kill()
-            return
-        except asyncio.CancelledError:
-            return
-        if server.conn is self and not server.owner.closing:
-            server.listing = server._filter(tools)
-            server.owner._tools_changed()
+        async def spawn(self) -> None:
+            config = self.server.config
+            owner = self.server.owner
+            headers = expand_headers(config.headers)
+            if not any(key.lower() == "authorization" for key in headers):  # a bearer header needs no OAuth
+                from .auth import OAuth
 
-    async def _gone_reason(self) -> str:
-        await self.process.wait_exit(2.0)
-        return self.failure or "closed the connection during start-up"
+                self.auth = OAuth(expand(config.url or ""), self.server.label, owner, self.server.name, config.oauth)
+            owner._live.add(self)
+            self.session = RemoteSession(self.server.label, self._outbox, self._on_notification, self._broken,
+                                         self._lost, MAX_MESSAGE_BYTES)
+            self._runner = asyncio.create_task(self._run(headers), name=f"mcp-remote {self.server.label}")
+            self._pump = self._runner
 
-    # -- the transport ----------------------------------------------------------------------------
-
-    async def _run(self, headers: dict[str, str]) -> None:
-        session = self.session
-        assert session is not None
-        config = self.server.config
-        url = expand(config.url or "")
-        if not url.startswith(("http://", "https://")):
-            self.failure = f"has no http(s) url to connect to ({url!r}; its entry's url is {config.url!r})"
-            self.eof = True
-            session.close()
-            self.process.exited.set()
-            return
-        try:
-            import httpx2
-            from mcp.shared._httpx_utils import create_mcp_http_client
-
-            if config.transport == "http":
-                from mcp.client.streamable_http import streamable_http_client
-
-                client = create_mcp_http_client(headers=headers, auth=self.auth.provider if self.auth else None)
-                async with client, streamable_http_client(
-                        url, http_client=client,
-                        max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write):  # one message, as on stdio
-                    await self._serve(read, write)
-            else:
-                from mcp.client.sse import sse_client
-
-                async with sse_client(url, headers=headers,
-                                      auth=self.auth.provider if self.auth else None) as (read, write):
-                    await self._serve(read, write)
-        except Exception as exc:  # noqa: BLE001 - what the transport raised is why the connection ended
-            if self.failure is None and not self.stopping:
-                self.failure = _describe(exc, httpx2 if "httpx2" in locals() else None)
-        finally:
-            self.eof = True
-            session.close()
-            self.process.exited.set()
-            if not self.stopping:
-                self.finish()
-
-    async def _serve(self, read: Any, write: Any) -> None:
-        sender = asyncio.create_task(self._send_all(write))
-        receiver = asyncio.create_task(self._receive_all(read))
-        ending = asyncio.create_task(self._ending.wait())
-        try:
-            await asyncio.wait([sender, receiver, ending], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (sender, receiver, ending):
-                task.cancel()
-            await asyncio.gather(sender, receiver, ending, return_exceptions=True)
-        for task in (sender, receiver):
-            if task.done() and not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
-
-    async def _send_all(self, write: Any) -> None:
-        from mcp.shared.message import SessionMessage
-        from mcp_types import jsonrpc_message_adapter
-
-        while True:
-            message = await self._outbox.get()
-            await write.send(SessionMessage(jsonrpc_message_adapter.validate_python(message)))
-
-    async def _receive_all(self, read: Any) -> None:
-        session = self.session
-        assert session is not None
-        async for item in read:
-            if isinstance(item, Exception):
-                write_stderr(f"[{self.server.label}] transport: {_describe(item, None)}\n")
-                continue
-            try:
-                session.receive(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
-            except Exception as exc:  # noqa: BLE001 - one bad message is not the connection's end
-                write_stderr(f"[{self.server.label}] ignored a message that is not MCP: {exc}\n")
-        self.failure = self.failure or "closed the connection"
-
-    # -- the end ----------------------------------------------------------------------------------
-
-    def _lost(self, why: str) -> None:
-        if self.failure is None:
-            self.failure = why
-        self._ending.set()
-
-    def _broken(self, what: str | None) -> None:
-        self._violation(what or "closed the connection")
-
-    def _violation(self, what: str) -> None:
-        if self.failure is None:
-            self.failure = what
-            if self.ready:
-                write_stderr(f"[{self.server.label}] {what}: closing the connection\n")
-        self._ending.set()
-
-    async def _finish(self) -> None:
-        self._ending.set()
-        if self._connecting is not None and not self._connecting.done():
+        async def connect(self, timeout_s: float) -> list[dict[str, Any]]:
+            """As a stdio server's, except that a server waiting for the user's login does not hold the
+            thread's start: it returns no tools now, and they join when it is authorised (catalog/changed)."""
+            self._connecting = asyncio.ensure_future(super().connect(LOGIN_TIMEOUT_S))
+            waiters = [self._connecting]
+            login = None
+            if self.auth is not None:
+                login = asyncio.ensure_future(self.auth.waiting.wait())
+                waiters.append(login)
+            done, _ = await asyncio.wait(waiters, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if login is not None and login not in done:
+                login.cancel()
+            if self._connecting in done:
+                return self._connecting.result()
+            if login is not None and login in done:
+                self.server.owner._keep(asyncio.create_task(self._after_login()))
+                return []
             self._connecting.cancel()
-        if self._runner is not None and not self._runner.done():
-            done, _ = await asyncio.wait([self._runner], timeout=3.0)
-            if not done:
-                self._runner.cancel()
-                await asyncio.wait([self._runner], timeout=2.0)
-        if self.session is not None:
-            self.session.close()
-        if self.auth is not None:
-            await self.auth.close()
-        self.process.exited.set()
-        self.server.owner._live.discard(self)
-        self.server.on_exit(self)
-        self.dead.set()
+            raise _StartFailed(f"did not finish initializing and listing its tools within {timeout_s * 1000:.0f} ms")
 
-    async def stop(self) -> None:
-        self.stopping = True
-        if self.session is not None:
-            self.session.close()
-        await self.finish()
+        async def _after_login(self) -> None:
+            """The start goes on once the user has logged in: the server's tools join the thread."""
+            assert self._connecting is not None
+            server = self.server
+            try:
+                tools = await self._connecting
+            except _StartFailed as exc:
+                if not self.stopping and not server.owner.closing:
+                    server.owner._notify({"threadId": server.owner.thread_id, "kind": "mcp_unavailable",
+                                          "name": server.name, "message": f"MCP server '{server.name}' {exc}"})
+                    server._fail(str(exc))
+                    await self.kill()
+                return
+            except asyncio.CancelledError:
+                return
+            if server.conn is self and not server.owner.closing:
+                server.listing = server._filter(tools)
+                server.owner._tools_changed()
 
-    async def kill(self) -> None:
-        await self.stop()
+        async def _gone_reason(self) -> str:
+            await self.process.wait_exit(2.0)
+            return self.failure or "closed the connection during start-up"
+
+        # -- the transport ----------------------------------------------------------------------------
+
+        async def _run(self, headers: dict[str, str]) -> None:
+            session = self.session
+            assert session is not None
+            config = self.server.config
+            url = expand(config.url or "")
+            if not url.startswith(("http://", "https://")):
+                self.failure = f"has no http(s) url to connect to ({url!r}; its entry's url is {config.url!r})"
+                self.eof = True
+                session.close()
+                self.process.exited.set()
+                return
+            try:
+                import httpx2
+                from mcp.shared._httpx_utils import create_mcp_http_client
+
+                if config.transport == "http":
+                    from mcp.client.streamable_http import streamable_http_client
+
+                    client = create_mcp_http_client(headers=headers, auth=self.auth.provider if self.auth else None)
+                    async with client, streamable_http_client(
+                            url, http_client=client,
+                            max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write):  # one message, as on stdio
+                        await self._serve(read, write)
+                else:
+                    from mcp.client.sse import sse_client
+
+                    async with sse_client(url, headers=headers,
+                                          auth=self.auth.provider if self.auth else None) as (read, write):
+                        await self._serve(read, write)
+            except Exception as exc:  # noqa: BLE001 - what the transport raised is why the connection ended
+                if self.failure is None and not self.stopping:
+                    self.failure = _describe(exc, httpx2 if "httpx2" in locals() else None)
+            finally:
+                self.eof = True
+                session.close()
+                self.process.exited.set()
+                if not self.stopping:
+                    self.finish()
+
+        async def _serve(self, read: Any, write: Any) -> None:
+            sender = asyncio.create_task(self._send_all(write))
+            receiver = asyncio.create_task(self._receive_all(read))
+            ending = asyncio.create_task(self._ending.wait())
+            try:
+                await asyncio.wait([sender, receiver, ending], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (sender, receiver, ending):
+                    task.cancel()
+                await asyncio.gather(sender, receiver, ending, return_exceptions=True)
+            for task in (sender, receiver):
+                if task.done() and not task.cancelled() and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+
+        async def _send_all(self, write: Any) -> None:
+            from mcp.shared.message import SessionMessage
+            from mcp_types import jsonrpc_message_adapter
+
+            while True:
+                message = await self._outbox.get()
+                await write.send(SessionMessage(jsonrpc_message_adapter.validate_python(message)))
+
+        async def _receive_all(self, read: Any) -> None:
+            session = self.session
+            assert session is not None
+            async for item in read:
+                if isinstance(item, Exception):
+                    write_stderr(f"[{self.server.label}] transport: {_describe(item, None)}\n")
+                    continue
+                try:
+                    session.receive(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
+                except Exception as exc:  # noqa: BLE001 - one bad message is not the connection's end
+                    write_stderr(f"[{self.server.label}] ignored a message that is not MCP: {exc}\n")
+            self.failure = self.failure or "closed the connection"
+
+        # -- the end ----------------------------------------------------------------------------------
+
+        def _lost(self, why: str) -> None:
+            if self.failure is None:
+                self.failure = why
+            self._ending.set()
+
+        def _broken(self, what: str | None) -> None:
+            self._violation(what or "closed the connection")
+
+        def _violation(self, what: str) -> None:
+            if self.failure is None:
+                self.failure = what
+                if self.ready:
+                    write_stderr(f"[{self.server.label}] {what}: closing the connection\n")
+            self._ending.set()
+
+        async def _finish(self) -> None:
+            self._ending.set()
+            if self._connecting is not None and not self._connecting.done():
+                self._connecting.cancel()
+            if self._runner is not None and not self._runner.done():
+                done, _ = await asyncio.wait([self._runner], timeout=3.0)
+                if not done:
+                    self._runner.cancel()
+                    await asyncio.wait([self._runner], timeout=2.0)
+            if self.session is not None:
+                self.session.close()
+            if self.auth is not None:
+                await self.auth.close()
+            self.process.exited.set()
+            self.server.owner._live.discard(self)
+            self.server.on_exit(self)
+            self.dead.set()
+
+        async def stop(self) -> None:
+            self.stopping = True
+            if self.session is not None:
+                self.session.close()
+            await self.finish()
+
+        async def kill(self) -> None:
+            await self.stop()
+
+    _classes[base] = RemoteConnection
+    return RemoteConnection
 
 
 def _describe(exc: BaseException, httpx2: Any) -> str:

@@ -27,10 +27,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import __version__, jsonio
-from ..errors import RESOURCE_ERRNOS, DomainError
-from ..inputschema import InvalidSchema
-from ..inputschema import compile as compile_schema
+from harness_sidecar import __version__
+from harness_sidecar.base import jsonio
+from harness_sidecar.base.errors import RESOURCE_ERRNOS, DomainError
+from harness_sidecar.base.inputschema import InvalidSchema
+from harness_sidecar.base.inputschema import compile as compile_schema
 from .messages import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,
@@ -371,14 +372,14 @@ class _Server:
         if why is not None:
             raise _StartFailed(f"is not started (hash_mismatch): {why}")
         if self.config.remote:  # streamable HTTP or SSE (protocol-v4 §4): the SDK's transports, imported now
-            from .remote import RemoteConnection, load_sdk
+            from .remote import connection_class, load_sdk
 
             try:
                 await load_sdk()
             except ImportError as exc:
                 raise _StartFailed(f"cannot be connected: the mcp package (>= 2.3) is needed for remote servers "
                                    f"({exc})") from None
-            conn: _Connection = RemoteConnection(self)
+            conn: _Connection = connection_class(_Connection, _StartFailed, MAX_MESSAGE_BYTES)(self)
         else:
             conn = _Connection(self)
         try:

@@ -19,7 +19,7 @@ import os
 import time
 from typing import Any
 
-from ..state_dir import state_dir
+from harness_sidecar.base.state_dir import state_dir
 
 
 def token_path(url: str) -> str:
