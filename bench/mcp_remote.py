@@ -29,7 +29,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import SIDECAR, Raw, fmt, summary  # noqa: E402
+from bench.common import SIDECAR, Raw, cpu_seconds, fmt, summary  # noqa: E402
 
 HTTP_SERVER = REPO / "tests" / "mcp_servers" / "http_server.py"
 ONE_BEFORE_HOOK = "def activate(api):\n    api.on('tool_call', lambda event, ctx: None)\n"
@@ -107,9 +107,12 @@ def run(rounds: int = 5, calls: int = 200) -> dict:
                 sidecar_rounds(raw, thread, 1, 1)
             direct: list[float] = []
             via: list[float] = []
+            cpu = 0.0
             for r in range(rounds):  # alternate: the same load on both
                 direct += asyncio.run(direct_rounds(url, calls))
+                began_cpu = cpu_seconds(raw.proc.pid)
                 via += sidecar_rounds(raw, thread, calls, 10_000 * (r + 1))
+                cpu += cpu_seconds(raw.proc.pid) - began_cpu  # the sidecar's own, not its extension host's
             raw.close()
 
             five = [{"name": f"s{i}", "type": "http", "url": u, "startupTimeoutMs": SLOW_TIMEOUT_MS}
@@ -138,10 +141,12 @@ def run(rounds: int = 5, calls: int = 200) -> dict:
             p.wait()
     results = {"direct_call_ms": summary(direct), "sidecar_call_ms": summary(via),
                "p50_ratio": statistics.median(via) / statistics.median(direct),
+               "sidecar_cpu_us_per_call": cpu / len(via) * 1e6,
                "five_servers_start_ms": summary(starts), "spawn_to_first_catalog_ms": summary(firsts),
                "slow_timeout_ms": SLOW_TIMEOUT_MS}
     print(f"remote MCP tools/call through 1 before hook: p50 {fmt(results['sidecar_call_ms'], ' ms', 2)}; the SDK's "
-          f"client directly: p50 {fmt(results['direct_call_ms'], ' ms', 2)} → {results['p50_ratio']:.2f}×", flush=True)
+          f"client directly: p50 {fmt(results['direct_call_ms'], ' ms', 2)} → {results['p50_ratio']:.2f}×; the sidecar's CPU "
+          f"{results['sidecar_cpu_us_per_call']:.0f} µs a call", flush=True)
     print(f"thread/start with 5 remote servers, one silent (startupTimeoutMs {SLOW_TIMEOUT_MS}): "
           f"{fmt(results['five_servers_start_ms'], ' ms')} (a second thread); spawn → first catalog (the SDK's "
           f"import included) {fmt(results['spawn_to_first_catalog_ms'], ' ms')}", flush=True)
