@@ -141,6 +141,7 @@ def test_a_bearer_header_authorises_and_a_wrong_one_is_reported_not_hung(spawn, 
     assert tool_names(result) == []
     failed = [d for d in result["diagnostics"] if d["kind"] == "mcp_unavailable"]
     assert failed and failed[0]["name"] == "remote"
+    assert "refused the Authorization header of its entry (HTTP 401)" in failed[0]["message"], failed
     assert "wrong" not in json.dumps(result)  # the header's value is never told
 
 

@@ -22,7 +22,6 @@ import asyncio
 import os
 import secrets
 import socket
-import sys
 import time
 
 parser = argparse.ArgumentParser()

@@ -243,13 +243,13 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
                 self.process.exited.set()
                 return
             try:
-                import httpx2
                 from mcp.shared._httpx_utils import create_mcp_http_client
 
                 if config.transport == "http":
                     from mcp.client.streamable_http import streamable_http_client
 
                     client = create_mcp_http_client(headers=headers, auth=self.auth.provider if self.auth else None)
+                    client.event_hooks["response"].append(self._refused)
                     async with client, streamable_http_client(
                             url, http_client=client,
                             max_sse_event_size=MAX_MESSAGE_BYTES) as (read, write):  # one message, as on stdio
@@ -262,7 +262,7 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
                         await self._serve(read, write)
             except Exception as exc:  # noqa: BLE001 - what the transport raised is why the connection ended
                 if self.failure is None and not self.stopping:
-                    self.failure = _describe(exc, httpx2 if "httpx2" in locals() else None)
+                    self.failure = _describe(exc)
             finally:
                 self.eof = True
                 session.close()
@@ -284,6 +284,13 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
                 if task.done() and not task.cancelled() and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
 
+        async def _refused(self, response: Any) -> None:
+            """A 401/403 the editor's own Authorization header got (OAuth answers its own): say so, not
+            the transport's 'Server returned an error response'."""
+            if response.status_code in (401, 403) and self.auth is None and self.failure is None:
+                self.failure = (f"refused the Authorization header of its entry (HTTP {response.status_code}); "
+                                "check the token in its headers")
+
         async def _send_all(self, write: Any) -> None:
             from mcp.shared.message import SessionMessage
             from mcp_types import jsonrpc_message_adapter
@@ -297,7 +304,7 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
             assert session is not None
             async for item in read:
                 if isinstance(item, Exception):
-                    write_stderr(f"[{self.server.label}] transport: {_describe(item, None)}\n")
+                    write_stderr(f"[{self.server.label}] transport: {_describe(item)}\n")
                     continue
                 try:
                     session.receive(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode())
@@ -353,7 +360,7 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
     return RemoteConnection
 
 
-def _describe(exc: BaseException, httpx2: Any) -> str:
+def _describe(exc: BaseException) -> str:
     """One line for what ended a connection: the innermost cause of an exception group."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
