@@ -66,6 +66,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         initialize_result,
     )
     from harness_sidecar.wire.transport import Reader, Writer, claim_stdin, claim_stdout
+    from harness_sidecar.resources import early_scan
 
     writer = Writer(claim_stdout())
     relay = Relay()
@@ -73,7 +74,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     def set_framing(framing: str) -> None:
         writer.framing = framing
 
-    reader = Reader(claim_stdin(), relay, set_framing)
+    reader = Reader(claim_stdin(), early_scan.tap(relay), set_framing)
     reader.max_in_transit = max_queued_bytes  # read ahead of the loop at most this much (it never waits)
     reader.start()
     first = relay.first_batch()
@@ -83,6 +84,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         if answered is not None:
             writer.write({"jsonrpc": "2.0", "id": answered[0], "result": initialize_result(writer.framing)})
             first = first[1:]
+            early_scan.start()  # the first thread/start's catalog is scanned beside the imports below
     queue_stderr()
     configure_logging(level)
     import asyncio

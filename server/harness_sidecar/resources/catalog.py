@@ -161,7 +161,8 @@ class Instructions(Record):
 
 
 class Catalog(Record):
-    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics", "plugins")
+    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics", "plugins", "scanned_at_ns")
+    _uncompared = frozenset(["scanned_at_ns"])
 
     def __init__(self, roots: list[Root], instructions: list[Instructions], skills: dict[str, SkillEntry],
                  templates: dict[str, TemplateEntry], diagnostics: list[Diagnostic]) -> None:
@@ -173,6 +174,7 @@ class Catalog(Record):
         # resources.plugins.PluginSet: the plugins and what they and the roots' commands/ bring
         # (command templates, agents, declared hooks and MCP servers); set by plugins.attach
         self.plugins: Any = None
+        self.scanned_at_ns: int | None = None  # time.time_ns() before the roots were read (build_catalog)
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -593,16 +595,26 @@ def build_catalog(root_paths: list[str], limits: Limits, persist: bool = False) 
     """The catalog of ``root_paths``. ``persist``: remember SKILL.md headers across processes too
     (resources.header_cache; a thread's first scan in a fresh sidecar)."""
     if persist:
-        from harness_sidecar.resources import header_cache
+        from harness_sidecar.resources import early_scan, header_cache
 
+        early = early_scan.take(root_paths, limits)  # the process's first scan, made while it imported
+        if early is not None:
+            catalog, headers = early
+            if len(_HEADERS) + len(headers) <= MAX_CACHED_HEADERS:
+                for key, header in headers.items():
+                    _HEADERS.setdefault(key, header)
+            return catalog
         header_cache.load(_HEADERS)
         try:
             return build_catalog(root_paths, limits)
         finally:
             header_cache.save(_HEADERS)
+    scanned_at_ns = time.time_ns()
     diagnostics: list[Diagnostic] = []
     roots = resolve_roots(root_paths, diagnostics)
     instructions = [i for i in (read_instructions(r, limits, diagnostics) for r in roots) if i is not None]
     skills = _merge("skill", [scan_skills(r, limits, diagnostics) for r in roots], diagnostics)
     templates = _merge("template", [scan_templates(r, limits, diagnostics) for r in roots], diagnostics)
-    return Catalog(roots, instructions, skills, templates, diagnostics)
+    catalog = Catalog(roots, instructions, skills, templates, diagnostics)
+    catalog.scanned_at_ns = scanned_at_ns
+    return catalog
