@@ -447,3 +447,22 @@ def test_the_warning_survives_the_header_cache(tree, monkeypatch):
     assert len(catalog_module._HEADERS) == 1
     assert [d.kind for d in first.diagnostics] == [d.kind for d in second.diagnostics] == ["description_too_long"]
     assert "long" in second.skills
+
+
+def test_a_fifo_named_like_a_resource_is_reported_and_never_waited_on(spawn, tree):
+    """A cloned repository whose SKILL.md, AGENTS.md or template is a FIFO: opening one for reading
+    would wait for a writer forever, and the thread/start (the sidecar's helper too) with it."""
+    root = tree("project")
+    add_skill(root, "review", "Use when reviewing.")
+    (root / "skills/trap").mkdir(parents=True)
+    os.mkfifo(root / "skills/trap/SKILL.md")
+    os.mkfifo(root / "AGENTS.md")
+    (root / "templates").mkdir()
+    os.mkfifo(root / "templates/trap.md")
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(root)]}, timeout=30)
+    assert [s["name"] for s in result["catalog"]["skills"]] == ["review"]
+    found = kinds_by_path(result["diagnostics"])
+    assert found[str(root / "skills/trap/SKILL.md")] == {"unreadable"}
+    assert found[str(root / "AGENTS.md")] and found[str(root / "templates/trap.md")]
+    assert sidecar.call("thread/start", {"roots": [str(root)]}, timeout=30)["catalog"]["skills"]  # and again

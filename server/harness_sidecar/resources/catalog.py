@@ -26,7 +26,9 @@ from harness_sidecar.resources.records import Record
 logger = logging.getLogger(__name__)
 
 PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
-_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO (or device) named SKILL.md is opened at once and reported, never waited on;
+# reads of a regular file are not changed by it
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class Diagnostic(Record):
