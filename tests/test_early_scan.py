@@ -14,6 +14,7 @@ from harness_sidecar.client import child_env, sidecar_command
 from helpers import add_skill, changes_until, write
 
 OFF = {"HARNESS_SIDECAR_EARLY_SCAN": "off"}
+ON = {"HARNESS_SIDECAR_EARLY_SCAN": "on"}  # forked even when no core is free (the default waits for one)
 
 
 def children_of(pid: int) -> list[int]:
@@ -67,7 +68,7 @@ def varied_roots(tmp_path: Path) -> list[str]:
 
 def first_thread_start(spawn, params: dict, env: dict | None = None) -> tuple[dict, str]:
     """The first thread/start answer of a fresh sidecar, and what it said about it on stderr."""
-    sidecar = spawn(command=[*sidecar_command(), "--log-level", "debug"], env=child_env(env))
+    sidecar = spawn(command=[*sidecar_command(), "--log-level", "debug"], env=child_env(env or ON))
     result = sidecar.call("thread/start", params)
     sidecar.close()
     return result, b"".join(sidecar.stderr_lines).decode()
@@ -97,7 +98,7 @@ def test_thread_starts_after_the_first_and_other_params_are_scanned_as_asked(spa
     one, two = tmp_path / "one", tmp_path / "two"
     add_skill(one, "alpha", "Use for alpha.")
     add_skill(two, "beta", "Use for beta.")
-    sidecar = spawn()
+    sidecar = spawn(env=child_env(ON))
     # three pipelined: the helper scans the first; a second with other roots, a third with other limits
     ids = [sidecar.request_async("thread/start", {"roots": [str(one)]}),
            sidecar.request_async("thread/start", {"roots": [str(two)]}),
@@ -109,7 +110,7 @@ def test_thread_starts_after_the_first_and_other_params_are_scanned_as_asked(spa
 def test_a_first_thread_start_with_bad_params_is_answered_and_the_next_one_scans(spawn, tmp_path):
     root = tmp_path / "root"
     add_skill(root, "alpha", "Use for alpha.")
-    sidecar = spawn()
+    sidecar = spawn(env=child_env(ON))
     bad = sidecar.request("thread/start", {"roots": "not a list"})
     assert bad["error"]["data"]["kind"] == "invalid_params"
     assert [s["name"] for s in sidecar.call("thread/start", {"roots": [str(root)]})["catalog"]["skills"]] == ["alpha"]
@@ -122,7 +123,7 @@ def test_a_skill_written_while_the_first_catalog_was_scanned_is_caught_up(spawn,
     for i in range(200):
         add_skill(root, f"skill-{i:03d}")
     time.sleep(0.1)
-    sidecar = spawn()
+    sidecar = spawn(env=child_env(ON))
     helper = [helper_of(sidecar.proc.pid)]
     request = sidecar.request_async("thread/start", {"roots": [str(root)], "limits": {"maxSkillsPerRoot": 1000}})
     assert wait_until(lambda: not any(pid in children_of(sidecar.proc.pid) for pid in helper))  # it scanned
@@ -135,12 +136,12 @@ def test_a_skill_written_while_the_first_catalog_was_scanned_is_caught_up(spawn,
 def test_the_helper_ends_after_the_first_scan_or_with_the_sidecar(spawn, tmp_path):
     root = tmp_path / "root"
     add_skill(root, "alpha", "Use for alpha.")
-    sidecar = spawn()
+    sidecar = spawn(env=child_env(ON))
     helper_of(sidecar.proc.pid)  # forked once initialize was answered
     sidecar.call("thread/start", {"roots": [str(root)]})
     assert wait_until(lambda: not children_of(sidecar.proc.pid))  # gone, and reaped
 
-    idle = spawn()  # no thread/start ever: the helper waits, and goes when the sidecar goes
+    idle = spawn(env=child_env(ON))  # no thread/start ever: the helper waits, and goes when the sidecar goes
     helper = [helper_of(idle.proc.pid)]
     idle.proc.send_signal(signal.SIGKILL)  # not even a clean exit
     idle.proc.wait()
@@ -152,7 +153,7 @@ def test_the_helper_ends_after_the_first_scan_or_with_the_sidecar(spawn, tmp_pat
 def test_the_helper_holds_none_of_the_editors_pipes(spawn):
     """Its fds 0-2 are /dev/null: an editor waiting for EOF on the sidecar's stdout or stderr never
     waits for the helper."""
-    sidecar = spawn()
+    sidecar = spawn(env=child_env(ON))
     helper = [helper_of(sidecar.proc.pid)]
     fds = {fd: os.readlink(f"/proc/{helper[0]}/fd/{fd}") for fd in os.listdir(f"/proc/{helper[0]}/fd")}
     assert [fds[str(fd)] for fd in (0, 1, 2)] == ["/dev/null"] * 3
