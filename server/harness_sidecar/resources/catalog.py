@@ -240,9 +240,10 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
 
 
 def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_link: bool, limits: Limits,
-                diagnostics: list[Diagnostic], dialect: str | None = None) -> SkillEntry | None:
+                diagnostics: list[Diagnostic], dialect: str | None = None, probe: bool = True) -> SkillEntry | None:
     """The skill in ``skills_dir/name``; ``dialect`` (a plugin's): served under its peer's name
-    (``frontmatter.check_skill_as``)."""
+    (``frontmatter.check_skill_as``). ``probe``: look the header up by ``lstat`` first (False when
+    no header was known as the scan began: no entry can be this file's)."""
     directory = f"{skills_dir}/{name}"
     source = f"{directory}/SKILL.md"
     if is_link or not is_within(skills_real, root.real):
@@ -255,7 +256,7 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
             return None
     else:
         real_dir = f"{skills_real}/{name}"
-    if _HEADERS:
+    if probe and _HEADERS:
         # a header parsed before (by this process or, through header_cache, an earlier one): the
         # file's identity and version from lstat suffice (a regular file, not a link, in a directory
         # inside the root: what the no-follow open below would open); nothing is read
@@ -423,8 +424,11 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits, dialec
 
 
 def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folder: str = "skills",
-                dialect: str | None = None) -> list[SkillEntry]:
-    """The skills of ``root``'s ``folder`` (a plugin's manifest may name other folders than ``skills``)."""
+                dialect: str | None = None, probe: bool | None = None) -> list[SkillEntry]:
+    """The skills of ``root``'s ``folder`` (a plugin's manifest may name other folders than ``skills``).
+    ``probe`` (``_scan_skill``): by default, whether any header is known now."""
+    if probe is None:
+        probe = bool(_HEADERS)
     skills_dir = os.path.join(root.path, folder)
     try:
         with os.scandir(os.path.join(root.real, folder)) as it:
@@ -468,7 +472,7 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folde
         counted += 1
         try:
             skill = _scan_skill(root, skills_dir, skills_real, entry.name, entry.is_symlink(), limits, diagnostics,
-                                dialect)
+                                dialect, probe)
         except OSError as exc:
             diagnostics.append(Diagnostic.unreadable(exc, os.path.join(skills_dir, entry.name, "SKILL.md")))
             continue
@@ -615,7 +619,9 @@ def build_catalog(root_paths: list[str], limits: Limits, persist: bool = False) 
     diagnostics: list[Diagnostic] = []
     roots = resolve_roots(root_paths, diagnostics)
     instructions = [i for i in (read_instructions(r, limits, diagnostics) for r in roots) if i is not None]
-    skills = _merge("skill", [scan_skills(r, limits, diagnostics) for r in roots], diagnostics)
+    # a fresh process with no header cache: no lstat per skill for an entry that cannot be there
+    probe = bool(_HEADERS)
+    skills = _merge("skill", [scan_skills(r, limits, diagnostics, probe=probe) for r in roots], diagnostics)
     templates = _merge("template", [scan_templates(r, limits, diagnostics) for r in roots], diagnostics)
     catalog = Catalog(roots, instructions, skills, templates, diagnostics)
     catalog.scanned_at_ns = scanned_at_ns
