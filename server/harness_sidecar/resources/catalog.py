@@ -443,7 +443,10 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folde
     skills_real = os.path.realpath(os.path.join(root.real, folder))
     found: list[SkillEntry] = []
     counted = 0
+    ahead = None if probe else _readahead(root, skills_real, entries, limits)
     for entry in entries:
+        if ahead is not None:
+            ahead.advance(counted)
         try:
             is_dir = entry.is_dir()
         except OSError:  # a link that loops
@@ -479,6 +482,28 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folde
         if skill is not None:
             found.append(skill)
     return found
+
+
+def _readahead(root: Root, skills_real: str, entries: list[os.DirEntry], limits: Limits) -> Any:
+    """A ``readahead.Readahead`` over the SKILL.md files the loop will open, when their data is not in
+    memory (a cold disk); ``None`` otherwise. Only plain folders inside the root: the files the scan
+    opens as they are (a linked folder is resolved and checked first, one at a time)."""
+    if len(entries) < 16 or not is_within(skills_real, root.real):
+        return None
+    from harness_sidecar.resources import readahead
+
+    paths = []
+    for entry in entries:  # the loop's order and count: advance(counted) is the next file it opens
+        try:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+        except OSError:
+            continue
+        paths.append(f"{skills_real}/{entry.name}/SKILL.md" if not entry.is_symlink() else "")  # "": not asked
+    samples = [p for p in (paths[0], paths[len(paths) // 2], paths[-1]) if p] if paths else []
+    if not readahead.cold(samples):
+        return None
+    return readahead.Readahead(paths, min(frontmatter.FIRST_CHUNK, limits.max_frontmatter_bytes + 16))
 
 
 def skill_in_root(root: Root, name: str, limits: Limits) -> SkillEntry | None:
