@@ -182,7 +182,7 @@ def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path, 
 
     ``root`` is ``<workspace>/.agents``: the sidecar's root, and where Codex finds repository skills.
     ``cold``: the tree's file data is dropped from the page cache before every run (``evict``).
-    ``early_off``: a third series, the sidecar without its early-scan helper (resources/early_scan.py).
+    ``early_off``: a third series, the sidecar without its early-scan helper (wire/early_scan.py).
     """
     workspace = root.parent
     first_skills_list(codex, workspace, home)  # Codex creates its state databases on its very first start

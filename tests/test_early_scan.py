@@ -1,4 +1,4 @@
-"""The first catalog scanned by the sidecar's forked helper (resources/early_scan.py), driven from outside:
+"""The first catalog scanned by the sidecar's forked helper (wire/early_scan.py), driven from outside:
 the answer is the one an in-process scan gives, the sidecar itself reads no SKILL.md for it, changes
 made while it was scanned are caught up, and the helper leaves no process and holds no pipe behind."""
 
@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import add_skill, changes_until, write
 
 OFF = {"HARNESS_SIDECAR_EARLY_SCAN": "off"}
@@ -18,15 +18,19 @@ ON = {"HARNESS_SIDECAR_EARLY_SCAN": "on"}  # forked even when no core is free (t
 
 
 def children_of(pid: int) -> list[int]:
+    """``pid``'s live helpers: children running the sidecar's own command line (a fork, not an exec; the
+    spare extension host the sidecar starts when idle is another program)."""
     found = []
+    command = Path(f"/proc/{pid}/cmdline").read_bytes()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 fields = Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+                if int(fields[1]) == pid and fields[0] != b"Z" and \
+                        Path(f"/proc/{entry}/cmdline").read_bytes() == command:
+                    found.append(int(entry))
             except OSError:
                 continue
-            if int(fields[1]) == pid and fields[0] != b"Z":
-                found.append(int(entry))
     return found
 
 
