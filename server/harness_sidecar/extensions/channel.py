@@ -7,7 +7,8 @@ an integer: the exchange a frame belongs to (0 when none). Both sides encode wit
 ``allow_nan=False``: nothing that is not standard JSON crosses.
 
 Sidecar → host
-  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes, maxTools}
+  ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes, maxTools,
+                      states: {extension id: JSON}, stateBytes}  (states: what ctx.state.get() starts with)
   ``load``      seq  {id, code (base64 of the hashed bytes), codePath, package, directory,
                       settings, deadline}                                  → ``loaded``
   ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live
@@ -38,6 +39,9 @@ Host → sidecar
                      ``thread/diagnostic``, made by the handler of step ``step`` of exchange x
                      The sidecar relays both with its own ``threadId`` and the ``extensionId`` of that
                      step in its plan, whatever ``params`` say; one outside every exchange is dropped.
+  ``state``     x    {step, state}   ``ctx.state.set(state)`` by the handler of step ``step`` of exchange x
+                     (protocol-v4 §5): the sidecar keeps it for that step's extension in its plan, whatever
+                     else the frame says; one outside every exchange, or larger than stateBytes, is dropped
   ``pong``      n    null
 
 Only the host answers: the sidecar reads with ``SO_PASSCRED`` and drops what any other process
@@ -77,6 +81,7 @@ INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE
     "init", "load", "commit", "schemas", "call", "event", "command", "abort", "uiAnswer", "ping", "close")
 # Tags (host → sidecar)
 READY, LOADED, STEP, DONE, UI, NOTIFY, PONG = "ready", "loaded", "step", "done", "ui", "notify", "pong"
+STATE = "state"
 ENDED = "ended"
 
 def encode(tag: str, ident: int, body: object) -> bytes:
