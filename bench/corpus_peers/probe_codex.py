@@ -16,8 +16,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.corpus_peers.compare import CodexServer, peer_bin
-from harness_sidecar.hooks.declared import EVENTS
+from bench.corpus_peers.compare import REPO, CodexServer, peer_bin
+
+sys.path.insert(0, str(REPO / "server"))  # the checkout's sidecar, installed or not
+from harness_sidecar.hooks.declared import EVENTS  # noqa: E402
 
 HOOK = {"type": "command", "command": "true"}
 
