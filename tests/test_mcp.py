@@ -240,17 +240,18 @@ async def test_error_results_and_error_answers(start, events: Path) -> None:
     assert texts(await servers.call("t", "ping", {}, 10)) == ["pong"]
 
 
-async def test_content_mapping(start, events: Path) -> None:
+async def test_content_passes_through_as_the_server_sent_it(start, events: Path) -> None:
+    """v4 §4: image, audio, resource_link and embedded resource items are MCP's shapes, unchanged (before v4
+    they became text descriptions such as "[image content: mimeType image/png]")."""
     servers = await start(config("t", events=events))
     result = await servers.call("t", "mixed", {}, 10)
-    assert texts(result) == [
-        "plain text",
-        "[image content: mimeType image/png]",
-        "[audio content: mimeType audio/wav]",
-        "[resource_link content: uri file:///tmp/notes.txt, mimeType text/plain]",
-        "[resource content: uri memo://one, mimeType text/markdown]",
+    assert result.content == [
+        {"type": "text", "text": "plain text"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        {"type": "resource_link", "name": "notes", "uri": "file:///tmp/notes.txt", "mimeType": "text/plain"},
+        {"type": "resource", "resource": {"uri": "memo://one", "mimeType": "text/markdown", "text": "# memo"}},
     ]
-    assert all(item["type"] == "text" for item in result.content)
     assert result.details == {"structuredContent": {"answer": 42, "items": ["a", "b"]}} and not result.is_error
 
 

@@ -7,6 +7,7 @@ skipped here and fail in CI.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -58,7 +59,7 @@ async def servers(everything: list[str], mark: str, notes: list[dict[str, Any]])
 
 
 def texts(result) -> list[str]:
-    return [item["text"] for item in result.content]
+    return [item["text"] for item in result.content if item["type"] == "text"]
 
 
 async def test_lists_the_reference_servers_tools(servers: McpServers) -> None:
@@ -76,24 +77,26 @@ async def test_calls_and_content_mapping(servers: McpServers) -> None:
     assert texts(await servers.call("everything", "get-sum", {"a": 2, "b": 40}, 10)) == ["The sum of 2 and 40 is 42."]
 
     image = await servers.call("everything", "get-tiny-image", {}, 10)
-    assert texts(image) == ["Here's the image you requested:", "[image content: mimeType image/png]",
-                            "The image above is the MCP logo."]
+    # v4 §4: non-text content passes through in MCP's shapes (before v4: "[image content: mimeType image/png]")
+    assert [item["type"] for item in image.content] == ["text", "image", "text"]
+    assert image.content[1]["mimeType"] == "image/png" and base64.b64decode(image.content[1]["data"])[:4] == b"\x89PNG"
 
     weather = await servers.call("everything", "get-structured-content", {"location": "Chicago"}, 10)
     assert weather.details["structuredContent"] == json.loads(texts(weather)[0])
     assert set(weather.details["structuredContent"]) == {"temperature", "conditions", "humidity"}
 
     links = await servers.call("everything", "get-resource-links", {"count": 2}, 10)
-    assert texts(links)[1].startswith("[resource_link content: uri demo://resource/")
-    assert len(texts(links)) == 3
+    assert [item["type"] for item in links.content] == ["text", "resource_link", "resource_link"]
+    assert links.content[1]["uri"].startswith("demo://resource/")
 
     reference = await servers.call("everything", "get-resource-reference", {"resourceType": "Text", "resourceId": 1}, 10)
-    assert "[resource content: uri demo://resource/dynamic/text/1, mimeType text/plain]" in texts(reference)
+    embedded = [item["resource"] for item in reference.content if item["type"] == "resource"]
+    assert [(r["uri"], r["mimeType"]) for r in embedded] == [("demo://resource/dynamic/text/1", "text/plain")]
 
     annotated = await servers.call("everything", "get-annotated-message",
                                    {"messageType": "error", "includeImage": True}, 10)
     assert texts(annotated)[0] == "Error: Operation failed"
-    assert "[image content: mimeType image/png]" in texts(annotated)
+    assert any(item["type"] == "image" and item["mimeType"] == "image/png" for item in annotated.content)
 
     env = json.loads(texts(await servers.call("everything", "get-env", {}, 10))[0])
     assert env["MCP_TEST_VALUE"] == "given" and env["PATH"] == os.environ["PATH"]

@@ -46,6 +46,21 @@ CLIENT, SERVER, BOTH = "client→server", "server→client", "both"
 # -- shared pieces ----------------------------------------------------------------------------
 
 TEXT_CONTENT = Obj([Field("type", Const("text")), Field("text", Str())], name="TextContent")
+# MCP's content blocks (v4 §4): a tool result's content passes them through as they came; fields MCP has
+# beyond these (annotations, _meta, title, size, icons…) are kept.
+CONTENT_BLOCK = Union(
+    Obj([Field("type", Const("text")), Field("text", Str())], open_values=AnyValue(), name="TextBlock"),
+    Obj([Field("type", Str(enum=("image", "audio"))), Field("data", Str(description="base64")),
+         Field("mimeType", Str())], open_values=AnyValue(), name="MediaBlock"),
+    Obj([Field("type", Const("resource_link")), Field("name", Str()), Field("uri", Str()),
+         opt("description", Str()), opt("mimeType", Str())], open_values=AnyValue(), name="ResourceLinkBlock"),
+    Obj([Field("type", Const("resource")), Field("resource", Union(
+        Obj([Field("uri", Str()), opt("mimeType", Str()), Field("text", Str())], open_values=AnyValue(),
+            name="TextResourceContents"),
+        Obj([Field("uri", Str()), opt("mimeType", Str()), Field("blob", Str(description="base64"))],
+            open_values=AnyValue(), name="BlobResourceContents"), name="ResourceContents"))],
+        open_values=AnyValue(), name="EmbeddedResourceBlock"),
+    name="ContentBlock", description="MCP's content blocks: text, image, audio, resource_link, resource.")
 DIAGNOSTIC = Obj(
     [Field("kind", Str(), description="What went wrong: root_missing, invalid_frontmatter, shadowed, … "
                                       "(protocol.md § Diagnostics)."),
@@ -219,7 +234,9 @@ TOOL_DETAILS = Obj([
 ], open_values=AnyValue(), name="ToolDetails",
     description="What the tool or the sidecar adds; a tool's own details are free-form.")
 TOOL_RESULT = Obj([Field("toolCallId", P.REQUEST_ID, description="The call's id."), Field("toolName", Str()),
-                   Field("content", Arr(TEXT_CONTENT)), Field("details", TOOL_DETAILS), Field("isError", Bool())],
+                   Field("content", Arr(CONTENT_BLOCK), description="Text, and (v4) MCP's image, audio, "
+                                                                    "resource_link and resource items as they came."),
+                   Field("details", TOOL_DETAILS), Field("isError", Bool())],
                   name="ToolResult")
 COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JSON_OBJECT), Field("isError", Bool())],
                      name="CommandResult")
@@ -366,9 +383,14 @@ LOOP_EVENT_RESULT = Obj([
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
                       Field("arguments", P.JSON_OBJECT)], name="ItemToolCallParams")
 ITEM_TOOL_CALL_RESULT = Obj([
-    Field("contentItems", Arr(Obj([Field("type", Str(enum=("inputText", "text")),
-                                         description="inputText (text is accepted too)."),
-                                   Field("text", Str())], name="InputTextItem"))),
+    Field("contentItems", Arr(Union(
+        Obj([Field("type", Const("inputText")), Field("text", Str())], name="InputTextItem"),
+        Obj([Field("type", Const("inputImage")), Field("imageUrl", Str(pattern="data:[^,]*;base64,.*",
+                                                                       description="A data: URL (base64)."))],
+            name="InputImageItem"),
+        CONTENT_BLOCK, name="EditorContentItem")),
+        description="inputText (MCP's text item is accepted too); v4: an inputImage (a data: URL, becoming an image "
+                    "item) or any of MCP's content blocks, kept as it is."),
     Field("success", Bool(), description="false: the result is an error with this text."),
 ], name="ItemToolCallResult")
 UI_CONFIRM = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
