@@ -39,6 +39,8 @@ CONTRACT_METHODS = {
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
+    "mcp/resource/read": ("client→server", "request"), "mcp/prompt/get": ("client→server", "request"),  # v4 §4
+    "ui/elicit": ("server→client", "request"), "model/sample": ("server→client", "request"),  # v4 §4
 }
 
 
@@ -431,7 +433,8 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    assert len(messages) == 26 and len(requests) == 18 and len(notifications) == 8  # v3 §4: loop/event, chat/send
+    # v3 §4: loop/event, chat/send; v4 §4: mcp/resource/read, mcp/prompt/get, ui/elicit, model/sample
+    assert len(messages) == 30 and len(requests) == 22 and len(notifications) == 8
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
-    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 30
+    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 32  # v4: mcp_server_not_found, mcp_error
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -18,6 +18,7 @@ from harness_sidecar.errors import DomainError
 from harness_sidecar.methods.commands import CommandMethods
 from harness_sidecar.methods.extensions import ExtensionLoading
 from harness_sidecar.methods.live_catalog import LiveCatalog
+from harness_sidecar.methods.mcp import McpMethods
 from harness_sidecar.methods.resources import ResourceMethods
 from harness_sidecar.methods.thread import Thread, ThreadMethods
 from harness_sidecar.methods.tools import ToolMethods
@@ -37,7 +38,8 @@ class Peer(Protocol):
     async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any: ...
 
 
-class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandMethods, ExtensionLoading, EditorUi):
+class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandMethods, ExtensionLoading, EditorUi,
+              McpMethods):
     """The methods of every thread, over one editor (``peer``)."""
 
     def __init__(self, peer: Peer) -> None:
@@ -66,6 +68,8 @@ class Sidecar(ThreadMethods, LiveCatalog, ResourceMethods, ToolMethods, CommandM
             "commands/run": self.commands_run,
             "input/submit": self.input_submit,
             "loop/event": self.loop_event,
+            "mcp/resource/read": self.mcp_resource_read,
+            "mcp/prompt/get": self.mcp_prompt_get,
         }
         # Methods whose common case begins at once, without a task (``Endpoint``): given the params and
         # ``respond(result, error)``, the canceller of the request begun, or None to serve it by ``methods``.

@@ -114,9 +114,10 @@ class ThreadMethods:
             self._arm_pins(thread_id, catalog)
             configs = list(start.mcp_servers) + self._plugin_mcp_configs(catalog, start)
             if configs:
-                servers = await self._start_mcp(thread_id, configs)
+                servers = await self._start_mcp(thread_id, configs, self._mcp_client(thread_id, start))
         elif start.mcp_servers:  # started while the roots are scanned
-            starting = asyncio.ensure_future(self._start_mcp(thread_id, start.mcp_servers))
+            starting = asyncio.ensure_future(self._start_mcp(thread_id, start.mcp_servers,
+                                                             self._mcp_client(thread_id, start)))
             try:
                 catalog, found = await self._discover(start)
             except BaseException:
@@ -225,6 +226,7 @@ class ThreadMethods:
         wire_catalog = thread.catalog.to_wire()
         wire_catalog["extensions"] = thread.extensions_to_wire()
         wire_catalog["hooks"] = thread.hooks.to_wire() if thread.hooks is not None else []
+        wire_catalog.update(self._mcp_catalog(thread))  # mcpResources, mcpPrompts (v4 §4)
         return {"threadId": thread.id, "revision": thread.revision, "catalog": wire_catalog,
                 "tools": thread.registry.to_wire(), "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics]}
 

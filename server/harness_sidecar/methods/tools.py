@@ -181,13 +181,16 @@ class ToolMethods:
 
     # -- MCP servers --------------------------------------------------------------------------------
 
-    async def _start_mcp(self, thread_id: str, configs: list[Any]) -> Any:
-        """The thread's MCP servers (the editor's and trusted plugins'), started; ``McpServers``."""
+    async def _start_mcp(self, thread_id: str, configs: list[Any], client: Any = None) -> Any:
+        """The thread's MCP servers (the editor's and trusted plugins'), started; ``McpServers``. ``client``:
+        what they are offered (``methods.mcp``: roots, elicitation, sampling)."""
         from harness_sidecar.mcp import McpServers
 
         return await McpServers.start(thread_id, configs,
                                       notify=lambda params: self.peer.notify("thread/diagnostic", params),
-                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id), client=client,
+                                      on_extras_changed=lambda before, after: self._mcp_lists_changed(
+                                          thread_id, before, after))
 
     def _mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
         """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""
