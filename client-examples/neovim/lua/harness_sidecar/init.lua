@@ -103,6 +103,7 @@ M.reverse_requests = {
   ['ui/confirm'] = function(params, id, client) ui.ask(client, id, 'ui/confirm', params) end,
   ['ui/select'] = function(params, id, client) ui.ask(client, id, 'ui/select', params) end,
   ['ui/input'] = function(params, id, client) ui.ask(client, id, 'ui/input', params) end,
+  ['ui/elicit'] = function(params, id, client) ui.ask(client, id, 'ui/elicit', params) end,
   ['item/tool/call'] = function(params)
     local tool = tools()[params.tool]
     if not tool then
