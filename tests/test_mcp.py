@@ -618,6 +618,24 @@ async def test_a_server_cannot_make_the_sidecar_sample_list_roots_or_ask_the_use
     answer = json.loads(texts(await servers.call("asker", "say", {}, 10))[0])
     assert answer["id"] == "ask-1" and "result" not in answer and answer["error"]["code"] < 0
 
+async def test_resources_and_prompts_are_listed_page_by_page(start) -> None:
+    """v4 §4: every page of resources/list and prompts/list, then the templates, in the server's order."""
+    servers = await start(raw("pages", "--resources", "5"))
+    assert [r.get("uri") or r["uriTemplate"] for r in servers.resources()] == [
+        "raw://r/0", "raw://r/1", "raw://r/2", "raw://r/3", "raw://r/4", "raw://t/{name}"]
+    assert servers.resources()[-1] == {"server": "pages", "uriTemplate": "raw://t/{name}", "name": "t",
+                                       "mimeType": "text/plain"}
+    assert [p["name"] for p in servers.prompts()] == ["p0", "p1", "p2", "p3", "p4"]
+    assert servers.prompts()[1] == {"server": "pages", "name": "p1", "arguments": [{"name": "x", "required": False}]}
+
+
+async def test_a_server_that_lists_resources_badly_keeps_its_tools(start, capfd) -> None:
+    servers = await start(raw("badres", "--bad-resources"))
+    assert servers.status() == {"badres": "ready"} and [t.tool for t in servers.tools()] == ["say"]
+    assert servers.resources() == [] and servers.prompts() == []
+    assert "its resources and prompts are left out: result.resources[0].uri is missing" in stderr_of(capfd)
+
+
 # -- stderr, close, and no survivors ----------------------------------------------------------------
 
 
