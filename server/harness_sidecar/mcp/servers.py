@@ -5,8 +5,8 @@ server may send), written against the MCP specification; the processes and pipes
 (``process.py``). It replaced the official SDK's ``ClientSession``, measured: through the sidecar,
 a sequential ``tools/call`` spent ~760 µs of the sidecar's CPU per call inside the SDK's session
 (pydantic validation and dumps, anyio's backend detection), the first thread naming a server paid
-0.9–1.6 s of CPU importing the SDK, and the sidecar needs none of what that machinery is for
-(HTTP transports, sampling, elicitation, tasks). The SDK's ``stdio_client`` was never used: it
+0.9–1.6 s of CPU importing the SDK, and the sidecar needs little of what that machinery is for
+(v4's roots, elicitation and sampling are a few checks: ``client_side.py``). The SDK's ``stdio_client`` was never used: it
 passes the server only a few environment variables (§6 says the sidecar's whole environment plus
 ``env``), writes the server's stderr unprefixed to a file we give it, does not tell the exit
 status, and sets no parent-death signal.
