@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import sys
 
-from harness_sidecar.client import sidecar_command
+from harness_sidecar.console.client import sidecar_command
 from helpers import write
 from mcp_helpers import REPO
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness_sidecar.loop import EVENTS as LOOP_EVENTS
+from harness_sidecar.hooks.loop import EVENTS as LOOP_EVENTS
 
 BEFORE = "tool_call"
 TRANSFORM = "tool_result_transform"
@@ -100,11 +100,11 @@ def _brief(value: Any) -> str:
 
 def text_content(content: Any, blocks: bool = False) -> list[dict[str, Any]]:
     """``content`` as a list of text items (a string becomes one); raises ``TypeError``. With ``blocks``
-    (a tool's result, v4 §4), any of MCP's content blocks (``harness_sidecar.content``) is kept as it is."""
+    (a tool's result, v4 §4), any of MCP's content blocks (``harness_sidecar.base.content``) is kept as it is."""
     if type(content) is str:
         return [{"type": "text", "text": content}]
     if blocks:
-        from harness_sidecar import content as blocks_of
+        from harness_sidecar.base import content as blocks_of
 
         why = blocks_of.first_problem(content)
         if why is not None:

@@ -12,6 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness_sidecar.base import content as blocks
+
 from .messages import Invalid, _may, _need
 
 Request = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
@@ -110,8 +112,6 @@ def check_read_result(result: dict[str, Any]) -> dict[str, Any]:
 
 def check_prompt_result(result: dict[str, Any]) -> dict[str, Any]:
     """A ``GetPromptResult``: ``messages`` of ``{role, content}``, ``description?``."""
-    from harness_sidecar import content as blocks
-
     _may(result, "description", str, "result")
     messages = _need(result, "messages", list, "result")
     for i, message in enumerate(messages):
