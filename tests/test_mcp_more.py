@@ -166,6 +166,19 @@ def test_without_ui_elicit_the_user_is_never_asked(spawn, tmp_path):
     assert not any(m["method"] == "ui/elicit" for m in editor.asked)
 
 
+def test_a_server_cannot_flood_the_user_with_forms(spawn, tmp_path):
+    """Attacker test: a server that asks 20 questions at once gets one form shown; the others are
+    declined at once (one question per server at a time)."""
+    editor = Editor()  # silent: the one form shown times out (uiTimeoutMs) as a decline
+    sidecar = open_editor(spawn, editor, ui={"elicit": True})
+    raw = [sys.executable, str(REPO / "tests" / "mcp_servers" / "raw_server.py"), "--elicit", "20"]
+    thread = start(sidecar, [tmp_path], [{"name": "raw", "command": raw}], limits={"uiTimeoutMs": 3000})["threadId"]
+    answers = [json.loads(line) for line in text(call(sidecar, thread, "mcp__raw__say")).splitlines()]
+    assert sorted(a["id"] for a in answers) == sorted(f"elicit-{i}" for i in range(20))
+    assert all(a["result"] == {"action": "decline"} for a in answers)
+    assert [m["params"]["message"] for m in editor.asked if m["method"] == "ui/elicit"] == ["question 0"]
+
+
 def test_sampling_is_relayed_as_model_sample_only_with_the_capability(spawn, tmp_path):
     def sample(params):
         return {"result": {"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "editor-model",
@@ -197,9 +210,9 @@ def test_list_changed_of_tools_resources_and_prompts_is_catalog_changed(spawn, t
     assert call(sidecar, thread, "mcp__more__grow")["content"] == [{"type": "text", "text": "grown"}]
     entries = lambda c: {(e["kind"], e["name"]) for e in c["added"]}  # noqa: E731
     wanted = {("tool", "mcp__more__grown"), ("mcpResource", "more:memo://grown"), ("mcpPrompt", "more:grown")}
-    changes = changes_until(sidecar, lambda c: wanted <= set().union(*(entries(x) for x in
-                                                                          [n["params"] for n in sidecar.notifications
-                                                                           if n["method"] == "catalog/changed"])))
+    seen = lambda: set().union(*(entries(n["params"]) for n in sidecar.notifications  # noqa: E731
+                                 if n["method"] == "catalog/changed"))
+    changes = changes_until(sidecar, lambda c: wanted <= seen(), timeout=60)
     assert all(c["threadId"] == thread and c["revision"] > started["revision"] for c in changes)
     refreshed = sidecar.call("thread/refresh", {"threadId": thread})
     assert {"server": "more", "name": "grown", "uri": "memo://grown", "description": ""} in \

@@ -16,6 +16,8 @@ last first; ``--log`` sends two ``notifications/message`` (a string, an object) 
 ``--resources N`` declares resources and prompts: N resources ``raw://r/<i>`` listed two a page (the
 cursor is the next index), one template, N prompts two a page; ``--bad-resources`` answers
 ``resources/list`` with what is not a ListResourcesResult.
+``--elicit N`` sends the client N ``elicitation/create`` requests at once during each call and
+returns the N answers (one a line) as the call's text.
 ``--record FILE`` appends every line the client sends to FILE. ``--ping-flood`` answers a call
 with 80 MiB of pings (each with a 64 KiB id) and never reads its stdin again.
 """
@@ -44,6 +46,7 @@ parser.add_argument("--record")
 parser.add_argument("--ping-flood", action="store_true")
 parser.add_argument("--resources", type=int, default=0)
 parser.add_argument("--bad-resources", action="store_true")
+parser.add_argument("--elicit", type=int, default=0)
 args = parser.parse_args()
 held: list[dict] = []
 
@@ -117,6 +120,12 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": "ask-1", "method": args.ask_client, "params": {
                 "messages": [], "maxTokens": 1}})
             text = sys.stdin.readline().strip()  # the client's answer
+        if args.elicit:
+            for i in range(args.elicit):
+                send({"jsonrpc": "2.0", "id": f"elicit-{i}", "method": "elicitation/create", "params": {
+                    "message": f"question {i}", "requestedSchema": {"type": "object", "properties": {
+                        "ok": {"type": "boolean"}}}}})
+            text = "\n".join(sys.stdin.readline().strip() for _ in range(args.elicit))
         if args.stray:
             send({"jsonrpc": "2.0", "id": 987654, "result": {"content": [{"type": "text", "text": "stray"}]}})
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "a parse error of its own"}})

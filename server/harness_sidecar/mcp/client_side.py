@@ -6,13 +6,15 @@ each request the server sends to ``serve(server, method, params)`` and answers w
 or with the ``RpcError`` it raises. Roots are the thread's roots as ``file://`` URIs. Elicitation and
 sampling go to the editor through ``elicit(server, params)`` and ``sample(server, params)``, given
 only when the editor declared ``capabilities.ui.elicit`` / ``capabilities.sampling``; the answers the
-editor gives are checked here (``elicit_result``, ``sample_result``) before a server sees them.
+editor gives are checked here (``elicit_result``, ``sample_result``) before a server sees them. One
+question and one sampling per server at a time: a server that asks again while the editor has not
+answered is declined (or refused) at once, so a server cannot flood the user with forms.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +35,7 @@ class ClientSide:
     roots: list[str]  # the thread's roots, absolute paths
     elicit: Relay | None = None  # ui/elicit to the editor (capabilities.ui.elicit)
     sample: Relay | None = None  # model/sample to the editor (capabilities.sampling)
+    _asking: set[tuple[str, str]] = field(default_factory=set)  # (server, method) in flight to the editor
 
     def capabilities(self) -> dict[str, Any]:
         """``initialize.capabilities`` for the servers: roots always, the others as the editor allows."""
@@ -58,7 +61,13 @@ class ClientSide:
                 raise RpcError(METHOD_NOT_FOUND, "sampling is not offered: the editor did not declare "
                                                  "capabilities.sampling")
             check_sample_params(params)
-            return sample_result(await self.sample(server, params))
+            if (server, method) in self._asking:
+                raise RpcError(INTERNAL_ERROR, "a sampling request of this server is already waiting for the editor")
+            self._asking.add((server, method))
+            try:
+                return sample_result(await self.sample(server, params))
+            finally:
+                self._asking.discard((server, method))
         raise RpcError(METHOD_NOT_FOUND, f"the client does not offer {method}")
 
     async def _elicit(self, server: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -71,12 +80,15 @@ class ClientSide:
         if type(schema) is not dict or schema.get("type") != "object" or \
                 type(schema.get("properties", {})) is not dict:
             raise RpcError(INVALID_PARAMS, "elicitation/create needs a requestedSchema of type object")
-        if self.elicit is None:  # no capability: the user is not asked
+        if self.elicit is None or (server, "elicit") in self._asking:  # no capability, or a form already open
             return dict(DECLINE)
+        self._asking.add((server, "elicit"))
         try:
             answer = await self.elicit(server, params)
         except Exception:  # noqa: BLE001 - no answer (an error, a timeout, the editor is gone) is a decline
             return dict(DECLINE)
+        finally:
+            self._asking.discard((server, "elicit"))
         return elicit_result(answer)
 
 
