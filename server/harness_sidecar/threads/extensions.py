@@ -11,6 +11,7 @@ import logging
 from typing import Any, Callable
 
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
+from harness_sidecar.threads import sessions
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.thread import Command, Thread
 from harness_sidecar.tools.registry import Tool, claimant, foreign_schemas
@@ -25,7 +26,7 @@ class ExtensionHosts:
 
     def __init__(self, editor: Editor) -> None:
         self.editor = editor
-        self._spares: Any = None  # extensions.sidecar.supervisor.Spares, made when first needed
+        self._spares: Any = None  # extensions.sidecar.process.Spares, made when first needed
 
     def reporter(self, thread_id: str) -> Callable[[HookFault], None]:
         """A thread's handler faults, each a ``thread/diagnostic``."""
@@ -36,7 +37,7 @@ class ExtensionHosts:
     async def lifecycle(self, thread: Thread, event: str, payload: dict[str, Any]) -> None:
         """``thread_start``/``thread_close`` handlers: faults are diagnostics, nothing else changes."""
         from harness_sidecar.extensions.sidecar.handlers import run_event
-        from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+        from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
         try:
             await thread.host.ensure()
@@ -59,7 +60,7 @@ class ExtensionHosts:
 
     def spares(self) -> Any:
         if self._spares is None:
-            from harness_sidecar.extensions.sidecar.supervisor import Spares
+            from harness_sidecar.extensions.sidecar.process import Spares
 
             self._spares = Spares()
         return self._spares
@@ -80,10 +81,12 @@ class ExtensionHosts:
                 "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self.editor.capable(k)},
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.editor.max_result_bytes,
-                "maxTools": limits.max_tools}
+                "maxTools": limits.max_tools, "stateBytes": limits.extension_state_bytes,
+                "states": {k: v for k, v in thread.states.items() if k in trusted}}
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
                              on_diagnostic=self.editor.diagnostic, ask=self.editor.ask,
                              notify=self.editor.ui_notify, ui_timeout_s=limits.ui_timeout_ms / 1000)
+        host.on_state = lambda extension_id, value: sessions.state_set(thread, extension_id, value)
 
         def claimed(name: str) -> str | None:
             tool = registry.tools.get(name)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # The methods served by harness_sidecar.threads.sidecar.Sidecar (a test keeps the two in step).
 SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
                   "templates/render", "thread/close", "thread/refresh", "thread/start", "tools/call", "tools/list",
-                  "loop/event", "mcp/resource/read", "mcp/prompt/get")
+                  "loop/event", "mcp/resource/read", "mcp/prompt/get", "thread/fork", "skills/deactivate")
 
 
 def initialize_result(framing: str) -> dict[str, Any]:
