@@ -4,6 +4,7 @@
 //
 //   ui/confirm → a modal warning with Allow / Deny naming the extension, the tool and its arguments
 //   ui/select  → a QuickPick (labels and descriptions)       ui/input → an InputBox (placeholder)
+//   ui/openUrl → env.openExternal (a remote MCP server's sign-in page; not opened: a message with the URL)
 //   ui/notify  → an information / warning / error message    ui/status → a status-bar item per
 //                                                             (extension, key); `text: null` removes it
 //   ui/elicit  → an MCP server's form (v4): a QuickPick per enum or boolean field, an InputBox per string
@@ -17,7 +18,7 @@
 /** What this client answers: sent as `initialize.capabilities.ui` (JSONL) or
  * `initializationOptions.capabilities.ui` (LSP). */
 const UI_CAPABILITIES = Object.freeze({ confirm: true, select: true, input: true, notify: true, status: true,
-  elicit: true });
+  elicit: true, openUrl: true });
 
 const ALLOW = 'Allow';
 const DENY = 'Deny';
@@ -31,6 +32,8 @@ const DENY = 'Deny';
 /** @typedef {import('./types/protocol').UiValueResult} UiValueResult */
 /** @typedef {import('./types/protocol').UiElicitParams} UiElicitParams */
 /** @typedef {import('./types/protocol').UiElicitResult} UiElicitResult */
+/** @typedef {import('./types/protocol').UiOpenUrlParams} UiOpenUrlParams */
+/** @typedef {import('./types/protocol').UiOpenUrlResult} UiOpenUrlResult */
 /**
  * @typedef {{isCancellationRequested: boolean,
  *   onCancellationRequested: (listener: () => void) => {dispose(): void}}} Token
@@ -183,6 +186,24 @@ class EditorUi {
     if (text === undefined) return undefined;
     if (text === '') return required ? undefined : null;
     return numeric ? Number(text) : text;
+  }
+
+  /**
+   * A remote MCP server's sign-in page (OAuth), opened in the user's browser with `env.openExternal`;
+   * when it cannot be opened, the user is shown the reason and the URL to open themselves.
+   * @param {UiOpenUrlParams} params
+   * @returns {Promise<UiOpenUrlResult>}
+   */
+  async openUrl(params) {
+    let opened = false;
+    try {
+      opened = (await this.vscode.env.openExternal(this.vscode.Uri.parse(params.url))) === true;
+    } catch (err) {
+      this.output.info(`ui/openUrl: could not open the browser: ${err}`);
+    }
+    this.output.info(`ui/openUrl: ${params.reason}: ${opened ? 'opened in the browser' : 'not opened'}`);
+    if (!opened) this.vscode.window.showInformationMessage(`${params.reason}: open ${params.url}`);
+    return { opened };
   }
 
   /** @param {UiNotifyParams} params */

@@ -213,6 +213,8 @@ export type ThreadDiagnosticParams =
   | ExtensionChanged
   | McpExit
   | McpRestarted
+  | McpAuthRequired
+  | McpUnavailableLater
   | ExtensionAuthorNotice
   | StderrDropped
   | CommandHookDiagnostic
@@ -795,6 +797,10 @@ export interface UiCapabilities {
    * The editor takes chat/send (ctx.ui.send_message).
    */
   sendMessage?: boolean | null;
+  /**
+   * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
+   */
+  openUrl?: boolean | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2086,6 +2092,30 @@ export interface LoopEventResult {
   stopTurn?: StopTurn;
 }
 /**
+ * A remote MCP server needs the user to sign in and the editor declared no capabilities.ui.openUrl (or did not open it); its tools join once signed in.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpAuthRequired".
+ */
+export interface McpAuthRequired {
+  threadId: ThreadId;
+  kind: "mcp_auth_required";
+  name: string;
+  message: string;
+  data: McpAuthRequiredData;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpAuthRequiredData".
+ */
+export interface McpAuthRequiredData {
+  server: string;
+  /**
+   * The authorization URL to open.
+   */
+  url: string;
+}
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "McpBlobContents".
  */
@@ -2198,7 +2228,7 @@ export interface McpRestarted {
   message: string;
 }
 /**
- * A stdio MCP server the editor chose for this thread.
+ * An MCP server the editor chose for this thread: stdio (command) or remote (type http|sse, url, headers?).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "McpServerConfig".
@@ -2209,11 +2239,23 @@ export interface McpServerConfig {
    */
   name: string;
   /**
-   * argv of the server (stdio).
-   *
-   * @minItems 1
+   * stdio (a child process, the default), http (streamable HTTP, MCP 2025-06-18) or sse (the 2024-11-05 HTTP+SSE transport).
    */
-  command: [string, ...string[]];
+  type?: ("stdio" | "http" | "sse") | null;
+  /**
+   * argv of the server (stdio; required there).
+   */
+  command?: [string, ...string[]] | null;
+  /**
+   * The server's endpoint (http and sse; required there).
+   */
+  url?: string | null;
+  /**
+   * HTTP headers sent with every request (http and sse); ${VAR} is expanded from the sidecar's environment, an unset VAR as empty.
+   */
+  headers?: {
+    [k: string]: string;
+  } | null;
   /**
    * Added to the sidecar's environment.
    */
@@ -2236,6 +2278,18 @@ export interface McpServerConfig {
     allow?: string[] | null;
     deny?: string[] | null;
   } | null;
+}
+/**
+ * A remote MCP server's sign-in, which thread/start did not wait for, failed.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpUnavailableLater".
+ */
+export interface McpUnavailableLater {
+  threadId: ThreadId;
+  kind: "mcp_unavailable";
+  name: string;
+  message: string;
 }
 /**
  * The sidecar always sends jsonrpc; editors may omit it.
@@ -2790,6 +2844,30 @@ export interface UiNotifyParams {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "UiOpenUrlParams".
+ */
+export interface UiOpenUrlParams {
+  threadId: ThreadId;
+  /**
+   * An http(s) URL to open in the user's browser.
+   */
+  url: string;
+  /**
+   * Why, for the user.
+   */
+  reason: string;
+}
+/**
+ * Anything but opened: true (an error, no answer) makes the sidecar give the URL in a thread/diagnostic mcp_auth_required.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "UiOpenUrlResult".
+ */
+export interface UiOpenUrlResult {
+  opened: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "UiOption".
  */
 export interface UiOption {
@@ -2883,6 +2961,8 @@ export interface ServerRequests {
   "ui/elicit": { params: UiElicitParams; result: UiElicitResult };
   /** v4: an MCP server's sampling/createMessage (capabilities.sampling). */
   "model/sample": { params: ModelSampleParams; result: ModelSampleResult };
+  /** A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl). */
+  "ui/openUrl": { params: UiOpenUrlParams; result: UiOpenUrlResult };
 }
 
 /** Notifications the sidecar sends: method → params. */

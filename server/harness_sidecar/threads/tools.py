@@ -164,7 +164,9 @@ class ToolMethods:
 
         return await McpServers.start(thread_id, configs,
                                       notify=self.editor.diagnostic,
-                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id), client=client,
+                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id),
+                                      open_url=lambda url, reason: self.editor.open_url(thread_id, url, reason),
+                                      client=client,
                                       on_extras_changed=lambda before, after: lists_changed(
                                           self.open, self.editor, thread_id, before, after))
 

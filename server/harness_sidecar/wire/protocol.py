@@ -316,6 +316,16 @@ THREAD_DIAGNOSTIC = Union(
                     "not any more)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_auth_required")), Field("name", Str()),
+         Field("message", Str()),
+         Field("data", Obj([Field("server", Str()), Field("url", Str(description="The authorization URL to open."))],
+                           name="McpAuthRequiredData"))],
+        name="McpAuthRequired",
+        description="A remote MCP server needs the user to sign in and the editor declared no "
+                    "capabilities.ui.openUrl (or did not open it); its tools join once signed in."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_unavailable")), Field("name", Str()),
+         Field("message", Str())], name="McpUnavailableLater",
+        description="A remote MCP server's sign-in, which thread/start did not wait for, failed."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("handler_return_ignored", "ui_after_handler"))),
          Field("extensionId", Str()), opt("hook", Str(), description="The event (or command) of the handler."),
          Field("message", Str(), description="What was ignored or refused, and the right form.")],
@@ -456,6 +466,12 @@ MCP_PROMPT_RESULT = Obj([opt("description", Str()), Field("messages", Arr(Obj([
     Field("role", Str(enum=("user", "assistant"))), Field("content", CONTENT_BLOCK)], open_values=AnyValue(),
     name="McpPromptMessage")))], open_values=AnyValue(), name="McpPromptGetResult",
     description="MCP's GetPromptResult, as the server gave it.")
+UI_OPEN_URL = Obj([Field("threadId", P.THREAD_ID), Field("url", Str(), description="An http(s) URL to open in the "
+                                                                              "user's browser."),
+                   Field("reason", Str(), description="Why, for the user.")], name="UiOpenUrlParams")
+UI_OPEN_URL_RESULT = Obj([Field("opened", Bool())], name="UiOpenUrlResult",
+                         description="Anything but opened: true (an error, no answer) makes the sidecar give the URL "
+                                     "in a thread/diagnostic mcp_auth_required.")
 UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
                         description="Anything else (an error, a malformed answer, no answer) counts as false.")
 UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
@@ -657,6 +673,8 @@ MESSAGES: list[Message] = [
              description="v4: an MCP server's elicitation/create (capabilities.ui.elicit)."),
     _request("model/sample", MODEL_SAMPLE, MODEL_SAMPLE_RESULT, direction=SERVER,
              description="v4: an MCP server's sampling/createMessage (capabilities.sampling)."),
+    _request("ui/openUrl", UI_OPEN_URL, UI_OPEN_URL_RESULT, direction=SERVER,
+             description="A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl)."),
 ]
 BY_METHOD = {m.method: m for m in MESSAGES}
 

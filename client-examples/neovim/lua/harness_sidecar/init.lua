@@ -108,6 +108,9 @@ M.reverse_requests = {
   ['ui/select'] = function(params, id, client) ui.ask(client, id, 'ui/select', params) end,
   ['ui/input'] = function(params, id, client) ui.ask(client, id, 'ui/input', params) end,
   ['ui/elicit'] = function(params, id, client) ui.ask(client, id, 'ui/elicit', params) end,
+  ['ui/openUrl'] = function(params, id, client)
+    ui.open_url(params, function(result) client:respond(id, result) end)
+  end,
   ['item/tool/call'] = function(params)
     local tool = tools()[params.tool]
     if not tool then
