@@ -219,3 +219,53 @@ def test_list_changed_of_tools_resources_and_prompts_is_catalog_changed(spawn, t
         [{k: v for k, v in r.items() if k != "mimeType"} for r in refreshed["catalog"]["mcpResources"]]
     assert "grown" in [p["name"] for p in refreshed["catalog"]["mcpPrompts"]]
     assert call(sidecar, thread, "mcp__more__grown", call_id="c2")["content"][0]["text"] == "grown"
+
+
+def test_over_streamable_http_the_reference_server_gets_the_same(spawn, tmp_path):
+    """A remote server (v4 §4 transports) is offered what a stdio one is: @modelcontextprotocol/server-everything
+    (npm, MIT, github.com/modelcontextprotocol/servers) in its streamable-HTTP mode lists its resources and
+    prompts in the catalog, reads one, asks roots/list and has model/sample relayed."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import threading
+
+    import pytest
+    from mcp_helpers import EVERYTHING
+
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        if os.environ.get("CI"):
+            pytest.fail("server-everything is not installed; .ci/run should have run npm ci")
+        pytest.skip("server-everything is not installed (cd tests/mcp_servers/everything && npm ci)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([node, str(EVERYTHING), "streamableHttp"], env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        for line in proc.stderr:  # "... listening on port N"
+            if "listening" in line.lower() or "running" in line.lower():
+                break
+        else:
+            pytest.fail("server-everything did not start")
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        editor = Editor(sample=lambda params: {"result": {"role": "assistant", "model": "editor-model",
+                                                          "content": {"type": "text", "text": "sampled over http"}}})
+        sidecar = open_editor(spawn, editor, sampling=True)
+        started = start(sidecar, [tmp_path], [{"name": "everything", "type": "http",
+                                               "url": f"http://127.0.0.1:{port}/mcp"}])
+        thread = started["threadId"]
+        resources = [r for r in started["catalog"]["mcpResources"] if "uri" in r]
+        assert resources and {p["name"] for p in started["catalog"]["mcpPrompts"]} >= {"simple-prompt", "args-prompt"}
+        read = sidecar.call("mcp/resource/read", {"threadId": thread, "server": "everything",
+                                                  "uri": resources[0]["uri"]})
+        assert read["contents"][0]["uri"] == resources[0]["uri"]
+        assert tmp_path.as_uri() in text(call(sidecar, thread, "mcp__everything__get-roots-list"))
+        sampled = call(sidecar, thread, "mcp__everything__trigger-sampling-request", {"prompt": "hi"}, "c2")
+        assert not sampled["isError"] and "sampled over http" in json.dumps(sampled["content"])
+        assert [m["params"]["threadId"] for m in editor.asked if m["method"] == "model/sample"] == [thread]
+    finally:
+        proc.kill()
+        proc.wait()
