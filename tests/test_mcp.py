@@ -240,17 +240,18 @@ async def test_error_results_and_error_answers(start, events: Path) -> None:
     assert texts(await servers.call("t", "ping", {}, 10)) == ["pong"]
 
 
-async def test_content_mapping(start, events: Path) -> None:
+async def test_content_passes_through_as_the_server_sent_it(start, events: Path) -> None:
+    """v4 §4: image, audio, resource_link and embedded resource items are MCP's shapes, unchanged (before v4
+    they became text descriptions such as "[image content: mimeType image/png]")."""
     servers = await start(config("t", events=events))
     result = await servers.call("t", "mixed", {}, 10)
-    assert texts(result) == [
-        "plain text",
-        "[image content: mimeType image/png]",
-        "[audio content: mimeType audio/wav]",
-        "[resource_link content: uri file:///tmp/notes.txt, mimeType text/plain]",
-        "[resource content: uri memo://one, mimeType text/markdown]",
+    assert result.content == [
+        {"type": "text", "text": "plain text"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+        {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+        {"type": "resource_link", "name": "notes", "uri": "file:///tmp/notes.txt", "mimeType": "text/plain"},
+        {"type": "resource", "resource": {"uri": "memo://one", "mimeType": "text/markdown", "text": "# memo"}},
     ]
-    assert all(item["type"] == "text" for item in result.content)
     assert result.details == {"structuredContent": {"answer": 42, "items": ["a", "b"]}} and not result.is_error
 
 
@@ -616,6 +617,24 @@ async def test_a_server_cannot_make_the_sidecar_sample_list_roots_or_ask_the_use
     servers = await start(McpServerConfig("asker", raw_server("--ask-client", method), startup_timeout_ms=STARTUP_MS))
     answer = json.loads(texts(await servers.call("asker", "say", {}, 10))[0])
     assert answer["id"] == "ask-1" and "result" not in answer and answer["error"]["code"] < 0
+
+async def test_resources_and_prompts_are_listed_page_by_page(start) -> None:
+    """v4 §4: every page of resources/list and prompts/list, then the templates, in the server's order."""
+    servers = await start(raw("pages", "--resources", "5"))
+    assert [r.get("uri") or r["uriTemplate"] for r in servers.resources()] == [
+        "raw://r/0", "raw://r/1", "raw://r/2", "raw://r/3", "raw://r/4", "raw://t/{name}"]
+    assert servers.resources()[-1] == {"server": "pages", "uriTemplate": "raw://t/{name}", "name": "t",
+                                       "mimeType": "text/plain"}
+    assert [p["name"] for p in servers.prompts()] == ["p0", "p1", "p2", "p3", "p4"]
+    assert servers.prompts()[1] == {"server": "pages", "name": "p1", "arguments": [{"name": "x", "required": False}]}
+
+
+async def test_a_server_that_lists_resources_badly_keeps_its_tools(start, capfd) -> None:
+    servers = await start(raw("badres", "--bad-resources"))
+    assert servers.status() == {"badres": "ready"} and [t.tool for t in servers.tools()] == ["say"]
+    assert servers.resources() == [] and servers.prompts() == []
+    assert "its resources and prompts are left out: result.resources[0].uri is missing" in stderr_of(capfd)
+
 
 # -- stderr, close, and no survivors ----------------------------------------------------------------
 

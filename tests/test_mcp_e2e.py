@@ -102,7 +102,7 @@ def test_mcp_tools_are_listed_after_the_extensions_and_pass_the_hooks(spawn, ws)
     assert failed["isError"] is True and failed["content"][0]["text"] == "it failed on purpose"
     mixed = call(sidecar, thread, "mcp__test__mixed")
     assert mixed["details"]["structuredContent"] == {"answer": 42, "items": ["a", "b"]}
-    assert "[image content: mimeType image/png]" in [c["text"] for c in mixed["content"]]
+    assert {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"} in mixed["content"]  # v4: as it came
     assert not any(n["params"].get("kind") == "mcp_exit" for n in sidecar.notifications
                    if n["method"] == "thread/diagnostic")  # the blocked exit never reached the server
 
@@ -242,4 +242,4 @@ def test_server_everything_through_the_sidecar(spawn, ws):
     invalid = call(sidecar, thread, "mcp__everything__get-sum", {"a": "two", "b": 3})
     assert invalid["details"]["kind"] == "invalid_arguments"
     image = call(sidecar, thread, "mcp__everything__get-tiny-image")
-    assert any("image content" in c["text"] for c in image["content"])
+    assert any(c["type"] == "image" and c["mimeType"] == "image/png" and c["data"] for c in image["content"])

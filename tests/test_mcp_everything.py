@@ -7,6 +7,7 @@ skipped here and fail in CI.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shutil
@@ -58,7 +59,7 @@ async def servers(everything: list[str], mark: str, notes: list[dict[str, Any]])
 
 
 def texts(result) -> list[str]:
-    return [item["text"] for item in result.content]
+    return [item["text"] for item in result.content if item["type"] == "text"]
 
 
 async def test_lists_the_reference_servers_tools(servers: McpServers) -> None:
@@ -76,24 +77,26 @@ async def test_calls_and_content_mapping(servers: McpServers) -> None:
     assert texts(await servers.call("everything", "get-sum", {"a": 2, "b": 40}, 10)) == ["The sum of 2 and 40 is 42."]
 
     image = await servers.call("everything", "get-tiny-image", {}, 10)
-    assert texts(image) == ["Here's the image you requested:", "[image content: mimeType image/png]",
-                            "The image above is the MCP logo."]
+    # v4 §4: non-text content passes through in MCP's shapes (before v4: "[image content: mimeType image/png]")
+    assert [item["type"] for item in image.content] == ["text", "image", "text"]
+    assert image.content[1]["mimeType"] == "image/png" and base64.b64decode(image.content[1]["data"])[:4] == b"\x89PNG"
 
     weather = await servers.call("everything", "get-structured-content", {"location": "Chicago"}, 10)
     assert weather.details["structuredContent"] == json.loads(texts(weather)[0])
     assert set(weather.details["structuredContent"]) == {"temperature", "conditions", "humidity"}
 
     links = await servers.call("everything", "get-resource-links", {"count": 2}, 10)
-    assert texts(links)[1].startswith("[resource_link content: uri demo://resource/")
-    assert len(texts(links)) == 3
+    assert [item["type"] for item in links.content] == ["text", "resource_link", "resource_link"]
+    assert links.content[1]["uri"].startswith("demo://resource/")
 
     reference = await servers.call("everything", "get-resource-reference", {"resourceType": "Text", "resourceId": 1}, 10)
-    assert "[resource content: uri demo://resource/dynamic/text/1, mimeType text/plain]" in texts(reference)
+    embedded = [item["resource"] for item in reference.content if item["type"] == "resource"]
+    assert [(r["uri"], r["mimeType"]) for r in embedded] == [("demo://resource/dynamic/text/1", "text/plain")]
 
     annotated = await servers.call("everything", "get-annotated-message",
                                    {"messageType": "error", "includeImage": True}, 10)
     assert texts(annotated)[0] == "Error: Operation failed"
-    assert "[image content: mimeType image/png]" in texts(annotated)
+    assert any(item["type"] == "image" and item["mimeType"] == "image/png" for item in annotated.content)
 
     env = json.loads(texts(await servers.call("everything", "get-env", {}, 10))[0])
     assert env["MCP_TEST_VALUE"] == "given" and env["PATH"] == os.environ["PATH"]
@@ -123,3 +126,51 @@ async def test_exit_by_signal_then_restart(servers: McpServers, mark: str, notes
     assert texts(await servers.call("everything", "echo", {"message": "back"}, 30)) == ["Echo: back"]
     assert pids_with_env(MARK, mark) != [pid]
     assert [note["kind"] for note in notes] == ["mcp_exit", "mcp_restarted"]
+
+
+async def test_resources_prompts_and_roots_of_the_reference_server(everything: list[str], mark: str) -> None:
+    """v4 §4 against server-everything: its resources, templates and prompts listed; one of each read;
+    its roots tool (offered because the client offers roots) gets the thread's roots; sampling and
+    elicitation reach the editor's side (here the relays a thread would give, answering as a user)."""
+    from harness_sidecar.mcp.client_side import ClientSide
+    from harness_sidecar.mcp.listing import check_prompt_result, check_read_result
+
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def sample(server: str, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append((server, params))
+        return {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "editor-model"}
+
+    async def elicit(server: str, params: dict[str, Any]) -> dict[str, Any]:
+        asked.append((server, params))
+        return {"action": "decline"}
+
+    servers = await McpServers.start("thread-1", [McpServerConfig("everything", everything, env={MARK: mark},
+                                                                  startup_timeout_ms=30000)],
+                                     client=ClientSide(["/tmp/a root"], elicit, sample))
+    try:
+        resources = servers.resources()
+        static = [r for r in resources if "uri" in r]
+        templates = {r["uriTemplate"] for r in resources if "uriTemplate" in r}
+        assert static and all(r["server"] == "everything" for r in resources)
+        assert "demo://resource/dynamic/text/{resourceId}" in templates
+        read = await servers.ask("everything", "resources/read", {"uri": static[0]["uri"]}, 10, check_read_result)
+        assert read["contents"][0]["uri"] == static[0]["uri"] and read["contents"][0]["text"]
+        dynamic = await servers.ask("everything", "resources/read", {"uri": "demo://resource/dynamic/text/3"}, 10,
+                                    check_read_result)
+        assert dynamic["contents"][0]["uri"] == "demo://resource/dynamic/text/3"
+        prompts = {p["name"]: p for p in servers.prompts()}
+        assert {"name": "city", "description": "Name of the city", "required": True} in \
+            prompts["args-prompt"]["arguments"]
+        got = await servers.ask("everything", "prompts/get", {"name": "args-prompt", "arguments": {"city": "Oslo"}},
+                                10, check_prompt_result)
+        assert "Oslo" in got["messages"][0]["content"]["text"]
+        tools = {tool.tool for tool in servers.tools()}
+        assert {"get-roots-list", "trigger-sampling-request", "trigger-elicitation-request"} <= tools
+        roots = texts(await servers.call("everything", "get-roots-list", {}, 10))
+        assert "file:///tmp/a%20root" in "".join(roots)
+        sampled = await servers.call("everything", "trigger-sampling-request", {"prompt": "hi", "maxTokens": 20}, 10)
+        assert not sampled.is_error and "sampled" in "".join(texts(sampled))
+        assert asked and asked[0][0] == "everything" and asked[0][1]["maxTokens"] == 20
+    finally:
+        await servers.close()

@@ -67,7 +67,9 @@ def mask(event, ctx):
     patterns = compiled({**PATTERNS, **ctx.settings.get("patterns", {})})  # a bad regex raises: withheld
     result = event["result"]
     found = []
-    content = [{"type": "text", "text": redact(item["text"], patterns, found)} for item in result["content"]]
+    # text items are redacted; an image, audio clip, link or embedded resource (v4) is kept as it came
+    content = [{**item, "text": redact(item["text"], patterns, found)} if item.get("type") == "text" else item
+               for item in result["content"]]
     details = redact_value(result["details"], patterns, found)
     if not found:
         return None  # keep the result as it is

@@ -123,6 +123,7 @@ const REVERSE_REQUESTS = {
   'ui/confirm': (harness, params, token) => harness.ui.confirm(params, token),
   'ui/select': (harness, params, token) => harness.ui.select(params, token),
   'ui/input': (harness, params, token) => harness.ui.input(params, token),
+  'ui/elicit': (harness, params, token) => harness.ui.elicit(params, token),
   'ui/openUrl': (harness, params) => harness.ui.openUrl(params),
   'item/tool/call': async (harness, params) => {
     if (params.tool === 'read_file') return readFile(/** @type {any} */ (params.arguments));

@@ -7,6 +7,8 @@
 //   ui/openUrl → env.openExternal (a remote MCP server's sign-in page; not opened: a message with the URL)
 //   ui/notify  → an information / warning / error message    ui/status → a status-bar item per
 //                                                             (extension, key); `text: null` removes it
+//   ui/elicit  → an MCP server's form (v4): a QuickPick per enum or boolean field, an InputBox per string
+//                or number field, in the schema's order; Escape at any field declines
 //
 // Whatever the user does not answer is "no": a dismissed dialog answers `confirmed: false` or
 // `value: null`. When the sidecar stops waiting (`$/cancelRequest`: its uiTimeoutMs ran out, or the
@@ -16,7 +18,7 @@
 /** What this client answers: sent as `initialize.capabilities.ui` (JSONL) or
  * `initializationOptions.capabilities.ui` (LSP). */
 const UI_CAPABILITIES = Object.freeze({ confirm: true, select: true, input: true, notify: true, status: true,
-  openUrl: true });
+  elicit: true, openUrl: true });
 
 const ALLOW = 'Allow';
 const DENY = 'Deny';
@@ -28,6 +30,8 @@ const DENY = 'Deny';
 /** @typedef {import('./types/protocol').UiStatusParams} UiStatusParams */
 /** @typedef {import('./types/protocol').UiConfirmResult} UiConfirmResult */
 /** @typedef {import('./types/protocol').UiValueResult} UiValueResult */
+/** @typedef {import('./types/protocol').UiElicitParams} UiElicitParams */
+/** @typedef {import('./types/protocol').UiElicitResult} UiElicitResult */
 /** @typedef {import('./types/protocol').UiOpenUrlParams} UiOpenUrlParams */
 /** @typedef {import('./types/protocol').UiOpenUrlResult} UiOpenUrlResult */
 /**
@@ -123,6 +127,65 @@ class EditorUi {
       if (token) cancellation = token.onCancellationRequested(() => finish(null));
       widget.show();
     });
+  }
+
+  /**
+   * An MCP server's `elicitation/create`: each flat field of `requestedSchema` asked in turn. A field
+   * left empty is omitted (a required one declines); Escape, or the sidecar no longer waiting, declines.
+   * @param {UiElicitParams} params
+   * @param {Token} [token]
+   * @returns {Promise<UiElicitResult>}
+   */
+  async elicit(params, token) {
+    const schema = params.requestedSchema;
+    const required = new Set(schema.required || []);
+    /** @type {Record<string, any>} */
+    const content = {};
+    for (const [name, field] of Object.entries(schema.properties || {})) {
+      const value = await this._field(params, name, /** @type {any} */ (field), required.has(name), token);
+      if (value === undefined) {
+        this.output.info(`ui/elicit from MCP server ${params.server}: declined`);
+        return { action: 'decline' };
+      }
+      if (value !== null) content[name] = value;
+    }
+    this.output.info(`ui/elicit from MCP server ${params.server}: accepted`);
+    return { action: 'accept', content };
+  }
+
+  /** One field's value; `null` when an optional one is left empty, `undefined` when the user declines. */
+  async _field(/** @type {UiElicitParams} */ params, /** @type {string} */ name, /** @type {any} */ field,
+    /** @type {boolean} */ required, /** @type {Token | undefined} */ token) {
+    const title = `${params.server}: ${params.message}`;
+    const label = `${field.title || name}${field.description ? ` — ${field.description}` : ''}`;
+    /** @type {{label: string, value: any}[] | null} */
+    let options = null;
+    if (Array.isArray(field.enum)) {
+      options = field.enum.map((/** @type {any} */ v, /** @type {number} */ i) => ({
+        label: String((field.enumNames || [])[i] || v), value: v }));
+    } else if (Array.isArray(field.oneOf)) {
+      options = field.oneOf.map((/** @type {any} */ o) => ({ label: String(o.title || o.const), value: o.const }));
+    } else if (field.type === 'boolean') {
+      options = [{ label: 'Yes', value: true }, { label: 'No', value: false }];
+    }
+    if (options) {
+      const picked = await this.vscode.window.showQuickPick(options, { title, placeHolder: `${label} (Escape: decline)` },
+        token);
+      return picked ? picked.value : undefined;
+    }
+    const numeric = field.type === 'number' || field.type === 'integer';
+    const pattern = field.type === 'integer' ? /^-?\d+$/ : /^-?\d+(\.\d+)?$/;
+    const text = await this.vscode.window.showInputBox({
+      title, prompt: `${label}${required ? '' : ' (optional)'}`,
+      value: field.default !== undefined ? String(field.default) : undefined,
+      validateInput: (/** @type {string} */ v) => {
+        if (v === '') return required ? 'required' : undefined;
+        return numeric && !pattern.test(v) ? `a ${field.type}` : undefined;
+      },
+    }, token);
+    if (text === undefined) return undefined;
+    if (text === '') return required ? undefined : null;
+    return numeric ? Number(text) : text;
   }
 
   /**

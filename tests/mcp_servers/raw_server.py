@@ -13,6 +13,11 @@ verbatim as the ``initialize`` / ``tools/list`` / ``tools/call`` result; ``--str
 each call's answer, an answer to an id the client never sent and an error with a null id;
 ``--string-ids`` echoes ids as strings of digits; ``--reverse N`` holds N calls and answers them
 last first; ``--log`` sends two ``notifications/message`` (a string, an object) before each answer.
+``--resources N`` declares resources and prompts: N resources ``raw://r/<i>`` listed two a page (the
+cursor is the next index), one template, N prompts two a page; ``--bad-resources`` answers
+``resources/list`` with what is not a ListResourcesResult.
+``--elicit N`` sends the client N ``elicitation/create`` requests at once during each call and
+returns the N answers (one a line) as the call's text.
 ``--record FILE`` appends every line the client sends to FILE. ``--ping-flood`` answers a call
 with 80 MiB of pings (each with a 64 KiB id) and never reads its stdin again.
 """
@@ -39,6 +44,9 @@ parser.add_argument("--reverse", type=int, default=0)
 parser.add_argument("--log", action="store_true")
 parser.add_argument("--record")
 parser.add_argument("--ping-flood", action="store_true")
+parser.add_argument("--resources", type=int, default=0)
+parser.add_argument("--bad-resources", action="store_true")
+parser.add_argument("--elicit", type=int, default=0)
 args = parser.parse_args()
 held: list[dict] = []
 
@@ -74,9 +82,24 @@ for line in sys.stdin:
     elif method == "initialize" and args.init_error:
         send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32603, "message": "not today"}})
     elif method == "initialize":
+        offered = {"tools": {}, **({"resources": {}, "prompts": {}} if args.resources or args.bad_resources else {})}
         send({"jsonrpc": "2.0", "id": ident, "result": {
-            "protocolVersion": args.version, "capabilities": {"tools": {}},
+            "protocolVersion": args.version, "capabilities": offered,
             "serverInfo": {"name": "raw", "version": "1"}}})
+    elif method == "resources/list" and args.bad_resources:
+        send({"jsonrpc": "2.0", "id": ident, "result": {"resources": [{"name": "no uri"}]}})
+    elif method in ("resources/list", "prompts/list"):
+        start = int((message.get("params") or {}).get("cursor") or 0)
+        end = min(start + 2, args.resources)
+        items = [{"uri": f"raw://r/{i}", "name": f"r{i}"} if method == "resources/list" else
+                 {"name": f"p{i}", "arguments": [{"name": "x", "required": i % 2 == 0}]} for i in range(start, end)]
+        page = {("resources" if method == "resources/list" else "prompts"): items}
+        if end < args.resources:
+            page["nextCursor"] = str(end)
+        send({"jsonrpc": "2.0", "id": ident, "result": page})
+    elif method == "resources/templates/list":
+        send({"jsonrpc": "2.0", "id": ident, "result": {"resourceTemplates": [
+            {"uriTemplate": "raw://t/{name}", "name": "t", "mimeType": "text/plain"}]}})
     elif method == "tools/list" and args.tools:
         send({"jsonrpc": "2.0", "id": ident, "result": json.loads(args.tools)})
     elif method == "tools/list":
@@ -97,6 +120,12 @@ for line in sys.stdin:
             send({"jsonrpc": "2.0", "id": "ask-1", "method": args.ask_client, "params": {
                 "messages": [], "maxTokens": 1}})
             text = sys.stdin.readline().strip()  # the client's answer
+        if args.elicit:
+            for i in range(args.elicit):
+                send({"jsonrpc": "2.0", "id": f"elicit-{i}", "method": "elicitation/create", "params": {
+                    "message": f"question {i}", "requestedSchema": {"type": "object", "properties": {
+                        "ok": {"type": "boolean"}}}}})
+            text = "\n".join(sys.stdin.readline().strip() for _ in range(args.elicit))
         if args.stray:
             send({"jsonrpc": "2.0", "id": 987654, "result": {"content": [{"type": "text", "text": "stray"}]}})
             send({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "a parse error of its own"}})

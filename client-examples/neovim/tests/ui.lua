@@ -220,6 +220,38 @@ check('mcp_servers: the MCP servers of setup() are the thread\'s', function()
   assert(result.result.content[1].text == 'héllo ✓', vim.inspect(result))
 end)
 
+check('ui/elicit: an MCP server\'s form is a select per enum or boolean, an input per field; closing declines', function()
+  setup({ mcp_servers = { { name = 'more', command = { python, repo .. '/tests/mcp_servers/more_server.py' } } } })
+  local ready
+  hs.ensure(function(e, r) ready = r or e end)
+  wait_for(function() return ready end, 'the thread')
+  local function ask(id)
+    local result
+    hs.call_tool('mcp__more__ask_name', vim.empty_dict(), id, function(e, r) result = r or e end)
+    wait_for(function() return result end, 'the elicit result')
+    return result.result.content[1].text
+  end
+  local first = #asked + 1
+  local typed = { 'Ann', 'thirty', '30' } -- an age that is not an integer is asked again
+  answer.input = function(_, on_confirm) on_confirm(table.remove(typed, 1)) end
+  answer.select = function(items, _, on_choice) on_choice(items[#items]) end -- green; No
+  assert(ask('e1') == 'accept: Ann 30 green False', vim.inspect(asked))
+  local hows = vim.tbl_map(function(a) return a.how end, vim.list_slice(asked, first))
+  assert(vim.deep_equal(hows, { 'input', 'input', 'input', 'select', 'select' }), vim.inspect(hows))
+  contains(asked[first].opts.prompt, 'more asks — Who are you?: Name (Your name)')
+  contains(asked[first + 2].opts.prompt, 'a integer, please')
+  assert(asked[first + 3].opts.kind == 'harness_sidecar.elicit')
+  local labels = vim.tbl_map(asked[first + 4].opts.format_item, asked[first + 4].items)
+  assert(vim.deep_equal(labels, { 'Yes', 'No' }), vim.inspect(labels))
+  answer.input = function(_, on_confirm) on_confirm(nil) end -- <Esc> at the first field
+  assert(ask('e2') == 'decline')
+  answer.input = function(_, on_confirm) on_confirm('7') end
+  answer.select = function(_, _, on_choice) on_choice(nil) end -- no colour chosen
+  assert(ask('e3') == 'decline')
+  answer.input, answer.select = nil, nil
+  assert(next(require('harness_sidecar.ui').questions) == nil, 'questions left')
+end)
+
 check('the status items go with the sidecar', function()
   setup()
   answer.select = choose('Blue')

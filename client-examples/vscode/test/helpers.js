@@ -19,6 +19,8 @@ function fromVenv(name, fallback) {
  */
 const MCP_SERVER = [process.env.HARNESS_TEST_PYTHON || fromVenv('python', 'python3'),
   path.join(REPO, 'tests', 'mcp_servers', 'sdk_server.py')];
+/** An SDK server whose tool `ask_name` elicits {name, age, colour (enum), ok (boolean)} (tests/mcp_servers/more_server.py). */
+const MCP_MORE_SERVER = [MCP_SERVER[0], path.join(REPO, 'tests', 'mcp_servers', 'more_server.py')];
 
 /**
  * The sidecar's argv: $HARNESS_SIDECAR_CMD (a JSON array), else the checkout's
@@ -37,4 +39,4 @@ function extensionRoot(id, code) {
   return root;
 }
 
-module.exports = { WORKSPACE, ROOTS, EXAMPLE_EXTENSIONS, MCP_SERVER, sidecarCommand, extensionRoot };
+module.exports = { WORKSPACE, ROOTS, EXAMPLE_EXTENSIONS, MCP_SERVER, MCP_MORE_SERVER, sidecarCommand, extensionRoot };

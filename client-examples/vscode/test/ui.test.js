@@ -8,7 +8,7 @@ const assert = require('node:assert/strict');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { EXAMPLE_EXTENSIONS, MCP_SERVER, sidecarCommand, extensionRoot } = require('./helpers');
+const { EXAMPLE_EXTENSIONS, MCP_SERVER, MCP_MORE_SERVER, sidecarCommand, extensionRoot } = require('./helpers');
 const { activate, deactivateAll, run, until } = require('./vscode-stand-in');
 
 const EXTENSION = path.resolve(__dirname, '..', 'extension.js');
@@ -192,6 +192,28 @@ test('MCP servers come from the user settings, as thread/start.mcpServers', asyn
   const echoed = await api.client.request('tools/call', { threadId: started.threadId,
     call: { id: 'm1', name: 'mcp__sdk__echo', arguments: { text: 'héllo' } } });
   assert.deepEqual(echoed.result.content, [{ type: 'text', text: 'héllo' }]);
+  assert.deepEqual(state.errors, []);
+  await extension.deactivate();
+});
+
+test('ui/elicit: an MCP server\'s form is an InputBox per text or number field and a QuickPick per enum or boolean', async () => {
+  const { state, extension, api } = await activated({ user: { command: sidecarCommand(), roots: [],
+    mcpServers: [{ name: 'more', command: MCP_MORE_SERVER }] } });
+  const started = await api.harness.thread();
+  const ask = (id) => api.client.request('tools/call', { threadId: started.threadId,
+    call: { id, name: 'mcp__more__ask_name', arguments: {} } }).then((r) => r.result.content[0].text);
+  state.answers.inputBox = (options) => (options.prompt.startsWith('Name') ? 'Ann' : '30');
+  state.answers.quickPick = (items) => items[items.length - 1]; // green; No
+  assert.equal(await ask('e1'), 'accept: Ann 30 green False');
+  assert.deepEqual(state.inputs.map((o) => o.prompt), ['Name — Your name', 'Age — Your age']);
+  assert.ok(state.inputs.every((o) => o.title === 'more: Who are you?'));
+  assert.deepEqual(state.quickPicks.map((q) => q.items.map((i) => i.label)), [['red', 'green'], ['Yes', 'No']]);
+  assert.equal(state.inputs[1].validateInput('thirty'), 'a integer');
+
+  state.answers.quickPick = () => undefined; // Escape at the colour
+  assert.equal(await ask('e2'), 'decline');
+  state.answers.inputBox = () => undefined; // Escape at the first field
+  assert.equal(await ask('e3'), 'decline');
   assert.deepEqual(state.errors, []);
   await extension.deactivate();
 });

@@ -96,6 +96,8 @@ DOMAIN_CODES: dict[str, int] = {
     "input_blocked": -32031,
     "extension_failed": -32032,
     "mcp_unavailable": -32040,
+    "mcp_server_not_found": -32041,
+    "mcp_error": -32042,
     "overloaded": -32050,
     "resources_exhausted": -32070,
     "too_many_threads": -32071,

@@ -98,10 +98,19 @@ def _brief(value: Any) -> str:
     return text if len(text) <= 200 else text[:200] + "…"
 
 
-def text_content(content: Any) -> list[dict[str, str]]:
-    """``content`` as a list of text items (a string becomes one); raises ``TypeError``."""
+def text_content(content: Any, blocks: bool = False) -> list[dict[str, Any]]:
+    """``content`` as a list of text items (a string becomes one); raises ``TypeError``. With ``blocks``
+    (a tool's result, v4 §4), any of MCP's content blocks (``harness_sidecar.base.content``) is kept as it is."""
     if type(content) is str:
         return [{"type": "text", "text": content}]
+    if blocks:
+        from harness_sidecar.base import content as blocks_of
+
+        why = blocks_of.first_problem(content)
+        if why is not None:
+            raise TypeError(f"'content' must be a string or a list of content items ({blocks_of.SHAPES}): {why}")
+        return [{"type": "text", "text": c["text"]} if c.get("type") == "text" and len(c) == 2 else c
+                for c in content]
     if type(content) is not list or not all(
             type(c) is dict and c.get("type") == "text" and type(c.get("text")) is str for c in content):
         raise TypeError("'content' must be a string or a list of {'type': 'text', 'text': str}")
@@ -120,8 +129,9 @@ class Output:
         return {"content": self.content, "details": self.details, "isError": self.is_error}
 
 
-def interpret_output(value: Any) -> Output:
-    """A string, or ``{"content", "details"?, "isError"?}``; raises ``TypeError`` for anything else."""
+def interpret_output(value: Any, blocks: bool = False) -> Output:
+    """A string, or ``{"content", "details"?, "isError"?}``; raises ``TypeError`` for anything else.
+    ``blocks``: a tool's, whose content may hold any of MCP's content blocks (a command's is text)."""
     if type(value) is str:
         return Output(text_content(value), {}, False)
     if type(value) is dict and "content" in value and set(value) <= {"content", "details", "isError"}:
@@ -131,7 +141,7 @@ def interpret_output(value: Any) -> Output:
         is_error = value.get("isError", False)
         if type(is_error) is not bool:
             raise TypeError("'isError' must be True or False")
-        return Output(text_content(value["content"]), details, is_error)
+        return Output(text_content(value["content"], blocks), details, is_error)
     raise TypeError(f"a tool must return a str or a dict with 'content' (and 'details', 'isError'), not "
                     f"{_brief(value)}")
 
@@ -140,7 +150,7 @@ def output_to_wire(value: Any) -> dict[str, Any]:
     """``interpret_output(value).to_wire()``; a str (what most tools return) without an ``Output``."""
     if type(value) is str:
         return {"content": text_content(value), "details": {}, "isError": False}
-    return interpret_output(value).to_wire()
+    return interpret_output(value, blocks=True).to_wire()
 
 
 PATCH_FIELDS = ("content", "details", "isError")
@@ -158,7 +168,7 @@ def interpret_patch(value: Any) -> dict[str, Any] | None:
                         f"not {_brief(value)}")
     patch: dict[str, Any] = {}
     if "content" in value:
-        patch["content"] = text_content(value["content"])
+        patch["content"] = text_content(value["content"], blocks=True)
     if "details" in value:
         if type(value["details"]) is not dict:
             raise TypeError("'details' must be an object")

@@ -2,7 +2,9 @@
 
 ``McpServers.start(thread_id, configs, notify=..., on_tools_changed=...)`` starts a thread's stdio
 servers; ``tools()``, ``call()``, ``close()`` are what the tool pipeline and the thread lifecycle
-use. The client is the module's own (``session.py``, ``messages.py``): it needs neither the ``mcp``
+use; ``resources()``, ``prompts()`` and ``ask()`` what the catalog and ``mcp/resource/read`` /
+``mcp/prompt/get`` use (``listing.py``), and ``client_side.ClientSide`` what a server is offered as
+its client (roots, elicitation, sampling: v4 §4), whatever its transport. The client is the module's own (``session.py``, ``messages.py``): it needs neither the ``mcp``
 SDK nor pydantic or anyio; the ``mcp`` extra is for the bundled demo server and the tests' servers.
 """
 

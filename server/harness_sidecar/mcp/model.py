@@ -95,28 +95,10 @@ def error_result(kind: str, message: str, **details: Any) -> McpCallResult:
     return McpCallResult([{"type": "text", "text": message}], True, {"kind": kind, **details})
 
 
-def describe_item(item: dict[str, Any]) -> str:
-    """A content item that is not text, as one line naming its type, uri and mimeType."""
-    kind = str(item.get("type", "unknown"))
-    source = item.get("resource") if kind == "resource" and isinstance(item.get("resource"), dict) else item
-    parts = []
-    if isinstance(source.get("uri"), str):
-        parts.append(f"uri {source['uri']}")
-    if isinstance(source.get("mimeType"), str):
-        parts.append(f"mimeType {source['mimeType']}")
-    return f"[{kind} content: {', '.join(parts)}]" if parts else f"[{kind} content]"
-
-
 def map_result(raw: dict[str, Any]) -> McpCallResult:
-    """An MCP ``CallToolResult`` (wire names) → the sidecar's result (protocol-v2 §6)."""
-    content: list[dict[str, Any]] = []
-    for item in raw.get("content") or []:
-        if not isinstance(item, dict):
-            continue
-        if item.get("type") == "text" and isinstance(item.get("text"), str):
-            content.append({"type": "text", "text": item["text"]})
-        else:
-            content.append({"type": "text", "text": describe_item(item)})
+    """An MCP ``CallToolResult`` (wire names, checked by ``messages.check_call_result``) → the sidecar's
+    result: its content blocks as they came (text, image, audio, resource_link, resource: v4 §4)."""
+    content = [item for item in raw.get("content") or [] if isinstance(item, dict)]
     details: dict[str, Any] = {}
     if raw.get("structuredContent") is not None:
         details["structuredContent"] = raw["structuredContent"]

@@ -115,8 +115,9 @@ class RemoteSession(Session):
     """``Session`` over a transport: messages go to ``outbox`` (the transport's writer drains it)."""
 
     def __init__(self, label: str, outbox: asyncio.Queue[dict[str, Any]], on_notification: Any,
-                 on_broken: Any, on_lost: Any, max_message_bytes: int) -> None:
-        super().__init__(label, _NoPipe(), on_notification, on_broken, max_message_bytes)  # type: ignore[arg-type]
+                 on_broken: Any, on_lost: Any, max_message_bytes: int, on_request: Any = None) -> None:
+        super().__init__(label, _NoPipe(), on_notification, on_broken, max_message_bytes,  # type: ignore[arg-type]
+                         on_request)
         self._outbox = outbox
         self._on_lost = on_lost
 
@@ -182,7 +183,7 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
                 self.auth = OAuth(expand(config.url or ""), self.server.label, owner, self.server.name, config.oauth)
             owner._live.add(self)
             self.session = RemoteSession(self.server.label, self._outbox, self._on_notification, self._broken,
-                                         self._lost, MAX_MESSAGE_BYTES)
+                                         self._lost, MAX_MESSAGE_BYTES, self._on_request)  # roots, elicitation, sampling
             self._runner = asyncio.create_task(self._run(headers), name=f"mcp-remote {self.server.label}")
             self._pump = self._runner
 
@@ -224,6 +225,8 @@ def connection_class(base: type, start_failed: type[Exception], max_message_byte
             if server.conn is self and not server.owner.closing:
                 server.listing = server._filter(tools)
                 server.owner._tools_changed()
+                if self.extras != server.extras:  # its resources and prompts join too (v4 §4)
+                    server._set_extras(self.extras)
 
         async def _gone_reason(self) -> str:
             await self.process.wait_exit(2.0)

@@ -5,8 +5,8 @@ server may send), written against the MCP specification; the processes and pipes
 (``process.py``). It replaced the official SDK's ``ClientSession``, measured: through the sidecar,
 a sequential ``tools/call`` spent ~760 µs of the sidecar's CPU per call inside the SDK's session
 (pydantic validation and dumps, anyio's backend detection), the first thread naming a server paid
-0.9–1.6 s of CPU importing the SDK, and the sidecar needs none of what that machinery is for
-(HTTP transports, sampling, elicitation, tasks). The SDK's ``stdio_client`` was never used: it
+0.9–1.6 s of CPU importing the SDK, and the sidecar needs little of what that machinery is for
+(v4's roots, elicitation and sampling are a few checks: ``client_side.py``). The SDK's ``stdio_client`` was never used: it
 passes the server only a few environment variables (§6 says the sidecar's whole environment plus
 ``env``), writes the server's stderr unprefixed to a file we give it, does not tell the exit
 status, and sets no parent-death signal.
@@ -34,6 +34,7 @@ from harness_sidecar.base.inputschema import InvalidSchema
 from harness_sidecar.base.inputschema import compile as compile_schema
 from .messages import (
     LATEST_VERSION,
+    METHOD_NOT_FOUND,
     SUPPORTED_VERSIONS,
     Invalid,
     check_call_result,
@@ -50,6 +51,8 @@ from .model import (
     full_name,
     map_result,
 )
+from .client_side import ClientSide
+from .listing import Extras, list_extras
 from .process import ServerProcess, write_stderr
 from .session import Closed, RpcError, Session
 
@@ -64,6 +67,7 @@ CLIENT_INFO = {"name": "harness-sidecar", "version": __version__}
 
 Notify = Callable[[dict[str, Any]], Any]
 ToolsChanged = Callable[[], Any]
+ExtrasChanged = Callable[[dict[tuple[str, str], Any], dict[tuple[str, str], Any]], Any]
 
 
 class _StartFailed(Exception):
@@ -92,6 +96,8 @@ class _Connection:
         self.changed_during_start = False
         self.dead = asyncio.Event()
         self.output_schemas: dict[str, Any] = {}  # tool → its outputSchema, from this process's listing
+        self.capabilities: dict[str, Any] = {}  # what it declared in initialize
+        self.extras = Extras()  # its resources, templates and prompts (v4 §4), listed at start
         self._validators: dict[str, Any] = {}  # tool → CompiledSchema or InvalidSchema, compiled on first call
         self._pump: asyncio.Task[None] | None = None
         self._finisher: asyncio.Task[None] | None = None
@@ -108,7 +114,7 @@ class _Connection:
             owner._spawning -= 1
         owner._live.add(self)
         self.session = Session(self.server.label, self.process.stdin, self._on_notification, self._broken,
-                               MAX_MESSAGE_BYTES)
+                               MAX_MESSAGE_BYTES, self._on_request)
         self._pump = asyncio.create_task(self._pump_stdout())
         owner._keep(asyncio.create_task(self._watch_exit()))
 
@@ -119,9 +125,12 @@ class _Connection:
         step = "initialize"
         try:
             async with asyncio.timeout(timeout_s):
-                result = await session.request("initialize", {"protocolVersion": LATEST_VERSION, "capabilities": {},
-                                                              "clientInfo": CLIENT_INFO})
+                client = self.server.owner.client
+                result = await session.request("initialize", {
+                    "protocolVersion": LATEST_VERSION, "clientInfo": CLIENT_INFO,
+                    "capabilities": client.capabilities() if client is not None else {}})
                 version = check_initialize(result)
+                self.capabilities = result["capabilities"]
                 if version not in SUPPORTED_VERSIONS:
                     raise _StartFailed(f"answered initialize with protocol version {version!r}, which the sidecar "
                                        f"does not speak (it speaks {', '.join(SUPPORTED_VERSIONS)})")
@@ -133,6 +142,7 @@ class _Connection:
                         break
                     self.changed_during_start = False
                     tools = await self.list_tools()
+                self.extras = await self.list_extras()
         except TimeoutError:
             raise _StartFailed(f"did not finish initializing and listing its tools within "
                                f"{timeout_s * 1000:.0f} ms") from None
@@ -148,6 +158,20 @@ class _Connection:
             raise _StartFailed(f"answered {step} with a result that is not valid: {exc}") from None
         self.ready = True
         return tools
+
+    async def list_extras(self) -> Extras:
+        """Its resources, templates and prompts (the capabilities it declared); a server that answers those
+        lists badly keeps its tools: it offers none of them (said on stderr)."""
+        session = self.session
+        assert session is not None
+        try:
+            return await list_extras(session.request, self.capabilities)
+        except (RpcError, Invalid) as exc:
+            if self.eof or self.failure:
+                raise
+            write_stderr(f"[{self.server.label}] its resources and prompts are left out: "
+                         f"{getattr(exc, 'message', None) or exc}\n")
+            return Extras()
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every page of ``tools/list``, as dicts of the fields the sidecar uses (``Invalid``, ``RpcError``...)."""
@@ -268,9 +292,18 @@ class _Connection:
                 write_stderr(f"[{self.server.label}] {what}: killing it\n")
         self.process.kill_group(signal.SIGKILL)
 
+    async def _on_request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """A request the server sent (roots/list, elicitation/create, sampling/createMessage: ``ClientSide``)."""
+        client = self.server.owner.client
+        if client is None:
+            raise RpcError(METHOD_NOT_FOUND, f"the client does not offer {method}")
+        return await client.serve(self.server.name, method, params)
+
     def _on_notification(self, method: str, params: dict[str, Any]) -> None:
         if method == "notifications/tools/list_changed":
             self.server.tools_changed_notice(self)
+        elif method in ("notifications/resources/list_changed", "notifications/prompts/list_changed"):
+            self.server.extras_changed_notice(self)
         elif method == "notifications/message":
             level, data = params.get("level"), params.get("data")
             if type(level) is str:
@@ -338,6 +371,8 @@ class _Server:
         self.lock = asyncio.Lock()
         self._relist: asyncio.Task[None] | None = None
         self._relist_again = False
+        self.extras = Extras()  # the running process's resources and prompts
+        self._relist_extras: asyncio.Task[None] | None = None
 
     @property
     def timeout_s(self) -> float:
@@ -355,6 +390,7 @@ class _Server:
     async def start(self) -> None:
         try:
             self.conn, self.listing = await self._launch()
+            self.extras = self.conn.extras
         except _StartFailed as exc:
             self._fail(str(exc))
             self.failure_errno = exc.errno
@@ -453,6 +489,8 @@ class _Server:
             if listing != self.listing:
                 self.listing = listing
                 self.owner._tools_changed()
+            if conn.extras != self.extras:
+                self._set_extras(conn.extras)
             return None
 
     # -- list_changed -----------------------------------------------------------------------------
@@ -485,6 +523,43 @@ class _Server:
         if conn is self.conn and not self.owner.closing and listing != self.listing:
             self.listing = listing
             self.owner._tools_changed()
+
+    def extras_changed_notice(self, conn: _Connection) -> None:
+        """resources/prompts list_changed: list them again (one listing at a time; the last one wins)."""
+        if not conn.ready or conn is not self.conn:
+            return
+        if self._relist_extras is not None and not self._relist_extras.done():
+            self._relist_extras.cancel()
+        self._relist_extras = asyncio.create_task(self._relist_extras_of(conn))
+        self.owner._keep(self._relist_extras)
+
+    async def _relist_extras_of(self, conn: _Connection) -> None:
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                extras = await conn.list_extras()
+        except Exception as exc:  # it exited, or answers badly: keep what we have
+            if not conn.eof and not self.owner.closing:
+                write_stderr(f"[{self.label}] could not list its resources and prompts again: "
+                             f"{exc or type(exc).__name__}\n")
+            return
+        if conn is self.conn and not self.owner.closing and extras != self.extras:
+            self._set_extras(extras)
+
+    def _set_extras(self, extras: Extras) -> None:
+        before = self.owner.keyed_extras()
+        self.extras = extras
+        self.owner._extras_changed(before)
+
+    async def running(self) -> _Connection:
+        """Its connection, restarted first when it exited; ``DomainError("mcp_unavailable")`` when it cannot run."""
+        if self.state == "exited":
+            reason = await self._restart()
+            if reason is not None and self.state != "unavailable":
+                raise DomainError("mcp_unavailable", f"MCP server '{self.name}' could not be restarted: {reason}",
+                                  name=self.name)
+        if self.state != "ready" or self.conn is None or self.conn.session is None:
+            raise DomainError("mcp_unavailable", self._unavailable().content[0]["text"], name=self.name)
+        return self.conn
 
     # -- calls ------------------------------------------------------------------------------------
 
@@ -541,11 +616,14 @@ class McpServers:
     """The MCP servers of one thread. Build it with ``await McpServers.start(...)``."""
 
     def __init__(self, thread_id: str, configs: list[McpServerConfig], notify: Notify | None,
-                 on_tools_changed: ToolsChanged | None, open_url: Any = None) -> None:
+                 on_tools_changed: ToolsChanged | None, open_url: Any = None, client: ClientSide | None = None,
+                 on_extras_changed: ExtrasChanged | None = None) -> None:
         self.thread_id = thread_id
         # a remote server's login (auth.py): ``await open_url(url, reason)`` → opened (bool), or None
         # when the editor cannot open URLs (then a diagnostic mcp_auth_required carries the URL)
         self.open_url = open_url
+        self.client = client  # what the servers are offered as their client (roots, elicitation, sampling)
+        self._extras_fn = on_extras_changed
         self._servers = {config.name: _Server(self, config) for config in configs}
         self._notify_fn = notify
         self._changed_fn = on_tools_changed
@@ -558,16 +636,19 @@ class McpServers:
 
     @classmethod
     async def start(cls, thread_id: str, configs: list[McpServerConfig], *, notify: Notify | None = None,
-                    on_tools_changed: ToolsChanged | None = None, open_url: Any = None) -> McpServers:
+                    on_tools_changed: ToolsChanged | None = None, open_url: Any = None,
+                    client: ClientSide | None = None, on_extras_changed: ExtrasChanged | None = None) -> McpServers:
         """Start every server concurrently; return when each has listed its tools or failed.
 
         ``notify(params)`` receives ``thread/diagnostic`` params (``mcp_exit``, ``mcp_restarted``);
         ``on_tools_changed()`` is called after a server's listing changed (``tools/list_changed``, or a
-        restart that lists other tools). Either may be a coroutine function. A failed ``required``
+        restart that lists other tools). Either may be a coroutine function. ``client``: what the servers
+        are offered (``client_side.ClientSide``); without it, only ``ping``. ``on_extras_changed(before,
+        after)``: the servers' resources or prompts changed (``keyed_extras()`` before and after). A failed ``required``
         server raises ``DomainError("mcp_unavailable", ..., name=...)`` after every server is stopped.
         """
         check_configs(configs)
-        self = cls(thread_id, configs, notify, on_tools_changed, open_url)
+        self = cls(thread_id, configs, notify, on_tools_changed, open_url, client, on_extras_changed)
         if not configs:
             self._started = True
             return self
@@ -623,6 +704,56 @@ class McpServers:
                 name = full_name(server.name, tool["name"])
                 yield server, tool, name, FULL_NAME.fullmatch(name) is not None
 
+    def resources(self) -> list[dict[str, Any]]:
+        """The catalog's ``mcpResources``: every server's resources then templates, servers as configured."""
+        return [{"server": server.name, **entry} for server in self._servers.values() if server.state != "failed"
+                for entry in server.extras.resources]
+
+    def prompts(self) -> list[dict[str, Any]]:
+        """The catalog's ``mcpPrompts``."""
+        return [{"server": server.name, **entry} for server in self._servers.values() if server.state != "failed"
+                for entry in server.extras.prompts]
+
+    def keyed_extras(self) -> dict[tuple[str, str], dict[str, Any]]:
+        out: dict[tuple[str, str], dict[str, Any]] = {}
+        for server in self._servers.values():
+            if server.state != "failed":
+                out.update(server.extras.keyed(server.name))
+        return out
+
+    async def ask(self, server: str, method: str, params: dict[str, Any], timeout_s: float,
+                  check: Callable[[dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """A request to ``server`` (``resources/read``, ``prompts/get``) and its result, checked by ``check``.
+
+        ``DomainError``: ``mcp_server_not_found``, ``mcp_unavailable`` (it cannot run), ``mcp_error`` (it
+        answered an error, ``data.code``; a result that is not valid; no answer within ``timeout_s``)."""
+        entry = self._servers.get(server)
+        if entry is None:
+            raise DomainError("mcp_server_not_found", f"no MCP server named {server!r} in this thread", server=server)
+        if self.closing:
+            raise DomainError("mcp_unavailable", f"MCP server '{server}' was stopped (the thread is closing)",
+                              name=server)
+        conn = await entry.running()
+        capability = method.split("/", 1)[0]
+        if type(conn.capabilities.get(capability)) is not dict:
+            raise DomainError("mcp_error", f"MCP server '{server}' does not offer {capability} (it did not declare "
+                                           f"the capability)", server=server)
+        assert conn.session is not None
+        try:
+            async with asyncio.timeout(timeout_s):
+                return check(await conn.session.request(method, params))
+        except TimeoutError:
+            raise DomainError("mcp_error", f"MCP server '{server}' did not answer {method} within {timeout_s:g} s",
+                              server=server) from None
+        except RpcError as exc:
+            raise DomainError("mcp_error", f"MCP server '{server}' answered {method} with an error: {exc.message}",
+                              server=server, code=exc.code) from None
+        except Closed:
+            raise DomainError("mcp_unavailable", f"MCP server '{server}' exited during {method}", name=server) from None
+        except Invalid as exc:
+            raise DomainError("mcp_error", f"MCP server '{server}' gave a {method} result that is not valid: {exc}",
+                              server=server) from None
+
     def status(self) -> dict[str, str]:
         """Each server's state: ``ready``, ``exited``, ``unavailable`` or ``failed``."""
         return {name: server.state for name, server in self._servers.items()}
@@ -653,8 +784,9 @@ class McpServers:
         """Stop every server (close stdin, SIGTERM after 2 s, SIGKILL after 2 s more); return once all are gone."""
         self.closing = True
         for server in self._servers.values():
-            if server._relist is not None:
-                server._relist.cancel()
+            for task in (server._relist, server._relist_extras):
+                if task is not None:
+                    task.cancel()
         while self._live or self._spawning:
             if self._live:
                 await asyncio.gather(*(conn.stop() for conn in list(self._live)))
@@ -688,3 +820,7 @@ class McpServers:
     def _tools_changed(self) -> None:
         if self._started and not self.closing:
             self._call_soon(self._changed_fn)
+
+    def _extras_changed(self, before: dict[tuple[str, str], dict[str, Any]]) -> None:
+        if self._started and not self.closing:
+            self._call_soon(self._extras_fn, before, self.keyed_extras())

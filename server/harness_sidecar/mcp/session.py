@@ -10,8 +10,11 @@ stdout is over or the server is being stopped. The session:
 - sends ``notifications/cancelled`` for a request whose awaiting task is cancelled (a timeout,
   or the editor's ``$/cancelRequest``) — never for ``initialize``, which the specification says
   must not be cancelled;
-- answers the server's requests: ``ping`` with an empty result, anything else (sampling, roots,
-  elicitation, ...) with a JSON-RPC error: the sidecar offers the server none of them;
+- answers the server's requests: ``ping`` with an empty result; the others (``roots/list``,
+  ``elicitation/create``, ``sampling/createMessage``: v4 §4) through ``on_request(method, params)``,
+  each in a task of its own (a ``notifications/cancelled`` for it cancels it, and it is not
+  answered), with its result or, for an ``RpcError`` it raises, that error; without
+  ``on_request``, anything but ``ping`` gets a JSON-RPC error;
 - hands the server's notifications to ``on_notification(method, params)``.
 
 Encoding and decoding are ``jsonio`` (orjson where it gives the standard library's answer).
@@ -20,7 +23,8 @@ Encoding and decoding are ``jsonio`` (orjson where it gives the standard library
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from harness_sidecar.base import jsondepth, jsonio
@@ -28,6 +32,8 @@ from .messages import ERROR, METHOD_NOT_FOUND, NOTIFICATION, REQUEST, RESPONSE, 
 from .process import write_stderr
 
 OnNotification = Callable[[str, dict[str, Any]], None]
+OnRequest = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+logger = logging.getLogger(__name__)
 
 
 class RpcError(Exception):
@@ -53,9 +59,10 @@ class Session:
     """Requests out, answers in, over one server's stdin (a ``StreamWriter``) and stdout lines."""
 
     def __init__(self, label: str, stdin: asyncio.StreamWriter, on_notification: OnNotification,
-                 on_broken: Callable[[str | None], Any], max_unsent: int) -> None:
+                 on_broken: Callable[[str | None], Any], max_unsent: int, on_request: OnRequest | None = None) -> None:
         """``on_broken(None)``: its stdin is gone; ``on_broken(why)``: it broke the protocol (it is to be
-        killed). More than ``max_unsent`` bytes waiting for it to read its stdin is such a break."""
+        killed). More than ``max_unsent`` bytes waiting for it to read its stdin is such a break.
+        ``on_request(method, params)``: the result of a request the server sends (``RpcError``: refused)."""
         self.label = label
         self._stdin = stdin
         self._on_notification = on_notification
@@ -63,6 +70,8 @@ class Session:
         self._max_unsent = max_unsent
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._last_id = 0
+        self._on_request = on_request
+        self._serving: dict[Any, asyncio.Task[None]] = {}  # the server's requests being answered, by id
         self.closed = False
 
     # -- out --------------------------------------------------------------------------------------
@@ -133,7 +142,12 @@ class Session:
         if kind is RESPONSE or kind is ERROR:
             self._answer(message, kind)
         elif kind is NOTIFICATION:
-            self._on_notification(message["method"], message.get("params") or {})
+            params = message.get("params") or {}
+            if message["method"] == "notifications/cancelled":  # it no longer wants an answer of ours
+                task = self._serving.get(params.get("requestId"))
+                if task is not None:
+                    task.cancel()
+            self._on_notification(message["method"], params)
         elif kind is REQUEST:
             self._serve(message)
 
@@ -163,13 +177,36 @@ class Session:
             future.set_exception(RpcError(error["code"], error["message"], error.get("data")))
 
     def _serve(self, message: dict[str, Any]) -> None:
-        """A request from the server: ``ping`` is answered; nothing else is offered."""
+        """A request from the server: ``ping`` is answered at once, the others by ``on_request``."""
         method = message["method"]
         if method == "ping":
             self._reply(message["id"], {"result": {}})
+        elif self._on_request is None or message["id"] in self._serving:
+            why = "reuses the id of a request still being answered" if self._on_request else "is not offered"
+            self._reply(message["id"], {"error": {"code": METHOD_NOT_FOUND if self._on_request is None else -32600,
+                                                  "message": f"{method} {why}"}})
         else:
-            self._reply(message["id"], {"error": {"code": METHOD_NOT_FOUND,
-                                                  "message": f"the client does not offer {method}"}})
+            ident = message["id"]
+            task = asyncio.ensure_future(self._answer_request(ident, method, message.get("params") or {}))
+            self._serving[ident] = task
+            task.add_done_callback(lambda done: self._serving.pop(ident, None) if self._serving.get(ident) is done
+                                   else None)
+
+    async def _answer_request(self, ident: Any, method: str, params: dict[str, Any]) -> None:
+        assert self._on_request is not None
+        try:
+            body: dict[str, Any] = {"result": await self._on_request(method, params)}
+        except RpcError as exc:
+            error: dict[str, Any] = {"code": exc.code, "message": exc.message}
+            if exc.data is not None:
+                error["data"] = exc.data
+            body = {"error": error}
+        except asyncio.CancelledError:  # the server cancelled it, or the connection is over: no answer
+            return
+        except Exception:  # a bug of ours: the server still gets an answer
+            logger.exception("[%s] answering its %s failed", self.label, method)
+            body = {"error": {"code": -32603, "message": f"the client failed to answer {method}"}}
+        self._reply(ident, body)
 
     def _reply(self, ident: Any, body: dict[str, Any]) -> None:
         if not self.closed:
@@ -180,6 +217,8 @@ class Session:
     def close(self) -> None:
         """No more answers will come: every request awaiting one raises ``Closed``; nothing more is sent."""
         self.closed = True
+        for task in list(self._serving.values()):
+            task.cancel()
         pending, self._pending = self._pending, {}
         for future in pending.values():
             if not future.done():

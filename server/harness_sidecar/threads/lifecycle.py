@@ -22,6 +22,7 @@ from harness_sidecar.threads import scan, sessions
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads.live_catalog import LiveCatalog
+from harness_sidecar.threads.mcp import mcp_client
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.threads.thread import Thread, may_start_processes
 from harness_sidecar.threads.tools import ToolMethods
@@ -84,9 +85,10 @@ class ThreadLifecycle:
             self.live.arm_pins(thread_id, catalog)
             configs = list(start.mcp_servers) + scan.plugin_mcp_configs(catalog, start)
             if configs:
-                servers = await self.tools.start_mcp(thread_id, configs)
+                servers = await self.tools.start_mcp(thread_id, configs, mcp_client(self.editor, thread_id, start))
         elif start.mcp_servers:  # started while the roots are scanned
-            starting = asyncio.ensure_future(self.tools.start_mcp(thread_id, start.mcp_servers))
+            starting = asyncio.ensure_future(self.tools.start_mcp(thread_id, start.mcp_servers,
+                                                                  mcp_client(self.editor, thread_id, start)))
             try:
                 catalog, found = await scan.discover(start)
             except BaseException:

@@ -15,6 +15,7 @@ from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.resources import plugins
 from harness_sidecar.resources.catalog import Catalog, build_catalog
 from harness_sidecar.threads.editor import Editor
+from harness_sidecar.threads.mcp import mcp_catalog
 from harness_sidecar.threads.thread import Thread
 from harness_sidecar.wire import params as P
 
@@ -24,6 +25,7 @@ def snapshot(thread: Thread) -> dict[str, Any]:
     wire_catalog = thread.catalog.to_wire()
     wire_catalog["extensions"] = thread.extensions_to_wire()
     wire_catalog["hooks"] = thread.hooks.to_wire() if thread.hooks is not None else []
+    wire_catalog.update(mcp_catalog(thread))  # mcpResources, mcpPrompts (v4 §4)
     notes, thread.notes = thread.notes, []  # said once: in the answer they came before
     return {"threadId": thread.id, "revision": thread.revision, "catalog": wire_catalog,
             "tools": thread.registry.to_wire(),

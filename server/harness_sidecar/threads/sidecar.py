@@ -11,6 +11,7 @@ another through ``self``):
             │                  ├─ ResourceMethods             ├─ ThreadLifecycle
             │                  └─ CommandMethods              │
     OpenThreads ──────────────────────────────────────────────┘   (every part looks threads up here)
+    OpenThreads ── McpMethods                                       (mcp/resource/read, mcp/prompt/get)
 
 and holds the method table, what the wire asks of its service (``oversize``, ``close_all``, ``warm``)
 and what the LSP mode sets (``watching``, ``watch_requested``, ``files_changed``, ``watch``).
@@ -27,6 +28,7 @@ from harness_sidecar.threads.editor import Editor, Peer
 from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads.lifecycle import ThreadLifecycle
 from harness_sidecar.threads.live_catalog import LiveCatalog
+from harness_sidecar.threads.mcp import McpMethods
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.threads.resources import ResourceMethods
 from harness_sidecar.threads.thread import Thread
@@ -48,6 +50,7 @@ class Sidecar:
         self.commands = CommandMethods(self.open, self.editor, self.hosts)
         self.live = LiveCatalog(self.open, self.editor, self.tools)
         self.lifecycle = ThreadLifecycle(self.open, self.editor, self.tools, self.hosts, self.live)
+        self.mcp = McpMethods(self.open)
         SINK.on_dropped = self._stderr_dropped
         self.methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
             "thread/start": self.lifecycle.thread_start,
@@ -64,6 +67,8 @@ class Sidecar:
             "commands/run": self.commands.commands_run,
             "input/submit": self.commands.input_submit,
             "loop/event": self.commands.loop_event,
+            "mcp/resource/read": self.mcp.mcp_resource_read,
+            "mcp/prompt/get": self.mcp.mcp_prompt_get,
         }
         # Methods whose common case begins at once, without a task (``Endpoint``): given the params and
         # ``respond(result, error)``, the canceller of the request begun, or None to serve it by ``methods``.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
+from harness_sidecar.base import content as content_blocks
 from harness_sidecar.base.errors import DomainError, PeerError
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.activation import activate, check_skill_name
@@ -155,14 +156,19 @@ class ToolMethods:
 
     # -- MCP servers --------------------------------------------------------------------------------
 
-    async def start_mcp(self, thread_id: str, configs: list[Any]) -> Any:
-        """The thread's MCP servers (the editor's and trusted plugins'), started; ``McpServers``."""
+    async def start_mcp(self, thread_id: str, configs: list[Any], client: Any = None) -> Any:
+        """The thread's MCP servers (the editor's and trusted plugins'), started; ``McpServers``. ``client``:
+        what they are offered (``threads.mcp.mcp_client``: roots, elicitation, sampling)."""
         from harness_sidecar.mcp import McpServers
+        from harness_sidecar.threads.mcp import lists_changed
 
         return await McpServers.start(thread_id, configs,
                                       notify=self.editor.diagnostic,
                                       on_tools_changed=lambda: self._mcp_tools_changed(thread_id),
-                                      open_url=lambda url, reason: self.editor.open_url(thread_id, url, reason))
+                                      open_url=lambda url, reason: self.editor.open_url(thread_id, url, reason),
+                                      client=client,
+                                      on_extras_changed=lambda before, after: lists_changed(
+                                          self.open, self.editor, thread_id, before, after))
 
     def mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
         """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""
@@ -235,14 +241,32 @@ class ToolMethods:
 
 
 def dynamic_result(call: ToolCall, answer: Any) -> ToolResult:
-    """Turn the editor's ``{contentItems, success}`` answer into a tool result."""
+    """Turn the editor's ``{contentItems, success}`` answer into a tool result.
+
+    An item is ``inputText``/``text`` (text), ``inputImage {imageUrl}`` with a ``data:`` URL (an image),
+    or any of MCP's content blocks (image, audio, resource_link, resource: v4 §4), kept as it is."""
     items = answer.get("contentItems") if isinstance(answer, dict) else None
     success = answer.get("success") if isinstance(answer, dict) else None
-    if not isinstance(items, list) or not isinstance(success, bool) or not all(
-            isinstance(i, dict) and i.get("type") in ("inputText", "text") and isinstance(i.get("text"), str)
-            for i in items):
+    content = [_editor_item(i) for i in items] if isinstance(items, list) else [None]
+    if not isinstance(success, bool) or any(c is None for c in content):
         return ToolResult.error(call, "the editor's answer to item/tool/call is malformed: expected "
-                                      "{contentItems: [{type: 'inputText', text}], success: bool}",
+                                      "{contentItems: [{type: 'inputText', text} | {type: 'inputImage', imageUrl: "
+                                      f"'data:…'}} | {content_blocks.SHAPES}], success: bool}}",
                                 kind="malformed_answer")
-    content = [{"type": "text", "text": i["text"]} for i in items]
     return ToolResult(call.id, call.name, content, {}, not success)
+
+
+def _editor_item(item: Any) -> dict[str, Any] | None:
+    """One item of an ``item/tool/call`` answer as a content block, or None when it is none."""
+    if not isinstance(item, dict):
+        return None
+    kind = item.get("type")
+    if kind in ("inputText", "text"):
+        return {"type": "text", "text": item["text"]} if isinstance(item.get("text"), str) else None
+    if kind == "inputImage":  # Codex's shape: a data: URL is the image itself
+        url = item.get("imageUrl")
+        if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+            return None
+        mime, data = url[5:].split(";base64,", 1)
+        return {"type": "image", "data": data, "mimeType": mime or "application/octet-stream"}
+    return item if content_blocks.problem(item) is None else None

@@ -16,6 +16,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from harness_sidecar.base import content as content_blocks
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
 from harness_sidecar.extensions.sidecar.steps import Answered, faults_of, HostLied, HostUnavailable, StepPlan, Stopped
@@ -32,10 +33,9 @@ from harness_sidecar.tools.registry import Tool, ToolRegistry
 logger = logging.getLogger(__name__)
 
 def _valid_body(body: Any) -> bool:
+    """A result body the host sent back: its content may hold any of MCP's content blocks (v4 §4)."""
     return (type(body) is dict and type(body.get("details")) is dict and type(body.get("isError")) is bool
-            and type(body.get("content")) is list
-            and all(type(c) is dict and c.get("type") == "text" and type(c.get("text")) is str
-                    for c in body["content"]))
+            and content_blocks.valid(body.get("content")))
 
 
 @dataclass

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 # The methods served by harness_sidecar.threads.sidecar.Sidecar (a test keeps the two in step).
 SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
                   "skills/deactivate", "templates/render", "thread/close", "thread/fork", "thread/refresh",
-                  "thread/start", "tools/call", "tools/list", "loop/event")
+                  "thread/start", "tools/call", "tools/list", "loop/event", "mcp/resource/read", "mcp/prompt/get")
 
 
 def initialize_result(framing: str) -> dict[str, Any]:
@@ -38,7 +38,8 @@ def initialize_result(framing: str) -> dict[str, Any]:
             "framing": framing,
             "methods": sorted([*SERVED_METHODS, "shutdown"]),
             "notifications": ["catalog/changed", "chat/send", "thread/diagnostic", "ui/notify", "ui/status"],
-            "clientRequests": ["item/tool/call", "ui/confirm", "ui/input", "ui/openUrl", "ui/select"],
+            "clientRequests": ["item/tool/call", "model/sample", "ui/confirm", "ui/elicit", "ui/input", "ui/openUrl",
+                               "ui/select"],
             "cancellation": True,
         },
         "containment": containment(),

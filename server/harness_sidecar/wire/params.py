@@ -638,6 +638,37 @@ CANCEL = Obj([Field("id", REQUEST_ID, description="The id of the request to canc
              name="CancelParams")
 
 
+class McpResourceReadParams(NamedTuple):
+    thread_id: str
+    server: str
+    uri: str
+
+
+class McpPromptGetParams(NamedTuple):
+    thread_id: str
+    server: str
+    name: str
+    arguments: dict[str, str]
+
+
+MCP_RESOURCE_READ = Obj(
+    [Field("threadId", THREAD_ID), Field("server", Str(), description="The MCP server's name, as in the catalog."),
+     Field("uri", Str(), description="A listed resource's uri, or one a listed uriTemplate expands to.")],
+    cls=McpResourceReadParams, incoming=True, name="McpResourceReadParams")
+MCP_PROMPT_GET = Obj(
+    [Field("threadId", THREAD_ID), Field("server", Str()), Field("name", Str(), description="The prompt's name."),
+     opt("arguments", Map(Str()), default_factory=dict, description="The prompt's arguments (strings).")],
+    cls=McpPromptGetParams, incoming=True, name="McpPromptGetParams")
+
+
+def parse_mcp_resource_read(params: dict[str, Any]) -> McpResourceReadParams:
+    return MCP_RESOURCE_READ.parse(params, "")
+
+
+def parse_mcp_prompt_get(params: dict[str, Any]) -> McpPromptGetParams:
+    return MCP_PROMPT_GET.parse(params, "")
+
+
 def parse_skills_activate(params: dict[str, Any]) -> SkillsActivateParams:
     return SKILLS_ACTIVATE.parse(params, "")
 
@@ -710,7 +741,7 @@ def parse_loop_event(params: dict[str, Any]) -> LoopEventParams:
 
 # -- initialize ----------------------------------------------------------------------------------
 
-UI_KEYS = ("confirm", "select", "input", "notify", "status")  # threads.Sidecar._ui reads capabilities.ui.<key>
+UI_KEYS = ("confirm", "select", "input", "notify", "status", "elicit")  # threads.Sidecar._ui reads capabilities.ui.<key>
 UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS]
                       + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message)."),
                          opt("openUrl", Bool(), description="The editor can answer ui/openUrl (opens a remote MCP "
@@ -720,7 +751,10 @@ UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{
 INITIALIZE = Obj(
     [opt("clientInfo", Obj([Field("name", Str()), opt("version", Str())], incoming=True, name="ClientInfo")),
      opt("protocolVersion", Str(), description="Logged when it is not 1 or 2; the answer is protocolVersion 2."),
-     opt("capabilities", Obj([opt("ui", UI_CAPABILITIES)], incoming=True, name="ClientCapabilities",
+     opt("capabilities", Obj([opt("ui", UI_CAPABILITIES),
+                              opt("sampling", Bool(), description="The editor answers model/sample (an MCP server's "
+                                                                  "sampling/createMessage, v4 §4).")],
+                             incoming=True, name="ClientCapabilities",
                              description="Other keys are ignored."))],
     incoming=True, name="InitializeParams",
     description="initialize never fails on its params: a capability that is not true is unsupported, a "

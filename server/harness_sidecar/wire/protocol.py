@@ -47,6 +47,21 @@ CLIENT, SERVER, BOTH = "client→server", "server→client", "both"
 # -- shared pieces ----------------------------------------------------------------------------
 
 TEXT_CONTENT = Obj([Field("type", Const("text")), Field("text", Str())], name="TextContent")
+# MCP's content blocks (v4 §4): a tool result's content passes them through as they came; fields MCP has
+# beyond these (annotations, _meta, title, size, icons…) are kept.
+CONTENT_BLOCK = Union(
+    Obj([Field("type", Const("text")), Field("text", Str())], open_values=AnyValue(), name="TextBlock"),
+    Obj([Field("type", Str(enum=("image", "audio"))), Field("data", Str(description="base64")),
+         Field("mimeType", Str())], open_values=AnyValue(), name="MediaBlock"),
+    Obj([Field("type", Const("resource_link")), Field("name", Str()), Field("uri", Str()),
+         opt("description", Str()), opt("mimeType", Str())], open_values=AnyValue(), name="ResourceLinkBlock"),
+    Obj([Field("type", Const("resource")), Field("resource", Union(
+        Obj([Field("uri", Str()), opt("mimeType", Str()), Field("text", Str())], open_values=AnyValue(),
+            name="TextResourceContents"),
+        Obj([Field("uri", Str()), opt("mimeType", Str()), Field("blob", Str(description="base64"))],
+            open_values=AnyValue(), name="BlobResourceContents"), name="ResourceContents"))],
+        open_values=AnyValue(), name="EmbeddedResourceBlock"),
+    name="ContentBlock", description="MCP's content blocks: text, image, audio, resource_link, resource.")
 DIAGNOSTIC = Obj(
     [Field("kind", Str(), description="What went wrong: root_missing, invalid_frontmatter, shadowed, … "
                                       "(protocol.md § Diagnostics)."),
@@ -96,6 +111,18 @@ PLUGIN_MCP_ENTRY = Obj([
     Field("server", Str()), Field("plugin", Str()), Field("transport", Str(enum=("stdio", "http", "sse"))),
     opt("command", Str()), opt("args", Arr(Str())), opt("url", Str()), Field("trusted", Bool()),
     Field("path", Str()), Field("source", SOURCE)], name="PluginMcpServerEntry")
+
+MCP_RESOURCE_ENTRY = Union(
+    Obj([Field("server", Str()), Field("name", Str()), Field("uri", Str()), opt("description", Str()),
+         opt("mimeType", Str())], name="McpResourceEntry"),
+    Obj([Field("server", Str()), Field("name", Str()), Field("uriTemplate", Str(description="RFC 6570")),
+         opt("description", Str()), opt("mimeType", Str())], name="McpResourceTemplateEntry"),
+    name="McpResource", description="Read with mcp/resource/read {server, uri} (a template's uri is one it expands to).")
+MCP_PROMPT_ENTRY = Obj([
+    Field("server", Str()), Field("name", Str()), opt("description", Str()),
+    opt("arguments", Arr(Obj([Field("name", Str()), opt("description", Str()), opt("required", Bool())],
+                             name="McpPromptArgument")))],
+    name="McpPromptEntry", description="Get with mcp/prompt/get {server, name, arguments?}.")
 
 CATALOG = Obj([
     Field("instructions", Arr(Obj([Field("root", Str()), Field("path", Str()), Field("source", SOURCE)],
@@ -150,6 +177,11 @@ CATALOG = Obj([
     opt("agents", Arr(AGENT_ENTRY)),
     opt("mcpServers", Arr(PLUGIN_MCP_ENTRY), description="Every MCP server plugins declare; only trusted stdio ones "
                                                          "start."),
+    opt("mcpResources", Arr(MCP_RESOURCE_ENTRY), description="v4: the thread's MCP servers' resources, then their "
+                                                             "resource templates, servers in start order (present "
+                                                             "when the thread has MCP servers)."),
+    opt("mcpPrompts", Arr(MCP_PROMPT_ENTRY), description="v4: the thread's MCP servers' prompts (present when the "
+                                                         "thread has MCP servers)."),
 ], name="Catalog")
 
 THREAD_START_RESULT = Obj([
@@ -227,7 +259,9 @@ TOOL_DETAILS = Obj([
 ], open_values=AnyValue(), name="ToolDetails",
     description="What the tool or the sidecar adds; a tool's own details are free-form.")
 TOOL_RESULT = Obj([Field("toolCallId", P.REQUEST_ID, description="The call's id."), Field("toolName", Str()),
-                   Field("content", Arr(TEXT_CONTENT)), Field("details", TOOL_DETAILS), Field("isError", Bool())],
+                   Field("content", Arr(CONTENT_BLOCK), description="Text, and (v4) MCP's image, audio, "
+                                                                    "resource_link and resource items as they came."),
+                   Field("details", TOOL_DETAILS), Field("isError", Bool())],
                   name="ToolResult")
 COMMAND_RESULT = Obj([Field("content", Arr(TEXT_CONTENT)), Field("details", P.JSON_OBJECT), Field("isError", Bool())],
                      name="CommandResult")
@@ -351,8 +385,9 @@ THREAD_DIAGNOSTIC = Union(
                     "promises: what is not fenced."),
     name="ThreadDiagnosticParams")
 CATALOG_CHANGE = Obj([Field("kind", Str(enum=("skill", "template", "instructions", "extension", "tool", "hooks",
-                                               "plugin", "commandTemplate"))),
-                      Field("name", Str())], name="CatalogChange")
+                                               "plugin", "commandTemplate", "mcpResource", "mcpPrompt"))),
+                      Field("name", Str(description="mcpResource: <server>:<uri or uriTemplate>; mcpPrompt: "
+                                                    "<server>:<name>."))], name="CatalogChange")
 CATALOG_CHANGED = Obj([Field("threadId", P.THREAD_ID), Field("revision", REVISION),
                        Field("added", Arr(CATALOG_CHANGE)), Field("removed", Arr(CATALOG_CHANGE)),
                        Field("changed", Arr(CATALOG_CHANGE)), Field("diagnostics", Arr(DIAGNOSTIC))],
@@ -385,9 +420,14 @@ ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_
                       opt("namespace", Str(), description="A Codex namespace's tool: its namespace (tool is "
                                                           "<namespace>__<name>).")], name="ItemToolCallParams")
 ITEM_TOOL_CALL_RESULT = Obj([
-    Field("contentItems", Arr(Obj([Field("type", Str(enum=("inputText", "text")),
-                                         description="inputText (text is accepted too)."),
-                                   Field("text", Str())], name="InputTextItem"))),
+    Field("contentItems", Arr(Union(
+        Obj([Field("type", Const("inputText")), Field("text", Str())], name="InputTextItem"),
+        Obj([Field("type", Const("inputImage")), Field("imageUrl", Str(pattern="data:[^,]*;base64,.*",
+                                                                       description="A data: URL (base64)."))],
+            name="InputImageItem"),
+        CONTENT_BLOCK, name="EditorContentItem")),
+        description="inputText (MCP's text item is accepted too); v4: an inputImage (a data: URL, becoming an image "
+                    "item) or any of MCP's content blocks, kept as it is."),
     Field("success", Bool(), description="false: the result is an error with this text."),
 ], name="ItemToolCallResult")
 UI_CONFIRM = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
@@ -399,6 +439,40 @@ UI_SELECT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Fi
                  Field("options", Arr(UI_OPTION))], name="UiSelectParams")
 UI_INPUT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
                 opt("placeholder", Str())], name="UiInputParams")
+ELICIT_SCHEMA = Obj([Field("type", Const("object")), Field("properties", Map(AnyValue())),
+                     opt("required", Arr(Str()))], open_values=AnyValue(), name="ElicitRequestedSchema",
+                    description="MCP's flat object schema: each property a string (format, enum, oneOf), number, "
+                                "integer, boolean, or array of enum strings.")
+UI_ELICIT = Obj([Field("threadId", P.THREAD_ID), Field("server", Str(), description="The MCP server that asks."),
+                 Field("message", Str()), Field("requestedSchema", ELICIT_SCHEMA)], name="UiElicitParams")
+UI_ELICIT_RESULT = Union(
+    Obj([Field("action", Const("accept")),
+         Field("content", Map(AnyValue()), description="A value per field: string, number, boolean or array of "
+                                                       "strings.")], name="ElicitAccept"),
+    Obj([Field("action", Str(enum=("decline", "cancel")))], name="ElicitDecline"),
+    name="UiElicitResult", description="MCP's ElicitResult. Anything else (an error, a malformed answer, no answer "
+                                       "within uiTimeoutMs) is a decline.")
+MODEL_SAMPLE = Obj([Field("threadId", P.THREAD_ID), Field("messages", Arr(Obj([
+    Field("role", Str(enum=("user", "assistant"))), Field("content", AnyValue())], open_values=AnyValue(),
+    name="SamplingMessage"))), Field("maxTokens", Int()), opt("systemPrompt", Str()),
+    opt("modelPreferences", AnyValue()), opt("includeContext", Str()), opt("temperature", AnyValue()),
+    opt("stopSequences", Arr(Str())), opt("metadata", AnyValue())], open_values=AnyValue(),
+    name="ModelSampleParams", description="MCP's CreateMessageRequest params, plus threadId.")
+MODEL_SAMPLE_RESULT = Obj([Field("role", Str(enum=("user", "assistant"))), Field("content", AnyValue()),
+                           Field("model", Str()), opt("stopReason", Str())], open_values=AnyValue(),
+                          name="ModelSampleResult",
+                          description="MCP's CreateMessageResult. An error answer is relayed to the server as "
+                                      "error -1 (the user rejected it).")
+MCP_READ_RESULT = Obj([Field("contents", Arr(Union(
+    Obj([Field("uri", Str()), opt("mimeType", Str()), Field("text", Str())], open_values=AnyValue(),
+        name="McpTextContents"),
+    Obj([Field("uri", Str()), opt("mimeType", Str()), Field("blob", Str(description="base64"))],
+        open_values=AnyValue(), name="McpBlobContents"), name="McpResourceContents")))],
+    open_values=AnyValue(), name="McpResourceReadResult", description="MCP's ReadResourceResult, as the server gave it.")
+MCP_PROMPT_RESULT = Obj([opt("description", Str()), Field("messages", Arr(Obj([
+    Field("role", Str(enum=("user", "assistant"))), Field("content", CONTENT_BLOCK)], open_values=AnyValue(),
+    name="McpPromptMessage")))], open_values=AnyValue(), name="McpPromptGetResult",
+    description="MCP's GetPromptResult, as the server gave it.")
 UI_OPEN_URL = Obj([Field("threadId", P.THREAD_ID), Field("url", Str(), description="An http(s) URL to open in the "
                                                                               "user's browser."),
                    Field("reason", Str(), description="Why, for the user.")], name="UiOpenUrlParams")
@@ -488,7 +562,12 @@ DOMAIN_ERRORS = [
                               opt("blockedKind", S(enum=("hook", "hook_failed", "hook_conflict"))),
                               opt("stopTurn", STOP_TURN)],
             "An input handler failed (fail-closed), or UserPromptSubmit command hooks (by) blocked the input."),
-    _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started."),
+    _domain("mcp_unavailable", [Field("name", S())], "A required MCP server could not be started; mcp/resource/read, "
+            "mcp/prompt/get: the server is not running and could not be restarted."),
+    _domain("mcp_server_not_found", [opt("server", S())], "No MCP server of that name in the thread."),
+    _domain("mcp_error", [opt("server", S()), opt("code", Int(), description="The server's JSON-RPC error code.")],
+            "The MCP server answered with an error (code), gave a result that is not valid, did not answer within "
+            "limits.mcpToolTimeoutMs, or does not declare the capability (resources, prompts)."),
     _domain("too_many_threads", [Field("limit", Int(minimum=1))],
             "thread/start while --max-threads threads are open or starting."),
     _domain("extension_failed", [opt("threadId", S())], "The thread's extensions failed (3 host exits in 5 "
@@ -581,6 +660,12 @@ MESSAGES: list[Message] = [
                        "command_not_found", "extension_failed", *_FILE_ERRORS)),
     _request("loop/event", P.LOOP_EVENT, LOOP_EVENT_RESULT, THREAD,
              "The editor's agent loop reports a boundary; the extensions' (and command hooks') verdicts, merged."),
+    _request("mcp/resource/read", P.MCP_RESOURCE_READ, MCP_READ_RESULT,
+             THREAD + ("mcp_server_not_found", "mcp_unavailable", "mcp_error"),
+             "v4: resources/read of one of the thread's MCP servers."),
+    _request("mcp/prompt/get", P.MCP_PROMPT_GET, MCP_PROMPT_RESULT,
+             THREAD + ("mcp_server_not_found", "mcp_unavailable", "mcp_error"),
+             "v4: prompts/get of one of the thread's MCP servers."),
     _notification("chat/send", CHAT_SEND),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
@@ -591,6 +676,10 @@ MESSAGES: list[Message] = [
     _request("ui/confirm", UI_CONFIRM, UI_CONFIRM_RESULT, direction=SERVER),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
+    _request("ui/elicit", UI_ELICIT, UI_ELICIT_RESULT, direction=SERVER,
+             description="v4: an MCP server's elicitation/create (capabilities.ui.elicit)."),
+    _request("model/sample", MODEL_SAMPLE, MODEL_SAMPLE_RESULT, direction=SERVER,
+             description="v4: an MCP server's sampling/createMessage (capabilities.sampling)."),
     _request("ui/openUrl", UI_OPEN_URL, UI_OPEN_URL_RESULT, direction=SERVER,
              description="A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl)."),
 ]

@@ -5,6 +5,7 @@
 --   ui/confirm → vim.ui.select({'Allow', 'Deny'}) naming the extension, the tool and its arguments
 --   ui/select  → vim.ui.select over the options      ui/input → vim.ui.input
 --   ui/notify  → vim.notify with the level           ui/status → require('harness_sidecar').statusline()
+--   ui/elicit  → an MCP server's form, a select or an input per field (harness_sidecar.elicit)
 --   ui/openUrl → vim.ui.open (0.10+; else, or when it fails, a message with the URL to open)
 --
 -- Every question is answered asynchronously (the editor never waits for the sidecar, nor the
@@ -24,7 +25,8 @@ local prompt = require('harness_sidecar.prompt')
 local M = {}
 
 --- What this client answers: sent as initialize.capabilities.ui.
-M.capabilities = { confirm = true, select = true, input = true, notify = true, status = true, openUrl = true }
+M.capabilities = { confirm = true, select = true, input = true, notify = true, status = true, elicit = true,
+  openUrl = true }
 
 M.questions = {} -- the sidecar's ui/* requests waiting for the user: id -> { method, params, client }
 M.items = {} -- status items: '<extension>\0<key>' -> { extension, key, text }
@@ -175,7 +177,12 @@ local function ask_input(params, reply)
   end)
 end
 
-M.askers = { ['ui/confirm'] = ask_confirm, ['ui/select'] = ask_select, ['ui/input'] = ask_input }
+local function ask_elicit(params, reply)
+  return require('harness_sidecar.elicit').ask(M, params, reply)
+end
+
+M.askers = { ['ui/confirm'] = ask_confirm, ['ui/select'] = ask_select, ['ui/input'] = ask_input,
+  ['ui/elicit'] = ask_elicit }
 
 --- Ask the user the sidecar's request `id` (one of M.askers) and answer it with `client`, later.
 function M.ask(client, id, method, params)
@@ -213,8 +220,11 @@ function M.withdraw(id)
   if question.close then
     question.close()
   end
-  tell(string.format('%s no longer waits for an answer to "%s"%s', question.params.extensionId,
-    one_line(question.params.title), question.close and ' (its prompt is closed)' or ''), vim.log.levels.WARN)
+  local params = question.params
+  local who = is_nil(params.extensionId) and ('MCP server ' .. tostring(params.server)) or params.extensionId
+  tell(string.format('%s no longer waits for an answer to "%s"%s', who,
+    one_line(is_nil(params.title) and params.message or params.title),
+    question.close and ' (its prompt is closed)' or ''), vim.log.levels.WARN)
 end
 
 local LEVELS = { info = vim.log.levels.INFO, warning = vim.log.levels.WARN, error = vim.log.levels.ERROR }
