@@ -37,6 +37,7 @@ CONTRACT_METHODS = {
     "thread/diagnostic": ("server→client", "notification"), "catalog/changed": ("server→client", "notification"),
     "ui/notify": ("server→client", "notification"), "ui/status": ("server→client", "notification"),
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
+    "hook/prompt": ("server→client", "request"),  # v4 §3: prompt and agent hooks ask the editor's model
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
 }
@@ -431,7 +432,8 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    assert len(messages) == 26 and len(requests) == 18 and len(notifications) == 8  # v3 §4: loop/event, chat/send
+    # v3 §4: loop/event, chat/send; v4 §3: hook/prompt
+    assert len(messages) == 27 and len(requests) == 19 and len(notifications) == 8
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 30
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

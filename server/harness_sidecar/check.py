@@ -176,7 +176,8 @@ def main(args: list[str]) -> int:
         for h in declared.handlers:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
             digest = f" sha256={declared.source.sha256[:12]}…" if declared.source.sha256 else ""
-            what = h.command if h.supported else f"({h.type or 'untyped'} handler: not supported here, never runs)"
+            what = (h.command if h.type == "command" else f"{h.type} {h.label}") if h.supported else \
+                f"({h.type or 'untyped'} handler: not supported here, never runs)"
             if h.dormant:
                 what += " (dormant: the sidecar does not fire this event)"
             out.write(f"  hook          {h.event}{matcher}: {what}  ({declared.source.source}: "

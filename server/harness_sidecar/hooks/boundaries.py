@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar.hooks import command, fit
+from harness_sidecar.hooks import command, fit, handler_types
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
 from harness_sidecar.resources.catalog import Diagnostic
@@ -65,6 +65,10 @@ class ThreadHooks:
     max_result_bytes: int = 16 * 1024 * 1024  # --max-result-bytes: what hooks add is cut to fit it (hooks.fit)
     # Sidecar._ui_notify: a hook's systemMessage reaches the user as ui/notify level "warning" (protocol-v4 §3)
     ui_notify: Callable[[str, dict[str, Any]], None] | None = None
+    # protocol-v4 §3, handler types beyond command: the thread's mcp.McpServers (mcp_tool handlers), and the
+    # editor's hook/prompt (peer.request) when it declared capabilities.hookPrompt (prompt and agent handlers)
+    mcp: Any = None
+    hook_prompt: Callable[[str, dict[str, Any], float], Awaitable[Any]] | None = None
 
     # -- what is declared --------------------------------------------------------------------------
 
@@ -77,7 +81,27 @@ class ThreadHooks:
         return any(h.supported and h.source.trusted for h in self.handlers())
 
     def to_wire(self) -> list[dict[str, Any]]:
-        return [h.to_wire() for h in self.handlers()]
+        return [self._listed(h) for h in self.handlers()]
+
+    def _listed(self, handler: Handler) -> dict[str, Any]:
+        """A handler as ``catalog.hooks`` lists it: a prompt/agent one is ``supported: false`` when the editor
+        cannot answer ``hook/prompt`` (protocol-v4 §3)."""
+        out = handler.to_wire()
+        if handler.type in handler_types.MODEL_TYPES and self.hook_prompt is None and handler.supported:
+            out["supported"] = False
+        return out
+
+    def unanswered(self) -> list[Diagnostic]:
+        """One ``hook_type_unsupported`` per prompt/agent handler the editor cannot answer (no
+        ``capabilities.hookPrompt``): it is listed ``supported: false`` and blocks its event if that can block."""
+        if self.hook_prompt is not None:
+            return []
+        return [Diagnostic("hook_type_unsupported", f"a {h.type} hook of {h.event}: the editor did not declare "
+                           "capabilities.hookPrompt, so no model can answer it; listed (supported: false), never "
+                           "asked" + (", and it blocks what it decides (hook_failed)" if h.event in BLOCKING_EVENTS
+                                      else ""),
+                           path=h.source.path, extra={"source": h.source.source, "event": h.event, "type": h.type})
+                for h in self.handlers() if h.type in handler_types.MODEL_TYPES and h.supported and not h.dormant]
 
     def diagnostics(self, roots_only: bool = False) -> list[Diagnostic]:
         """What is wrong with the declarations (``roots_only``: the roots' ``hooks.json`` alone — a plugin's
@@ -131,8 +155,30 @@ class ThreadHooks:
     # -- running ------------------------------------------------------------------------------------
 
     def _timeout_s(self, handler: Handler) -> float:
-        ms = handler.timeout_s * 1000 if handler.timeout_s is not None else self.timeout_ms
+        own = handler.timeout_s if handler.timeout_s is not None else handler_types.DEFAULT_TIMEOUT_S.get(handler.type)
+        ms = own * 1000 if own is not None else self.timeout_ms
         return min(ms, self.max_timeout_ms) / 1000
+
+    def _start(self, handler: Handler, stdin: bytes | Callable[[], bytes], fields: dict[str, Any], timeout_s: float,
+               event: str) -> Awaitable[command.Answer]:
+        """One handler's run, by its type: a process (``command``), a POST (``http``), an MCP tool call
+        (``mcp_tool``), a question to the editor's model (``prompt``, ``agent``)."""
+        kind = handler.type
+        if kind == "command":
+            return command.run_handler(handler, stdin, thread_id=self.thread_id, cwd=self.cwd, timeout_s=timeout_s)
+        body = stdin() if callable(stdin) else stdin
+        if kind == handler_types.HTTP:
+            from harness_sidecar.hooks.http import run_http
+
+            return run_http(handler, body, timeout_s)
+        if kind == handler_types.MCP_TOOL:
+            from harness_sidecar.hooks.mcp_tool import run_mcp_tool
+
+            return run_mcp_tool(handler, json.loads(body), self.mcp, timeout_s)
+        from harness_sidecar.hooks.prompt import run_prompt
+
+        return run_prompt(handler, body.decode("utf-8"), thread_id=self.thread_id, request=self.hook_prompt,
+                          timeout_s=timeout_s)
 
     async def run(self, event: str, handlers: list[Handler], fields: dict[str, Any],
                   budget_s: float | None = None) -> list[Verdict]:
@@ -151,9 +197,8 @@ class ThreadHooks:
                   for h in handlers if h.source.pin is not None}
         refused = {key: why for key, (why, _) in checks.items() if why is not None}
         runs = [_refused(h, refused[id(h)]) if id(h) in refused else
-                command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
-                                    timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
-                                    else self._timeout_s(h)) for h in handlers]
+                self._start(h, stdin, fields, min(self._timeout_s(h), budget_s) if budget_s is not None
+                            else self._timeout_s(h), event) for h in handlers]
         # one handler (the common case) runs in this task: a gather would add a task and two loop turns
         answers = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         verdicts = []
@@ -168,12 +213,15 @@ class ThreadHooks:
                     refused[key] = f"hash_mismatch: {why}"
                     answer = command.Answer(answer.handler, failure=refused[key])
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
-            if key in refused and can_block:
-                verdict.failure = f"hook failed: {failed}"  # a broken pin blocks even with commandHookFailure "open"
+            if (key in refused or answer.extra.get("fails_closed")) and can_block:
+                # a broken pin, a prompt hook no model can answer: they block even with commandHookFailure "open"
+                verdict.failure = f"hook failed: {failed}"
             field_name = answer.extra.get("field")  # an answer with an undefined value: said even when it blocks
             if failed is not None and (verdict.failure is None or field_name is not None):
                 said = {"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
-                        "event": event, "command": answer.handler.command, "message": failed}
+                        "event": event, "command": answer.handler.label, "message": failed}
+                if answer.handler.type != "command":
+                    said["type"] = answer.handler.type
                 if field_name is not None:
                     said["field"] = field_name
                 self.notify(said)

@@ -147,9 +147,9 @@ class ThreadMethods:
         except BaseException:
             await self._end(thread, "close")
             raise
-        thread.hooks = self._command_hooks(thread_id, start, catalog)
+        thread.hooks = self._command_hooks(thread_id, start, catalog, servers)
         if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
-            catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
+            catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True) + thread.hooks.unanswered())
             self._say_ambiguous(thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self._new_pipeline(thread)
         thread.session_context = await self._session_start_hooks(thread)
@@ -317,7 +317,7 @@ class ThreadMethods:
 
     # -- command hooks (protocol-v3 §5; hooks.boundaries) -------------------------------------------
 
-    def _command_hooks(self, thread_id: str, start: P.ThreadStartParams, catalog: Catalog) -> Any:
+    def _command_hooks(self, thread_id: str, start: P.ThreadStartParams, catalog: Catalog, servers: Any = None) -> Any:
         """The command hooks the roots (``<root>/hooks.json``, its settings files and ``config.toml``:
         ``hooks.declared.ROOT_FILES``) and the plugins (``catalog.plugins.hooks``)
         declare, roots first; None when none declares any."""
@@ -335,7 +335,9 @@ class ThreadMethods:
                            limits.command_hook_failure == "open", limits.session_end_budget_ms,
                            notify=lambda params: self.peer.notify("thread/diagnostic", params), ask=self._ask,
                            ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=self.max_result_bytes,
-                           ui_notify=self._ui_notify)
+                           ui_notify=self._ui_notify, mcp=servers,
+                           hook_prompt=self.peer.request if self.peer.client_capabilities.get("hookPrompt") is True
+                           else None)
 
     def _diagnostic(self, params: dict[str, Any]) -> None:
         self.peer.notify("thread/diagnostic", params)
