@@ -372,6 +372,10 @@ export interface Catalog {
    * Every MCP server plugins declare; only trusted stdio ones start.
    */
   mcpServers?: PluginMcpServerEntry[];
+  /**
+   * v4: the roots' marketplaces, then thread/start.marketplaces'; absent when there are none.
+   */
+  marketplaces?: MarketplaceEntry[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -565,6 +569,40 @@ export interface PluginMcpServerEntry {
   trusted: boolean;
   path: string;
   source: Source;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "MarketplaceEntry".
+ */
+export interface MarketplaceEntry {
+  /**
+   * The marketplace's name (its folder's when it declares none).
+   */
+  name: string;
+  /**
+   * Its marketplace.json.
+   */
+  path: string;
+  plugins: MarketplacePlugin[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "MarketplacePlugin".
+ */
+export interface MarketplacePlugin {
+  name: string;
+  /**
+   * A local source: the plugin folder's path (the sidecar loads it); any other (github, url, git-subdir, npm…): as declared, never fetched.
+   */
+  source: {
+    [k: string]: unknown;
+  };
+  description?: string;
+  version?: string;
+  /**
+   * The thread serves this plugin from that folder.
+   */
+  installed: boolean;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2072,6 +2110,10 @@ export interface ThreadStartParams {
    * The only plugins whose code (hooks, MCP servers, extensions) may run.
    */
   trustedPlugins?: TrustedPlugin[] | null;
+  /**
+   * Marketplaces besides the roots' (v4): a marketplace.json, or a folder holding .claude-plugin/marketplace.json or .agents/plugins/marketplace.json; listed in catalog.marketplaces, their local plugins loaded.
+   */
+  marketplaces?: AbsolutePath[] | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

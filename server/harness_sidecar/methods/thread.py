@@ -236,7 +236,8 @@ class ThreadMethods:
 
         def scan() -> tuple[Catalog, dict[str, Any]]:
             catalog = build_catalog(start.roots, start.limits, persist=True)
-            plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
+            plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits,
+                           start.marketplaces)
             every: list[Any] = []
             found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics, every)
             for ext_id, source in catalog.plugins.extension_sources(start.limits, catalog.diagnostics).items():

@@ -143,6 +143,7 @@ class ThreadStartParams:
     plugins: list[str] = field(default_factory=list)
     disabled_plugins: list[str] = field(default_factory=list)
     trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
+    marketplaces: list[str] = field(default_factory=list)  # protocol-v4 §3 "Marketplaces, read"
 
 
 @dataclass
@@ -336,7 +337,11 @@ THREAD_START = Obj(
      opt("disabledPlugins", Arr(DISABLED_PLUGIN), attr="disabled_plugins",
          description="Plugins the thread leaves out: by name, or (an absolute path) by folder."),
      opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
-         description="The only plugins whose code (hooks, MCP servers, extensions) may run.")],
+         description="The only plugins whose code (hooks, MCP servers, extensions) may run."),
+     opt("marketplaces", Arr(ABSOLUTE_PATH), description="Marketplaces besides the roots' (v4): a marketplace.json, "
+                                                         "or a folder holding .claude-plugin/marketplace.json or "
+                                                         ".agents/plugins/marketplace.json; listed in "
+                                                         "catalog.marketplaces, their local plugins loaded.")],
     cls=ThreadStartParams, incoming=True, name="ThreadStartParams")
 
 

@@ -96,6 +96,18 @@ PLUGIN_MCP_ENTRY = Obj([
     opt("command", Str()), opt("args", Arr(Str())), opt("url", Str()), Field("trusted", Bool()),
     Field("path", Str()), Field("source", SOURCE)], name="PluginMcpServerEntry")
 
+MARKETPLACE_ENTRY = Obj([
+    Field("name", Str(), description="The marketplace's name (its folder's when it declares none)."),
+    Field("path", Str(), description="Its marketplace.json."),
+    Field("plugins", Arr(Obj([
+        Field("name", Str()),
+        Field("source", AnyValue(), description="A local source: the plugin folder's path (the sidecar loads it); "
+                                                "any other (github, url, git-subdir, npm…): as declared, never "
+                                                "fetched."),
+        opt("description", Str()), opt("version", Str()),
+        Field("installed", Bool(), description="The thread serves this plugin from that folder.")],
+        name="MarketplacePlugin")))], name="MarketplaceEntry")
+
 CATALOG = Obj([
     Field("instructions", Arr(Obj([Field("root", Str()), Field("path", Str()), Field("source", SOURCE)],
                                   name="InstructionsEntry")),
@@ -146,6 +158,8 @@ CATALOG = Obj([
     opt("agents", Arr(AGENT_ENTRY)),
     opt("mcpServers", Arr(PLUGIN_MCP_ENTRY), description="Every MCP server plugins declare; only trusted stdio ones "
                                                          "start."),
+    opt("marketplaces", Arr(MARKETPLACE_ENTRY), description="v4: the roots' marketplaces, then "
+                                                            "thread/start.marketplaces'; absent when there are none."),
 ], name="Catalog")
 
 THREAD_START_RESULT = Obj([
