@@ -353,3 +353,30 @@ def test_an_mcp_tool_hook_that_fails_blocks_and_a_missing_server_is_said(spawn, 
     [failed] = diagnostics(sidecar, "hook_failed")
     assert failed["type"] == "mcp_tool" and "no MCP server 'nowhere'" in failed["message"]
     assert "guard" in failed["message"] and failed["source"] == f"root:{file}"
+
+
+def test_a_plugins_hooks_of_other_types_run_under_its_grant_and_name_its_own_server(spawn, tmp_path, server):
+    """A trusted plugin's http hook is sent, and its mcp_tool hook names the plugin's MCP server as its .mcp.json
+    does ("guard", run as plugin_guarded_guard)."""
+    import sys
+
+    url = server.answer("/plugin", 200, {})
+    plugin = tmp_path / "project" / "plugins" / "guarded"
+    write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "guarded"}))
+    write(plugin / ".mcp.json", json.dumps({"mcpServers": {"guard": {"command": sys.executable,
+                                                                     "args": sdk_server()[1:]}}}))
+    deny = json.dumps({"decision": "block", "reason": "the plugin's server says no to ${tool_input.command}"})
+    write(plugin / "hooks" / "hooks.json", json.dumps({"hooks": {"PreToolUse": group(
+        "Bash", {"type": "http", "url": url},
+        {"type": "mcp_tool", "server": "guard", "tool": "echo", "input": {"text": deny}})}}))
+    editor = Editor()
+    sidecar = spawn(initialize=False, on_request=editor)
+    sidecar.call("initialize", {"clientInfo": {"name": "test"}})
+    started = sidecar.call("thread/start", {"roots": [str(tmp_path / "project")], "cwd": str(tmp_path),
+                                            "dynamicTools": [BASH], "watch": False,
+                                            "trustedPlugins": [{"name": "guarded"}]}, timeout=60)
+    assert [(h["source"], h["type"], h["trusted"]) for h in started["catalog"]["hooks"]] == [
+        ("plugin:guarded", "http", True), ("plugin:guarded", "mcp_tool", True)]
+    result = bash(sidecar, started, "make deploy")
+    assert result["isError"] and result["details"]["blocked"]["reason"] == "the plugin's server says no to make deploy"
+    assert editor.ran == [] and [r["body"]["tool_input"] for r in server.requests] == [{"command": "make deploy"}]
