@@ -301,6 +301,11 @@ def test_without_hook_prompt_a_prompt_hook_is_unsupported_and_blocks_never_a_sil
     assert "capabilities.hookPrompt" in result["details"]["blocked"]["reason"]
     assert result["details"]["blocked"]["by"] == [f"root:{file}"]
     assert editor.ran == [] and editor.prompts == []  # nothing was asked
+    # where it cannot block (PostToolUse) it is not run at all: thread/start said why, once
+    hooks_file(tmp_path, {"PostToolUse": group("Bash", {"type": "agent", "prompt": "Check the result"})})
+    sidecar, started = open_thread(spawn, tmp_path, editor)
+    assert not bash(sidecar, started, call_id="c2")["isError"] and editor.ran == [{"command": "ls"}]
+    assert diagnostics(sidecar, "hook_failed") == [] and editor.prompts == []
 
 
 def test_a_stop_prompt_hook_keeps_the_agent_working(spawn, tmp_path):

@@ -143,12 +143,15 @@ class ThreadHooks:
         """The trusted handlers of ``event`` whose matcher takes ``value`` (None: matchers are not used),
         in declaration order, identical ones once."""
         out: dict[Any, Handler] = {}
+        # a prompt/agent handler no model can answer runs only where it blocks (fails closed); elsewhere it would
+        # only repeat, at every event, the hook_type_unsupported that thread/start said once
+        skip_model = self.hook_prompt is None and event not in BLOCKING_EVENTS
         for d in self.declared:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
                 if h.event == event and h.supported and not h.dormant and (value is None or h.matcher.matches(value)) \
-                        and h.key not in out:
+                        and h.key not in out and not (skip_model and h.type in handler_types.MODEL_TYPES):
                     out[h.key] = h
         return list(out.values())
 
