@@ -88,3 +88,19 @@ def test_a_broken_marketplace_is_said_and_a_thread_without_one_lists_none(spawn,
     plain = tmp_path / "plain"
     add_skill(plain, "x")
     assert "marketplaces" not in sidecar.call("thread/start", {"roots": [str(plain)], "watch": False})["catalog"]
+
+
+def test_check_lists_a_roots_marketplace(tmp_path):
+    import subprocess
+
+    from harness_sidecar.client import child_env, sidecar_command
+
+    root = tmp_path / "market"
+    write(root / ".claude-plugin" / "marketplace.json", json.dumps({"name": "m", "plugins": [
+        {"name": "a", "source": "./plugins/a"}, {"name": "b", "source": {"source": "github", "repo": "x/y"}}]}))
+    write(root / "plugins" / "a" / ".claude-plugin" / "plugin.json", json.dumps({"name": "a"}))
+    done = subprocess.run(sidecar_command() + ["check", str(root)], text=True, env=child_env(), capture_output=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0
+    assert (f"  marketplace   m: 2 plugin(s), 1 served from here  ({root / '.claude-plugin' / 'marketplace.json'})"
+            in done.stdout.splitlines())

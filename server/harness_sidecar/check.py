@@ -215,6 +215,9 @@ def _write_plugins(out, catalog: Catalog) -> None:
                   f"{', '.join(parts)}  ({p.path}; its code runs only when trusted)\n")
     for c in catalog.plugins.command_templates.values():
         out.write(f"  command       {c.name}  ({c.path})\n")
+    for m in catalog.plugins.marketplaces:  # protocol-v4 §3 "Marketplaces, read"
+        served = sum(e.installed for e in m.entries)
+        out.write(f"  marketplace   {m.name}: {len(m.entries)} plugin(s), {served} served from here  ({m.path})\n")
 
 
 def _write(out, diagnostics: list[Diagnostic]) -> None:
