@@ -222,6 +222,21 @@ def test_an_http_hook_past_its_timeout_or_unreachable_fails_closed(spawn, tmp_pa
     assert "failed" in failed["message"] and failed["event"] == "PostToolUse"
 
 
+def test_an_environment_value_cannot_inject_a_header(spawn, tmp_path, server):
+    """An allowed variable whose value holds a line break would add headers of its own: the request is not
+    sent, and the call fails closed."""
+    url = server.answer("/pre", 200, {})
+    hooks_file(tmp_path, {"PreToolUse": group("Bash", {"type": "http", "url": url, "allowedEnvVars": ["HOOK_TOKEN"],
+                                                       "headers": {"Authorization": "Bearer $HOOK_TOKEN"}})})
+    editor = Editor()
+    sidecar, started = open_thread(spawn, tmp_path, editor, env={"HOOK_TOKEN": "t0k\r\nX-Injected: yes"})
+    result = bash(sidecar, started)
+    assert result["isError"] and result["details"]["blocked"]["kind"] == "hook_failed"
+    assert "'Authorization'" in result["details"]["blocked"]["reason"]
+    assert "t0k" not in json.dumps(result) and "t0k" not in json.dumps(sidecar.notifications)  # the value is not said
+    assert server.requests == [] and editor.ran == []
+
+
 def test_an_http_hook_of_an_untrusted_file_is_never_sent(spawn, tmp_path, server):
     url = server.answer("/pre", 200, {"decision": "block", "reason": "x"})
     hooks_file(tmp_path, {"PreToolUse": group("Bash", {"type": "http", "url": url})})

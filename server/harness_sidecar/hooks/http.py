@@ -43,11 +43,19 @@ def expand(value: str, allowed: tuple[str, ...], environ: Any = None) -> str:
     return _REFERENCE.sub(one, value)
 
 
+class BadHeader(ValueError):
+    """A header whose expanded value cannot be sent; says which header, never the value (it may be a secret)."""
+
+
 def request_headers(handler: Handler) -> dict[str, str]:
     spec = handler.spec
     headers = {"Content-Type": "application/json", "User-Agent": "harness-sidecar"}
     for name, value in spec.headers:
-        headers[name] = expand(value, spec.allowed_env_vars)
+        value = expand(value, spec.allowed_env_vars)
+        if any(c in value for c in "\r\n\0"):
+            raise BadHeader(f"header {name!r}: its value, once its variables are expanded, holds a line break or "
+                            "NUL (it would add headers of its own); the request is not sent")
+        headers[name] = value
     return headers
 
 
@@ -94,6 +102,9 @@ async def run_http(handler: Handler, body: bytes, timeout_s: float) -> Answer:
     try:
         headers = request_headers(handler)
         request = _Request(url, body, headers, timeout_s)
+    except BadHeader as exc:
+        answer.failure = f"POST {url}: {exc}"
+        return answer
     except ValueError as exc:  # a url http.client cannot read (a bad port)
         answer.failure = f"its url {url} cannot be used: {exc}"
         return answer
