@@ -109,7 +109,8 @@ class Handler:
         if self.command or self.spec is None:
             return self.command
         said = dict(self.declared)
-        return said.get("url") or (f"{said['server']}/{said['tool']}" if "server" in said else said.get("prompt", ""))
+        text = said.get("url") or (f"{said['server']}/{said['tool']}" if "server" in said else said.get("prompt", ""))
+        return text if len(text) <= 200 else text[:199] + "…"  # a prompt may be pages long
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source.source, "event": self.event, "matcher": self.matcher.text}
