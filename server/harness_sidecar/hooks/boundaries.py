@@ -26,7 +26,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar.hooks import command, fit, handler_types
+from harness_sidecar.hooks import dispatch, fit, handler_types
+from harness_sidecar.hooks import command
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
 from harness_sidecar.resources.catalog import Diagnostic
@@ -81,27 +82,11 @@ class ThreadHooks:
         return any(h.supported and h.source.trusted for h in self.handlers())
 
     def to_wire(self) -> list[dict[str, Any]]:
-        return [self._listed(h) for h in self.handlers()]
-
-    def _listed(self, handler: Handler) -> dict[str, Any]:
-        """A handler as ``catalog.hooks`` lists it: a prompt/agent one is ``supported: false`` when the editor
-        cannot answer ``hook/prompt`` (protocol-v4 §3)."""
-        out = handler.to_wire()
-        if handler.type in handler_types.MODEL_TYPES and self.hook_prompt is None and handler.supported:
-            out["supported"] = False
-        return out
+        return [dispatch.listed(h, self.hook_prompt is not None) for h in self.handlers()]
 
     def unanswered(self) -> list[Diagnostic]:
-        """One ``hook_type_unsupported`` per prompt/agent handler the editor cannot answer (no
-        ``capabilities.hookPrompt``): it is listed ``supported: false`` and blocks its event if that can block."""
-        if self.hook_prompt is not None:
-            return []
-        return [Diagnostic("hook_type_unsupported", f"a {h.type} hook of {h.event}: the editor did not declare "
-                           "capabilities.hookPrompt, so no model can answer it; listed (supported: false), never "
-                           "asked" + (", and it blocks what it decides (hook_failed)" if h.event in BLOCKING_EVENTS
-                                      else ""),
-                           path=h.source.path, extra={"source": h.source.source, "event": h.event, "type": h.type})
-                for h in self.handlers() if h.type in handler_types.MODEL_TYPES and h.supported and not h.dormant]
+        """``hook_type_unsupported`` for each prompt/agent handler no model can answer (``dispatch.unanswered``)."""
+        return dispatch.unanswered(self.handlers()) if self.hook_prompt is None else []
 
     def diagnostics(self, roots_only: bool = False) -> list[Diagnostic]:
         """What is wrong with the declarations (``roots_only``: the roots' ``hooks.json`` alone — a plugin's
@@ -162,27 +147,6 @@ class ThreadHooks:
         ms = own * 1000 if own is not None else self.timeout_ms
         return min(ms, self.max_timeout_ms) / 1000
 
-    def _start(self, handler: Handler, stdin: bytes | Callable[[], bytes], fields: dict[str, Any], timeout_s: float,
-               event: str) -> Awaitable[command.Answer]:
-        """One handler's run, by its type: a process (``command``), a POST (``http``), an MCP tool call
-        (``mcp_tool``), a question to the editor's model (``prompt``, ``agent``)."""
-        kind = handler.type
-        if kind == "command":
-            return command.run_handler(handler, stdin, thread_id=self.thread_id, cwd=self.cwd, timeout_s=timeout_s)
-        body = stdin() if callable(stdin) else stdin
-        if kind == handler_types.HTTP:
-            from harness_sidecar.hooks.http import run_http
-
-            return run_http(handler, body, timeout_s)
-        if kind == handler_types.MCP_TOOL:
-            from harness_sidecar.hooks.mcp_tool import run_mcp_tool
-
-            return run_mcp_tool(handler, json.loads(body), self.mcp, timeout_s)
-        from harness_sidecar.hooks.prompt import run_prompt
-
-        return run_prompt(handler, body.decode("utf-8"), thread_id=self.thread_id, request=self.hook_prompt,
-                          timeout_s=timeout_s)
-
     async def run(self, event: str, handlers: list[Handler], fields: dict[str, Any],
                   budget_s: float | None = None) -> list[Verdict]:
         """Run ``handlers`` of ``event`` in parallel; their verdicts in declaration order.
@@ -200,8 +164,8 @@ class ThreadHooks:
                   for h in handlers if h.source.pin is not None}
         refused = {key: why for key, (why, _) in checks.items() if why is not None}
         runs = [_refused(h, refused[id(h)]) if id(h) in refused else
-                self._start(h, stdin, fields, min(self._timeout_s(h), budget_s) if budget_s is not None
-                            else self._timeout_s(h), event) for h in handlers]
+                dispatch.start(self, h, stdin, min(self._timeout_s(h), budget_s) if budget_s is not None
+                               else self._timeout_s(h)) for h in handlers]
         # one handler (the common case) runs in this task: a gather would add a task and two loop turns
         answers = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         verdicts = []
