@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from harness_sidecar.client import child_env, sidecar_command  # noqa: E402
+from harness_sidecar.console.client import child_env, sidecar_command  # noqa: E402
 
 
 def _root(base: Path, name: str, extension: str | None = None) -> Path:

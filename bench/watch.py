@@ -38,7 +38,7 @@ def cpu_ms() -> float:
 
 
 async def library_figures(root: Path, count: int, edits: int, idle_s: float) -> dict:
-    from harness_sidecar.limits import Limits
+    from harness_sidecar.base.limits import Limits
     from harness_sidecar.resources.catalog import build_catalog
     from harness_sidecar.resources.diff import diff
     from harness_sidecar.resources.watch import WatchHub
@@ -84,7 +84,7 @@ async def library_figures(root: Path, count: int, edits: int, idle_s: float) -> 
 
 def end_to_end(root: Path, count: int, edits: int) -> dict | None:
     """Edit → catalog/changed read by the editor, when the sidecar sends catalog/changed."""
-    from harness_sidecar.client import SidecarProcess, child_env
+    from harness_sidecar.console.client import SidecarProcess, child_env
 
     sidecar = SidecarProcess(env=child_env())
     try:

@@ -7,8 +7,8 @@ from typing import Any, Callable
 
 import pytest
 import traffic
-from harness_sidecar import client
-from harness_sidecar.client import SidecarProcess, child_env, sidecar_command
+from harness_sidecar.console import client
+from harness_sidecar.console.client import SidecarProcess, child_env, sidecar_command
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ import os
 import shutil
 
 import pytest
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.activation import activate
 from harness_sidecar.resources.catalog import build_catalog
 from harness_sidecar.resources.context import build_system_prompt, skill_listing

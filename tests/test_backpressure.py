@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import time
 
-from harness_sidecar.client import sidecar_command
+from harness_sidecar.console.client import sidecar_command
 from helpers import add_skill, write
 
 ASKER = """

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import add_skill, error_kind, write
 
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.catalog import build_catalog
 from helpers import add_skill, kinds_by_path, write
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.catalog import build_catalog
 from harness_sidecar.resources.diff import diff
 from helpers import add_skill, write

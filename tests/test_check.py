@@ -6,7 +6,7 @@ import json
 import os
 import subprocess
 
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import add_skill, write
 
 

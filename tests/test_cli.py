@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import REPO, WORKSPACE
 
 

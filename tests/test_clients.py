@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import tap
 import traffic
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import REPO
 
 CLIENTS = REPO / "client-examples"

@@ -517,7 +517,7 @@ def test_a_plugin_source_gets_its_variables(tmp_path, monkeypatch):
 def test_check_lists_and_lints_a_roots_hooks(ws):
     import subprocess
 
-    from harness_sidecar.client import child_env, sidecar_command
+    from harness_sidecar.console.client import child_env, sidecar_command
 
     ws.declare({"PreToolUse": one("Bash", "exit 0") + [{"hooks": [{"type": "agent", "prompt": "Review it"},
                                                                   {"type": "telegraph", "url": "x"}]}]})

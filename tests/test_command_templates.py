@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import REPO, error_kind, write
 
-from harness_sidecar.client import child_env, sidecar_command
-from harness_sidecar.errors import DomainError
+from harness_sidecar.console.client import child_env, sidecar_command
+from harness_sidecar.base.errors import DomainError
 from harness_sidecar.resources.command_templates import features_of, render_body
 
 FIXTURES = REPO / "tests" / "fixtures" / "plugins"

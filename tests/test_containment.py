@@ -28,7 +28,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import add_skill, write
 
 REPO = Path(__file__).resolve().parents[1]
@@ -256,10 +256,10 @@ def test_an_extension_cannot_open_the_sidecars_pipes_memory_or_descriptors(spawn
 def test_an_extension_cannot_reach_another_threads_host(spawn, ws):
     root, _ = ws
     sidecar, attacker, victim, victim_pid = two_threads(spawn, root)
-    # its channel to the sidecar (argv: … harness_sidecar.extensions.host FD PARENT [BOARD]), which the
+    # its channel to the sidecar (argv: … harness_sidecar.extensions.host.main FD PARENT [BOARD]), which the
     # issue's attacker stole with pidfd_getfd
     argv = Path(f"/proc/{victim_pid}/cmdline").read_bytes().split(b"\0")
-    channel = int(argv[argv.index(b"harness_sidecar.extensions.host") + 1])
+    channel = int(argv[argv.index(b"harness_sidecar.extensions.host.main") + 1])
     assert os.readlink(f"/proc/{victim_pid}/fd/{channel}").startswith("socket:")  # the control
     found = probe(sidecar, attacker, pid=victim_pid, fd=channel)
     assert set(found.values()) <= REFUSED, found

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from harness_sidecar.containment.reaper import LOOK_S
 from helpers import add_skill, write
 from test_lifetimes import GONE_WITHIN_S, alive, assert_gone_within, cgroup_mounts, identity, marked, sidecar_env

@@ -7,7 +7,7 @@ import json
 import time
 
 import pytest
-from harness_sidecar.client import Malformed
+from harness_sidecar.console.client import Malformed
 from helpers import TraceWorkspace, write
 
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True}
@@ -385,7 +385,7 @@ def test_a_transform_redacts_and_observers_see_the_transformed_result(spawn, ws)
 
 @pytest.mark.parametrize("mode", ["raise", "garbage"])
 def test_a_failing_transform_withholds_the_result_and_leaks_nothing(spawn, ws, mode):
-    from harness_sidecar.client import child_env
+    from harness_sidecar.console.client import child_env
 
     ws.extension("masker", MASK)
     asked, kwargs, caps = editor()

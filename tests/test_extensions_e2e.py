@@ -269,7 +269,7 @@ def activate(api):
 @pytest.mark.parametrize("mode, kind", [("sync", "timeout"), ("async", "timeout"), ("throw", "throw"),
                                         ("exit", "throw"), ("value", "throw")])
 def test_before_hook_faults_fail_closed_with_a_diagnostic(spawn, workspace, mode, kind):
-    from harness_sidecar.client import child_env
+    from harness_sidecar.console.client import child_env
 
     workspace.extension("faulty", FAULTS)
     sidecar = spawn(env=child_env({"HOOK_MODE": mode}))
@@ -289,7 +289,7 @@ def test_before_hook_faults_fail_closed_with_a_diagnostic(spawn, workspace, mode
 
 
 def test_a_blocking_hook_does_not_freeze_other_requests(spawn, workspace):
-    from harness_sidecar.client import child_env
+    from harness_sidecar.console.client import child_env
 
     workspace.extension("faulty", FAULTS)
     sidecar = spawn(env=child_env({"HOOK_MODE": "sync"}))
@@ -302,7 +302,7 @@ def test_a_blocking_hook_does_not_freeze_other_requests(spawn, workspace):
 
 
 def test_after_hook_faults_are_reported_and_change_nothing(spawn, workspace):
-    from harness_sidecar.client import child_env
+    from harness_sidecar.console.client import child_env
 
     workspace.extension("faulty", FAULTS)
     sidecar = spawn(env=child_env({"HOOK_MODE": "after"}))

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.frontmatter import (
     FrontmatterError,
@@ -251,7 +251,7 @@ def test_a_thread_of_ordinary_skills_never_imports_yaml(tmp_path):
         directory.mkdir(parents=True)
         (directory / "SKILL.md").write_text(f"---\nname: s{i}\ndescription: 'Use when: task {i}.'\n---\nbody\n")
     code = ("import sys; from harness_sidecar.resources.catalog import build_catalog; "
-            "from harness_sidecar.limits import Limits; "
+            "from harness_sidecar.base.limits import Limits; "
             f"c = build_catalog([{str(tmp_path)!r}], Limits()); assert len(c.skills) == 20, c.diagnostics; "
             "print('yaml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)

@@ -6,7 +6,7 @@ import json
 import random
 import subprocess
 
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import WORKSPACE
 
 METHODS = ["thread/start", "thread/close", "skills/activate", "templates/render", "context/build", "tools/list",

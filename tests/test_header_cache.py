@@ -7,7 +7,7 @@ import json
 import os
 import time
 
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import add_skill, write
 
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import write
 from test_containment import KERNEL_ABI, REFUSED, needs_scopes
 from test_lifetimes import alive, assert_gone_within, cgroups_offered, identity

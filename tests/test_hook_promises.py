@@ -38,7 +38,7 @@ class Editor:
 
 
 def start_sidecar(spawn, editor: Editor, *args: str, **process):
-    from harness_sidecar.client import sidecar_command
+    from harness_sidecar.console.client import sidecar_command
 
     process.setdefault("command", sidecar_command() + list(args))
     sidecar = spawn(initialize=False, on_request=editor, **process)
@@ -167,7 +167,7 @@ def test_as_the_editors_ordinary_user_a_folder_name_is_never_shell_code(spawn):
     """The same as the editor's (ordinary) user: a sidecar run as nobody, every folder writable by it."""
     import site
 
-    from harness_sidecar.client import child_env
+    from harness_sidecar.console.client import child_env
 
     top = Path(tempfile.mkdtemp(prefix="harness-hook-names-"))
     try:

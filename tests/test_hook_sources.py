@@ -19,7 +19,7 @@ import pytest
 from helpers import write
 from test_command_hooks import BASH, Editor, bash, diagnostics
 
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 
 HOOKIFY = Path(__file__).parent / "fixtures" / "hooks" / "hookify"
 

@@ -19,7 +19,7 @@ import pytest
 from helpers import write
 from mcp_helpers import sdk_server
 
-from harness_sidecar.client import Malformed, child_env
+from harness_sidecar.console.client import Malformed, child_env
 
 BASH = {"name": "Bash", "description": "Run a shell command.",
         "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"],

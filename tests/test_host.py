@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import TraceWorkspace, add_skill, write
 
 

@@ -10,8 +10,8 @@ import sys
 
 import jsonschema_rs
 import pytest
-from harness_sidecar.client import child_env
-from harness_sidecar.inputschema import (
+from harness_sidecar.console.client import child_env
+from harness_sidecar.base.inputschema import (
     CompiledSchema,
     InvalidSchema,
     _build,
@@ -189,7 +189,7 @@ def test_the_simple_path_gives_the_library_s_answer_on_many_cases():
 def test_threads_with_simple_schemas_never_import_the_library():
     code = (
         "import sys, json\n"
-        "from harness_sidecar.inputschema import compile\n"
+        "from harness_sidecar.base.inputschema import compile\n"
         "schemas = " + repr(SIMPLE) + "\n"
         "compiled = [compile(s) for s in schemas]\n"
         "assert all(c.first_error({'name': 'x', 'a': 'y', 'b': 1}) is None for c in compiled[:4])\n"
@@ -214,8 +214,8 @@ def test_compiled_schemas_are_shared_safely_across_threads():
 
 
 def test_module_imports_nothing_of_the_package():
-    code = ("import sys; import harness_sidecar.inputschema\n"
-            "print(sorted(m for m in sys.modules if m.startswith('harness_sidecar.') and m != 'harness_sidecar.inputschema'))")
+    code = ("import sys; import harness_sidecar.base.inputschema\n"
+            "print(sorted(m for m in sys.modules if m.startswith('harness_sidecar.') and m != 'harness_sidecar.base.inputschema'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
 

@@ -6,7 +6,7 @@ import json
 import random
 
 import pytest
-from harness_sidecar import jsonio, stdjson
+from harness_sidecar.base import jsonio, stdjson
 
 
 @pytest.mark.parametrize("text", [

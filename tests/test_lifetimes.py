@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import SidecarProcess, child_env, sidecar_command
+from harness_sidecar.console.client import SidecarProcess, child_env, sidecar_command
 from helpers import add_skill, write
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="process lifetimes are Linux's /proc")

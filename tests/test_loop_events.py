@@ -447,7 +447,7 @@ def test_the_merge_takes_command_hook_verdicts_too_and_depends_only_on_declarati
     """The command hooks of §5 (Stop, PermissionRequest… hooks) feed the one merge (hooks.decision.merge,
     answered by loop.result) with their own sources, beside the extensions'."""
     from harness_sidecar.hooks.decision import Verdict, merge
-    from harness_sidecar.loop import result
+    from harness_sidecar.hooks.loop import result
 
     def answer(event, verdicts):  # loop/event's answer, as the sidecar builds it
         return result(event, merge(verdicts))

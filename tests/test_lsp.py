@@ -4,7 +4,7 @@ Each test that a client's capabilities could change runs twice, with pytest-lsp'
 capability sets of Neovim 0.11 (UTF-8 positions) and VS Code (UTF-16 positions). The server
 is started as vscode-languageclient starts it: ``harness-sidecar --lsp --stdio``. What
 pytest-lsp cannot send (malformed JSON, a request before ``initialize``) goes through the
-raw wire client (``harness_sidecar.client``).
+raw wire client (``harness_sidecar.console.client``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from helpers import WORKSPACE, add_skill, write
 
 pytest.importorskip("pygls")

@@ -93,7 +93,7 @@ def test_a_broken_marketplace_is_said_and_a_thread_without_one_lists_none(spawn,
 def test_check_lists_a_roots_marketplace(tmp_path):
     import subprocess
 
-    from harness_sidecar.client import child_env, sidecar_command
+    from harness_sidecar.console.client import child_env, sidecar_command
 
     root = tmp_path / "market"
     write(root / ".claude-plugin" / "marketplace.json", json.dumps({"name": "m", "plugins": [

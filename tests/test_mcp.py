@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness_sidecar.client import child_env
-from harness_sidecar.errors import DomainError
+from harness_sidecar.console.client import child_env
+from harness_sidecar.base.errors import DomainError
 from harness_sidecar.mcp import McpServerConfig, McpServers
-from harness_sidecar.stderr import SINK
+from harness_sidecar.base.stderr import SINK
 from mcp_helpers import (
     OWNER,
     alive,

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from harness_sidecar.client import Malformed
+from harness_sidecar.console.client import Malformed
 from helpers import TraceWorkspace, add_skill, write
 
 
@@ -343,7 +343,7 @@ def activate(api):
 
 
 def _bounded_editor(spawn, asked):
-    from harness_sidecar.client import sidecar_command
+    from harness_sidecar.console.client import sidecar_command
 
     def on_request(message):
         asked.append(message)

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from helpers import REPO, changes_until, write
 
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from harness_sidecar.resources.plugins import tree_sha256
 
 BASH = {"name": "Bash", "description": "Run a shell command.",

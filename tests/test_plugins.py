@@ -19,8 +19,8 @@ from pathlib import Path
 
 from helpers import REPO, add_skill, changes_until, error_kind, write
 
-from harness_sidecar.client import child_env, sidecar_command
-from harness_sidecar.names import TOOL_NAME, qualified_name_problem
+from harness_sidecar.console.client import child_env, sidecar_command
+from harness_sidecar.base.names import TOOL_NAME, qualified_name_problem
 from harness_sidecar.resources.plugins import tree_sha256
 
 FIXTURES = REPO / "tests" / "fixtures" / "plugins"

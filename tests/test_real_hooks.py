@@ -13,7 +13,7 @@ import pytest
 from helpers import write
 from test_command_hooks import Editor, bash
 
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hooks"
 BASH = {"name": "Bash", "description": "Run a shell command.",

@@ -13,9 +13,9 @@ import sys
 import jsonschema_rs
 import pytest
 import traffic
-from harness_sidecar.client import child_env, sidecar_command
-from harness_sidecar.errors import DOMAIN_CODES, InvalidParams
-from harness_sidecar.limits import Limits
+from harness_sidecar.console.client import child_env, sidecar_command
+from harness_sidecar.base.errors import DOMAIN_CODES, InvalidParams
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.mcp.model import McpServerConfig
 from harness_sidecar.wire import params as P
 from harness_sidecar.wire import protocol
@@ -102,7 +102,7 @@ def test_x_messages_has_the_structure_the_contract_fixes():
 
 
 def test_every_message_the_sidecar_serves_or_announces_is_described():
-    from harness_sidecar.threads import Sidecar
+    from harness_sidecar.threads.sidecar import Sidecar
     from harness_sidecar.wire.lifecycle import initialize_result
 
     messages = SCHEMA.messages
@@ -299,13 +299,13 @@ def test_tools_call_and_the_other_method_params():
 ])
 def test_initialize_is_lenient_with_what_editors_send(params, ui):
     """Only ``capabilities.ui.<key> == true`` declares a capability, as the endpoint stores and the methods read it."""
-    from harness_sidecar.threads import Sidecar
+    from harness_sidecar.threads.sidecar import Sidecar
     from harness_sidecar.wire.endpoint import Endpoint
 
     endpoint = Endpoint(writer=None)  # type: ignore[arg-type]
     endpoint.set_capabilities(params)
     sidecar = Sidecar(endpoint)
-    assert {key: True for key in P.UI_KEYS if sidecar._ui(key)} == ui
+    assert {key: True for key in P.UI_KEYS if sidecar.editor.capable(key)} == ui
 
 
 # -- params: the parser and the schema say the same -----------------------------------------------------

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 import traffic
-from harness_sidecar.client import Malformed, child_env, sidecar_command
+from harness_sidecar.console.client import Malformed, child_env, sidecar_command
 from harness_sidecar.wire import protocol
 from helpers import WORKSPACE
 

@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from harness_sidecar.client import child_env, sidecar_command
+from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import WORKSPACE, add_skill
 
 ROOTS = [str(WORKSPACE / "project"), str(WORKSPACE / "user")]
@@ -295,14 +295,14 @@ def test_default_mode_starts_without_heavy_imports():
     code = ("import sys, runpy; sys.argv=['harness-sidecar', '--version'];\n"
             "from harness_sidecar.wire import endpoint, transport\n"
             "from harness_sidecar import cli\n"
-            "bad = [m for m in ('yaml', 'pygls', 'lsprotocol', 'harness_sidecar.extensions.discovery', 'harness_sidecar.extensions.supervisor') if m in sys.modules]\n"
+            "bad = [m for m in ('yaml', 'pygls', 'lsprotocol', 'harness_sidecar.resources.extension_sources', 'harness_sidecar.extensions.sidecar.supervisor') if m in sys.modules]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, env=child_env(), text=True)
     assert out.stdout.strip() == "[]", out.stderr
 
 
 def test_initialize_advertises_exactly_the_served_methods():
-    from harness_sidecar.threads import Sidecar
+    from harness_sidecar.threads.sidecar import Sidecar
     from harness_sidecar.wire.lifecycle import SERVED_METHODS
 
     assert sorted(Sidecar(peer=None).methods) == sorted(SERVED_METHODS)  # type: ignore[arg-type]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from helpers import add_skill, write
 
-from harness_sidecar.client import child_env
+from harness_sidecar.console.client import child_env
 from harness_sidecar.resources.plugins import tree_sha256
 
 

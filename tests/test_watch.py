@@ -14,7 +14,7 @@ import shutil
 import sys
 
 import pytest
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.catalog import build_catalog
 from helpers import add_skill, write
 

@@ -2,7 +2,7 @@
 
 Recording (on by default, wired in conftest.py):
 - ``SidecarProcess`` (the ``spawn`` fixture, and any direct use) records every frame it sends
-  and receives through ``harness_sidecar.client.RECORDER``;
+  and receives through ``harness_sidecar.console.client.RECORDER``;
 - tests that pipe bytes through ``subprocess.run(sidecar_command(), input=…)`` are recorded
   from their input and captured stdout;
 - editor clients (Neovim, the shell scripts, VS Code) run the sidecar through this file used
@@ -21,7 +21,7 @@ What is validated, and why:
   ``thread_not_found`` (which may come before the rest is read) — input the sidecar accepted
   must match the schema. An answer to the sidecar's request is validated unless the sidecar refused
   it (``item/tool/call`` → a ``malformed_answer`` result) or the test marked it deliberate
-  (``harness_sidecar.client.Malformed``). Notifications the sidecar cannot refuse are validated
+  (``harness_sidecar.console.client.Malformed``). Notifications the sidecar cannot refuse are validated
   when sent through ``SidecarProcess.notify`` (meant to be valid), not when piped as raw bytes.
 
 A message that does not validate fails the test that produced it, with the message, the
@@ -45,7 +45,7 @@ LSP_LIFECYCLE = {"initialize", "initialized", "shutdown", "exit"}
 
 
 def _json_path(parts: Any) -> str:
-    from harness_sidecar.inputschema import json_path
+    from harness_sidecar.base.inputschema import json_path
 
     return json_path(parts)
 
@@ -369,7 +369,7 @@ class _Checker:
 
 
 class ProcessRecorder(Conversation):
-    """The ``harness_sidecar.client.RECORDER`` of the tests: one per ``SidecarProcess``."""
+    """The ``harness_sidecar.console.client.RECORDER`` of the tests: one per ``SidecarProcess``."""
 
     def __init__(self, label: str, lsp: bool = False) -> None:
         super().__init__(label, lsp)

@@ -93,7 +93,7 @@ def peer_bin(name: str) -> Path | None:
 
 def read_sidecar(plugins: list[dict], tree: Path) -> dict[str, Reading]:
     sys.path.insert(0, str(REPO / "server"))
-    from harness_sidecar.client import SidecarProcess, child_env
+    from harness_sidecar.console.client import SidecarProcess, child_env
 
     out: dict[str, Reading] = {}
     state = cache_dir() / "work" / "sidecar-state"

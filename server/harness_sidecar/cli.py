@@ -42,7 +42,7 @@ def queue_stderr() -> None:
     queue, so an editor that does not read the sidecar's stderr never blocks it (``stderr.SINK``)."""
     import logging
 
-    from harness_sidecar.stderr import SINK, SinkStream
+    from harness_sidecar.base.stderr import SINK, SinkStream
 
     plain, sys.stderr = sys.stderr, SinkStream(SINK)  # type: ignore[assignment]
     for handler in logging.getLogger().handlers:  # a log configured before writes through the queue too
@@ -51,7 +51,7 @@ def queue_stderr() -> None:
 
 
 def flush_stderr() -> None:
-    from harness_sidecar.stderr import SINK
+    from harness_sidecar.base.stderr import SINK
 
     sys.stderr.flush()
     SINK.flush(1.0)
@@ -93,8 +93,8 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
 
     from harness_sidecar.wire.endpoint import Endpoint
 
-    endpoint = Endpoint(writer, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes,
-                        max_queued_bytes=max_queued_bytes)
+    endpoint = Endpoint(writer, make_sidecar, max_in_flight=max_in_flight, max_result_bytes=max_result_bytes,
+                        max_queued_bytes=max_queued_bytes, preload_service=preload_sidecar)
     endpoint.reader = reader
     if answered is not None:
         endpoint.initialized = True
@@ -108,6 +108,19 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     flush_stderr()
     # Daemon worker threads may still be stuck in an extension's code: leave without joining them.
     os._exit(code)
+
+
+def make_sidecar(peer: Any) -> Any:
+    """The methods the wire serves (JSONL and LSP alike), made when the first request needs them."""
+    from harness_sidecar.threads.sidecar import Sidecar
+
+    return Sidecar(peer)
+
+
+def preload_sidecar() -> None:
+    """Imported while the editor reads ``initialize``'s answer, off the event loop (``Endpoint.preload``)."""
+    import harness_sidecar.resources.extension_sources  # noqa: F401
+    import harness_sidecar.threads.sidecar  # noqa: F401
 
 
 def serve_lsp() -> int:
@@ -132,11 +145,6 @@ def serve_lsp() -> int:
         from harness_sidecar.resources import lint
 
         return lint
-
-    def make_sidecar(peer):  # the methods, once a custom request needs them
-        from harness_sidecar.threads import Sidecar
-
-        return Sidecar(peer)
 
     queue_stderr()
     code = lsp.serve(claim_stdout(), load_lint, make_sidecar)
@@ -190,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         numbers[name] = int(options[name])
-    from harness_sidecar.limits import SIDECAR
+    from harness_sidecar.base.limits import SIDECAR
 
     SIDECAR.max_threads = numbers["--max-threads"]
     if not rest:
@@ -208,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, end="")
         return 0
     if command == "check":
-        from harness_sidecar.check import main as check_main
+        from harness_sidecar.console.check import main as check_main
 
         return quiet_on_broken_pipe(check_main, options)
     if command == "schema" and not options:
@@ -217,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(dumps())
         return 0
     if command == "demo":
-        from harness_sidecar.demo import main as demo_main
+        from harness_sidecar.console.demo import main as demo_main
 
         return quiet_on_broken_pipe(demo_main, options)
     print(f"harness-sidecar: unknown command {command!r}\n\n{USAGE}", file=sys.stderr)

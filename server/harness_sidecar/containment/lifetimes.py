@@ -445,9 +445,8 @@ class Lifetimes:
     def end_owner(self, owner: str) -> None:
         """A thread closed: end everything left in its group (hosts and servers were stopped first)."""
         if owner:  # its hooks' zygote (containment.zygote) ends its hooks' process groups, and itself
-            from harness_sidecar.containment import zygote
-
-            zygote.end(owner)
+            for listener in _OWNER_ENDS:
+                listener(owner)
         self.max_processes.pop(owner, None)
         if self.cgroups is not None and owner:
             self.cgroups.wanted.pop(owner, None)
@@ -648,6 +647,14 @@ def _prctl(option: int, value: int) -> bool:
 
 
 _instance: Lifetimes | None = None
+# what else ends with an owner (its hooks' zygote registers here: ``zygote.end``); called by ``end_owner``
+_OWNER_ENDS: list[Callable[[str], None]] = []
+
+
+def at_owner_end(listener: Callable[[str], None]) -> None:
+    """Call ``listener(owner)`` when an owner (a thread) ends, before its groups go."""
+    if listener not in _OWNER_ENDS:
+        _OWNER_ENDS.append(listener)
 
 
 def get() -> Lifetimes:

@@ -1,6 +1,6 @@
 """Command hooks are started by a zygote per thread, so that a hook costs a ``vfork``, not a ``fork``.
 
-Every fence the launcher puts on a process is added between fork and exec (``launcher._child_setup``,
+Every fence the launcher puts on a process is added between fork and exec (``spawning._child_setup``,
 a ``preexec_fn``), and any ``preexec_fn`` makes CPython ``fork`` the sidecar — copying its page
 tables and then faulting its pages back — where it would otherwise ``vfork``: ~4 ms of a hook's
 ~5 ms start on a quiet machine, paid on every tool call a ``PreToolUse`` hook matches. So a thread's
@@ -64,7 +64,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.containment import launcher
+from harness_sidecar.containment import lifetimes
+from harness_sidecar.containment import spawning as launcher
 
 logger = logging.getLogger(__name__)
 
@@ -454,8 +455,6 @@ class Zygote:
             raise
         finally:
             theirs.close()
-        from harness_sidecar.containment import lifetimes
-
         lifetimes.get().started_process(self.proc.pid, launcher.HOOK, owner)
         self.control = ours
         ours.setblocking(False)
@@ -823,8 +822,6 @@ class Zygote:
                 pass
             transport.exited(-signal.SIGKILL)
         self.running.clear()
-        from harness_sidecar.containment import lifetimes
-
         lifetimes.get().end_process(self.proc.pid, launcher.HOOK, self.owner)
         _reap(self.proc)
 
@@ -885,8 +882,6 @@ def hooks_at_once(owner: str) -> int:
     """How many of ``owner``'s hooks its zygote runs at once: a quarter of the thread's ``maxProcesses``
     (an exited hook stays a zombie, counted, until it is reaped; its own children count too; the thread's
     hosts and MCP servers need theirs), at most ``HOOKS_AT_ONCE`` — each holds five descriptors of ours."""
-    from harness_sidecar.containment import lifetimes
-
     return max(1, min(HOOKS_AT_ONCE, lifetimes.get().max_processes_of(owner) // 4))
 
 
@@ -929,3 +924,6 @@ def end(owner: str) -> None:
     zygote = _zygotes.pop(owner, None)
     if zygote is not None:
         zygote.end()
+
+
+lifetimes.at_owner_end(end)  # a thread's end (``Lifetimes.end_owner``) ends its zygote

@@ -55,7 +55,7 @@ a timeout only at ``deadline + MARGIN_S`` and only after reading everything the 
 So a step the sidecar has answered as timed out is never followed by the next one in the
 host. A ``step`` is written at once; a ``done`` may wait in the host only while no foreign code
 can run before its next write or board announcement (then a pipelined call's ``done`` goes out
-with the next frame, or alone just before the next step goes on the board: ``hosting.output.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
+with the next frame, or alone just before the next step goes on the board: ``extensions.host.output.Output``). A step still running ``hostGraceMs`` after the sidecar answered for it (no ``done``
 or ``ended`` came) ends its host.
 """
 
@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import re
 
-from harness_sidecar import jsondepth, jsonio
+from harness_sidecar.base import jsondepth, jsonio
 
 MARGIN_S = 0.03  # the sidecar's backstop waits this long past a step's deadline
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a host line longer than this is a host fault

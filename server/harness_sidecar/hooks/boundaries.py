@@ -30,8 +30,8 @@ from harness_sidecar.hooks import dispatch, fit, handler_types
 from harness_sidecar.hooks import command
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
-from harness_sidecar.resources.catalog import Diagnostic
-from harness_sidecar.results import ToolCall, ToolResult, blocked
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.base.results import ToolCall, ToolResult, blocked
 
 logger = logging.getLogger(__name__)
 

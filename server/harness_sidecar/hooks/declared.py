@@ -31,7 +31,7 @@ from typing import Any
 
 from harness_sidecar.hooks import handler_types
 from harness_sidecar.hooks.matcher import BadMatcher, Matcher, compile_matcher
-from harness_sidecar.resources.catalog import Diagnostic
+from harness_sidecar.base.diagnostics import Diagnostic
 
 FILE_NAME = "hooks.json"
 MAX_FILE_BYTES = 1024 * 1024

@@ -15,7 +15,7 @@ from typing import Any, Awaitable, Callable
 
 from harness_sidecar.hooks import command, handler_types
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Handler
-from harness_sidecar.resources.catalog import Diagnostic
+from harness_sidecar.base.diagnostics import Diagnostic
 
 
 def start(hooks: Any, handler: Handler, stdin: bytes | Callable[[], bytes], timeout_s: float) -> Awaitable[command.Answer]:

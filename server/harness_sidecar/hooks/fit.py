@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar import jsonio
+from harness_sidecar.base import jsonio
 
 SLACK = 1024  # {"jsonrpc":"2.0","id":…,"result":…} around the answer, ids up to hundreds of bytes
 CUT_MARK = "… [hook text cut by the sidecar: {left} more bytes did not fit --max-result-bytes]"

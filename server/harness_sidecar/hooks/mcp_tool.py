@@ -69,7 +69,7 @@ def server_names(handler: Handler) -> list[str]:
     names = [handler.spec.server]
     source = handler.source.source
     if source.startswith("plugin:"):
-        from harness_sidecar.names import plugin_mcp_server_name
+        from harness_sidecar.base.names import plugin_mcp_server_name
 
         names.append(plugin_mcp_server_name(source[len("plugin:"):], handler.spec.server))
     return names

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness_sidecar.loop import EVENTS as LOOP_EVENTS
+from harness_sidecar.hooks.loop import EVENTS as LOOP_EVENTS
 
 BEFORE = "tool_call"
 TRANSFORM = "tool_result_transform"

@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # The same patterns thread/start's params are checked with; a full name mcp__<server>__<tool> is a tool name.
-from harness_sidecar.names import MCP_SERVER_NAME as SERVER_NAME
-from harness_sidecar.names import PLUGIN_MCP_SERVER_NAME as PLUGIN_SERVER_NAME
-from harness_sidecar.names import TOOL_NAME as FULL_NAME
+from harness_sidecar.base.names import MCP_SERVER_NAME as SERVER_NAME
+from harness_sidecar.base.names import PLUGIN_MCP_SERVER_NAME as PLUGIN_SERVER_NAME
+from harness_sidecar.base.names import TOOL_NAME as FULL_NAME
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness_sidecar.containment import launcher, lifetimes, reaper
-from harness_sidecar.stderr import SINK
+from harness_sidecar.base.stderr import SINK
 
 STDERR_CHUNK = 65536
 MAX_STDERR_LINE = 16384  # a longer stderr line is written in pieces of this size

@@ -27,10 +27,11 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .. import __version__, jsonio
-from ..errors import RESOURCE_ERRNOS, DomainError
-from ..inputschema import InvalidSchema
-from ..inputschema import compile as compile_schema
+from harness_sidecar import __version__
+from harness_sidecar.base import jsonio
+from harness_sidecar.base.errors import RESOURCE_ERRNOS, DomainError
+from harness_sidecar.base.inputschema import InvalidSchema
+from harness_sidecar.base.inputschema import compile as compile_schema
 from .messages import (
     LATEST_VERSION,
     SUPPORTED_VERSIONS,

@@ -23,7 +23,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from .. import jsondepth, jsonio
+from harness_sidecar.base import jsondepth, jsonio
 from .messages import ERROR, METHOD_NOT_FOUND, NOTIFICATION, REQUEST, RESPONSE, Invalid, classify
 from .process import write_stderr
 

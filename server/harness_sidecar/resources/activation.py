@@ -11,12 +11,12 @@ import re
 import stat
 from typing import Any
 
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.catalog import Catalog, root_origin
 from harness_sidecar.resources.frontmatter import FrontmatterError
-from harness_sidecar.names import qualified_name_problem
+from harness_sidecar.base.names import qualified_name_problem
 from harness_sidecar.resources.paths import (
     decode_utf8,
     is_within,
@@ -24,7 +24,7 @@ from harness_sidecar.resources.paths import (
     read_contained,
     realpath_within,
 )
-from harness_sidecar.resources.records import Record
+from harness_sidecar.base.records import Record
 
 _LEADING_BLANK_LINES = re.compile(r"\A(?:[ \t]*\r?\n)+")
 

@@ -15,73 +15,19 @@ import stat
 import time
 from typing import Any
 
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
-from harness_sidecar.names import name_problem
+from harness_sidecar.base.names import name_problem
 from harness_sidecar.resources.paths import decode_utf8, is_within, read_contained
-from harness_sidecar.resources.records import Record
+from harness_sidecar.base.diagnostics import Diagnostic  # noqa: F401 - the catalog's diagnostics, named here too
+from harness_sidecar.base.records import Record
 
 logger = logging.getLogger(__name__)
 
 PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
 _O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-
-
-class Diagnostic(Record):
-    __slots__ = ("kind", "message", "path", "hint", "line", "column", "extra")
-
-    def __init__(self, kind: str, message: str, path: str | None = None, hint: str | None = None,
-                 line: int | None = None, column: int | None = None, extra: dict[str, Any] | None = None) -> None:
-        self.kind = kind
-        self.message = message
-        self.path = path
-        self.hint = hint
-        self.line = line
-        self.column = column
-        self.extra: dict[str, Any] = {} if extra is None else extra
-
-    @property
-    def is_info(self) -> bool:
-        """Information only (a root not made yet): no problem, nothing left out."""
-        return self.extra.get("severity") == "info"
-
-    @property
-    def is_warning(self) -> bool:
-        """A warning: the resource is still served (a diagnostic without it left something out)."""
-        return self.extra.get("severity") == "warning"
-
-    def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.path is not None:
-            out["path"] = self.path
-        out["message"] = self.message
-        for key in ("hint", "line", "column"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
-        out.update(self.extra)
-        return out
-
-    @classmethod
-    def from_problem(cls, problem: Problem, path: str, **extra: Any) -> "Diagnostic":
-        return cls(problem.kind, problem.message, path, problem.hint, problem.line, problem.column, extra)
-
-    @classmethod
-    def from_error(cls, error: DomainError, path: str, **extra: Any) -> "Diagnostic":
-        return cls(error.kind, error.message, path, extra=extra)
-
-    @classmethod
-    def from_wire(cls, wire: dict[str, Any]) -> "Diagnostic":
-        """A diagnostic another module made as wire data (the MCP servers'): every key but ``kind`` and
-        ``message`` is kept as it is, in its order, so ``to_wire()`` gives the same object back."""
-        return cls(wire["kind"], wire["message"], extra={k: v for k, v in wire.items() if k not in ("kind", "message")})
-
-    @classmethod
-    def unreadable(cls, error: OSError, path: str) -> "Diagnostic":
-        """A file the system would not let us read (permissions, I/O error): left out, not fatal."""
-        return cls("unreadable", f"{path} cannot be read: {error.strerror or error}", path)
 
 
 class Root(Record):

@@ -40,14 +40,15 @@ import re
 import shlex
 from typing import Any
 
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
-from harness_sidecar.names import QUALIFIED_COMMAND_NAME, command_name_problem
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
+from harness_sidecar.base.names import QUALIFIED_COMMAND_NAME, command_name_problem
 from harness_sidecar.resources import frontmatter
-from harness_sidecar.resources.catalog import Diagnostic, Root, root_origin
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Root, root_origin
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import decode_utf8, read_contained
-from harness_sidecar.resources.records import Record
+from harness_sidecar.base.records import Record
 
 METADATA = ("description", "argument-hint", "allowed-tools", "model")
 CLAUDE, CODEX = "claude", "codex"

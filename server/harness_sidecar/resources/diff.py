@@ -16,7 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.resources.catalog import Catalog, Diagnostic
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Catalog
 
 KINDS = ("instructions", "skill", "template", "extension", "plugin", "commandTemplate")
 

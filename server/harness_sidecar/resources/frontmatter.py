@@ -19,8 +19,8 @@ import os
 import re
 from typing import Any
 
-from harness_sidecar.names import name_problem
-from harness_sidecar.resources.records import Record
+from harness_sidecar.base.names import name_problem
+from harness_sidecar.base.records import Record
 
 FIRST_CHUNK = 4096
 _OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?(?:\n|\Z)")

@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.resources.catalog import Diagnostic
+from harness_sidecar.base.diagnostics import Diagnostic
 
 
 @dataclass

@@ -13,7 +13,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import command_templates, frontmatter
 from harness_sidecar.resources.catalog import (
     PLACEHOLDER,
@@ -23,7 +23,7 @@ from harness_sidecar.resources.catalog import (
     template_in_root,
 )
 from harness_sidecar.resources.frontmatter import FrontmatterError, Problem
-from harness_sidecar.names import name_problem
+from harness_sidecar.base.names import name_problem
 from harness_sidecar.resources.paths import is_within
 
 BRACES = re.compile(r"\{\{[^{}\n]*\}\}")

@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.resources.catalog import Diagnostic
+from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.resources.paths import is_within
 
 FILES = (("claude", os.path.join(".claude-plugin", "marketplace.json")),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import stat
 
-from harness_sidecar.errors import DomainError
+from harness_sidecar.base.errors import DomainError
 
 
 def is_within(path: str, base: str) -> bool:

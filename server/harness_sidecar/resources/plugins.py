@@ -32,10 +32,10 @@ import re
 import stat
 from typing import Any
 
-from harness_sidecar.errors import DomainError
+from harness_sidecar.base.errors import DomainError
 from harness_sidecar.hooks.declared import Declared, HookSource, Handler, read_hooks
-from harness_sidecar.limits import Limits
-from harness_sidecar.names import (
+from harness_sidecar.base.limits import Limits
+from harness_sidecar.base.names import (
     name_problem,
     plugin_mcp_server_name,
     plugin_server_key_problem,
@@ -44,11 +44,12 @@ from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import frontmatter
 from harness_sidecar.resources import grants, pins
-from harness_sidecar.resources.catalog import Diagnostic, Root
+from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.catalog import Root
 from harness_sidecar.resources.frontmatter import FrontmatterError
 from harness_sidecar.resources.paths import is_within, read_contained
-from harness_sidecar.resources.records import Record
-from harness_sidecar.state_dir import plugin_data_dir
+from harness_sidecar.base.records import Record
+from harness_sidecar.base.state_dir import plugin_data_dir
 
 MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
 DEFAULT_HOOKS = "hooks/hooks.json"
@@ -230,8 +231,8 @@ class PluginSet(Record):
         return [m for p in self.plugins for m in p.mcp_servers]
 
     def extension_sources(self, limits: Limits, diagnostics: list[Diagnostic]) -> dict[str, Any]:
-        """Every plugin extension read and hashed (never imported), as ``extensions.discovery`` gives a root's."""
-        from harness_sidecar.extensions.discovery import read_source
+        """Every plugin extension read and hashed (never imported), as ``resources.extension_sources`` gives a root's."""
+        from harness_sidecar.resources.extension_sources import read_source
 
         found = {}
         for plugin in self.plugins:

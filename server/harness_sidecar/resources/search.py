@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.errors import DomainError
+from harness_sidecar.base.errors import DomainError
 
 MAX_RESULTS = 20
 MAX_QUERY_CHARS = 200

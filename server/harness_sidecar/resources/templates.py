@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness_sidecar.errors import DomainError
-from harness_sidecar.limits import Limits
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.catalog import (
     PLACEHOLDER,
     Catalog,

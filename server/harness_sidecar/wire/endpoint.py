@@ -19,10 +19,11 @@ import gc
 import itertools
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
-from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, jsondepth, stdjson
-from harness_sidecar.errors import (
+from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
+from harness_sidecar.base import jsondepth, stdjson
+from harness_sidecar.base.errors import (
     DomainError,
     InternalError,
     InvalidParams,
@@ -41,10 +42,20 @@ from harness_sidecar.wire import linebound
 from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
-if TYPE_CHECKING:
-    from harness_sidecar.threads import Sidecar
-
 logger = logging.getLogger(__name__)
+
+class Service(Protocol):
+    """What the endpoint serves (``threads.sidecar.Sidecar``, handed in by ``cli``: the wire imports
+    nothing of the layers above it)."""
+
+    methods: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]]
+    begin_now: dict[str, Callable[..., Any]]
+    max_result_bytes: int
+
+    def oversize(self, method: str, result: Any, size: int) -> Any: ...
+
+    async def close_all(self, reason: str) -> None: ...
+
 
 _NO_ID = object()
 WARM_DELAY_S = 0.2
@@ -55,13 +66,13 @@ GC_THRESHOLD = 20_000
 
 def _preload(endpoint: "Endpoint") -> None:
     try:
-        from harness_sidecar import jsonio
+        from harness_sidecar.base import jsonio
 
         # The faster codec (same answers) from now on; until then the standard library served.
         endpoint.loads = jsonio.loads
         endpoint.writer.jsonio = jsonio
-        import harness_sidecar.extensions.discovery  # noqa: F401
-        import harness_sidecar.threads  # noqa: F401
+        if endpoint.preload_service is not None:
+            endpoint.preload_service()  # the modules behind the methods (cli: the threads and their discovery)
         # What start-up made (modules, classes, constants) lives as long as the process: out of
         # the collector's way, so its passes look at requests only (under a stream of calls they
         # were a quarter of the sidecar's CPU).
@@ -118,10 +129,11 @@ def _nothing() -> None:
 
 
 class Endpoint:
-    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], "Sidecar"] | None = None,
+    def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], Service] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024,
-                 max_queued_bytes: int = 64 * 1024 * 1024) -> None:
+                 max_queued_bytes: int = 64 * 1024 * 1024, preload_service: Callable[[], None] | None = None) -> None:
         self.writer = writer
+        self.preload_service = preload_service
         self.loads: Callable[[bytes], Any] = stdjson.loads  # jsonio.loads once preloaded
         self.max_in_flight = max_in_flight
         self.max_result_bytes = max_result_bytes
@@ -132,7 +144,7 @@ class Endpoint:
         self._queued: dict[tuple[type, Any], _Queued] = {}
         self._queued_bytes = 0
         self._service_factory = service_factory
-        self._service: Sidecar | None = None
+        self._service: Service | None = None
         self.initialized = False
         self.shutting_down = False
         self.eof = False
@@ -146,12 +158,10 @@ class Endpoint:
         self._finishing = False
 
     @property
-    def service(self) -> "Sidecar":
+    def service(self) -> Service:
         if self._service is None:
             if self._service_factory is None:
-                from harness_sidecar.threads import Sidecar
-
-                self._service_factory = Sidecar
+                raise InternalError("the endpoint was given no methods to serve")
             self._service = self._service_factory(self)
             self._service.max_result_bytes = self.max_result_bytes
         return self._service

@@ -24,7 +24,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-# The methods served by harness_sidecar.threads.Sidecar (a test keeps the two in step).
+# The methods served by harness_sidecar.threads.sidecar.Sidecar (a test keeps the two in step).
 SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
                   "templates/render", "thread/close", "thread/refresh", "thread/start", "tools/call", "tools/list",
                   "loop/event")

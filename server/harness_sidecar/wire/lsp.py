@@ -6,7 +6,7 @@ nothing heavier than ``json`` and the catalog's own rules. pygls and lsprotocol 
 import alone takes ~0.3 s: hundreds of attrs classes built at import) are imported on a
 thread once the first diagnostics are out (or the session is idle), and serve everything
 else: the custom requests (``thread/start`` … ``tools/call``, answered by the very same
-``threads.Sidecar`` as in JSONL mode), ``item/tool/call`` to the client, cancellation,
+``threads.sidecar.Sidecar`` as in JSONL mode), ``item/tool/call`` to the client, cancellation,
 ``shutdown``/``exit`` once they are loaded. A session that only edits files never needs
 them.
 
@@ -36,14 +36,12 @@ import threading
 from collections import deque
 from typing import Any, Callable
 
-from harness_sidecar import SERVER_NAME, __version__, jsondepth
-from harness_sidecar.errors import (
-    InternalError,
+from harness_sidecar import SERVER_NAME, __version__
+from harness_sidecar.base import jsondepth
+from harness_sidecar.base.errors import (
     InvalidParams,
     InvalidRequest,
-    MethodNotFound,
     ParseError,
-    RequestCancelled,
     RpcError,
     ServerNotInitialized,
     TooDeep,
@@ -61,11 +59,6 @@ logger = logging.getLogger(__name__)
 
 ENCODINGS = ("utf-8", "utf-16", "utf-32")
 SEVERITY = {"error": 1, "warning": 2, "information": 3, "hint": 4}
-# error.data.kind for the codes pygls answers with on its own: the kind of the sidecar's error class
-# with that code, and LSP's ContentModified (which the sidecar never raises itself).
-KIND_OF_CODE = {cls.code: cls.default_kind for cls in (ParseError, InvalidRequest, MethodNotFound, InvalidParams,
-                                                       InternalError, ServerNotInitialized, RequestCancelled)}
-KIND_OF_CODE[-32801] = "content_modified"
 DOCUMENT_METHODS = ("textDocument/didOpen", "textDocument/didChange", "textDocument/didSave",
                     "textDocument/didClose")
 IDLE_BEFORE_IMPORT_S = 0.3  # with no document opened this long after initialize, load pygls anyway

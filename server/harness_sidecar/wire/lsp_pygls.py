@@ -19,7 +19,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCRequestMessage, JsonRPCResponseMessage
 
 from harness_sidecar import SERVER_NAME, __version__
-from harness_sidecar.errors import InvalidParams, PeerError, RpcError, as_rpc_error, object_params
+from harness_sidecar.base.errors import KIND_OF_CODE, InvalidParams, PeerError, RpcError, as_rpc_error, object_params
 
 logger = logging.getLogger(__name__)
 
@@ -125,8 +125,6 @@ class _Out:
             message = json.loads(body)
             error = message.get("error") if isinstance(message, dict) and "method" not in message else None
             if isinstance(error, dict) and not (isinstance(error.get("data"), dict) and "kind" in error["data"]):
-                from harness_sidecar.wire.lsp import KIND_OF_CODE
-
                 if error.get("data") is not None:
                     logger.debug("error data from pygls: %s", error["data"])
                 error["data"] = {"kind": KIND_OF_CODE.get(error.get("code"), "internal_error")}

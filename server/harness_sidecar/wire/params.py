@@ -14,11 +14,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
-from harness_sidecar.errors import InvalidParams
-from harness_sidecar.inputschema import InvalidSchema
-from harness_sidecar.inputschema import compile as compile_schema
-from harness_sidecar.limits import Limits
-from harness_sidecar.names import (
+from harness_sidecar.base.errors import InvalidParams
+from harness_sidecar.base.inputschema import InvalidSchema
+from harness_sidecar.base.inputschema import compile as compile_schema
+from harness_sidecar.base.limits import Limits
+from harness_sidecar.base.names import (
     MAX_NAME_LENGTH,
     MCP_SERVER_NAME,
     NAME_PATTERN,
@@ -26,7 +26,8 @@ from harness_sidecar.names import (
     WINDOWS_DEVICE_NAMES,
     name_problem,
 )
-from harness_sidecar.results import ToolCall
+from harness_sidecar.base.results import ToolCall
+from harness_sidecar.resources.named_extensions import ExplicitExtension, TrustedExtension
 from harness_sidecar.wire.shapes import (
     MISSING,
     AnyValue,
@@ -96,27 +97,11 @@ TOOL_NAME_SHAPE = Str(pattern=TOOL_NAME.pattern, name="ToolName",
 # -- thread/start ------------------------------------------------------------------------------
 
 @dataclass
-class TrustedExtension:
-    """One entry of ``thread/start.trustedExtensions``: the extension of that id (at ``path``, hashing to
-    ``sha256``, when given) may be imported, if exactly one candidate matches (protocol-v4 §1)."""
-
-    id: str
-    sha256: str | None = None
-    path: str | None = None
-
-
-@dataclass
 class TrustedHooks:
     """A hooks file the editor lets run (protocol-v3 §5), maybe pinned to its sha256."""
 
     path: str
     sha256: str | None = None
-
-
-@dataclass
-class ExplicitExtension:
-    id: str
-    path: str
 
 
 @dataclass
@@ -483,7 +468,7 @@ class _LoopEvent(Shape):
     expected = "an object"
 
     def _variants(self) -> list[Obj]:
-        from harness_sidecar.loop import PAYLOADS
+        from harness_sidecar.hooks.loop import PAYLOADS
 
         shapes = {str: Str(), bool: Bool(), dict: JSON_OBJECT}
         variants = []
@@ -499,7 +484,7 @@ class _LoopEvent(Shape):
         return {"oneOf": [v.schema(defs) for v in self._variants()]}
 
     def parse(self, value: Any, where: str) -> Any:
-        from harness_sidecar.loop import parse_payload
+        from harness_sidecar.hooks.loop import parse_payload
 
         if type(value) is not dict:
             raise self.wrong_type(value, where)

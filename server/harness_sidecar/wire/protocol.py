@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness_sidecar import PROTOCOL_VERSION
-from harness_sidecar.errors import DOMAIN_CODES
-from harness_sidecar.names import QUALIFIED_COMMAND_NAME
+from harness_sidecar.base.errors import DOMAIN_CODES
+from harness_sidecar.base.names import QUALIFIED_COMMAND_NAME
 from harness_sidecar.wire import params as P
 from harness_sidecar.wire.shapes import (
     AnyValue,

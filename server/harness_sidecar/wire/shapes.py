@@ -23,7 +23,7 @@ import dataclasses
 import re
 from typing import Any, Callable
 
-from harness_sidecar.errors import InvalidParams
+from harness_sidecar.base.errors import InvalidParams
 
 MISSING: Any = object()
 _ALL_TYPES = frozenset({str, dict, list, bool, int, float, type(None)})

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 
-from harness_sidecar import stdjson
+from harness_sidecar.base import stdjson
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing and logging are not imported on the way to the first answer
@@ -91,7 +91,7 @@ class Writer:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.framing = JSONL
-        self.jsonio: Any = None  # harness_sidecar.jsonio once the event loop runs (not on the way to initialize)
+        self.jsonio: Any = None  # harness_sidecar.base.jsonio once the event loop runs (not on the way to initialize)
         self._lock = threading.Lock()
         self.broken = False
         self._loop: Any = None

@@ -1,0 +1,81 @@
+"""JSON for the wire and the channel: orjson where it gives the standard library's exact answer.
+
+orjson (Rust) encodes a tool call's frames 10-15× and decodes them about 5× faster than the
+standard library, and a call crosses four of them in the sidecar and three in the host. Where
+the two would differ, the standard library decides, so nothing changes for anyone:
+
+- integers outside 64 bits: orjson would read them as floats (a digit run of 19 or more
+  sends the text to the standard library) and refuses to write them (the standard library
+  writes them);
+- lone surrogates (``"\\ud800"``): orjson refuses both ways; the standard library reads them and
+  writes them escaped;
+- malformed input: the standard library reads it again, so errors keep its messages;
+- NaN and Infinity: refused when read, both ways. When written, orjson writes ``null`` where the
+  standard library (with ``allow_nan=False``) refuses: a non-finite float can reach an answer
+  only from outside JSON data (an MCP server's parsed result), and either way no bare ``NaN``
+  is ever written.
+
+The extension host calls ``standard_library_only(SMALL_BYTES)`` for writing: under an address-space
+limit (``limits.hostMemoryMb``) orjson's ``dumps`` dies of SIGSEGV when its output outgrows what it
+can map (seen from about 128 MB under 2 GB), where the standard library raises ``MemoryError``. Only
+a value that is surely small goes to orjson there: its ``marshal`` (version 0: no back-references, so
+every repeat is counted) is at most ``SMALL_BYTES``, and JSON writes no value in more than 6 times its
+marshalled bytes (a control character: 1 byte, ``\u0000``: 6). A call's step and outcome frames are
+that small, and the standard library took 6 µs of a call's host CPU to write them. orjson's ``loads``
+fails cleanly there ("Not enough memory…"), so reading stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import marshal
+
+import orjson
+
+from harness_sidecar.base import stdjson
+
+# A run of 19 digits: every digit mapped to "0", then a plain substring search (4x faster than a regex).
+_DIGITS_AS_ZERO = bytes(0x30 if 0x30 <= i <= 0x39 else i for i in range(256))
+_NINETEEN_DIGITS = b"0" * 19
+
+JSONDecodeError = json.JSONDecodeError
+
+
+_fast = True
+_small: int | None = None  # with standard_library_only(): orjson still writes values this small (marshalled)
+SMALL_BYTES = 64 * 1024  # JSON of at most ~400 KB
+_INF, _NEG_INF, _NAN = b"f\x03inf", b"f\x04-inf", b"f\x03nan"  # marshal (version 0) of the non-finite floats
+
+
+def standard_library_only(small: int | None = None) -> None:
+    """Write with the standard library only (see above), but for values of at most ``small`` marshalled
+    bytes; reading is unaffected."""
+    global _fast, _small
+    _fast = False
+    _small = small
+
+
+def dumps(value: object) -> bytes:
+    """Compact UTF-8 JSON. Raises ``ValueError``/``TypeError`` for what is not JSON data."""
+    try:
+        if not _fast:
+            marshalled = b"" if _small is None else marshal.dumps(value, 0)
+            if not marshalled or len(marshalled) > _small or _INF in marshalled or _NEG_INF in marshalled \
+                    or _NAN in marshalled:  # type: ignore[operator]
+                raise TypeError  # orjson would write NaN as null: the standard library refuses it
+        return orjson.dumps(value)
+    except (TypeError, ValueError):  # a big integer, a lone surrogate, or not JSON at all: the standard library says
+        return stdjson.dumps(value)
+
+
+def loads(data: bytes) -> object:
+    """The value of one JSON text; ``ValueError`` (or ``RecursionError``) when it is not JSON.
+
+    ``NaN`` and ``Infinity`` are refused; an integer keeps every digit.
+    """
+    if _NINETEEN_DIGITS not in data.translate(_DIGITS_AS_ZERO):
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass  # the standard library gives the verdict and the message
+    return stdjson.loads(data)

@@ -1,0 +1,45 @@
+"""What the host's parts share: the thread it serves (from ``init``), the registrations committed, the
+exchanges in flight, the channel's output and the step board. Plain state; every part is given it.
+
+Runs in the host process: imports nothing of the sidecar's side.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from typing import Any, Callable
+
+from harness_sidecar.extensions import board as board_cells
+from harness_sidecar.extensions.host.output import Output
+
+
+class HostState:
+    """One thread's host: what ``init`` said, what ``commit`` made live, what is in flight."""
+
+    def __init__(self, out: Output, board: board_cells.HostBoard | None) -> None:
+        self.pid = os.getpid()  # the host's: a child forked from it is not the host
+        self.out = out
+        self.board = board  # the step board the sidecar shares, when it passed one
+        self.thread_id = ""
+        self.cwd: str | None = None
+        self.roots: list[str] = []
+        self.ui: dict[str, bool] = {}  # the editor's ui capabilities, as the sidecar passed them on
+        self.settings: dict[str, dict[str, Any]] = {}
+        self.max_result_bytes = 16 * 1024 * 1024
+        self.max_tools: int | None = None  # limits.maxTools (per extension)
+        self.loaded: dict[str, Any] = {}  # extension id → loading.Extension
+        self.handlers: dict[str, list[Any]] = collections.defaultdict(list)  # event → api.Handler, load order
+        self.tools: dict[str, Any] = {}  # name → api.ToolSpec
+        self.plans: dict[str, list[tuple[str, Any]]] = {}  # tool name → its call plan (``calls.call_plan``)
+        self.commands: dict[str, Any] = {}  # name → api.CommandSpec
+        self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
+        self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
+        self.exchanges: dict[int, Any] = {}  # id → exchanges.Exchange
+        # how an aborted exchange lets its questions to the user go (``ui.UserRequests.resolve_ui``)
+        self.resolve_ui: Callable[..., None] = lambda *args: None
+
+    def bounded(self, text: str) -> str:
+        """A notification's text, cut to --max-result-bytes characters: the frame stays small enough for the
+        sidecar to read (it cuts the line further, with its mark, to fit a line of --max-result-bytes)."""
+        return text if len(text) <= self.max_result_bytes else text[:self.max_result_bytes]

@@ -1,0 +1,304 @@
+"""The user, from handlers: ``ctx`` (``Context``) and ``ctx.ui`` (``Ui``), and the questions to the
+editor with their answers (``ask``, ``resolve_ui``)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+import time
+from typing import Any, Callable, Protocol
+
+from harness_sidecar.extensions import channel
+from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
+from harness_sidecar.extensions.host.exchanges import Exchange
+from harness_sidecar.extensions.host.jsondata import to_json
+from harness_sidecar.extensions.host.state import HostState
+
+class RunsUserCode(Protocol):
+    """What a question to the user needs of the part that runs user code (``running.Running``, which
+    imports this module for ``Context``): its event loop, whether this thread is that loop's, notices."""
+
+    @property
+    def loop(self) -> Any: ...
+
+    def on_loop(self) -> bool: ...
+
+    def notice(self, extension_id: str, hook: str, kind: str, message: str, exchange: Exchange | None = None,
+               step: int = -1) -> None: ...
+
+
+class Ui:
+    """``ctx.ui``: ask the user through the editor. Fail-closed: no answer means no.
+
+    A ``ctx.ui`` lives as long as its handler: used after the handler ended (kept by the
+    extension and called later), or after the sidecar stopped the handler at its deadline, it
+    reaches nobody — questions are answered ``unavailable``, notices dropped — and the
+    extension gets a ``thread/diagnostic`` kind ``ui_after_handler``.
+    """
+
+    __slots__ = ("_users", "_extension_id", "_exchange", "_step", "_call", "_done", "_hook", "available",
+                 "last_outcome")
+
+    def __init__(self, users: UserRequests, extension_id: str, exchange: Exchange | None, step: int,
+                 call: dict[str, Any] | None, hook: str = "") -> None:
+        self._users = users
+        self._extension_id = extension_id
+        self._exchange = exchange
+        self._step = step
+        self._call = call
+        self._done = False
+        self._hook = hook  # the event (or "command", "tool") whose handler this ctx is for
+        self.available = any(v for k, v in users.state.ui.items() if k != "sendMessage")
+        # How the last question this ctx asked ended (``answers.OUTCOMES``); None before the first. The
+        # answers themselves are the v2 values: a bool, a str, or None when no answer came (v4 §2).
+        self.last_outcome: str | None = None
+
+    def confirm(self, title: str, message: str) -> Any:
+        _strings(title=title, message=message)
+        params: dict[str, Any] = {"title": title, "message": message}
+        if self._call is not None:
+            params.update(callId=self._call["id"], tool=self._call["name"], arguments=self._call["arguments"])
+        return self._ask("confirm", params, confirmed, UiAnswer(False, "unavailable"))
+
+    def select(self, title: str, options: list[Any]) -> Any:
+        _strings(title=title)
+        items = []
+        for option in options:
+            if type(option) is str:
+                items.append({"value": option, "label": option})
+            elif type(option) is dict and type(option.get("value")) is str and type(option.get("label")) is str:
+                item = {"value": option["value"], "label": option["label"]}
+                if type(option.get("description")) is str:
+                    item["description"] = option["description"]
+                items.append(item)
+            else:
+                raise TypeError("an option is a string or {'value': str, 'label': str, 'description'?: str}")
+        values = {i["value"] for i in items}
+        return self._ask("select", {"title": title, "options": items},
+                         lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str and v in values),
+                         UiAnswer(None, "unavailable"))
+
+    def input(self, title: str, placeholder: str | None = None) -> Any:
+        _strings(title=title)
+        params: dict[str, Any] = {"title": title}
+        if placeholder is not None:
+            _strings(placeholder=placeholder)
+            params["placeholder"] = placeholder
+        return self._ask("input", params, lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str),
+                         UiAnswer(None, "unavailable"))
+
+    def notify(self, message: str, level: str = "info") -> Any:
+        _strings(message=message)
+        if level not in ("info", "warning", "error"):
+            raise ValueError("level must be 'info', 'warning' or 'error'")
+        if not self._ended("notify"):
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/notify", "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id, "level": level,
+                "message": self._users.state.bounded(message)}})
+        return _Ready(None) if self._users.running.on_loop() else None  # an async handler may await it
+
+    def set_status(self, key: str, text: str | None) -> Any:
+        _strings(key=key)
+        if text is not None:
+            _strings(text=text)
+        if not self._ended("set_status"):
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "ui/status", "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id, "key": key,
+                "text": None if text is None else self._users.state.bounded(text)}})
+        return _Ready(None) if self._users.running.on_loop() else None
+
+    def send_message(self, text: str) -> Any:
+        """Ask the editor to send ``text`` as a message (``chat/send``; the editor decides).
+
+        True when it was sent; False when the editor did not declare ``capabilities.ui.sendMessage``
+        or the handler has ended.
+        """
+        _strings(text=text)
+        sent = False
+        if not self._ended("send_message") and self._users.state.ui.get("sendMessage"):
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "chat/send", "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id,
+                "text": self._users.state.bounded(text)}})
+            sent = True
+        return _Ready(sent) if self._users.running.on_loop() else sent
+
+    def _exchange_id(self) -> int:
+        """The exchange a notice is sent on: the sidecar labels it with that exchange's thread and the
+        extension whose step it is in (never with what the frame says)."""
+        return self._exchange.id if self._exchange is not None else 0
+
+    def _ended(self, what: str) -> bool:
+        """Whether this ctx's handler has ended (or was stopped at its deadline): then a diagnostic."""
+        exchange = self._exchange
+        stopped = exchange is not None and not self._done and (exchange.aborted or (
+            exchange.step == self._step and not exchange.ui_pending
+            and time.monotonic() > exchange.deadline + exchange.shift + channel.MARGIN_S))
+        if not (self._done or stopped):
+            return False
+        how = "was stopped at its deadline" if stopped else "had ended"
+        where = f"{self._hook} handler" if self._hook else "handler"
+        self._users.running.notice(self._extension_id, self._hook, "ui_after_handler",
+                          f"ctx.ui.{what} of extension '{self._extension_id}' was used after its {where} {how}: "
+                          f"refused and not shown. Use ctx.ui only while the handler runs (await it in an async "
+                          f"handler); a longer handler can ask for its own deadline with timeout_ms=",
+                          self._exchange, self._step)
+        return True
+
+    def _ask(self, what: str, params: dict[str, Any], parse: Callable[[Any, Any], Any], refused: Any) -> Any:
+        users = self._users
+        if self._ended(what) or not users.state.ui.get(what):
+            return self._plain(_Ready(refused) if users.running.on_loop() else refused)
+        params = {"threadId": users.state.thread_id, "extensionId": self._extension_id, **params}
+        return self._plain(users.ask(self._exchange, self._step, f"ui/{what}", params, parse, refused))
+
+    def _plain(self, answer: Any) -> Any:
+        """The v2 value of an answer (``last_outcome`` says how it ended); awaitable from an async handler."""
+        if isinstance(answer, (_Ready, _Pending)):
+            return _Plain(self, answer)
+        self.last_outcome = answer.outcome
+        return answer.value
+
+
+def _strings(**values: Any) -> None:
+    for name, value in values.items():
+        if type(value) is not str:
+            raise TypeError(f"{name} must be a str")
+
+
+class _Ready:
+    """An answer known at once, for an async handler that awaits it."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __await__(self) -> Any:
+        return self.value
+        yield  # noqa: B901 - makes this a generator
+
+    def __bool__(self) -> bool:
+        raise TypeError("await ctx.ui.* in an async handler")
+
+
+class _Plain:
+    """An answer an async handler awaits: its v2 value, with the ctx's ``last_outcome`` set."""
+
+    __slots__ = ("ui", "answer")
+
+    def __init__(self, ui: Ui, answer: Any) -> None:
+        self.ui = ui
+        self.answer = answer
+
+    def __await__(self) -> Any:
+        answer = yield from self.answer.__await__()
+        return self.ui._plain(answer)
+
+    def __bool__(self) -> bool:
+        raise TypeError("await ctx.ui.* in an async handler")
+
+
+class _Pending:
+    """A question to the editor asked from an async handler: ``await`` it."""
+
+    __slots__ = ("future",)
+
+    def __init__(self, future: asyncio.Future) -> None:
+        self.future = future
+
+    def __await__(self) -> Any:
+        return self.future.__await__()
+
+    def __bool__(self) -> bool:
+        raise TypeError("await ctx.ui.* in an async handler")
+
+
+class Context:
+    """``ctx``: where the handler runs and how to reach the user."""
+
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui")
+
+    def __init__(self, state: HostState, extension_id: str, ui: Ui) -> None:
+        self.thread_id = state.thread_id
+        self.cwd = state.cwd
+        self.roots = list(state.roots)
+        settings = state.settings.get(extension_id, {})
+        self.settings = to_json(settings) if settings else {}
+        self.ui = ui
+
+
+class UserRequests:
+    """``ctx`` for a handler, and ``ui/*`` requests with their answers."""
+
+    def __init__(self, state: HostState, running: RunsUserCode) -> None:
+        self.state = state
+        self.out = state.out
+        self.running = running
+        self.ui_ids = itertools.count(1)
+        self.ui_waiters: dict[int, tuple[Exchange | None, int, Any, Callable[[dict], Any], Any]] = {}
+        self.ui_lock = threading.Lock()
+        # the reading thread hands the channel on before it waits for an answer (``serving.Serving.promote``:
+        # the part that reads the channel dispatches answers here, so it is handed up by ``Host``)
+        self.promote: Callable[[], None] = lambda: None
+
+    def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None,
+                hook: str = "") -> Context:
+        return Context(self.state, handler_id, Ui(self, handler_id, exchange, step, call, hook))
+
+    def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
+            parse: Callable[[Any, Any], Any], refused: Any) -> Any:
+        uid = next(self.ui_ids)
+        on_loop = self.running.on_loop()
+        if on_loop:
+            waiter: Any = self.running.loop.loop.create_future()
+        else:
+            waiter = threading.Event()
+            waiter.value = refused  # type: ignore[attr-defined]
+        with self.ui_lock:
+            self.ui_waiters[uid] = (exchange, step, waiter, parse, refused)
+        if exchange is not None:
+            with exchange.lock:
+                if exchange.aborted:
+                    self.ui_waiters.pop(uid, None)
+                    refused = parse(None, "cancelled")
+                    return _Ready(refused) if on_loop else refused
+                exchange.ui_pending += 1
+                exchange.waiters.add(uid)
+        self.out.send(channel.UI, uid, {"exchange": exchange.id if exchange else 0, "step": step,
+                                        "method": method, "params": params})
+        if on_loop:
+            return _Pending(waiter)
+        self.promote()  # the answer comes on the channel: someone else must read it
+        waiter.wait()
+        return waiter.value  # type: ignore[attr-defined]
+
+    def resolve_ui(self, uid: int, answer: Any, step: Any, shift: Any, hint: Any = None) -> None:
+        """The editor's ``answer`` (``None``: none came; ``hint``: the sidecar's word why — ``timeout``,
+        ``cancelled``, ``unavailable``; the host's own abort: ``cancelled``)."""
+        with self.ui_lock:
+            entry = self.ui_waiters.pop(uid, None)
+        if entry is None:
+            return
+        exchange, asked_step, waiter, parse, refused = entry
+        try:
+            value = parse(answer if type(answer) is dict else None,
+                          hint if hint in ("timeout", "cancelled", "unavailable") else None)
+        except Exception:  # noqa: BLE001
+            value = refused
+        if exchange is not None:
+            with exchange.lock:
+                exchange.ui_pending -= 1
+                exchange.waiters.discard(uid)
+                if step == asked_step == exchange.step and type(shift) in (int, float):
+                    exchange.shift = float(shift)
+        if isinstance(waiter, threading.Event):
+            waiter.value = value  # type: ignore[attr-defined]
+            waiter.set()
+        else:
+            self.running.loop.loop.call_soon_threadsafe(_settle, waiter, value)
+
+
+def _settle(future: asyncio.Future, value: Any) -> None:
+    if not future.done():
+        future.set_result(value)

@@ -1,0 +1,72 @@
+"""The editor as the threads' parts see it: notifications, ``ui/*`` and ``chat/send`` for extensions and
+command hooks (asked only when the editor declared ``capabilities.ui.<key>`` at initialize), and the
+largest answer it takes.
+
+Owns nothing of a thread; every part of ``Sidecar`` that tells or asks the editor something goes
+through an ``Editor``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from harness_sidecar.base.errors import PeerError
+
+# The lines it logs on stderr name harness_sidecar.threads.sidecar, whichever piece of Sidecar logs them.
+logger = logging.getLogger("harness_sidecar.threads.sidecar")
+
+
+class Peer(Protocol):
+    """What a transport offers the methods: notifications and reverse requests to the editor."""
+
+    client_capabilities: dict[str, Any]  # initialize.capabilities, as the editor sent them
+
+    def notify(self, method: str, params: dict[str, Any]) -> None: ...
+
+    async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any: ...
+
+
+class Editor:
+    """What the sidecar's threads tell and ask the editor, and what their extensions and hooks ask the user."""
+
+    def __init__(self, peer: Peer) -> None:
+        self.peer = peer
+        self.max_result_bytes = 16 * 1024 * 1024  # --max-result-bytes (the endpoint sets it)
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.peer.notify(method, params)
+
+    def diagnostic(self, params: dict[str, Any]) -> None:
+        """A ``thread/diagnostic``."""
+        self.peer.notify("thread/diagnostic", params)
+
+    async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
+        return await self.peer.request(method, params, timeout_s)
+
+    def capable(self, key: str) -> bool:
+        """Whether the editor declared ``capabilities.ui.<key>`` at initialize: only ``true`` declares it."""
+        ui = self.peer.client_capabilities.get("ui")
+        return isinstance(ui, dict) and ui.get(key) is True
+
+    async def ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
+        """A ``ui/*`` request to the editor; raises when it cannot be asked or does not answer."""
+        key = method.split("/", 1)[1]
+        if not self.capable(key):
+            raise PeerError(f"the editor did not declare capabilities.ui.{key}")
+        return await self.peer.request(method, params, timeout_s)
+
+    def ui_notify(self, method: str, params: dict[str, Any]) -> None:
+        if method == "chat/send":  # the host sends it only when the editor declared ui.sendMessage
+            if self.capable("sendMessage") and type(params.get("text")) is str:
+                self.peer.notify(method, params)
+            return
+        if method == "thread/diagnostic":  # an extension author's diagnostic the host noticed
+            if params.get("kind") in ("handler_return_ignored", "ui_after_handler"):
+                self.peer.notify(method, params)
+            return
+        if self.capable("notify" if method == "ui/notify" else "status"):
+            self.peer.notify(method, params)
+        else:
+            text = params.get("message") if method == "ui/notify" else f"{params.get('key')}: {params.get('text')}"
+            logger.warning("[%s %s] %s", params.get("threadId"), params.get("extensionId"), text)

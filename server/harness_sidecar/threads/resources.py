@@ -1,0 +1,87 @@
+"""``skills/activate``, ``templates/render`` and ``context/build``: the catalog's data, served.
+
+Given the open threads, the ``Editor`` (for the diagnostics of what did not fit) and the extension
+hosts (whose ``context`` handlers add sections to the prompt).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness_sidecar.threads import typed_input as C
+from harness_sidecar.hooks.python import CONTEXT
+from harness_sidecar.resources.activation import activate
+from harness_sidecar.resources import command_templates
+from harness_sidecar.resources.context import build_system_prompt, extension_sections, hook_context_sections
+from harness_sidecar.resources.templates import render
+from harness_sidecar.threads.editor import Editor
+from harness_sidecar.threads.extensions import ExtensionHosts
+from harness_sidecar.threads.open_threads import OpenThreads
+from harness_sidecar.wire import params as P
+
+
+class ResourceMethods:
+    """Skills, templates and the system prompt of a thread (extensions may add sections to it)."""
+
+    def __init__(self, open_threads: OpenThreads, editor: Editor, hosts: ExtensionHosts) -> None:
+        self.open = open_threads
+        self.editor = editor
+        self.hosts = hosts
+
+    async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = await self.open.get(params)
+        request = P.parse_skills_activate(params)
+        skill = activate(thread.catalog, request.name, request.resources, thread.limits)
+        thread.activated[skill.name] = skill
+        return {"skill": skill.to_wire()}
+
+    async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = await self.open.get(params)
+        request = P.parse_templates_render(params)
+        command = thread.catalog.plugins.command_templates.get(request.name)
+        if command is not None:  # a command template: $ARGUMENTS, $1…$9, $NAME from text
+            message, diagnostics = command_templates.render(command, request.text or "", thread.limits)
+            out: dict[str, Any] = {"message": message}
+            if diagnostics:
+                out["diagnostics"] = [d.to_wire() for d in diagnostics]
+            return out
+        arguments = request.arguments
+        if request.text is not None and request.name in thread.catalog.templates:
+            arguments = {**C.parse_arguments(request.text), **arguments}
+        return {"message": render(thread.catalog, request.name, arguments, thread.limits)}
+
+    async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
+        thread = await self.open.get(params)
+        prompt = build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)
+        extension_text = ""
+        if thread.handlers(CONTEXT):
+            from harness_sidecar.extensions.sidecar.handlers import run_event
+            from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+
+            payload = {"threadId": thread.id, "activeSkills": sorted(thread.activated)}
+            try:
+                await thread.host.ensure()
+                outcome = await run_event(thread.host, thread.handlers(CONTEXT), CONTEXT, payload,
+                                          thread.registry.hook_timeout_s, self.hosts.reporter(thread.id),
+                                          thread.timeouts(CONTEXT))
+            except HostUnavailable:
+                outcome = None
+            except HostLied as exc:
+                self.hosts.host_lied(thread, exc)
+                outcome = None
+            if outcome is not None and outcome.sections:
+                extension_text = extension_sections(outcome.sections, thread.limits.extension_context_bytes)
+        if thread.session_context:  # what SessionStart hooks said, for the thread's life, cut to fit (hooks.fit)
+            from harness_sidecar.hooks import fit
+
+            def joined(context: list[tuple[str, str]]) -> str:
+                return "\n".join(p for p in (prompt, hook_context_sections(context), extension_text) if p)
+
+            texts = [text for _, text in thread.session_context]
+            fitted = fit.fit_and_say(texts, None, self.editor.max_result_bytes, lambda: fit.json_size({"systemPrompt": joined(
+                [(source, "x") for source, _ in thread.session_context])}), self.editor.diagnostic, thread.id, "context/build")
+            prompt = joined([(source, text) for (source, _), text in zip(thread.session_context, fitted.texts)]
+                            if not fitted.dropped else [])
+        elif extension_text:
+            prompt += ("\n" if prompt else "") + extension_text
+        return {"systemPrompt": prompt}
