@@ -237,6 +237,50 @@ def test_an_environment_value_cannot_inject_a_header(spawn, tmp_path, server):
     assert server.requests == [] and editor.ran == []
 
 
+@pytest.mark.parametrize("how", ["thread/close", "$/cancelRequest"])
+def test_a_call_whose_http_or_prompt_hook_is_deciding_ends_at_close_or_cancel(spawn, tmp_path, server, how):
+    """An http hook waiting on a slow server and a prompt hook waiting on the editor: thread/close answers the
+    call blocked "closed", $/cancelRequest cancelled; the editor is told to stop asking; the tool never runs."""
+    import time
+
+    hooks_file(tmp_path, {"PreToolUse": group("Bash", {"type": "http", "url": server.url + "/slow"},
+                                              {"type": "prompt", "prompt": "Safe? $ARGUMENTS"})})
+    editor = Editor()
+    answer_prompt = editor.__call__
+
+    def thinking_editor(message: dict) -> dict | None:  # the model never answers (until the request is cancelled)
+        if message["method"] == "hook/prompt":
+            editor.prompts.append(message["params"])
+            return None
+        return answer_prompt(message)
+
+    sidecar, started = open_thread(spawn, tmp_path, thinking_editor, capabilities={"hookPrompt": True})
+    call = sidecar.request_async("tools/call", {"threadId": started["threadId"],
+                                                "call": {"id": "c1", "name": "Bash", "arguments": {"command": "ls"}}})
+    deadline = time.monotonic() + 20
+    while not (server.requests and editor.prompts) and time.monotonic() < deadline:
+        sidecar.call("tools/list", {"threadId": started["threadId"]})  # reads what the sidecar sent meanwhile
+        time.sleep(0.02)
+    assert [r["path"] for r in server.requests] == ["/slow"] and len(editor.prompts) == 1
+    if how == "thread/close":
+        closing = sidecar.request_async("thread/close", {"threadId": started["threadId"]})
+        answer = sidecar.wait_for(call, 20)
+        assert answer["result"]["result"]["details"]["blocked"]["kind"] == "closed", answer
+        assert sidecar.wait_for(closing, 20)["result"] is None
+    else:
+        sidecar.notify("$/cancelRequest", {"id": call})
+        answer = sidecar.wait_for(call, 20)
+        assert answer["error"]["data"]["kind"] == "cancelled", answer
+    assert editor.ran == []
+    deadline = time.monotonic() + 20
+    while not [n for n in sidecar.notifications if n["method"] == "$/cancelRequest"] and time.monotonic() < deadline:
+        sidecar.request("tools/list", {"threadId": "thread-999"})  # reads what the sidecar sent meanwhile
+        time.sleep(0.02)
+    assert [n for n in sidecar.notifications if n["method"] == "$/cancelRequest"], "the editor was not told"
+    server.release.set()
+    assert sidecar.call("thread/start", {"roots": [str(tmp_path / "project")]})["threadId"]  # still serving
+
+
 def test_an_http_hook_of_an_untrusted_file_is_never_sent(spawn, tmp_path, server):
     url = server.answer("/pre", 200, {"decision": "block", "reason": "x"})
     hooks_file(tmp_path, {"PreToolUse": group("Bash", {"type": "http", "url": url})})
