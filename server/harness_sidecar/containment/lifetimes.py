@@ -37,20 +37,19 @@ import errno
 import logging
 import os
 import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from harness_sidecar.containment import reaper
+from harness_sidecar.containment.strays import SWEEP_S, Strays  # noqa: F401 - SWEEP_S: named here too
 
 if TYPE_CHECKING:
     import subprocess
 
 logger = logging.getLogger(__name__)
 
-SWEEP_S = 1.0  # how often the subreaper mode ends adopted orphans
 STOP_DEADLINE_S = 2.2  # thread/close: a host or server still stopping gracefully then is ended with its group
 END_RETRY_S = 0.05
 END_TRIES = 60  # ~3 s of retries to empty and remove a group
@@ -236,14 +235,11 @@ class Lifetimes:
         self.cgroups = find_cgroups()
         self.subreaper = False  # the subreaper *mode*: no cgroups, orphans adopted and ended
         self.adopts = False  # we are a child subreaper (both modes: with cgroups, to end what escapes them)
-        self.started: set[int] = set()  # our own children (subreaper mode): pids the launcher started
         self.max_processes: dict[str, int] = {}  # owner → limits.maxProcesses (enforced with cgroups; paced always)
-        self._registry_r = self._registry_w = -1
         self._launching: tuple[str, str, str] | None = None  # (kind, owner, slot) of the child being started
         self._groups: str | None = None  # the groups folder of the child being started (cgroups)
         self._host_enters = False
         self._wrapped = False
-        self._sweeping = False
         self.reaper: "subprocess.Popen[bytes] | None" = None
         self._reaper_w = -1
         if sys.platform.startswith("linux"):
@@ -256,10 +252,8 @@ class Lifetimes:
             escapable = containment.SERVING and landlock.abi() is None
             self.adopts = (self.cgroups is None or escapable) and _prctl(_PR_SET_CHILD_SUBREAPER, 1)
             self.subreaper = self.adopts and self.cgroups is None
-            if self.adopts:
-                # a child writes its pid here between fork and exec: the sweep knows what we started
-                self._registry_r, self._registry_w = os.pipe()
-                os.set_blocking(self._registry_r, False)
+        # what we started and what strayed (a child writes its pid into its registry between fork and exec)
+        self.strays = Strays(self.cgroups, self.adopts, lambda: self.reaper.pid if self.reaper is not None else -1)
         self._start_reaper()
 
     # -- what holds
@@ -328,9 +322,9 @@ class Lifetimes:
         """Prepare the owner's group (parent side); the returned function runs in the child. Where we adopt
         orphans, the child also says its pid (the sweep then knows it is ours to leave alone)."""
         fence = self._group_setup(kind, owner, max_processes)
-        if self._registry_w < 0 or self.cgroups is None:
+        if self.strays.registry_w < 0 or self.cgroups is None:
             return fence
-        registry = self._registry_w
+        registry = self.strays.registry_w
 
         def register_and_fence() -> None:
             try:
@@ -371,8 +365,8 @@ class Lifetimes:
                     os._exit(126)  # never run unfenced
 
             return enter
-        if self._registry_w >= 0:
-            registry = self._registry_w
+        if self.strays.registry_w >= 0:
+            registry = self.strays.registry_w
 
             def register() -> None:
                 try:
@@ -478,115 +472,23 @@ class Lifetimes:
                 time.sleep(END_RETRY_S)
             if self.adopts:  # and whatever left its group: every descendant of ours but the reaper
                 for _ in range(3):
-                    if not self._end_escaped(everything=True):
+                    if not self.strays.end_escaped(everything=True):
                         break
                     time.sleep(END_RETRY_S)
         elif self.subreaper:
             self.sweep()
 
-    # -- the subreaper sweep
+    # -- the subreaper sweep (``strays``)
 
     def start_sweeping(self) -> None:
         """Subreaper mode: end adopted orphans every ``SWEEP_S``; with cgroups, end every descendant that
         left them (call from the event loop)."""
-        if not self.adopts or self._sweeping:
-            return
-        import asyncio
-
-        self._sweeping = True
-        loop = asyncio.get_running_loop()
-
-        def tick() -> None:
-            self.sweep()
-            loop.call_later(SWEEP_S, tick)
-
-        loop.call_later(SWEEP_S, tick)
-
-    def _read_registry(self) -> None:
-        while True:
-            try:
-                data = os.read(self._registry_r, 65536)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                break
-            if not data:
-                break
-            self.started.update(int(x) for x in data.split() if x.isdigit())
+        if self.adopts:
+            self.strays.start_sweeping()
 
     def sweep(self) -> None:
-        """Subreaper mode: end every child of ours we did not start, with everything below it; reap them.
-        With cgroups: end every descendant that is in no group of ours (it left its own), reap the orphans
-        that ended (they are ours too: we adopt them)."""
-        if not self.adopts:
-            return
-        if self.cgroups is not None:
-            self._end_escaped()
-            return
-        self._read_registry()
-        me = os.getpid()
-        zombies: set[int] = set()
-        table = process_table(me, zombies)
-        children = {pid for pid, (ppid, _start) in table.items() if ppid == me}
-        for pid in zombies - self.started:  # strays that ended on their own: reaped
-            _reap_soon(pid, 0)
-        self.started &= children  # forget the ones that are gone
-        if self.reaper is not None:
-            self.started.add(self.reaper.pid)
-        strays = [pid for pid in children if pid not in self.started]
-        if not strays:
-            return
-        below: dict[int, list[int]] = {}
-        for pid, (ppid, _start) in table.items():
-            below.setdefault(ppid, []).append(pid)
-        doomed: list[int] = []
-        todo = list(strays)
-        while todo:
-            pid = todo.pop()
-            doomed.append(pid)
-            todo += below.get(pid, [])
-        for pid in doomed:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        for pid in strays:  # they are our children now: reap them (no zombies)
-            _reap_soon(pid)
-
-    def _end_escaped(self, everything: bool = False) -> bool:
-        """Cgroups: SIGKILL each descendant of ours (the reaper excepted) outside our groups — or, with
-        ``everything`` (the sidecar is leaving), each descendant at all. True when one was found."""
-        assert self.cgroups is not None
-        self._read_registry()
-        me = os.getpid()
-        zombies: set[int] = set()
-        table = process_table(me, zombies)
-        for pid in zombies - self.started:  # adopted orphans that ended: reaped (their pids are freed)
-            _reap_soon(pid, 0)
-        children = {pid for pid, (ppid, _start) in table.items() if ppid == me}
-        self.started &= children | zombies
-        below: dict[int, list[int]] = {}
-        for pid, (ppid, _start) in table.items():
-            below.setdefault(ppid, []).append(pid)
-        reaper_pid = self.reaper.pid if self.reaper is not None else -1
-        found = False
-        todo = [pid for pid in below.get(me, []) if pid != reaper_pid]
-        while todo:
-            pid = todo.pop()
-            todo += below.get(pid, [])
-            if not everything and table[pid][0] == me and pid in self.started:
-                continue  # one we started, maybe entering its group now; its owner ends it (its stop, its pid)
-            if everything or self.cgroups.holds(pid) is False:
-                if not everything:
-                    logger.warning("process %d left the cgroup it was started in: ended", pid)
-                found = True
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                if table[pid][0] == me and pid not in self.started:
-                    _reap_soon(pid)
-        return found
+        if self.adopts:
+            self.strays.sweep()
 
     # -- the reaper
 
@@ -607,36 +509,9 @@ class Lifetimes:
             os.close(write)
         else:
             self._reaper_w = write  # held by us alone (close-on-exec): EOF when we are gone
-            self.started.add(self.reaper.pid)
+            self.strays.started.add(self.reaper.pid)
         finally:
             os.close(read)
-
-
-def _reap_soon(pid: int, tries: int = 20) -> None:
-    try:
-        done, _status = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return
-    if done == 0 and tries > 0:
-        try:
-            import asyncio
-
-            asyncio.get_running_loop().call_later(0.05, _reap_soon, pid, tries - 1)
-        except RuntimeError:
-            pass
-
-
-def process_table(zombies_of: int = 0, zombies: set[int] | None = None) -> dict[int, tuple[int, int]]:
-    """pid → (ppid, start time in clock ticks) of every live process; the zombie children of
-    ``zombies_of`` go into ``zombies``."""
-    table: dict[int, tuple[int, int]] = {}
-    for pid, fields in reaper.stats():
-        if fields[0] in (b"Z", b"X"):
-            if zombies is not None and int(fields[1]) == zombies_of:
-                zombies.add(pid)
-            continue
-        table[pid] = (int(fields[1]), int(fields[19]))
-    return table
 
 
 def _prctl(option: int, value: int) -> bool:
