@@ -19,7 +19,7 @@ while that outcome's ``done`` frame waits in the host to go out with the next fr
 takes the outcome from the board if the host freezes or dies first. Cells are reused first freed,
 first taken, and a cell still telling a waiting outcome is not overwritten before it went out.
 
-The sidecar reads the board every ``supervisor.WATCH_S`` while exchanges are in flight, before it
+The sidecar reads the board every ``extensions.sidecar.steps.WATCH_S`` while exchanges are in flight, before it
 judges a deadline, when a host asks the user something, when a thread closes and when a host
 has died; a step it finds there begins by its own clock then, as a frame's step does when read.
 What a host writes here is worth no more than what it writes in a frame: step indices only move

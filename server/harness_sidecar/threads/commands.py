@@ -73,7 +73,7 @@ class CommandMethods:
 
     async def _run_command(self, thread: Thread, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
         from harness_sidecar.extensions.sidecar.handlers import run_command
-        from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+        from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
         command = thread.commands.get(name)
         if command is None:
@@ -116,7 +116,7 @@ class CommandMethods:
         hook_context = await self._prompt_hooks(thread, text)
         if thread.handlers(INPUT):
             from harness_sidecar.extensions.sidecar.handlers import run_event
-            from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+            from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
             try:
                 await thread.host.ensure()
@@ -206,7 +206,7 @@ class CommandMethods:
         if not handlers:
             return []
         from harness_sidecar.extensions.sidecar.handlers import run_event  # extension machinery: when a handler runs
-        from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+        from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
         from harness_sidecar.hooks.decision import Verdict
         from harness_sidecar.hooks.loop import FAIL_CLOSED
 

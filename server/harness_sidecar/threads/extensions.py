@@ -25,7 +25,7 @@ class ExtensionHosts:
 
     def __init__(self, editor: Editor) -> None:
         self.editor = editor
-        self._spares: Any = None  # extensions.sidecar.supervisor.Spares, made when first needed
+        self._spares: Any = None  # extensions.sidecar.process.Spares, made when first needed
 
     def reporter(self, thread_id: str) -> Callable[[HookFault], None]:
         """A thread's handler faults, each a ``thread/diagnostic``."""
@@ -36,7 +36,7 @@ class ExtensionHosts:
     async def lifecycle(self, thread: Thread, event: str, payload: dict[str, Any]) -> None:
         """``thread_start``/``thread_close`` handlers: faults are diagnostics, nothing else changes."""
         from harness_sidecar.extensions.sidecar.handlers import run_event
-        from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+        from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
         try:
             await thread.host.ensure()
@@ -59,7 +59,7 @@ class ExtensionHosts:
 
     def spares(self) -> Any:
         if self._spares is None:
-            from harness_sidecar.extensions.sidecar.supervisor import Spares
+            from harness_sidecar.extensions.sidecar.process import Spares
 
             self._spares = Spares()
         return self._spares

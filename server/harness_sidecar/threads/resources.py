@@ -56,7 +56,7 @@ class ResourceMethods:
         extension_text = ""
         if thread.handlers(CONTEXT):
             from harness_sidecar.extensions.sidecar.handlers import run_event
-            from harness_sidecar.extensions.sidecar.supervisor import HostLied, HostUnavailable
+            from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
             payload = {"threadId": thread.id, "activeSkills": sorted(thread.activated)}
             try:

@@ -17,15 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
-from harness_sidecar.extensions.sidecar.supervisor import (
-    Answered,
-    faults_of,
-    ExtensionHost,
-    HostLied,
-    HostUnavailable,
-    StepPlan,
-    Stopped,
-)
+from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
+from harness_sidecar.extensions.sidecar.steps import Answered, faults_of, HostLied, HostUnavailable, StepPlan, Stopped
 from harness_sidecar.base.results import (
     ToolCall,
     ToolResult,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from harness_sidecar.base.results import ToolCall, ToolResult
-from harness_sidecar.extensions.sidecar.supervisor import StepPlan
+from harness_sidecar.extensions.sidecar.steps import StepPlan
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM
 
 Runner = Callable[[ToolCall, Any], Awaitable[ToolResult]]  # (call, the catalog snapshot of the call)

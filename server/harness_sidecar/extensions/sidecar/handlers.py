@@ -11,13 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.hooks.python import CONTEXT, INPUT, HookFault
-from harness_sidecar.extensions.sidecar.supervisor import (
-    ExtensionHost,
-    faults_of,
-    HostLied,
-    StepPlan,
-    Stopped,
-)
+from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
+from harness_sidecar.extensions.sidecar.steps import faults_of, HostLied, StepPlan, Stopped
 
 Report = Callable[[HookFault], None]
 

@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from harness_sidecar.resources.extension_sources import ExtensionSource
 from harness_sidecar.hooks.python import EVENTS
-from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost, Stopped, load_body
+from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost, load_body
+from harness_sidecar.extensions.sidecar.steps import Stopped
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.base.names import TOOL_NAME
