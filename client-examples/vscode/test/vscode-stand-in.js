@@ -358,15 +358,16 @@ function loadWith(vscode, file) {
 
 /**
  * Activate the extension whose main module is `main` against a fresh stand-in (`options`: see standIn)
- * and wait for its start. `registry` (an array), when given, gets the extension before it activates, for
+ * and wait for its start (`context`: more of the ExtensionContext, e.g. a workspaceState that outlives a window
+ * reload). `registry` (an array), when given, gets the extension before it activates, for
  * deactivateAll() after the tests: also after a failed assertion, since a sidecar left running would
  * keep node waiting instead of reporting the failure.
  */
-async function activate(options, main, registry) {
+async function activate(options, main, registry, context = {}) {
   const { vscode, state } = standIn(options);
   const extension = loadWith(vscode, main);
   if (registry) registry.push(extension);
-  const api = extension.activate({ subscriptions: [] });
+  const api = extension.activate({ subscriptions: [], ...context }); // context: e.g. a workspaceState kept across reloads
   await api.started;
   return { vscode, state, extension, api };
 }

@@ -32,6 +32,8 @@ class Limits:
     command_hook_failure: str = "closed"  # "closed" | "open" (wire: commandHookFailure; not an integer)
     max_processes: int = 128  # tasks (processes and their threads) of the thread's processes, as pids.max counts
     max_tools: int = 10000  # tools one extension may register; more fails its load
+    # v4 §5
+    extension_state_bytes: int = 262144  # one extension's ctx.state, as compact JSON
 
     # Limits whose smaller values are nonsense (refused as invalid params, never read as "no limit"):
     # below 64 MiB of address space no Python host can run, so 0 is not a way to say "unlimited".
@@ -59,6 +61,7 @@ class Limits:
         "sessionEndBudgetMs": "session_end_budget_ms",
         "maxProcesses": "max_processes",
         "maxTools": "max_tools",
+        "extensionStateBytes": "extension_state_bytes",
         "commandHookFailure": "command_hook_failure",
     }
     STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values

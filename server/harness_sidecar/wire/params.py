@@ -75,6 +75,10 @@ def _check_mcp_server_name(value: str, where: str) -> None:
 
 
 THREAD_ID = Str(name="ThreadId", description="A thread's id, as thread/start answered it (thread-N).")
+SESSION_ID = Str(name="SessionId", pattern=r"[A-Za-z0-9._:-]{1,128}",
+                 pattern_error="'{where}': session id {value!r} must be 1-128 of A-Za-z0-9._:-",
+                 description="An editor-chosen, stable name of a conversation: 1-128 of A-Za-z0-9._:- (thread ids "
+                             "stay per process).")
 EXTENSION_ID = Str(
     name="ExtensionId", check=_check_extension_id,
     description="An extension's id: the skill-name rule (lower-case letters and digits in groups joined by single "
@@ -111,6 +115,7 @@ class DynamicTool:
     input_schema: dict[str, Any]
     # The checked schema (inputschema.CompiledSchema), so the tool need not compile it again.
     compiled: Any = field(default=None, compare=False, repr=False)
+    namespace: str | None = None  # a Codex namespace's tool: listed as <namespace>__<tool> (protocol-v4 §5)
 
 
 @dataclass
@@ -129,6 +134,10 @@ class ThreadStartParams:
     disabled_plugins: list[str] = field(default_factory=list)
     trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
     marketplaces: list[str] = field(default_factory=list)  # protocol-v4 §3 "Marketplaces, read"
+    # protocol-v4 §5: threads that resume
+    session_id: str | None = None
+    resume: bool = False
+    state: dict[str, Any] | None = None  # extension id → its state, overriding what is saved
 
 
 @dataclass
@@ -163,7 +172,6 @@ def _no_repeats(attr: str, message: str, suffix: str = "",
 
 _unique_trusted = _no_repeats("id", "'{where}': extension '{value}' is trusted twice")
 _unique_explicit = _no_repeats("id", "'{where}': extension id '{value}' is listed twice", ".id")
-_unique_dynamic = _no_repeats("name", "'{where}.name': tool '{value}' is already declared", ".name", BUILTIN_TOOLS)
 _unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is listed twice", ".name")
 _unique_plugins = _no_repeats("name", "'{where}.name': plugin '{value}' is trusted twice", ".name")
 
@@ -207,16 +215,99 @@ EXPLICIT_EXTENSION = Obj(
      Field("path", ABSOLUTE_PATH, description="A .py file or a package directory.")],
     cls=ExplicitExtension, incoming=True, name="ExplicitExtension",
     error="'{where}' must be an object {{id, path}}")
+def _function_tool(name: str, description: str = "", input_schema: dict[str, Any] | None = None,
+                   type: str | None = None) -> DynamicTool:
+    return DynamicTool(name, description, input_schema if input_schema is not None else dict(DEFAULT_INPUT_SCHEMA))
+
+
+_DYNAMIC_FIELDS = [
+    opt("type", Str(enum=("function",)), description="Codex's tag of a function tool; may be left out."),
+    Field("name", Str(pattern=TOOL_NAME.pattern, pattern_error=TOOL_NAME_SHAPE.pattern_error,
+                      schema_extra={"not": {"enum": list(BUILTIN_TOOLS)}}),
+          description="1-64 of A-Za-z0-9_-; not a builtin tool's name nor another dynamic tool's."),
+    opt("description", Str(), default=""),
+    opt("inputSchema", INPUT_SCHEMA, attr="input_schema",
+        description="Must be valid JSON Schema. Default: {\"type\": \"object\", \"properties\": {}}.")]
 DYNAMIC_TOOL = Obj(
-    [Field("name", Str(pattern=TOOL_NAME.pattern, pattern_error=TOOL_NAME_SHAPE.pattern_error,
-                       schema_extra={"not": {"enum": list(BUILTIN_TOOLS)}}),
-           description="1-64 of A-Za-z0-9_-; not a builtin tool's name nor another dynamic tool's."),
-     opt("description", Str(), default=""),
-     opt("inputSchema", INPUT_SCHEMA, default_factory=lambda: dict(DEFAULT_INPUT_SCHEMA), attr="input_schema",
-         description="Must be valid JSON Schema. Default: {\"type\": \"object\", \"properties\": {}}.")],
-    cls=DynamicTool, incoming=True, check=_compile_dynamic, name="DynamicTool",
+    _DYNAMIC_FIELDS, cls=_function_tool, incoming=True, check=_compile_dynamic, name="DynamicTool",
     description="A tool the editor executes (item/tool/call).",
     error="'{where}' must be an object {{name, description, inputSchema}}")
+_NAMESPACED_NAME = Str(pattern="[A-Za-z0-9_-]{1,64}",
+                       pattern_error="'{where}': {value!r} must be 1-64 letters, digits, '_' or '-'",
+                       check=lambda value, where: _no_separator(value, where), schema_extra={"not": {"pattern": "__"}})
+
+
+def _no_separator(value: str, where: str) -> None:
+    if "__" in value:
+        raise InvalidParams(f"'{where}': {value!r} must not contain '__' (it separates <namespace>__<tool>)", where)
+
+
+NAMESPACE_TOOL = Obj(
+    [Field("type", Str(enum=("function",)), description="Codex's only kind of namespaced tool."),
+     Field("name", _NAMESPACED_NAME, description="1-64 of A-Za-z0-9_-, without '__'."),
+     *_DYNAMIC_FIELDS[2:]],
+    cls=_function_tool, incoming=True, check=_compile_dynamic, name="DynamicNamespaceTool",
+    error="'{where}' must be an object {{type: \"function\", name, description, inputSchema}}")
+
+
+def _namespace(type: str, name: str, tools: list[DynamicTool], description: str = "") -> list[DynamicTool]:
+    for tool in tools:
+        tool.namespace, tool.name = name, f"{name}__{tool.name}"
+    return tools
+
+
+def _check_flattened(tools: list[DynamicTool], where: str) -> None:
+    for i, tool in enumerate(tools):
+        if len(tool.name) > 64:
+            path = f"{where}.tools[{i}].name"
+            raise InvalidParams(f"'{path}': '{tool.name}' is longer than 64 characters", path)
+
+
+DYNAMIC_NAMESPACE = Obj(
+    [Field("type", Str(enum=("namespace",))),
+     Field("name", _NAMESPACED_NAME, description="1-64 of A-Za-z0-9_-, without '__': the tools are listed as "
+                                                 "<namespace>__<tool>."),
+     Field("tools", Arr(NAMESPACE_TOOL, min_items=1)),
+     opt("description", Str(), default="")],
+    cls=_namespace, incoming=True, check=_check_flattened, name="DynamicToolNamespace",
+    description="Codex's namespace of dynamic tools: each nested tool is flattened to <namespace>__<tool> "
+                "(at most 64 characters, else invalid params) and called with item/tool/call {tool: "
+                "<namespace>__<tool>, namespace}.")
+
+
+class _DynamicEntry(Shape):
+    """One ``dynamicTools`` entry: a function tool, or (``type: "namespace"``) Codex's namespace of them."""
+
+    json_types = (dict,)
+    expected = "an object"
+
+    def body(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return {"oneOf": [DYNAMIC_TOOL.schema(defs), DYNAMIC_NAMESPACE.schema(defs)]}
+
+    def parse(self, value: Any, where: str) -> Any:
+        if type(value) is dict and value.get("type") == "namespace":
+            return DYNAMIC_NAMESPACE.parse(value, where)
+        return [DYNAMIC_TOOL.parse(value, where)]
+
+
+class _DynamicTools(Arr):
+    """``dynamicTools``: the entries, namespaces flattened; a name declared twice is invalid params."""
+
+    def parse(self, value: Any, where: str) -> Any:
+        entries = super().parse(value, where)
+        seen = set(BUILTIN_TOOLS)
+        tools = []
+        for i, entry in enumerate(entries):
+            for j, tool in enumerate(entry):
+                if tool.name in seen:
+                    path = f"{where}[{i}].tools[{j}].name" if tool.namespace else f"{where}[{i}].name"
+                    raise InvalidParams(f"'{path}': tool '{tool.name}' is already declared", path)
+                seen.add(tool.name)
+                tools.append(tool)
+        return tools
+
+
+DYNAMIC_TOOLS = _DynamicTools(_DynamicEntry())
 _LIMIT_DEFAULTS = Limits()
 LIMITS = Obj(
     [opt(wire, Int(minimum=0, default=getattr(_LIMIT_DEFAULTS, attr), error="'{where}' must be a non-negative integer")
@@ -305,7 +396,9 @@ THREAD_START = Obj(
          description="Explicit extension sources; one wins over a root's extension of the same id and counts as "
                      "the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid "
                      "params."),
-     opt("dynamicTools", Arr(DYNAMIC_TOOL, unique=_unique_dynamic), attr="dynamic_tools"),
+     opt("dynamicTools", DYNAMIC_TOOLS, attr="dynamic_tools",
+         description="Tools the editor runs; a Codex type:\"namespace\" entry's tools are flattened to "
+                     "<namespace>__<tool>. A name declared twice (after flattening) is invalid params."),
      opt("limits", LIMITS),
      opt("cwd", ABSOLUTE_PATH, description="The user's working directory, for extensions (ctx.cwd)."),
      opt("extensionSettings", Map(JSON_OBJECT), description="Settings per extension id (ctx.settings); settings "
@@ -326,8 +419,34 @@ THREAD_START = Obj(
      opt("marketplaces", Arr(ABSOLUTE_PATH), description="Marketplaces besides the roots' (v4): a marketplace.json, "
                                                          "or a folder holding .claude-plugin/marketplace.json or "
                                                          ".agents/plugins/marketplace.json; listed in "
-                                                         "catalog.marketplaces, their local plugins loaded.")],
-    cls=ThreadStartParams, incoming=True, name="ThreadStartParams")
+                                                         "catalog.marketplaces, their local plugins loaded."),
+     opt("sessionId", SESSION_ID, attr="session_id",
+         description="The editor's stable name of the conversation: extension state and activated skills are saved "
+                     "under it (protocol.md § Sessions)."),
+     opt("resume", Bool(default=False),
+         description="Hand back what was saved under sessionId (extension state, activated skills); requires "
+                     "sessionId. Without it a sessionId starts afresh."),
+     opt("state", Map(AnyValue()),
+         description="Extension id → its state (JSON, at most limits.extensionStateBytes as compact JSON): "
+                     "overrides what is saved; the shape thread/close answers.")],
+    cls=ThreadStartParams, incoming=True, name="ThreadStartParams", check=lambda start, where: _check_session(start))
+
+
+def _check_session(start: ThreadStartParams) -> None:
+    if start.resume and start.session_id is None:
+        raise InvalidParams("'resume' needs a 'sessionId' to resume", "resume")
+    for ext_id, value in (start.state or {}).items():
+        _check_extension_id(ext_id, f"state.{ext_id}")
+        size = _json_size(value)
+        if size > start.limits.extension_state_bytes:
+            raise InvalidParams(f"'state.{ext_id}' is {size} bytes as JSON; the limit is "
+                                f"{start.limits.extension_state_bytes} (limits.extensionStateBytes)", f"state.{ext_id}")
+
+
+def _json_size(value: Any) -> int:
+    import json
+
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
 def parse_thread_start(params: dict[str, Any]) -> ThreadStartParams:
@@ -379,6 +498,17 @@ class SkillsActivateParams(NamedTuple):
     thread_id: str
     name: str
     resources: list[str]
+    path: str | None = None  # a candidate's SKILL.md: chooses a shadowed same-name skill (protocol-v4 §5)
+
+
+class SkillsDeactivateParams(NamedTuple):
+    thread_id: str
+    name: str
+
+
+class ThreadForkParams(NamedTuple):
+    thread_id: str
+    session_id: str | None = None
 
 
 class TemplatesRenderParams(NamedTuple):
@@ -416,8 +546,17 @@ class LoopEventParams(NamedTuple):
 SKILLS_ACTIVATE = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
      opt("resources", Arr(Str(error="'{where}' must be a string")), default_factory=list,
-         description="Paths relative to the skill's directory; each answered once, in request order.")],
+         description="Paths relative to the skill's directory; each answered once, in request order."),
+     opt("path", ABSOLUTE_PATH, default=None,
+         description="A candidate's SKILL.md path (the catalog's winner or a shadowed same-name skill): that one "
+                     "is activated; a path that is no candidate of the name is skill_not_found, never the winner.")],
     cls=SkillsActivateParams, incoming=True, name="SkillsActivateParams")
+SKILLS_DEACTIVATE = Obj([Field("threadId", THREAD_ID), Field("name", Str())], cls=SkillsDeactivateParams,
+                        incoming=True, name="SkillsDeactivateParams")
+THREAD_FORK = Obj(
+    [Field("threadId", THREAD_ID, description="The open thread to fork."),
+     opt("sessionId", SESSION_ID, default=None, description="The new thread's session (where its state is saved).")],
+    cls=ThreadForkParams, incoming=True, name="ThreadForkParams")
 TEMPLATES_RENDER = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
      opt("arguments", Map(Str(), values_checked_later=True), default_factory=dict,
@@ -443,6 +582,14 @@ CANCEL = Obj([Field("id", REQUEST_ID, description="The id of the request to canc
 
 def parse_skills_activate(params: dict[str, Any]) -> SkillsActivateParams:
     return SKILLS_ACTIVATE.parse(params, "")
+
+
+def parse_skills_deactivate(params: dict[str, Any]) -> SkillsDeactivateParams:
+    return SKILLS_DEACTIVATE.parse(params, "")
+
+
+def parse_thread_fork(params: dict[str, Any]) -> ThreadForkParams:
+    return THREAD_FORK.parse(params, "")
 
 
 def parse_templates_render(params: dict[str, Any]) -> TemplatesRenderParams:

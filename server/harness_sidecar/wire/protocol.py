@@ -385,7 +385,9 @@ LOOP_EVENT_RESULT = Obj([
 ], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
-                      Field("arguments", P.JSON_OBJECT)], name="ItemToolCallParams")
+                      Field("arguments", P.JSON_OBJECT),
+                      opt("namespace", Str(), description="A Codex namespace's tool: its namespace (tool is "
+                                                          "<namespace>__<name>).")], name="ItemToolCallParams")
 ITEM_TOOL_CALL_RESULT = Obj([
     Field("contentItems", Arr(Obj([Field("type", Str(enum=("inputText", "text")),
                                          description="inputText (text is accepted too)."),
@@ -472,7 +474,9 @@ GENERIC_ERRORS = [
 DOMAIN_ERRORS = [
     _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
             "over 200 characters long)."),
-    _domain("skill_not_found", [opt("name", S()), opt("path", S())], "No such skill, or it is gone from disk."),
+    _domain("skill_not_found", [opt("name", S()), opt("path", S())],
+            "No such skill, or it is gone from disk, or (path) no same-name candidate is at that path."),
+    _domain("skill_not_active", [Field("name", S())], "skills/deactivate of a skill the thread has not active."),
     _domain("invalid_arguments", [opt("name", S()), opt("request", S()), opt("field", S()), opt("path", S())],
             "Arguments the method refuses: a malformed skill name, a non-string template argument, command "
             "arguments that do not match its inputSchema, a word without '=' in input/submit."),
@@ -529,6 +533,10 @@ def _notification(method: str, params: Shape, direction: str = SERVER, descripti
 
 
 THREAD = ("thread_not_found",)
+ACTIVE_SKILL = Obj([Field("name", Str()), Field("path", Str(), description="The activated candidate's SKILL.md."),
+                    Field("via", Str(enum=("activate", "load_skill")),
+                          description="load_skill: its body is the tool result, not pasted into the prompt.")],
+                   name="ActiveSkill")
 MESSAGES: list[Message] = [
     _request("initialize", P.INITIALIZE, INITIALIZE_RESULT, description="The first request."),
     _notification("initialized", NO_PARAMS, CLIENT, "Optional; ignored."),
@@ -540,10 +548,18 @@ MESSAGES: list[Message] = [
     _request("thread/start", P.THREAD_START, THREAD_START_RESULT, ("mcp_unavailable", "too_many_threads")),
     _request("thread/refresh", P.THREAD_PARAMS, THREAD_START_RESULT, THREAD,
              "Rescans the roots now; answers like thread/start."),
-    _request("thread/close", P.THREAD_PARAMS, NULL_RESULT, THREAD),
+    _request("thread/fork", P.THREAD_FORK, THREAD_START_RESULT, THREAD + ("too_many_threads", "mcp_unavailable"),
+             "A new thread over the same roots, grants, tools and limits, with copies of the state and activations "
+             "(thread_start reason \"fork\"); answers like thread/start."),
+    _request("thread/close", P.THREAD_PARAMS, Obj([Field("state", Map(AnyValue()), description=(
+        "Extension id → its last ctx.state (JSON), for an editor that keeps state itself (thread/start.state)."))],
+        name="ThreadCloseResult"), THREAD),
     _request("skills/activate", P.SKILLS_ACTIVATE, Obj([Field("skill", ACTIVATED_SKILL)], name="SkillsActivateResult"),
              THREAD + ("skill_not_found", "invalid_arguments", "path_escape", "name_mismatch", "invalid_frontmatter",
                        "not_utf8", "resource_not_found", "too_large", "broken_link")),
+    _request("skills/deactivate", P.SKILLS_DEACTIVATE, Obj([Field("activeSkills", Arr(ACTIVE_SKILL))],
+                                                           name="SkillsDeactivateResult"),
+             THREAD + ("skill_not_active", "invalid_arguments"), "The skill leaves the thread's context/build."),
     _request("templates/render", P.TEMPLATES_RENDER, Obj([Field("message", USER_MESSAGE),
                                                           opt("diagnostics", Arr(DIAGNOSTIC))],
                                                          name="TemplatesRenderResult"),
@@ -551,7 +567,13 @@ MESSAGES: list[Message] = [
     _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str(
         description="Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for "
                     "what the thread's SessionStart hooks said (for the thread's life), then extension sections "
-                    "(protocol.md § context/build)."))], name="ContextBuildResult"), THREAD),
+                    "(protocol.md § context/build). A skill loaded by load_skill is named in activeSkills, its body "
+                    "not pasted again.")),
+        Field("revision", REVISION, description="The catalog revision the prompt was built from."),
+        Field("activeSkills", Arr(ACTIVE_SKILL), description="The thread's activated skills, by name."),
+        Field("toolsRevision", REVISION, description="tools/list's revision of the same view: an editor sends the "
+                                                     "tools of this revision with this prompt.")],
+        name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
              Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),
