@@ -40,6 +40,7 @@ CONTRACT_METHODS = {
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
     "hook/prompt": ("server→client", "request"),  # v4 §3: prompt and agent hooks ask the editor's model
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
+    "ui/openUrl": ("server→client", "request"),  # v4 §4: a remote MCP server's sign-in
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
 }
 
@@ -437,8 +438,8 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    # v3 §4: loop/event, chat/send; v4 §3: hook/prompt; v4 §5: thread/fork, skills/deactivate
-    assert len(messages) == 29 and len(requests) == 21 and len(notifications) == 8
+    # v3 §4: loop/event, chat/send; v4 §3: hook/prompt; v4 §4: ui/openUrl; v4 §5: thread/fork, skills/deactivate
+    assert len(messages) == 30 and len(requests) == 22 and len(notifications) == 8
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 31  # v4 §5: skill_not_active
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -77,6 +77,7 @@ const REVERSE_REQUESTS = {
   'ui/confirm': (harness, params, token) => harness.ui.confirm(params, token),
   'ui/select': (harness, params, token) => harness.ui.select(params, token),
   'ui/input': (harness, params, token) => harness.ui.input(params, token),
+  'ui/openUrl': (harness, params) => harness.ui.openUrl(params),
   'item/tool/call': async (harness, params) => {
     if (params.tool !== 'editor_selection') {
       return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };

@@ -52,7 +52,12 @@ class Uri {
   static joinPath(base, ...parts) { return new Uri(base.scheme, base.authority, path.posix.join(base.path, ...parts)); }
   get fsPath() { return this.path; }
   with(change) { return new Uri(change.scheme || this.scheme, this.authority, change.path || this.path); }
-  toString() { return this.scheme === 'file' ? `file://${encodeURI(this.path)}` : `${this.scheme}:${this.path}`; }
+  toString() {
+    if (this.scheme === 'file') return `file://${encodeURI(this.path)}`;
+    const rest = `${this.query ? `?${this.query}` : ''}${this.fragment ? `#${this.fragment}` : ''}`;
+    return this.authority ? `${this.scheme}://${this.authority}${encodeURI(this.path)}${rest}`
+      : `${this.scheme}:${this.path}${rest}`;
+  }
   toJSON() { return { scheme: this.scheme, path: this.path }; }
 }
 

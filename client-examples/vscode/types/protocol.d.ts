@@ -182,6 +182,8 @@ export type ThreadDiagnosticParams =
   | ExtensionChanged
   | McpExit
   | McpRestarted
+  | McpAuthRequired
+  | McpUnavailableLater
   | ExtensionAuthorNotice
   | StderrDropped
   | CommandHookDiagnostic
@@ -723,6 +725,10 @@ export interface UiCapabilities {
    * The editor takes chat/send (ctx.ui.send_message).
    */
   sendMessage?: boolean | null;
+  /**
+   * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
+   */
+  openUrl?: boolean | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1924,6 +1930,30 @@ export interface LoopEventResult {
   stopTurn?: StopTurn;
 }
 /**
+ * A remote MCP server needs the user to sign in and the editor declared no capabilities.ui.openUrl (or did not open it); its tools join once signed in.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpAuthRequired".
+ */
+export interface McpAuthRequired {
+  threadId: ThreadId;
+  kind: "mcp_auth_required";
+  name: string;
+  message: string;
+  data: McpAuthRequiredData;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpAuthRequiredData".
+ */
+export interface McpAuthRequiredData {
+  server: string;
+  /**
+   * The authorization URL to open.
+   */
+  url: string;
+}
+/**
  * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1950,7 +1980,7 @@ export interface McpRestarted {
   message: string;
 }
 /**
- * A stdio MCP server the editor chose for this thread.
+ * An MCP server the editor chose for this thread: stdio (command) or remote (type http|sse, url, headers?).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "McpServerConfig".
@@ -1961,11 +1991,23 @@ export interface McpServerConfig {
    */
   name: string;
   /**
-   * argv of the server (stdio).
-   *
-   * @minItems 1
+   * stdio (a child process, the default), http (streamable HTTP, MCP 2025-06-18) or sse (the 2024-11-05 HTTP+SSE transport).
    */
-  command: [string, ...string[]];
+  type?: ("stdio" | "http" | "sse") | null;
+  /**
+   * argv of the server (stdio; required there).
+   */
+  command?: [string, ...string[]] | null;
+  /**
+   * The server's endpoint (http and sse; required there).
+   */
+  url?: string | null;
+  /**
+   * HTTP headers sent with every request (http and sse); ${VAR} is expanded from the sidecar's environment, an unset VAR as empty.
+   */
+  headers?: {
+    [k: string]: string;
+  } | null;
   /**
    * Added to the sidecar's environment.
    */
@@ -1988,6 +2030,18 @@ export interface McpServerConfig {
     allow?: string[] | null;
     deny?: string[] | null;
   } | null;
+}
+/**
+ * A remote MCP server's sign-in, which thread/start did not wait for, failed.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpUnavailableLater".
+ */
+export interface McpUnavailableLater {
+  threadId: ThreadId;
+  kind: "mcp_unavailable";
+  name: string;
+  message: string;
 }
 /**
  * The sidecar always sends jsonrpc; editors may omit it.
@@ -2490,6 +2544,30 @@ export interface UiNotifyParams {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "UiOpenUrlParams".
+ */
+export interface UiOpenUrlParams {
+  threadId: ThreadId;
+  /**
+   * An http(s) URL to open in the user's browser.
+   */
+  url: string;
+  /**
+   * Why, for the user.
+   */
+  reason: string;
+}
+/**
+ * Anything but opened: true (an error, no answer) makes the sidecar give the URL in a thread/diagnostic mcp_auth_required.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "UiOpenUrlResult".
+ */
+export interface UiOpenUrlResult {
+  opened: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "UiOption".
  */
 export interface UiOption {
@@ -2577,6 +2655,8 @@ export interface ServerRequests {
   "hook/prompt": { params: HookPromptParams; result: HookPromptResult };
   "ui/select": { params: UiSelectParams; result: UiValueResult };
   "ui/input": { params: UiInputParams; result: UiValueResult };
+  /** A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl). */
+  "ui/openUrl": { params: UiOpenUrlParams; result: UiOpenUrlResult };
 }
 
 /** Notifications the sidecar sends: method → params. */

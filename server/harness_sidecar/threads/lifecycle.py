@@ -102,6 +102,8 @@ class ThreadLifecycle:
                                         *(P.TrustedExtension(i) for i in granted if i not in known)]
         if left_out_of_listing(catalog, limits.catalog_bytes):
             registry.tools = self.tools.with_find_skills(registry.tools, thread_id)
+        if catalog.scanned_at_ns is not None:  # the first catalog may be read before this request began
+            read_at_ns = min(read_at_ns, catalog.scanned_at_ns)  # (wire.early_scan)
         thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers,
                         read_at_ns=read_at_ns)
         thread.rescanning = asyncio.Lock()

@@ -161,7 +161,8 @@ class ToolMethods:
 
         return await McpServers.start(thread_id, configs,
                                       notify=self.editor.diagnostic,
-                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id),
+                                      open_url=lambda url, reason: self.editor.open_url(thread_id, url, reason))
 
     def mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
         """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""

@@ -176,14 +176,33 @@ _unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is l
 _unique_plugins = _no_repeats("name", "'{where}.name': plugin '{value}' is trusted twice", ".name")
 
 
-def _mcp_server_config(name: str, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
-                       required: bool = False, startup_timeout_ms: int = 10000,
-                       tools: dict[str, Any] | None = None) -> McpServerConfig:
+def _mcp_server_config(name: str, command: list[str] | None = None, env: dict[str, str] | None = None,
+                       cwd: str | None = None, required: bool = False, startup_timeout_ms: int = 10000,
+                       tools: dict[str, Any] | None = None, type: str = "stdio", url: str | None = None,
+                       headers: dict[str, str] | None = None) -> McpServerConfig:
     # Imported here, by the first thread/start naming a server: not on every thread/start's way.
     from harness_sidecar.mcp.model import McpServerConfig
 
-    return McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
-                           (tools or {}).get("allow"), (tools or {}).get("deny") or [])
+    return McpServerConfig(name, command or [], env or {}, cwd, required, startup_timeout_ms,
+                           (tools or {}).get("allow"), (tools or {}).get("deny") or [],
+                           transport=type, url=url, headers=headers or {})
+
+
+def _check_mcp_transport(config: McpServerConfig, where: str) -> None:
+    """stdio needs ``command``; ``http`` and ``sse`` need an http(s) ``url`` and take no ``command``."""
+    if config.transport == "stdio":
+        if not config.command:
+            raise InvalidParams(f"'{where}.command' is required (a stdio server; a remote one has type "
+                                "\"http\" or \"sse\" and a url)", f"{where}.command")
+        if config.url is not None:
+            raise InvalidParams(f"'{where}.url' is for a remote server: give type \"http\" or \"sse\"",
+                                f"{where}.url")
+        return
+    if config.url is None:
+        raise InvalidParams(f"'{where}.url' is required (a {config.transport} server)", f"{where}.url")
+    if config.command:
+        raise InvalidParams(f"'{where}.command' is for a stdio server, not a {config.transport} one",
+                            f"{where}.command")
 
 
 def _compile_dynamic(tool: DynamicTool, where: str) -> None:
@@ -332,7 +351,14 @@ MCP_SERVER = Obj(
                        pattern_error="'{where}': server name {value!r} must be 1-32 letters, digits, '_' or '-'",
                        schema_extra={"not": {"pattern": "__"}}),
            description="1-32 of A-Za-z0-9_-, without '__'; unique in the list."),
-     Field("command", Arr(Str(), min_items=1), description="argv of the server (stdio)."),
+     opt("type", Str(enum=("stdio", "http", "sse"), default="stdio"),
+         description="stdio (a child process, the default), http (streamable HTTP, MCP 2025-06-18) or sse "
+                     "(the 2024-11-05 HTTP+SSE transport)."),
+     opt("command", Arr(Str(), min_items=1), description="argv of the server (stdio; required there)."),
+     opt("url", Str(pattern=r"^https?://\S+$", pattern_error="'{where}' must be an http:// or https:// URL"),
+         description="The server's endpoint (http and sse; required there)."),
+     opt("headers", Map(Str()), description="HTTP headers sent with every request (http and sse); ${VAR} is "
+                                            "expanded from the sidecar's environment, an unset VAR as empty."),
      opt("env", Map(Str()), description="Added to the sidecar's environment."),
      opt("cwd", ABSOLUTE_PATH, description="Default: the sidecar's working directory."),
      opt("required", Bool(default=False), description="A required server that fails fails thread/start "
@@ -340,8 +366,13 @@ MCP_SERVER = Obj(
      opt("startupTimeoutMs", Int(minimum=0, default=10000), attr="startup_timeout_ms"),
      opt("tools", Obj([opt("allow", Arr(Str())), opt("deny", Arr(Str()))], incoming=True),
          description="Filters on the server's own tool names; deny wins.")],
-    cls=_mcp_server_config, incoming=True, name="McpServerConfig",
-    description="A stdio MCP server the editor chose for this thread.")
+    cls=_mcp_server_config, incoming=True, check=_check_mcp_transport, name="McpServerConfig",
+    # stdio (type absent, null or "stdio") needs command and takes no url; http and sse the other way round
+    **{"if": {"properties": {"type": {"enum": ["http", "sse"]}}, "required": ["type"]},
+       "then": {"required": ["url"], "properties": {"url": {"type": "string"}, "command": {"type": "null"}}},
+       "else": {"required": ["command"], "properties": {"command": {"type": "array"}, "url": {"type": "null"}}}},
+    description="An MCP server the editor chose for this thread: stdio (command) or remote (type http|sse, url, "
+                "headers?).")
 def _check_plugin_name(value: str, where: str) -> None:
     why = name_problem(value)
     if why:
@@ -654,7 +685,9 @@ def parse_loop_event(params: dict[str, Any]) -> LoopEventParams:
 
 UI_KEYS = ("confirm", "select", "input", "notify", "status")  # threads.Sidecar._ui reads capabilities.ui.<key>
 UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS]
-                      + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message).")],
+                      + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message)."),
+                         opt("openUrl", Bool(), description="The editor can answer ui/openUrl (opens a remote MCP "
+                                                            "server's sign-in page in the user's browser).")],
                       incoming=True, name="UiCapabilities",
                       description="What the editor can show; undeclared means unsupported.")
 INITIALIZE = Obj(

@@ -300,6 +300,16 @@ THREAD_DIAGNOSTIC = Union(
                     "not any more)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_auth_required")), Field("name", Str()),
+         Field("message", Str()),
+         Field("data", Obj([Field("server", Str()), Field("url", Str(description="The authorization URL to open."))],
+                           name="McpAuthRequiredData"))],
+        name="McpAuthRequired",
+        description="A remote MCP server needs the user to sign in and the editor declared no "
+                    "capabilities.ui.openUrl (or did not open it); its tools join once signed in."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_unavailable")), Field("name", Str()),
+         Field("message", Str())], name="McpUnavailableLater",
+        description="A remote MCP server's sign-in, which thread/start did not wait for, failed."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("handler_return_ignored", "ui_after_handler"))),
          Field("extensionId", Str()), opt("hook", Str(), description="The event (or command) of the handler."),
          Field("message", Str(), description="What was ignored or refused, and the right form.")],
@@ -416,6 +426,12 @@ HOOK_PROMPT_RESULT = Obj([Field("ok", Bool(), description="true: nothing against
                          name="HookPromptResult",
                          description="Anything else (an error, a malformed answer, no answer by the hook's timeout) "
                                      "is a hook failure (hook_failed).")
+UI_OPEN_URL = Obj([Field("threadId", P.THREAD_ID), Field("url", Str(), description="An http(s) URL to open in the "
+                                                                              "user's browser."),
+                   Field("reason", Str(), description="Why, for the user.")], name="UiOpenUrlParams")
+UI_OPEN_URL_RESULT = Obj([Field("opened", Bool())], name="UiOpenUrlResult",
+                         description="Anything but opened: true (an error, no answer) makes the sidecar give the URL "
+                                     "in a thread/diagnostic mcp_auth_required.")
 UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
                         description="Anything else (an error, a malformed answer, no answer) counts as false.")
 UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
@@ -604,6 +620,8 @@ MESSAGES: list[Message] = [
              description="A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt)."),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
+    _request("ui/openUrl", UI_OPEN_URL, UI_OPEN_URL_RESULT, direction=SERVER,
+             description="A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl)."),
 ]
 BY_METHOD = {m.method: m for m in MESSAGES}
 

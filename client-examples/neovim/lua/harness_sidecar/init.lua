@@ -107,6 +107,9 @@ M.reverse_requests = {
   ['ui/confirm'] = function(params, id, client) ui.ask(client, id, 'ui/confirm', params) end,
   ['ui/select'] = function(params, id, client) ui.ask(client, id, 'ui/select', params) end,
   ['ui/input'] = function(params, id, client) ui.ask(client, id, 'ui/input', params) end,
+  ['ui/openUrl'] = function(params, id, client)
+    ui.open_url(params, function(result) client:respond(id, result) end)
+  end,
   ['item/tool/call'] = function(params)
     local tool = tools()[params.tool]
     if not tool then
