@@ -38,6 +38,7 @@ CONTRACT_METHODS = {
     "thread/diagnostic": ("server→client", "notification"), "catalog/changed": ("server→client", "notification"),
     "ui/notify": ("server→client", "notification"), "ui/status": ("server→client", "notification"),
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
+    "hook/prompt": ("server→client", "request"),  # v4 §3: prompt and agent hooks ask the editor's model
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
     "ui/openUrl": ("server→client", "request"),  # v4 §4: a remote MCP server's sign-in
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
@@ -439,9 +440,9 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    # v3 §4: loop/event, chat/send; v4 §4: ui/openUrl, mcp/resource/read, mcp/prompt/get, ui/elicit,
-    # model/sample; v4 §5: thread/fork, skills/deactivate
-    assert len(messages) == 33 and len(requests) == 25 and len(notifications) == 8
+    # v3 §4: loop/event, chat/send; v4 §3: hook/prompt; v4 §4: ui/openUrl, mcp/resource/read, mcp/prompt/get,
+    # ui/elicit, model/sample; v4 §5: thread/fork, skills/deactivate
+    assert len(messages) == 34 and len(requests) == 26 and len(notifications) == 8
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 33  # v4 §5: skill_not_active; §4: mcp_server_not_found, mcp_error
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

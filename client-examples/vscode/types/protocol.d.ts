@@ -456,6 +456,10 @@ export interface Catalog {
    * v4: the thread's MCP servers' prompts (present when the thread has MCP servers).
    */
   mcpPrompts?: McpPromptEntry[];
+  /**
+   * v4: the roots' marketplaces, then thread/start.marketplaces'; absent when there are none.
+   */
+  marketplaces?: MarketplaceEntry[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -540,19 +544,31 @@ export interface HookEntry {
     [k: string]: unknown;
   };
   /**
-   * Only with supported: false — the handler's type as declared (http, prompt, agent, mcp_tool, …); absent when it declares none.
+   * Absent for a command handler: http, mcp_tool, prompt, agent (v4), or, with supported: false, the type as declared (absent when it declares none).
    */
   type?: string;
   /**
-   * An unsupported handler's url, as declared.
+   * An http handler's url, as declared (its headers are not listed).
    */
   url?: string;
   /**
-   * An unsupported handler's prompt, as declared.
+   * An mcp_tool handler's MCP server.
+   */
+  server?: string;
+  /**
+   * An mcp_tool handler's tool.
+   */
+  tool?: string;
+  /**
+   * A prompt or agent handler's prompt, as declared.
    */
   prompt?: string;
   /**
-   * Present (false) only for a handler of a type this sidecar does not run: listed, never run (hook_type_unsupported); absent means supported.
+   * A prompt or agent handler's model, as declared.
+   */
+  model?: string;
+  /**
+   * Present (false) only for a handler that does not run here: an unknown type, a type on an event Claude Code does not run it on, a prompt/agent handler without capabilities.hookPrompt (hook_type_unsupported); absent means supported.
    */
   supported?: false;
   /**
@@ -686,6 +702,40 @@ export interface McpPromptArgument {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "MarketplaceEntry".
+ */
+export interface MarketplaceEntry {
+  /**
+   * The marketplace's name (its folder's when it declares none).
+   */
+  name: string;
+  /**
+   * Its marketplace.json.
+   */
+  path: string;
+  plugins: MarketplacePlugin[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "MarketplacePlugin".
+ */
+export interface MarketplacePlugin {
+  name: string;
+  /**
+   * A local source: the plugin folder's path (the sidecar loads it); any other (github, url, git-subdir, npm…): as declared, never fetched.
+   */
+  source: {
+    [k: string]: unknown;
+  };
+  description?: string;
+  version?: string;
+  /**
+   * The thread serves this plugin from that folder.
+   */
+  installed: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CatalogChange".
  */
 export interface CatalogChange {
@@ -761,6 +811,10 @@ export interface ClientCapabilities {
    * The editor answers model/sample (an MCP server's sampling/createMessage, v4 §4).
    */
   sampling?: boolean | null;
+  /**
+   * The editor's model answers hook/prompt: prompt and agent hooks run (protocol-v4 §3); without it they are listed supported: false and block what they decide.
+   */
+  hookPrompt?: boolean | null;
 }
 /**
  * What the editor can show; undeclared means unsupported.
@@ -824,7 +878,14 @@ export interface CommandHookDiagnostic {
   path?: string;
   sha256?: string;
   event?: string;
+  /**
+   * The handler's command (its url, server/tool or prompt for another type).
+   */
   command?: string;
+  /**
+   * hook_failed: the handler's type, when not command.
+   */
+  type?: "http" | "mcp_tool" | "prompt" | "agent";
   /**
    * hook_failed for an answer read strictly: the field whose value the format does not define (decision, hookSpecificOutput.permissionDecision, hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).
    */
@@ -1776,6 +1837,41 @@ export interface HookFeedback {
   text: string;
 }
 /**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookPromptParams".
+ */
+export interface HookPromptParams {
+  threadId: ThreadId;
+  /**
+   * The hook's prompt, $ARGUMENTS replaced by the hook input JSON (appended when it has none).
+   */
+  prompt: string;
+  /**
+   * The model the hook asks for, as declared.
+   */
+  model?: string;
+  /**
+   * agent: the hook expects a verifier that may use tools (Claude Code's agent hooks).
+   */
+  kind: "prompt" | "agent";
+}
+/**
+ * Anything else (an error, a malformed answer, no answer by the hook's timeout) is a hook failure (hook_failed).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookPromptResult".
+ */
+export interface HookPromptResult {
+  /**
+   * true: nothing against; false: it blocks (a deny, a Stop that keeps the agent working).
+   */
+  ok: boolean;
+  /**
+   * Why, when ok is false: the block's reason.
+   */
+  reason?: string;
+}
+/**
  * Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer the method made is kept whole.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2588,6 +2684,10 @@ export interface ThreadStartParams {
    */
   trustedPlugins?: TrustedPlugin[] | null;
   /**
+   * Marketplaces besides the roots' (v4): a marketplace.json, or a folder holding .claude-plugin/marketplace.json or .agents/plugins/marketplace.json; listed in catalog.marketplaces, their local plugins loaded.
+   */
+  marketplaces?: AbsolutePath[] | null;
+  /**
    * The editor's stable name of the conversation: extension state and activated skills are saved under it (protocol.md § Sessions).
    */
   sessionId?: SessionId | null;
@@ -2955,6 +3055,8 @@ export interface ServerRequests {
   /** A dynamic tool's call, for the editor to run. */
   "item/tool/call": { params: ItemToolCallParams; result: ItemToolCallResult };
   "ui/confirm": { params: UiConfirmParams; result: UiConfirmResult };
+  /** A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt). */
+  "hook/prompt": { params: HookPromptParams; result: HookPromptResult };
   "ui/select": { params: UiSelectParams; result: UiValueResult };
   "ui/input": { params: UiInputParams; result: UiValueResult };
   /** v4: an MCP server's elicitation/create (capabilities.ui.elicit). */

@@ -133,6 +133,7 @@ class ThreadStartParams:
     plugins: list[str] = field(default_factory=list)
     disabled_plugins: list[str] = field(default_factory=list)
     trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
+    marketplaces: list[str] = field(default_factory=list)  # protocol-v4 §3 "Marketplaces, read"
     # protocol-v4 §5: threads that resume
     session_id: str | None = None
     resume: bool = False
@@ -446,6 +447,10 @@ THREAD_START = Obj(
          description="Plugins the thread leaves out: by name, or (an absolute path) by folder."),
      opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
          description="The only plugins whose code (hooks, MCP servers, extensions) may run."),
+     opt("marketplaces", Arr(ABSOLUTE_PATH), description="Marketplaces besides the roots' (v4): a marketplace.json, "
+                                                         "or a folder holding .claude-plugin/marketplace.json or "
+                                                         ".agents/plugins/marketplace.json; listed in "
+                                                         "catalog.marketplaces, their local plugins loaded."),
      opt("sessionId", SESSION_ID, attr="session_id",
          description="The editor's stable name of the conversation: extension state and activated skills are saved "
                      "under it (protocol.md § Sessions)."),
@@ -721,7 +726,10 @@ INITIALIZE = Obj(
      opt("protocolVersion", Str(), description="Logged when it is not 1 or 2; the answer is protocolVersion 2."),
      opt("capabilities", Obj([opt("ui", UI_CAPABILITIES),
                               opt("sampling", Bool(), description="The editor answers model/sample (an MCP server's "
-                                                                  "sampling/createMessage, v4 §4).")],
+                                                                  "sampling/createMessage, v4 §4)."),
+                              opt("hookPrompt", Bool(), description="The editor's model answers hook/prompt: prompt "
+                                  "and agent hooks run (protocol-v4 §3); without it they are listed supported: false "
+                                  "and block what they decide.")],
                              incoming=True, name="ClientCapabilities",
                              description="Other keys are ignored."))],
     incoming=True, name="InitializeParams",

@@ -122,6 +122,17 @@ MCP_PROMPT_ENTRY = Obj([
     opt("arguments", Arr(Obj([Field("name", Str()), opt("description", Str()), opt("required", Bool())],
                              name="McpPromptArgument")))],
     name="McpPromptEntry", description="Get with mcp/prompt/get {server, name, arguments?}.")
+MARKETPLACE_ENTRY = Obj([
+    Field("name", Str(), description="The marketplace's name (its folder's when it declares none)."),
+    Field("path", Str(), description="Its marketplace.json."),
+    Field("plugins", Arr(Obj([
+        Field("name", Str()),
+        Field("source", AnyValue(), description="A local source: the plugin folder's path (the sidecar loads it); "
+                                                "any other (github, url, git-subdir, npm…): as declared, never "
+                                                "fetched."),
+        opt("description", Str()), opt("version", Str()),
+        Field("installed", Bool(), description="The thread serves this plugin from that folder.")],
+        name="MarketplacePlugin")))], name="MarketplaceEntry")
 
 CATALOG = Obj([
     Field("instructions", Arr(Obj([Field("root", Str()), Field("path", Str()), Field("source", SOURCE)],
@@ -151,13 +162,17 @@ CATALOG = Obj([
                                           "(when it declares one)."),
         opt("args", Arr(Str())),
         opt("timeout", AnyValue(), description="Seconds (a positive number), as declared."),
-        opt("type", Str(), description="Only with supported: false — the handler's type as declared (http, prompt, "
-                                       "agent, mcp_tool, …); absent when it declares none."),
-        opt("url", Str(), description="An unsupported handler's url, as declared."),
-        opt("prompt", Str(), description="An unsupported handler's prompt, as declared."),
-        opt("supported", Const(False), description="Present (false) only for a handler of a type this sidecar does "
-                                                   "not run: listed, never run (hook_type_unsupported); absent means "
-                                                   "supported."),
+        opt("type", Str(), description="Absent for a command handler: http, mcp_tool, prompt, agent (v4), or, with "
+                                       "supported: false, the type as declared (absent when it declares none)."),
+        opt("url", Str(), description="An http handler's url, as declared (its headers are not listed)."),
+        opt("server", Str(), description="An mcp_tool handler's MCP server."),
+        opt("tool", Str(), description="An mcp_tool handler's tool."),
+        opt("prompt", Str(), description="A prompt or agent handler's prompt, as declared."),
+        opt("model", Str(), description="A prompt or agent handler's model, as declared."),
+        opt("supported", Const(False), description="Present (false) only for a handler that does not run here: an "
+                                                   "unknown type, a type on an event Claude Code does not run it on, "
+                                                   "a prompt/agent handler without capabilities.hookPrompt "
+                                                   "(hook_type_unsupported); absent means supported."),
         opt("dormant", Const(True), description="Present (true) only for a handler of an event the sidecar does not "
                                                 "fire: listed, never run (hook_dormant, info)."),
         Field("trusted", Bool(), description="Only trusted handlers run (thread/start.trustedHooks for a root's, "
@@ -174,6 +189,8 @@ CATALOG = Obj([
                                                              "when the thread has MCP servers)."),
     opt("mcpPrompts", Arr(MCP_PROMPT_ENTRY), description="v4: the thread's MCP servers' prompts (present when the "
                                                          "thread has MCP servers)."),
+    opt("marketplaces", Arr(MARKETPLACE_ENTRY), description="v4: the roots' marketplaces, then "
+                                                            "thread/start.marketplaces'; absent when there are none."),
 ], name="Catalog")
 
 THREAD_START_RESULT = Obj([
@@ -340,7 +357,10 @@ THREAD_DIAGNOSTIC = Union(
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed",
                                                                   "config_change_blocked"))),
          Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
-         opt("event", Str()), opt("command", Str()),
+         opt("event", Str()), opt("command", Str(), description="The handler's command (its url, server/tool or "
+                                                                 "prompt for another type)."),
+         opt("type", Str(enum=("http", "mcp_tool", "prompt", "agent")), description="hook_failed: the handler's "
+                                                                                    "type, when not command."),
          opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
                                          "does not define (decision, hookSpecificOutput.permissionDecision, "
                                          "hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
@@ -466,6 +486,19 @@ MCP_PROMPT_RESULT = Obj([opt("description", Str()), Field("messages", Arr(Obj([
     Field("role", Str(enum=("user", "assistant"))), Field("content", CONTENT_BLOCK)], open_values=AnyValue(),
     name="McpPromptMessage")))], open_values=AnyValue(), name="McpPromptGetResult",
     description="MCP's GetPromptResult, as the server gave it.")
+HOOK_PROMPT = Obj([Field("threadId", P.THREAD_ID),
+                   Field("prompt", Str(), description="The hook's prompt, $ARGUMENTS replaced by the hook input JSON "
+                                                      "(appended when it has none)."),
+                   opt("model", Str(), description="The model the hook asks for, as declared."),
+                   Field("kind", Str(enum=("prompt", "agent")), description="agent: the hook expects a verifier that "
+                                                                            "may use tools (Claude Code's agent hooks).")],
+                  name="HookPromptParams")
+HOOK_PROMPT_RESULT = Obj([Field("ok", Bool(), description="true: nothing against; false: it blocks (a deny, a Stop "
+                                                          "that keeps the agent working)."),
+                          opt("reason", Str(), description="Why, when ok is false: the block's reason.")],
+                         name="HookPromptResult",
+                         description="Anything else (an error, a malformed answer, no answer by the hook's timeout) "
+                                     "is a hook failure (hook_failed).")
 UI_OPEN_URL = Obj([Field("threadId", P.THREAD_ID), Field("url", Str(), description="An http(s) URL to open in the "
                                                                               "user's browser."),
                    Field("reason", Str(), description="Why, for the user.")], name="UiOpenUrlParams")
@@ -667,6 +700,8 @@ MESSAGES: list[Message] = [
     _request("item/tool/call", ITEM_TOOL_CALL, ITEM_TOOL_CALL_RESULT, direction=SERVER,
              description="A dynamic tool's call, for the editor to run."),
     _request("ui/confirm", UI_CONFIRM, UI_CONFIRM_RESULT, direction=SERVER),
+    _request("hook/prompt", HOOK_PROMPT, HOOK_PROMPT_RESULT, direction=SERVER,
+             description="A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt)."),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/elicit", UI_ELICIT, UI_ELICIT_RESULT, direction=SERVER,
