@@ -145,6 +145,16 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "permission_request";
       payload: LoopEventPayloadPermissionRequest;
+    }
+  | {
+      threadId: ThreadId;
+      event: "session_before_switch";
+      payload: LoopEventPayloadSessionBeforeSwitch;
+    }
+  | {
+      threadId: ThreadId;
+      event: "session_before_fork";
+      payload?: LoopEventPayloadSessionBeforeFork | null;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1717,6 +1727,18 @@ export interface LoopEventPayloadPermissionRequest {
   toolName: string;
   toolInput: JsonObject;
 }
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_session_before_switch".
+ */
+export interface LoopEventPayloadSessionBeforeSwitch {
+  reason: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_session_before_fork".
+ */
+export interface LoopEventPayloadSessionBeforeFork {}
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".

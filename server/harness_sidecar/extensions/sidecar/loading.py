@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.resources.extension_sources import ExtensionSource
-from harness_sidecar.hooks.python import EVENTS
+from harness_sidecar.hooks.python import ALIASES, EVENTS
 from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost, load_body
 from harness_sidecar.extensions.sidecar.steps import Stopped
 from harness_sidecar.base.limits import Limits
@@ -75,6 +75,9 @@ def _report_problem(report: Any) -> str | None:
     if type(timeouts) is not list or len(timeouts) != len(hooks) or not all(
             t is None or (type(t) is int and t > 0) for t in timeouts):
         return "the host's report is malformed"
+    aliases = report.get("aliases", [])
+    if type(aliases) is not list or not all(type(a) is str and a in ALIASES for a in aliases):
+        return "the host's report is malformed"
     if any(c.get("timeoutMs") is not None and (type(c["timeoutMs"]) is not int or c["timeoutMs"] <= 0)
            or c.get("rawArguments", False) is not True and "rawArguments" in c for c in commands):
         return "the host's report is malformed"
@@ -116,6 +119,12 @@ async def load_trusted(found: dict[str, ExtensionSource], trusted: list[TrustedE
         if error is None:
             _commit(report, source.id, registrations)
             source.status, source.error = "loaded", None
+            for alias in dict.fromkeys(report.get("aliases", [])):  # one diagnostic per alias used
+                diagnostics.append(Diagnostic(
+                    "event_alias", f"extension '{trust.id}' registered a handler for Pi's event '{alias}': it is "
+                    f"the sidecar's '{ALIASES[alias]}' handler, with that event's payload and semantics",
+                    source.source, extra={"id": trust.id, "alias": alias, "event": ALIASES[alias],
+                                          "severity": "info"}))
         else:
             host.loads = [b for b in host.loads if b["id"] != source.id]
             source.status, source.error = "failed", error
