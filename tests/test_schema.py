@@ -38,6 +38,7 @@ CONTRACT_METHODS = {
     "ui/notify": ("server→client", "notification"), "ui/status": ("server→client", "notification"),
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
+    "session/messages": ("server→client", "request"),  # v4 §5: the conversation (capabilities.conversation)
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
 }
 
@@ -431,7 +432,7 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    assert len(messages) == 26 and len(requests) == 18 and len(notifications) == 8  # v3 §4: loop/event, chat/send
+    assert len(messages) == 27 and len(requests) == 19 and len(notifications) == 8  # v3 §4: loop/event, chat/send; v4 §5: session/messages
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 30
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -77,3 +77,92 @@ def test_an_unknown_event_name_still_fails_the_extension_and_names_the_aliases(s
     started = start(sidecar, ws, ["typo"])
     failed = [d for d in started["diagnostics"] if d["kind"] == "extension_failed"]
     assert failed and "agent_ended" in failed[0]["message"] and "agent_end" in failed[0]["message"]
+
+
+# -- the conversation ------------------------------------------------------------------------------------
+
+CONVERSATION = [{"role": "user", "text": "fix the bug"},
+                {"role": "assistant", "text": "reading it", "toolCalls": [{"id": "c0", "name": "read"}]},
+                {"role": "tool", "text": "def f(): ...", "toolResults": [{"id": "c0", "isError": False}]},
+                {"role": "assistant", "text": "fixed"}]
+
+# After Pi's summarize.ts: the conversation, read by a tool and by the context handler.
+RECALL = """
+def recall(call_id, arguments, ctx):
+    try:
+        return json.dumps(ctx.messages(limit=arguments.get('limit')))
+    except Exception as exc:
+        return json.dumps({'error': type(exc).__name__, 'message': str(exc)})
+async def arecall(call_id, arguments, ctx):
+    return json.dumps(await ctx.messages())
+def context(event, ctx):
+    trace('context', event)
+    return 'Turns so far: %d' % len(event.get('messages', []))
+def activate(api):
+    api.register_tool('recall', 'The conversation so far.', {'type': 'object'}, recall)
+    api.register_tool('arecall', 'The conversation so far.', {'type': 'object'}, arecall)
+    api.on('context', context)
+"""
+
+
+def conversation_editor(spawn, conversation, answer=None):
+    asked = []
+
+    def on_request(message):
+        asked.append(message)
+        if message["method"] == "session/messages":
+            if answer is not None:  # a wrong answer on purpose: the schema check is told so
+                from harness_sidecar.console.client import Malformed
+
+                return Malformed({"result": answer})
+            limit = message["params"].get("limit")
+            return {"result": {"messages": conversation[-limit:] if limit else list(conversation)}}
+        return None
+
+    sidecar = spawn(on_request=on_request, initialize=False)
+    caps = {"ui": UI} if conversation is None else {"ui": UI, "conversation": True}
+    sidecar.call("initialize", {"protocolVersion": "2", "capabilities": caps})
+    return sidecar, asked
+
+
+def tool_json(sidecar, thread, name, arguments=None):
+    import json
+
+    from test_extension_api import call
+
+    return json.loads(call(sidecar, thread, name, arguments)["content"][0]["text"])
+
+
+def test_ctx_messages_asks_the_editor_and_the_context_event_gets_the_last_messages(spawn, ws):
+    ws.extension("recall", RECALL)
+    sidecar, asked = conversation_editor(spawn, CONVERSATION)
+    thread = start(sidecar, ws, ["recall"], limits={"contextMessages": 3})["threadId"]
+    assert tool_json(sidecar, thread, "recall", {"limit": 2}) == CONVERSATION[-2:]
+    assert tool_json(sidecar, thread, "arecall") == CONVERSATION
+    assert [m["params"] for m in asked if m["method"] == "session/messages"] == [
+        {"threadId": thread, "limit": 2}, {"threadId": thread}]
+    prompt = sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    assert "Turns so far: 3" in prompt
+    assert asked[-1]["params"] == {"threadId": thread, "limit": 3}
+    context = [e[1] for e in ws.events() if e[0] == "context"]
+    assert context[-1]["messages"] == CONVERSATION[-3:]
+
+
+def test_without_the_capability_ctx_messages_raises_and_nothing_is_asked(spawn, ws):
+    ws.extension("recall", RECALL)
+    sidecar, asked = conversation_editor(spawn, None)
+    thread = start(sidecar, ws, ["recall"])["threadId"]
+    failed = tool_json(sidecar, thread, "recall")
+    assert failed["error"] == "ConversationUnavailable" and "capabilities.conversation" in failed["message"]
+    assert "Turns so far: 0" in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    assert "messages" not in [e[1] for e in ws.events() if e[0] == "context"][-1]
+    assert not [m for m in asked if m["method"] == "session/messages"]
+
+
+def test_a_malformed_conversation_is_an_error_in_the_handler_and_the_sidecar_keeps_serving(spawn, ws):
+    ws.extension("recall", RECALL)
+    sidecar, _ = conversation_editor(spawn, CONVERSATION, answer={"messages": [{"role": "user"}]})
+    thread = start(sidecar, ws, ["recall"])["threadId"]
+    failed = tool_json(sidecar, thread, "recall")
+    assert failed["error"] == "ConversationUnavailable" and "message 0" in failed["message"]
+    assert "Turns so far: 0" in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]

@@ -624,6 +624,10 @@ export interface ChatSendParams {
  */
 export interface ClientCapabilities {
   ui?: UiCapabilities | null;
+  /**
+   * v4: the editor answers session/messages (ctx.messages, the context event's messages).
+   */
+  conversation?: boolean | null;
 }
 /**
  * What the editor can show; undeclared means unsupported.
@@ -1641,6 +1645,8 @@ export interface Limits {
   sessionEndBudgetMs?: number;
   maxProcesses?: number;
   maxTools?: number;
+  contextMessages?: number;
+  deferToolsOver?: number;
   /**
    * What a failed command hook of an event that can block does: "closed" (default) blocks (hook_failed); "open" reports a diagnostic and lets the call go on.
    */
@@ -1891,6 +1897,40 @@ export interface PinnedExtension {
    * The extension's bytes must hash to this (any case), or it is not imported (hash_mismatch).
    */
   sha256?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessage".
+ */
+export interface SessionMessage {
+  /**
+   * user, assistant, tool, system: the editor's word.
+   */
+  role: string;
+  text: string;
+  toolCalls?: JsonObject[];
+  toolResults?: JsonObject[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessagesParams".
+ */
+export interface SessionMessagesParams {
+  threadId: ThreadId;
+  /**
+   * The last this many; absent: all.
+   */
+  limit?: number;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessagesResult".
+ */
+export interface SessionMessagesResult {
+  /**
+   * Oldest first.
+   */
+  messages: SessionMessage[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2342,6 +2382,8 @@ export interface ServerRequests {
   /** A dynamic tool's call, for the editor to run. */
   "item/tool/call": { params: ItemToolCallParams; result: ItemToolCallResult };
   "ui/confirm": { params: UiConfirmParams; result: UiConfirmResult };
+  /** v4: the conversation, asked only of an editor that declared capabilities.conversation. */
+  "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "ui/select": { params: UiSelectParams; result: UiValueResult };
   "ui/input": { params: UiInputParams; result: UiValueResult };
 }

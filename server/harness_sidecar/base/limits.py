@@ -32,6 +32,9 @@ class Limits:
     command_hook_failure: str = "closed"  # "closed" | "open" (wire: commandHookFailure; not an integer)
     max_processes: int = 128  # tasks (processes and their threads) of the thread's processes, as pids.max counts
     max_tools: int = 10000  # tools one extension may register; more fails its load
+    # v4 §5
+    context_messages: int = 20  # the last messages a context handler gets (capabilities.conversation)
+    defer_tools_over: int = 0  # tools/list lists the non-builtin tools past the first N as deferred; 0: none
 
     # Limits whose smaller values are nonsense (refused as invalid params, never read as "no limit"):
     # below 64 MiB of address space no Python host can run, so 0 is not a way to say "unlimited".
@@ -59,6 +62,8 @@ class Limits:
         "sessionEndBudgetMs": "session_end_budget_ms",
         "maxProcesses": "max_processes",
         "maxTools": "max_tools",
+        "contextMessages": "context_messages",
+        "deferToolsOver": "defer_tools_over",
         "commandHookFailure": "command_hook_failure",
     }
     STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values

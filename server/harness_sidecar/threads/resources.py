@@ -6,6 +6,7 @@ hosts (whose ``context`` handlers add sections to the prompt).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from harness_sidecar.threads import typed_input as C
@@ -18,6 +19,8 @@ from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.wire import params as P
+
+logger = logging.getLogger("harness_sidecar.threads.sidecar")
 
 
 class ResourceMethods:
@@ -59,6 +62,8 @@ class ResourceMethods:
             from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
             payload = {"threadId": thread.id, "activeSkills": sorted(thread.activated)}
+            if self.editor.conversation:  # v4 §5: the last limits.contextMessages messages of the conversation
+                payload["messages"] = await self._last_messages(thread.id, thread.limits)
             try:
                 await thread.host.ensure()
                 outcome = await run_event(thread.host, thread.handlers(CONTEXT), CONTEXT, payload,
@@ -85,3 +90,18 @@ class ResourceMethods:
         elif extension_text:
             prompt += ("\n" if prompt else "") + extension_text
         return {"systemPrompt": prompt}
+
+    async def _last_messages(self, thread_id: str, limits: Any) -> list[dict[str, Any]]:
+        """The editor's last ``limits.contextMessages`` messages (``session/messages``); none when it cannot
+        say (an error, no answer within ``uiTimeoutMs``, a malformed answer: logged on stderr)."""
+        from harness_sidecar.base.conversation import METHOD, last, parse_messages
+
+        if not limits.context_messages:
+            return []
+        try:
+            answer = await self.editor.ask(METHOD, {"threadId": thread_id, "limit": limits.context_messages},
+                                           limits.ui_timeout_ms / 1000)
+            return last(parse_messages(answer), limits.context_messages)
+        except Exception as exc:  # noqa: BLE001 - the prompt is built without them
+            logger.info("%s for the context event of %s: %s", METHOD, thread_id, exc)
+            return []

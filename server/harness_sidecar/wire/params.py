@@ -508,7 +508,10 @@ UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{
 INITIALIZE = Obj(
     [opt("clientInfo", Obj([Field("name", Str()), opt("version", Str())], incoming=True, name="ClientInfo")),
      opt("protocolVersion", Str(), description="Logged when it is not 1 or 2; the answer is protocolVersion 2."),
-     opt("capabilities", Obj([opt("ui", UI_CAPABILITIES)], incoming=True, name="ClientCapabilities",
+     opt("capabilities", Obj([opt("ui", UI_CAPABILITIES),
+                              opt("conversation", Bool(), description="v4: the editor answers session/messages "
+                                                                      "(ctx.messages, the context event's messages).")],
+                             incoming=True, name="ClientCapabilities",
                              description="Other keys are ignored."))],
     incoming=True, name="InitializeParams",
     description="initialize never fails on its params: a capability that is not true is unsupported, a "

@@ -385,6 +385,15 @@ UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
 UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
                       name="UiValueResult")
 
+SESSION_MESSAGE = Obj([Field("role", Str(), description="user, assistant, tool, system: the editor's word."),
+                       Field("text", Str()), opt("toolCalls", Arr(P.JSON_OBJECT)),
+                       opt("toolResults", Arr(P.JSON_OBJECT))], name="SessionMessage")
+SESSION_MESSAGES = Obj([Field("threadId", P.THREAD_ID),
+                        opt("limit", Int(minimum=0), description="The last this many; absent: all.")],
+                       name="SessionMessagesParams")
+SESSION_MESSAGES_RESULT = Obj([Field("messages", Arr(SESSION_MESSAGE), description="Oldest first.")],
+                              name="SessionMessagesResult")
+
 NO_PARAMS = Map(AnyValue(), name="NoParams", description="No params are read (absent, null or an object).")
 NULL_RESULT = Null(name="NullResult")
 
@@ -544,6 +553,8 @@ MESSAGES: list[Message] = [
     _request("item/tool/call", ITEM_TOOL_CALL, ITEM_TOOL_CALL_RESULT, direction=SERVER,
              description="A dynamic tool's call, for the editor to run."),
     _request("ui/confirm", UI_CONFIRM, UI_CONFIRM_RESULT, direction=SERVER),
+    _request("session/messages", SESSION_MESSAGES, SESSION_MESSAGES_RESULT, direction=SERVER,
+             description="v4: the conversation, asked only of an editor that declared capabilities.conversation."),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
 ]

@@ -200,6 +200,7 @@ class Loading:
         self.state.cwd = body.get("cwd")
         self.state.roots = body.get("roots", [])
         self.state.ui = body.get("ui", {})
+        self.state.conversation = body.get("conversation") is True
         self.state.settings = body.get("settings", {})
         self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
         self.state.max_tools = body.get("maxTools")

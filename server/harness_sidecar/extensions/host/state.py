@@ -25,6 +25,7 @@ class HostState:
         self.cwd: str | None = None
         self.roots: list[str] = []
         self.ui: dict[str, bool] = {}  # the editor's ui capabilities, as the sidecar passed them on
+        self.conversation = False  # the editor declared capabilities.conversation (ctx.messages may ask)
         self.settings: dict[str, dict[str, Any]] = {}
         self.max_result_bytes = 16 * 1024 * 1024
         self.max_tools: int | None = None  # limits.maxTools (per extension)

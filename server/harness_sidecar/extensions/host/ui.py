@@ -227,6 +227,12 @@ class Context:
         self.settings = to_json(settings) if settings else {}
         self.ui = ui
 
+    def messages(self, limit: int | None = None) -> Any:
+        """The conversation (``capabilities.conversation``): ``extensions.host.conversation``."""
+        from harness_sidecar.extensions.host.conversation import messages
+
+        return messages(self.ui, limit)
+
 
 class UserRequests:
     """``ctx`` for a handler, and ``ui/*`` requests with their answers."""
