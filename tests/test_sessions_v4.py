@@ -166,3 +166,112 @@ def test_a_malformed_conversation_is_an_error_in_the_handler_and_the_sidecar_kee
     failed = tool_json(sidecar, thread, "recall")
     assert failed["error"] == "ConversationUnavailable" and "message 0" in failed["message"]
     assert "Turns so far: 0" in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+
+
+# -- what the model may use ------------------------------------------------------------------------------
+
+# After Pi's plan-mode.ts: /plan leaves the model the read-only tools, /build gives it all of them back.
+PLAN_MODE = """
+def plan(arguments, ctx):
+    every = ctx.tools.list()
+    active = ctx.tools.set_active([t['name'] for t in every if t['name'].startswith('read')])
+    return json.dumps({'every': every, 'active': active})
+def build(arguments, ctx):
+    return json.dumps(ctx.tools.set_active([t['name'] for t in ctx.tools.list()]))
+async def wrong(arguments, ctx):
+    try:
+        await ctx.tools.set_active(['nope'])
+    except ValueError as exc:
+        return str(exc)
+def note(call_id, arguments):
+    return 'noted'
+def activate(api):
+    api.register_command('plan', 'Plan only.', plan)
+    api.register_command('build', 'Build.', build)
+    api.register_command('wrong', 'A wrong name.', wrong)
+    api.register_tool('note', 'Take a note.', {'type': 'object'}, note)
+"""
+
+
+def dynamic(name, description):
+    return {"name": name, "description": description,
+            "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}}
+
+
+def run_command(sidecar, thread, name):
+    return sidecar.call("commands/run", {"threadId": thread, "name": name}, timeout=60)
+
+
+def changes(sidecar, count):
+    from helpers import changes_until
+
+    return changes_until(sidecar, lambda found: len(found) >= count)
+
+
+def test_set_active_changes_tools_list_and_catalog_changed_names_the_tools(spawn, ws):
+    import json
+
+    ws.extension("plan-mode", PLAN_MODE)
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["plan-mode"], watch=False,
+                   dynamicTools=[dynamic("read_file", "Read a file."), dynamic("write_file", "Write a file.")])["threadId"]
+    names = lambda: [t["name"] for t in sidecar.call("tools/list", {"threadId": thread})["tools"]]  # noqa: E731
+    assert names() == ["load_skill", "read_file", "write_file", "note"]
+    planned = json.loads(run_command(sidecar, thread, "plan")["content"][0]["text"])
+    assert [(t["name"], t["origin"], t["active"]) for t in planned["every"]] == [
+        ("load_skill", "builtin", True), ("read_file", "dynamic", True), ("write_file", "dynamic", True),
+        ("note", "extension", True)]
+    assert planned["active"] == ["load_skill", "read_file"]  # builtins stay
+    assert names() == ["load_skill", "read_file"]
+    left = changes(sidecar, 1)[-1]
+    assert left["removed"] == [{"kind": "tool", "name": "note"}, {"kind": "tool", "name": "write_file"}]
+    assert left["added"] == [] and left["revision"] == sidecar.call("tools/list", {"threadId": thread})["revision"]
+    refused = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "w", "name": "write_file",
+                                                                       "arguments": {}}})["result"]
+    assert refused["isError"] and refused["details"]["kind"] == "tool_inactive"
+    refused = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "n", "name": "note",
+                                                                       "arguments": {}}})["result"]
+    assert refused["isError"] and refused["details"]["kind"] == "tool_inactive"
+    assert json.loads(run_command(sidecar, thread, "build")["content"][0]["text"]) == [
+        "load_skill", "read_file", "write_file", "note"]
+    back = changes(sidecar, 2)[-1]
+    assert back["added"] == [{"kind": "tool", "name": "note"}, {"kind": "tool", "name": "write_file"}]
+    assert back["removed"] == []
+    assert names() == ["load_skill", "read_file", "write_file", "note"]
+    noted = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "n2", "name": "note", "arguments": {}}})
+    assert noted["result"]["content"][0]["text"] == "noted"
+    assert "no tool named 'nope'" in run_command(sidecar, thread, "wrong")["content"][0]["text"]
+    assert names() == ["load_skill", "read_file", "write_file", "note"]  # a wrong name changed nothing
+
+
+def test_deferred_tools_are_listed_by_name_found_by_tool_search_and_callable(spawn, ws):
+    def on_request(message):
+        if message["method"] == "item/tool/call":
+            return {"result": {"contentItems": [{"type": "inputText", "text": f"ran {message['params']['tool']}"}],
+                               "success": True}}
+        return None
+
+    sidecar = spawn(on_request=on_request)
+    tools = [dynamic("send_email", "Send an email to someone."),
+             dynamic("weather", "Query the weather forecast for a city."),
+             dynamic("resize_images", "Resize images to a given width.")]
+    thread = sidecar.call("thread/start", {"roots": [str(ws.root)], "dynamicTools": tools,
+                                           "limits": {"deferToolsOver": 1}})["threadId"]
+    listed = sidecar.call("tools/list", {"threadId": thread})["tools"]
+    assert [t["name"] for t in listed] == ["load_skill", "send_email", "weather", "resize_images", "tool_search"]
+    by_name = {t["name"]: t for t in listed}
+    assert by_name["weather"] == {"name": "weather", "deferred": True}
+    assert by_name["resize_images"] == {"name": "resize_images", "deferred": True}
+    assert "inputSchema" in by_name["send_email"] and "inputSchema" in by_name["tool_search"]
+    found = sidecar.call("tools/call", {"threadId": thread, "call": {
+        "id": "s", "name": "tool_search", "arguments": {"query": "weather forecast"}}})["result"]
+    assert not found["isError"]
+    assert [t["name"] for t in found["details"]["tools"]] == ["weather"]
+    assert found["details"]["tools"][0]["inputSchema"] == tools[1]["inputSchema"]
+    assert "weather: Query the weather forecast" in found["content"][0]["text"]
+    called = sidecar.call("tools/call", {"threadId": thread, "call": {
+        "id": "r", "name": "resize_images", "arguments": {"q": "640"}}})["result"]
+    assert called["content"][0]["text"] == "ran resize_images" and not called["isError"]
+    bad = sidecar.call("tools/call", {"threadId": thread, "call": {
+        "id": "b", "name": "tool_search", "arguments": {"query": "   "}}})["result"]
+    assert bad["isError"] and bad["details"]["kind"] == "invalid_arguments"

@@ -815,6 +815,16 @@ export interface ContextBuildResult {
   systemPrompt: string;
 }
 /**
+ * v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its spec; it can be called as any other.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "DeferredTool".
+ */
+export interface DeferredTool {
+  name: ToolName;
+  deferred: true;
+}
+/**
  * A tool the editor executes (item/tool/call).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2256,7 +2266,10 @@ export interface ToolsCallResult {
  * via the `definition` "ToolsListResult".
  */
 export interface ToolsListResult {
-  tools: ToolSpec[];
+  /**
+   * The active tools (builtins always), a deferred one by name only (v4).
+   */
+  tools: (ToolSpec | DeferredTool)[];
   revision: Revision;
 }
 /**

@@ -64,6 +64,9 @@ SOURCE = Obj([Field("kind", Str(enum=("root", "plugin", "editor", "mcp"))),
 TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
                  Field("origin", ORIGIN), opt("source", SOURCE, description="Provenance: absent for a builtin.")],
                 name="ToolSpec")
+DEFERRED_TOOL = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("deferred", Const(True))], name="DeferredTool",
+                    description="v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its "
+                                "spec; it can be called as any other.")
 USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
 REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
                                                        "change.")
@@ -528,7 +531,9 @@ MESSAGES: list[Message] = [
                     "what the thread's SessionStart hooks said (for the thread's life), then extension sections "
                     "(protocol.md § context/build)."))], name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
-             Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
+             Obj([Field("tools", Arr(Union(TOOL_SPEC, DEFERRED_TOOL)),
+                        description="The active tools (builtins always), a deferred one by name only (v4)."),
+                  Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),
     _request("tools/call", P.TOOLS_CALL, Obj([Field("result", TOOL_RESULT)], name="ToolsCallResult"), THREAD,
              "Never a protocol error for what a tool, hook or editor did: a result paired with the call."),

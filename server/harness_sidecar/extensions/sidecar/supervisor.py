@@ -29,7 +29,8 @@ EXIT_WINDOW_S = 300.0
 RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "thread/diagnostic"))
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 # What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
-ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages"))
+ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages",
+                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE))  # the last two: the sidecar answers (ctx.tools)
 Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
 
 
