@@ -275,3 +275,73 @@ def test_deferred_tools_are_listed_by_name_found_by_tool_search_and_callable(spa
     bad = sidecar.call("tools/call", {"threadId": thread, "call": {
         "id": "b", "name": "tool_search", "arguments": {"query": "   "}}})["result"]
     assert bad["isError"] and bad["details"]["kind"] == "invalid_arguments"
+
+
+# -- observable ------------------------------------------------------------------------------------------
+
+TRACED = """
+def guard(event):
+    return None
+def note(call_id, arguments):
+    return 'noted'
+def activate(api):
+    api.register_tool('note', 'Take a note.', {'type': 'object'}, note)
+    api.on('tool_call', guard)
+"""
+
+
+def stderr_until(sidecar, wanted, timeout=20.0):
+    """The sidecar's stderr lines (text), read until one contains ``wanted`` (a bounded poll)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = [line.decode("utf-8", "replace").rstrip("\n") for line in list(sidecar.stderr_lines)]
+        if any(wanted in line for line in lines):
+            return lines
+        time.sleep(0.02)
+    return [line.decode("utf-8", "replace").rstrip("\n") for line in list(sidecar.stderr_lines)]
+
+
+def test_debug_log_shows_the_load_sequence_and_each_calls_steps_with_durations(spawn, ws):
+    import re
+
+    from harness_sidecar.console.client import sidecar_command
+
+    ws.extension("traced", TRACED)
+    sidecar = spawn(command=[*sidecar_command(), "--log-level", "debug"])
+    thread = sidecar.call("thread/start", {"roots": [str(ws.root)], "trustedExtensions": ["traced"],
+                                           "dynamicTools": [dynamic("ask_editor", "Asked of the editor.")]})["threadId"]
+    sidecar.call("tools/call", {"threadId": thread, "call": {"id": "c1", "name": "note", "arguments": {}}})
+    lines = stderr_until(sidecar, "tools/call c1 (note): answered")
+    ms = r"\d+\.\d{3} ms"
+    load = [line for line in lines if "extension traced:" in line or ": commit:" in line]
+    # the load sequence, in its order, one line a step
+    assert [re.sub(ms, "T", line.split(": ", 2)[-1]) for line in load] == [
+        "extension traced: import T", "extension traced: factory activate(api) T",
+        "extension traced: registrations staged: 1 tools, 1 hooks, 0 commands (load T)",
+        "extension traced: staged registrations checked: ok, to be committed", "commit: traced live"]
+    call = [line for line in lines if "tools/call c1 (note)" in line]
+    steps = [re.sub(ms, "T", re.search(r"\(note\): (.*)", line).group(1)) for line in call]
+    assert steps == ["arguments checked against inputSchema T", "host exchange [tool_call:traced, core:traced] T",
+                     "answered, T in all"]
+    assert all(line.startswith("harness-sidecar DEBUG ") for line in load + call)
+    # a core that runs in the sidecar (the editor's tool; this editor serves no requests): its own step
+    sidecar.call("tools/call", {"threadId": thread, "call": {"id": "c2", "name": "ask_editor", "arguments": {}}})
+    lines = stderr_until(sidecar, "tools/call c2 (ask_editor): answered")
+    steps = [re.sub(ms, "T", re.search(r"\(ask_editor\): (.*)", line).group(1)) for line in lines
+             if "tools/call c2 (ask_editor)" in line]
+    assert steps == ["arguments checked against inputSchema T", "host exchange [tool_call:traced] T",
+                     "core (dynamic) T", "answered isError (editor_error), T in all"]
+
+
+def test_info_level_writes_no_step_lines(spawn, ws):
+    from harness_sidecar.console.client import sidecar_command
+
+    ws.extension("traced", TRACED)
+    sidecar = spawn(command=[*sidecar_command(), "--log-level", "info"])
+    thread = start(sidecar, ws, ["traced"])["threadId"]
+    sidecar.call("tools/call", {"threadId": thread, "call": {"id": "c1", "name": "note", "arguments": {}}})
+    sidecar.call("thread/close", {"threadId": thread})
+    text = "".join(line.decode("utf-8", "replace") for line in sidecar.stderr_lines)
+    assert "tools/call c1" not in text and "registrations staged" not in text and "DEBUG" not in text
