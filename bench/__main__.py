@@ -26,7 +26,7 @@ sys.path.insert(0, str(REPO / "server"))
 from bench import extensions, mcp_sidecar, watch  # noqa: E402
 from bench.codex import find_codex, first_skills_list  # noqa: E402
 from bench.common import ECHO, SIDECAR, Raw, cpu_seconds, fmt, summary  # noqa: E402
-from bench.workspace import make_skills, tree_bytes  # noqa: E402
+from bench.workspace import evict, make_skills, tree_bytes  # noqa: E402
 
 # -- 1. spawn → initialize ---------------------------------------------------------------------
 
@@ -165,27 +165,47 @@ def thread_start_case(root: Path, count: int, runs: int, empty: Path) -> dict:
             "peak_rss_mb": max(rss), "naive_full_read_ms": summary(naive), "tree_mb": tree_bytes(root) / 1e6}
 
 
-def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path) -> dict:
+def _spawn_to_catalog(params: dict, count: int, env: dict[str, str] | None = None) -> float:
+    spawned = time.perf_counter()
+    raw = Raw(SIDECAR, env)
+    raw.call("initialize")
+    result = raw.call("thread/start", params)
+    elapsed = (time.perf_counter() - spawned) * 1000
+    assert len(result["catalog"]["skills"]) == count
+    raw.close()
+    return elapsed
+
+
+def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path, cold: bool = False,
+                     early_off: bool = False) -> dict:
     """Spawn → first answer, alternating: the sidecar's thread/start and Codex's skills/list, same tree.
 
     ``root`` is ``<workspace>/.agents``: the sidecar's root, and where Codex finds repository skills.
+    ``cold``: the tree's file data is dropped from the page cache before every run (``evict``).
+    ``early_off``: a third series, the sidecar without its early-scan helper (wire/early_scan.py).
     """
     workspace = root.parent
     first_skills_list(codex, workspace, home)  # Codex creates its state databases on its very first start
-    ours, theirs, listed = [], [], 0
+    ours, theirs, plain, listed = [], [], [], 0
     params = {"roots": [str(root)], "limits": {"maxSkillsPerRoot": max(count, 2000)}}
     for _ in range(runs):
-        spawned = time.perf_counter()
-        raw = Raw(SIDECAR)
-        raw.call("initialize")
-        result = raw.call("thread/start", params)
-        ours.append((time.perf_counter() - spawned) * 1000)
-        assert len(result["catalog"]["skills"]) == count
-        raw.close()
+        if cold:
+            evict(root)
+        ours.append(_spawn_to_catalog(params, count))
+        if early_off:
+            if cold:
+                evict(root)
+            plain.append(_spawn_to_catalog(params, count, {"HARNESS_SIDECAR_EARLY_SCAN": "off"}))
+        if cold:
+            evict(root)
         elapsed, listed = first_skills_list(codex, workspace, home)
         theirs.append(elapsed)
-    return {"sidecar_ms": summary(ours), "codex_ms": summary(theirs), "codex_listed": listed,
-            "ratio": statistics.median(ours) / statistics.median(theirs)}
+    out = {"sidecar_ms": summary(ours), "codex_ms": summary(theirs), "codex_listed": listed,
+           "ratio": statistics.median(ours) / statistics.median(theirs), "cold": cold}
+    if plain:
+        out.update(sidecar_early_off_ms=summary(plain), ratio_early_off=statistics.median(plain)
+                   / statistics.median(theirs))
+    return out
 
 
 # -- 4. context/build ------------------------------------------------------------------------------

@@ -5,8 +5,9 @@ member: ``initialize {clientInfo}`` → answer, the ``initialized`` notification
 ``skills/list {cwds: [dir]}``. It reads repository skills from ``<dir>/.agents/skills``, so the
 tree measured is a workspace whose ``.agents`` directory is the sidecar's root: the same files.
 
-The binary is ``$HARNESS_BENCH_CODEX``, else ``codex`` on ``PATH``; when neither is there the
-bench says so and leaves the comparison out. Codex runs with its own ``CODEX_HOME`` in the
+The binary is ``$HARNESS_BENCH_CODEX``, else ``codex`` on ``PATH``, else the native binary of the
+``@openai/codex`` package ``bench.corpus_peers`` installed; when none is there the bench says so and
+leaves the comparison out. Codex runs with its own ``CODEX_HOME`` in the
 bench's temporary directory, warmed by one run first (its first start creates its state
 databases, which a user's machine has long done).
 """
@@ -23,11 +24,27 @@ from pathlib import Path
 from bench.common import close_process
 
 
+def installed_peer() -> str | None:
+    """Codex as ``bench.corpus_peers`` installs it (``npm install @openai/codex@0.171.0`` under its
+    peers folder): the native binary the npm package ships, so that the figure is Codex's own work
+    and not node's start-up in its launcher script (the launcher when no binary is found)."""
+    from bench.corpus_peers.compare import peers_dir
+
+    modules = peers_dir() / "node_modules"
+    for binary in sorted(modules.glob("@openai/codex-*/vendor/*/bin/codex")):
+        if os.access(binary, os.X_OK):
+            return str(binary)
+    launcher = modules / ".bin" / "codex"
+    return str(launcher) if launcher.exists() else None
+
+
 def find_codex() -> tuple[str | None, str]:
-    """``(path, version)`` of the Codex binary, or ``(None, why not)``."""
-    path = os.environ.get("HARNESS_BENCH_CODEX") or shutil.which("codex")
+    """``(path, version)`` of the Codex binary: ``$HARNESS_BENCH_CODEX``, ``codex`` on ``PATH``, or the
+    one ``bench.corpus_peers`` installed; else ``(None, why not)``."""
+    path = os.environ.get("HARNESS_BENCH_CODEX") or shutil.which("codex") or installed_peer()
     if not path:
-        return None, "no Codex binary (set HARNESS_BENCH_CODEX, or put codex on PATH: npm i -g @openai/codex@0.171.0)"
+        return None, ("no Codex binary (set HARNESS_BENCH_CODEX, put codex on PATH: npm i -g @openai/codex@0.171.0, "
+                      "or python -m bench.corpus_peers.compare --install-peers)")
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:

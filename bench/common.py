@@ -34,9 +34,9 @@ RELAY = [sys.executable, str(REPO / "bench" / "relay_server.py")]
 class Raw:
     """A sidecar driven with raw bytes, so the client spends as little CPU as possible."""
 
-    def __init__(self, command: list[str]) -> None:
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=bench_env())
+                                     stderr=subprocess.DEVNULL, env={**bench_env(), **(env or {})})
         self.next_id = 1
 
     def send(self, data: bytes) -> None:

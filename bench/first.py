@@ -22,6 +22,11 @@ def main() -> int:
     parser.add_argument("--cases", default="1000x102400,10000x200", help="COUNTxBODYBYTES, comma-separated")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--no-codex", action="store_true")
+    parser.add_argument("--cold", action="store_true", help="drop the tree's file data from the page cache "
+                        "before every Codex comparison run (bench.workspace.evict)")
+    parser.add_argument("--early-off", action="store_true", help="a third series in the Codex comparison: "
+                        "the sidecar without its early-scan helper")
+    parser.add_argument("--no-first", action="store_true", help="the Codex comparison only")
     args = parser.parse_args()
     compileall.compile_dir(str(REPO / "server"), quiet=1)
     cases = [tuple(int(n) for n in case.split("x")) for case in args.cases.split(",")]
@@ -31,17 +36,21 @@ def main() -> int:
         trees = {case: make_skills(Path(tmp) / f"ws-{case[0]}-{case[1]}" / ".agents", *case) for case in cases}
         time.sleep(2.1)
         for (count, body), root in trees.items():
-            case = thread_start_case(root, count, args.runs, empty)
-            print(f"{count}x{body}B  first thread/start {fmt(case['first_ms'], ' ms')}"
-                  f"  spawn→first answered {fmt(case['spawn_to_first_ms'], ' ms')}"
-                  f"  warm process {fmt(case['ms'], ' ms')}  warm {fmt(case['warm_ms'], ' ms')}", flush=True)
+            if not args.no_first:
+                case = thread_start_case(root, count, args.runs, empty)
+                print(f"{count}x{body}B  first thread/start {fmt(case['first_ms'], ' ms')}"
+                      f"  spawn→first answered {fmt(case['spawn_to_first_ms'], ' ms')}"
+                      f"  warm process {fmt(case['ms'], ' ms')}  warm {fmt(case['warm_ms'], ' ms')}", flush=True)
             if codex is None:
                 print(f"  Codex comparison left out: {version}")
                 continue
-            comparison = codex_comparison(root, count, args.runs, codex, Path(tmp) / "codex-home")
-            print(f"  spawn → first answer: sidecar {fmt(comparison['sidecar_ms'], ' ms')}, Codex {version} "
-                  f"{fmt(comparison['codex_ms'], ' ms')} ({comparison['codex_listed']} skills listed): "
-                  f"ratio {comparison['ratio']:.2f}×", flush=True)
+            comparison = codex_comparison(root, count, args.runs, codex, Path(tmp) / "codex-home", args.cold,
+                                          args.early_off)
+            off = (f"; without the early scan {fmt(comparison['sidecar_early_off_ms'], ' ms')}: "
+                   f"{comparison['ratio_early_off']:.2f}×") if args.early_off else ""
+            print(f"  spawn → first answer{' (file data cold)' if args.cold else ''}: sidecar "
+                  f"{fmt(comparison['sidecar_ms'], ' ms')}, Codex {version} {fmt(comparison['codex_ms'], ' ms')} "
+                  f"({comparison['codex_listed']} skills listed): ratio {comparison['ratio']:.2f}×{off}", flush=True)
     return 0
 
 

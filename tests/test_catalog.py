@@ -447,3 +447,47 @@ def test_the_warning_survives_the_header_cache(tree, monkeypatch):
     assert len(catalog_module._HEADERS) == 1
     assert [d.kind for d in first.diagnostics] == [d.kind for d in second.diagnostics] == ["description_too_long"]
     assert "long" in second.skills
+
+
+def test_a_fifo_named_like_a_resource_is_reported_and_never_waited_on(spawn, tree):
+    """A cloned repository whose SKILL.md, AGENTS.md or template is a FIFO: opening one for reading
+    would wait for a writer forever, and the thread/start (the sidecar's helper too) with it."""
+    root = tree("project")
+    add_skill(root, "review", "Use when reviewing.")
+    (root / "skills/trap").mkdir(parents=True)
+    os.mkfifo(root / "skills/trap/SKILL.md")
+    os.mkfifo(root / "AGENTS.md")
+    (root / "templates").mkdir()
+    os.mkfifo(root / "templates/trap.md")
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(root)]}, timeout=30)
+    assert [s["name"] for s in result["catalog"]["skills"]] == ["review"]
+    found = kinds_by_path(result["diagnostics"])
+    assert found[str(root / "skills/trap/SKILL.md")] == {"unreadable"}
+    assert found[str(root / "AGENTS.md")] and found[str(root / "templates/trap.md")]
+    assert sidecar.call("thread/start", {"roots": [str(root)]}, timeout=30)["catalog"]["skills"]  # and again
+
+
+def test_a_tree_read_off_a_cold_disk_gives_the_catalog_it_gives_from_memory(spawn, tree, tmp_path):
+    """Cold file data (dropped from the page cache) takes the read-ahead path (resources/readahead.py):
+    the same catalog and diagnostics, linked, hidden, broken and refused skills included."""
+    root, outside = tree("project"), tree("outside")
+    for i in range(40):
+        add_skill(root, f"skill-{i:02d}", f"Use when {i}.", "body " * 2000)
+    write(root / "skills/broken/SKILL.md", "---\nname: other\ndescription: d\n---\n")
+    add_skill(root, "inner", directory=".hidden/inner")
+    add_skill(outside, "linked")
+    (root / "skills/linked").symlink_to(outside / "skills/linked")
+    (root / "skills/dangling").symlink_to(tmp_path / "nowhere")
+
+    def cold_start() -> dict:
+        for path in root.rglob("*"):
+            if path.is_file() and not path.is_symlink():
+                fd = os.open(path, os.O_RDONLY)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                os.close(fd)
+        return spawn().call("thread/start", {"roots": [str(root)]})
+
+    cold, warm = cold_start(), spawn().call("thread/start", {"roots": [str(root)]})
+    assert cold["catalog"] == warm["catalog"] and cold["diagnostics"] == warm["diagnostics"]
+    assert len(cold["catalog"]["skills"]) == 40 and kinds_by_path(cold["diagnostics"])

@@ -61,7 +61,7 @@ def nvim_binaries() -> dict[str, str | None]:
     return found
 
 
-@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 26), ("ui.lua", 13), ("live.lua", 11)])
+@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 27), ("ui.lua", 14), ("live.lua", 11)])
 @pytest.mark.parametrize("version", ["0.7", "0.11"])
 def test_neovim_plugin_headless(version, scenario, checks):
     """scenario.lua: the catalog, skills, templates, tools, trust, completion that never waits;

@@ -475,12 +475,14 @@ def test_thread_start_and_close_handlers(spawn, ws, ending):
     sidecar, _ = start_editor(spawn)
     result = start(sidecar, ws, ["life"], cwd=str(ws.tmp))
     thread = result["threadId"]
-    assert ["start", {"threadId": thread, "cwd": str(ws.tmp), "roots": [str(ws.root)]}] in ws.events()
+    # v4 §5: thread_start says why the thread started
+    assert ["start", {"threadId": thread, "cwd": str(ws.tmp), "roots": [str(ws.root)], "reason": "startup"}] \
+        in ws.events()
     assert result["catalog"]["extensions"][0]["status"] == "loaded"  # a faulty handler is a diagnostic only
     fault = diagnostics(sidecar, "throw")[0]
     assert fault["hook"] == "thread_start" and fault["extensionId"] == "life"
     if ending == "close":
-        assert sidecar.call("thread/close", {"threadId": thread}) is None
+        assert sidecar.call("thread/close", {"threadId": thread}) == {"state": {}}  # v4 §5: the extensions' state
     elif ending == "shutdown":
         assert sidecar.call("shutdown") is None
         sidecar.notify("exit")

@@ -388,8 +388,10 @@ def test_load_skill_passes_hooks_and_activates(spawn, workspace):
     assert ok["isError"] is False and ok["content"][0]["text"].startswith("REVIEW BODY\n\n---\nSkill directory: ")
     blocked = call(sidecar, thread, "load_skill", {"name": "forbidden"})
     assert blocked["details"]["blocked"]["reason"] == "that skill is off limits"
-    prompt = sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
-    assert "REVIEW BODY" in prompt and "FORBIDDEN BODY" not in prompt
+    built = sidecar.call("context/build", {"threadId": thread})
+    # v4 §5: a skill load_skill activated is named, its body (the tool result) not pasted into the prompt again
+    assert built["activeSkills"] == [{"name": "review", "path": ok["details"]["path"], "via": "load_skill"}]
+    assert "REVIEW BODY" not in built["systemPrompt"] and "FORBIDDEN BODY" not in built["systemPrompt"]
 
 
 @pytest.mark.parametrize("arguments", [{"name": "review", "resources": ["x"]}, {}, {"name": "../review"},
@@ -465,7 +467,7 @@ def test_threads_are_isolated(spawn, workspace):
     assert call(sidecar, untrusted, "note", {"text": "a"})["details"]["kind"] == "tool_not_found"
     call(sidecar, trusted, "load_skill", {"name": "review"})
     assert "REVIEW BODY" not in sidecar.call("context/build", {"threadId": untrusted})["systemPrompt"]
-    assert sidecar.call("thread/close", {"threadId": trusted}) is None
+    assert sidecar.call("thread/close", {"threadId": trusted}) == {"state": {}}  # v4 §5: the extensions' state
     assert sidecar.request("tools/list", {"threadId": trusted})["error"]["data"]["kind"] == "thread_not_found"
 
 

@@ -9,8 +9,8 @@ import subprocess
 from harness_sidecar.console.client import child_env, sidecar_command
 from helpers import WORKSPACE
 
-METHODS = ["thread/start", "thread/close", "skills/activate", "templates/render", "context/build", "tools/list",
-           "tools/call", "initialize", "shutdown", "nope/nope", "$/cancelRequest"]
+METHODS = ["thread/start", "thread/close", "thread/fork", "skills/activate", "skills/deactivate", "templates/render",
+           "context/build", "tools/list", "tools/call", "initialize", "shutdown", "nope/nope", "$/cancelRequest"]
 
 
 def random_value(rng: random.Random, depth: int = 0):

@@ -20,6 +20,24 @@ from harness_sidecar.base import jsonio, stdjson
 def test_reading_is_exactly_the_standard_librarys(text):
     assert jsonio.loads(text) == json.loads(text)
     assert type(jsonio.loads(text)) is type(json.loads(text))
+    # the same in a long text (read by looking at its values, not its bytes), of few values and of many
+    for filler in (b'"' + b"x" * jsonio.LONG_TEXT + b'"', b"[" + b"1," * (jsonio.LONG_TEXT // 2) + b"1]"):
+        long = b"[" + filler + b"," + text + b"]"
+        assert jsonio.loads(long) == json.loads(long)
+        assert repr(jsonio.loads(long)) == repr(json.loads(long))  # every type and digit the same
+
+
+@pytest.mark.parametrize("depth", [512, 513, 600])
+def test_a_long_text_is_too_deep_past_512_levels_whatever_it_holds(depth):
+    from harness_sidecar.base import jsondepth
+
+    for filler in (b'"' + b"x" * jsondepth.WALK_FROM + b'"', b"1," * (jsondepth.WALK_FROM // 2) + b"1"):
+        text = b"[" * depth + filler + b"]" * depth
+        if depth > jsondepth.MAX_DEPTH:
+            with pytest.raises(jsondepth.TooDeep):
+                jsondepth.bounded_loads(jsonio.loads, text)
+        else:
+            assert jsondepth.bounded_loads(jsonio.loads, text) == json.loads(text)
 
 
 @pytest.mark.parametrize("text", [b"[NaN]", b"[Infinity]", b"[-Infinity]", b"{", b'{"a":}', b"\xff\xfe", b""])

@@ -168,7 +168,7 @@ def test_watch_false_and_thread_refresh(spawn, root):
 def test_closing_the_thread_releases_the_watch(spawn, root):
     sidecar = spawn()
     thread = start(sidecar, root)
-    assert sidecar.call("thread/close", {"threadId": thread}) is None
+    assert sidecar.call("thread/close", {"threadId": thread}) == {"state": {}}  # v4 §5: the extensions' state
     add_skill(root, "gamma", "Use for gamma.")
     quiet(sidecar)
     assert changes(sidecar) == []

@@ -216,7 +216,7 @@ def test_no_server_outlives_its_thread_or_a_killed_sidecar(spawn, ws, tmp_path):
     lingering = {**server(events, "--linger"), "env": {"MCP_TEST_EVENTS": str(events), "E2E_MARK": mark}}
     thread = start(sidecar, root, [lingering], trusted=())["threadId"]
     assert len(pids_with_env("E2E_MARK", mark)) == 1
-    assert sidecar.call("thread/close", {"threadId": thread}, timeout=30) is None
+    assert sidecar.call("thread/close", {"threadId": thread}, timeout=30) == {"state": {}}  # v4 §5
     assert pids_with_env("E2E_MARK", mark) == []  # gone by the time thread/close answers
     killed = spawn()
     start(killed, root, [lingering], trusted=())

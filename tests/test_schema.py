@@ -30,6 +30,7 @@ CONTRACT_METHODS = {
     "$/cancelRequest": ("both", "notification"),
     "thread/start": ("client→server", "request"), "thread/close": ("client→server", "request"),
     "thread/refresh": ("client→server", "request"), "skills/activate": ("client→server", "request"),
+    "thread/fork": ("client→server", "request"), "skills/deactivate": ("client→server", "request"),  # v4 §5
     "templates/render": ("client→server", "request"), "context/build": ("client→server", "request"),
     "tools/list": ("client→server", "request"), "tools/call": ("client→server", "request"),
     "commands/list": ("client→server", "request"), "commands/run": ("client→server", "request"),
@@ -38,6 +39,7 @@ CONTRACT_METHODS = {
     "ui/notify": ("server→client", "notification"), "ui/status": ("server→client", "notification"),
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
+    "ui/openUrl": ("server→client", "request"),  # v4 §4: a remote MCP server's sign-in
     "session/messages": ("server→client", "request"),  # v4 §5: the conversation (capabilities.conversation)
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
 }
@@ -314,7 +316,10 @@ VALID = {
     "ThreadStartParams": {
         "roots": ["/p"], "trustedExtensions": ["a", {"id": "b", "sha256": "0" * 64}],
         "extensions": [{"id": "c", "path": "/c.py"}],
-        "dynamicTools": [{"name": "sel", "description": "", "inputSchema": {"type": "object"}}],
+        "dynamicTools": [{"name": "sel", "description": "", "inputSchema": {"type": "object"}},
+                         {"type": "namespace", "name": "ns", "description": "",
+                          "tools": [{"type": "function", "name": "t", "inputSchema": {"type": "object"}}]}],
+        "sessionId": "s:1", "resume": True, "state": {"a": {"k": 1}},
         "limits": {"catalogBytes": 10}, "cwd": "/w", "extensionSettings": {"a": {}}, "watch": True,
         "mcpServers": [{"name": "m", "command": ["x"], "env": {"A": "b"}, "cwd": "/", "required": False,
                         "startupTimeoutMs": 1, "tools": {"allow": ["a"], "deny": []}}]},
@@ -338,7 +343,8 @@ PARSERS = {
 }
 # What the parser refuses although no JSON Schema keyword can say it (each in the schema's description):
 # an id or name listed twice, a dynamic tool's inputSchema that is not JSON Schema.
-PARSER_ONLY = ("is trusted twice", "is listed twice", "is already declared", "is not valid JSON Schema")
+PARSER_ONLY = ("is trusted twice", "is listed twice", "is already declared", "is not valid JSON Schema",
+               "is longer than 64 characters", "needs a 'sessionId' to resume", "(limits.extensionStateBytes)")
 # What the method itself refuses with a domain error (the schema states it; parsing leaves it alone).
 METHOD_CHECKED = {"TemplatesRenderParams": "(at $.arguments."}
 SAMPLES = [None, True, False, 0, -1, 7, 1.5, "", "x", "/abs", "rel", "Bad_Name", "a__b", "0" * 64, [], ["x"], [5],
@@ -432,7 +438,8 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    assert len(messages) == 27 and len(requests) == 19 and len(notifications) == 8  # v3 §4: loop/event, chat/send; v4 §5: session/messages
+    # v3 §4: loop/event, chat/send; v4 §4: ui/openUrl; v4 §5: thread/fork, skills/deactivate, session/messages
+    assert len(messages) == 30 and len(requests) == 22 and len(notifications) == 8
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
-    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 30
+    assert len(error_kinds) == len(protocol.ERROR_KINDS) == 31  # v4 §5: skill_not_active
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -49,7 +49,8 @@ def test_pi_event_names_are_aliases_with_the_targets_semantics(spawn, ws):
         ("agent_end", "stop", "info"), ("session_start", "thread_start", "info")]
     # session_start is thread_start: called once, with thread_start's payload
     assert [e for e in ws.events() if e[0] == "start"] == [
-        ["start", {"threadId": thread, "cwd": ws.events()[0][1]["cwd"], "roots": [str(ws.root)]}]]
+        ["start", {"threadId": thread, "cwd": ws.events()[0][1]["cwd"], "roots": [str(ws.root)],
+                   "reason": "startup"}]]
     # agent_end is stop: its payload, and stop's fail-closed rule (a handler that raised blocks)
     answer = loop_event(sidecar, thread, "stop", {"stopHookActive": False, "lastAssistantMessage": "done"})
     assert answer["blocked"]["by"] == ["extension:guard"]

@@ -45,7 +45,9 @@ def test_the_check_fails_on_a_result_that_breaks_the_schema_with_a_readable_reas
                                                    "data": {"kind": "template_not_found"}}})],
      "not in x-messages['skills/activate'].errors"),
     ([("->", {"id": 1, "method": "context/build", "params": {"threadId": 5}}),
-      ("<-", {"jsonrpc": "2.0", "id": 1, "result": {"systemPrompt": ""}})], "the test sent (and the sidecar accepted)"),
+      ("<-", {"jsonrpc": "2.0", "id": 1, "result": {"systemPrompt": "", "revision": 1, "activeSkills": [],
+                                                    "toolsRevision": 1}})],  # a v4 §5 result: only the params wrong
+     "the test sent (and the sidecar accepted)"),
     ([("<-", {"jsonrpc": "2.0", "id": 4, "method": "item/tool/call", "params": {"threadId": "t", "callId": "c",
                                                                                "tool": "x", "arguments": {}}}),
       ("->", {"jsonrpc": "2.0", "id": 4, "result": {"contentItems": [], "success": "yes"}})], "item/tool/call result"),

@@ -77,6 +77,7 @@ const REVERSE_REQUESTS = {
   'ui/confirm': (harness, params, token) => harness.ui.confirm(params, token),
   'ui/select': (harness, params, token) => harness.ui.select(params, token),
   'ui/input': (harness, params, token) => harness.ui.input(params, token),
+  'ui/openUrl': (harness, params) => harness.ui.openUrl(params),
   'item/tool/call': async (harness, params) => {
     if (params.tool !== 'editor_selection') {
       return { contentItems: [{ type: 'inputText', text: `unknown editor tool ${params.tool}` }], success: false };
@@ -343,6 +344,7 @@ function startErrorText(command, err) {
 
 class Harness {
   constructor(context) {
+    this.context = context;
     this.output = vscode.window.createOutputChannel('Harness Sidecar', { log: true });
     this.status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 10);
     this.status.command = 'harnessSidecar.showCatalog';
@@ -472,11 +474,29 @@ class Harness {
       if (plugins.length) params.plugins = plugins;
       if (disabledPlugins.length) params.disabledPlugins = disabledPlugins;
       if (trustedPlugins.length) params.trustedPlugins = trustedPlugins;
+      Object.assign(params, this.session());
       this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })
         .catch((err) => { this.threadPromise = null; throw err; });
     }
     return this.threadPromise;
+  }
+
+  /**
+   * This workspace's session (protocol-v4 §5): an id kept in the workspace's state, so that a window
+   * reload (a new extension host) resumes it: the trusted extensions get their ctx.state back and the
+   * activated skills come back. Every thread of the window resumes it (after Restart too); the first
+   * one of a new workspace has nothing saved yet and starts empty.
+   */
+  session() {
+    const store = this.context && this.context.workspaceState;
+    let sessionId = store ? store.get(SESSION_KEY) : this.sessionId;
+    if (!sessionId) {
+      sessionId = `vscode:${require('crypto').randomUUID()}`;
+      if (store) store.update(SESSION_KEY, sessionId);
+    }
+    this.sessionId = sessionId;
+    return { sessionId, resume: true };
   }
 
   /** catalog/changed for this window's thread: one refresh at the next idle moment (changes together are one). */
@@ -707,6 +727,7 @@ function toolResultText(tool, values, result) {
 
 let harness = null;
 let toolCalls = 0;
+const SESSION_KEY = 'harnessSidecar.sessionId';
 
 function activate(context) {
   harness = new Harness(context);
@@ -727,6 +748,22 @@ function activate(context) {
     }),
     // A {{variable}} template asks each variable; a command template (commands/*.md) asks one free text,
     // as typed after /<name> (`args` a string when called with one).
+    // skills/deactivate: the skill leaves the system prompt (a QuickPick of context/build's activeSkills).
+    'harnessSidecar.deactivateSkill': (name) => h.run('Harness: deactivating a skill', async (token) => {
+      const { threadId } = await h.thread(token);
+      const { activeSkills } = await h.live().request('context/build', { threadId }, token);
+      if (!name && !activeSkills.length) {
+        vscode.window.showInformationMessage('Harness: no skill is active');
+        return undefined;
+      }
+      const skill = name || await h.pick(activeSkills.map((s) => ({ label: s.name, description: s.via,
+        detail: s.path })), 'Skill to deactivate');
+      if (!skill) return undefined;
+      const result = await h.live().request('skills/deactivate', { threadId, name: skill }, token);
+      const left = result.activeSkills.map((s) => s.name).join(', ') || 'none';
+      vscode.window.showInformationMessage(`Harness: deactivated ${skill}; active: ${left}`);
+      return result;
+    }),
     'harnessSidecar.renderTemplate': (name, args) => h.run('Harness: rendering a template', async (token) => {
       const { threadId, catalog } = await h.thread(token);
       const commandTemplates = catalog.commandTemplates || [];

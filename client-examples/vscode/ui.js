@@ -4,6 +4,7 @@
 //
 //   ui/confirm → a modal warning with Allow / Deny naming the extension, the tool and its arguments
 //   ui/select  → a QuickPick (labels and descriptions)       ui/input → an InputBox (placeholder)
+//   ui/openUrl → env.openExternal (a remote MCP server's sign-in page; not opened: a message with the URL)
 //   ui/notify  → an information / warning / error message    ui/status → a status-bar item per
 //                                                             (extension, key); `text: null` removes it
 //
@@ -14,7 +15,8 @@
 
 /** What this client answers: sent as `initialize.capabilities.ui` (JSONL) or
  * `initializationOptions.capabilities.ui` (LSP). */
-const UI_CAPABILITIES = Object.freeze({ confirm: true, select: true, input: true, notify: true, status: true });
+const UI_CAPABILITIES = Object.freeze({ confirm: true, select: true, input: true, notify: true, status: true,
+  openUrl: true });
 
 const ALLOW = 'Allow';
 const DENY = 'Deny';
@@ -26,6 +28,8 @@ const DENY = 'Deny';
 /** @typedef {import('./types/protocol').UiStatusParams} UiStatusParams */
 /** @typedef {import('./types/protocol').UiConfirmResult} UiConfirmResult */
 /** @typedef {import('./types/protocol').UiValueResult} UiValueResult */
+/** @typedef {import('./types/protocol').UiOpenUrlParams} UiOpenUrlParams */
+/** @typedef {import('./types/protocol').UiOpenUrlResult} UiOpenUrlResult */
 /**
  * @typedef {{isCancellationRequested: boolean,
  *   onCancellationRequested: (listener: () => void) => {dispose(): void}}} Token
@@ -119,6 +123,24 @@ class EditorUi {
       if (token) cancellation = token.onCancellationRequested(() => finish(null));
       widget.show();
     });
+  }
+
+  /**
+   * A remote MCP server's sign-in page (OAuth), opened in the user's browser with `env.openExternal`;
+   * when it cannot be opened, the user is shown the reason and the URL to open themselves.
+   * @param {UiOpenUrlParams} params
+   * @returns {Promise<UiOpenUrlResult>}
+   */
+  async openUrl(params) {
+    let opened = false;
+    try {
+      opened = (await this.vscode.env.openExternal(this.vscode.Uri.parse(params.url))) === true;
+    } catch (err) {
+      this.output.info(`ui/openUrl: could not open the browser: ${err}`);
+    }
+    this.output.info(`ui/openUrl: ${params.reason}: ${opened ? 'opened in the browser' : 'not opened'}`);
+    if (!opened) this.vscode.window.showInformationMessage(`${params.reason}: open ${params.url}`);
+    return { opened };
   }
 
   /** @param {UiNotifyParams} params */

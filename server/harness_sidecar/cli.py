@@ -59,14 +59,16 @@ def flush_stderr() -> None:
 
 
 def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024,
-          max_queued_bytes: int = 64 * 1024 * 1024) -> int:
-    """Serve JSON-RPC on stdio. A first ``initialize`` is answered before asyncio is imported."""
+          max_queued_bytes: int = 64 * 1024 * 1024, max_threads: int = 64) -> int:
+    """Serve JSON-RPC on stdio. A first ``initialize`` is answered before asyncio is imported (and
+    before ``limits``, whose ``dataclasses`` import brings ``inspect``, ``ast`` and ``dis``)."""
     from harness_sidecar.wire.lifecycle import (
         Relay,
         clean_initialize,
         initialize_result,
     )
     from harness_sidecar.wire.transport import Reader, Writer, claim_stdin, claim_stdout
+    from harness_sidecar.wire import early_scan
 
     writer = Writer(claim_stdout())
     relay = Relay()
@@ -74,7 +76,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     def set_framing(framing: str) -> None:
         writer.framing = framing
 
-    reader = Reader(claim_stdin(), relay, set_framing)
+    reader = Reader(claim_stdin(), early_scan.tap(relay), set_framing)
     reader.max_in_transit = max_queued_bytes  # read ahead of the loop at most this much (it never waits)
     reader.start()
     first = relay.first_batch()
@@ -84,6 +86,8 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
         if answered is not None:
             writer.write({"jsonrpc": "2.0", "id": answered[0], "result": initialize_result(writer.framing)})
             first = first[1:]
+            early_scan.start()  # the first thread/start's catalog is scanned beside the imports below
+    set_max_threads(max_threads)
     queue_stderr()
     configure_logging(level)
     import asyncio
@@ -153,6 +157,12 @@ def serve_lsp() -> int:
     os._exit(code)
 
 
+def set_max_threads(count: int) -> None:
+    from harness_sidecar.base.limits import SIDECAR
+
+    SIDECAR.max_threads = count
+
+
 def quiet_on_broken_pipe(command: Any, options: list[str]) -> int:
     """Run a command that prints; if the reader goes away (``… | head -1``) stop quietly, as cat does."""
     try:
@@ -199,11 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 2
         numbers[name] = int(options[name])
-    from harness_sidecar.base.limits import SIDECAR
-
-    SIDECAR.max_threads = numbers["--max-threads"]
     if not rest:
-        return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"], numbers["--max-queued-bytes"])
+        return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"], numbers["--max-queued-bytes"],
+                     numbers["--max-threads"])
+    set_max_threads(numbers["--max-threads"])
     configure_logging(level)
     command, options = rest[0], rest[1:]
     if command == "--lsp" and not options:

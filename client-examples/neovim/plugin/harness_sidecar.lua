@@ -14,6 +14,11 @@ vim.api.nvim_create_user_command('HarnessCatalog', function() hs().cmd_catalog()
 vim.api.nvim_create_user_command('HarnessActivate', function(o) hs().cmd_activate(o.fargs[1]) end,
   { nargs = '?', complete = function(lead) return hs().complete_activate(lead) end,
     desc = 'Activate a skill (a picker without an argument)' })
+vim.api.nvim_create_user_command('HarnessDeactivate', function(o) hs().cmd_deactivate(o.fargs[1]) end,
+  { nargs = '?', complete = function(lead) return hs().complete_activate(lead) end,
+    desc = 'Deactivate an active skill (a picker of the active ones without an argument)' })
+vim.api.nvim_create_user_command('HarnessResume', function() hs().cmd_resume() end,
+  { desc = "Start the sidecar again and resume this session: extension state and activated skills come back" })
 vim.api.nvim_create_user_command('HarnessRender', function(o)
   hs().cmd_render(o.fargs[1], vim.list_slice(o.fargs, 2), o.args)
 end, { nargs = '*', complete = function(lead, line) return hs().complete_render(lead, line) end,

@@ -225,6 +225,24 @@ check(':HarnessStop says what is gone, and the next command says it starts anew'
   contains(last_notification(), 'activations of thread-1 are gone')
 end)
 
+check(':HarnessResume brings the activated skills back in a new sidecar; :HarnessDeactivate ends one', function()
+  local shown = hs.shown_count
+  vim.cmd('HarnessActivate review')
+  wait_for(function() return hs.shown_count > shown end, 'the activation')
+  local before = hs.client
+  vim.cmd('HarnessResume')
+  wait_for(function() return last_notification():find('resumed session nvim:', 1, true) end, 'the resume')
+  assert(hs.client ~= before, 'the same sidecar')
+  local built
+  hs.call('context/build', {}, function(err, result) built = result or err end)
+  wait_for(function() return built end, 'context/build')
+  assert(built.activeSkills and #built.activeSkills == 1 and built.activeSkills[1].name == 'review',
+    vim.inspect(built.activeSkills or built))
+  vim.cmd('HarnessDeactivate review')
+  wait_for(function() return last_notification():find('deactivated review', 1, true) end, 'the deactivation')
+  contains(last_notification(), 'active: none')
+end)
+
 check('a command that cannot start says why, without a Lua path', function()
   hs.stop({ quiet = true })
   hs.setup({ cmd = { '/nonexistent/harness-sidecar' }, roots = roots })

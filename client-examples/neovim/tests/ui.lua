@@ -307,6 +307,34 @@ check(':HarnessCall shows a trusted command hook\'s block, its reason and its me
   setup()
 end)
 
+check('ui/openUrl opens the sign-in page with vim.ui.open (0.10+), else tells the URL; answers opened', function()
+  local hs_ui = require('harness_sidecar.ui')
+  local handler = hs.reverse_requests['ui/openUrl']
+  local answers = {}
+  local client = { respond = function(_, id, result) answers[id] = result end }
+  local params = { threadId = 'thread-1', url = 'https://auth.example.com/authorize?x=1', reason = 'sign in to linear' }
+  local real_open = vim.ui.open
+  local opened_with
+  if real_open then
+    vim.ui.open = function(url) opened_with = url; return { pid = 1 }, nil end
+  end
+  assert(handler(params, 7, client) == nil) -- answered later, from the main loop
+  wait_for(function() return answers[7] ~= nil end, 'the answer')
+  if real_open then
+    assert(answers[7].opened == true and opened_with == params.url, vim.inspect(answers[7]))
+    vim.ui.open = function() return nil, 'no browser' end
+    handler(params, 8, client)
+    wait_for(function() return answers[8] ~= nil end, 'the second answer')
+    assert(answers[8].opened == false, vim.inspect(answers[8]))
+    vim.ui.open = real_open
+  else
+    assert(answers[7].opened == false, vim.inspect(answers[7]))
+  end
+  local last = hs_ui.history[#hs_ui.history].message
+  contains(last, 'sign in to linear: open https://auth.example.com/authorize?x=1')
+  assert(hs_ui.capabilities.openUrl == true)
+end)
+
 check(':help covers asking, :HarnessCommand, :HarnessCall, the statusline and mcp_servers', function()
   for _, tag in ipairs({ 'harness_sidecar-ui', ':HarnessCommand', 'harness_sidecar.statusline()', 'harness_sidecar-mcp', ':HarnessCall' }) do
     vim.cmd('help ' .. tag)

@@ -24,7 +24,8 @@ test('the catalog as a tree, a status bar, Problems and read-only documents', as
     user: { command: sidecarCommand(), roots: ROOTS, trustedExtensions: ['review-extension'] },
   });
   assert.deepEqual([...state.commands.keys()].sort(), [
-    'harnessSidecar.activateSkill', 'harnessSidecar.callTool', 'harnessSidecar.refreshCatalog', 'harnessSidecar.renderTemplate',
+    'harnessSidecar.activateSkill', 'harnessSidecar.callTool', 'harnessSidecar.deactivateSkill',
+    'harnessSidecar.refreshCatalog', 'harnessSidecar.renderTemplate',
     'harnessSidecar.restart', 'harnessSidecar.runCommand', 'harnessSidecar.showCatalog', 'harnessSidecar.showOutput', 'harnessSidecar.showSystemPrompt']);
 
   await run(state, 'harnessSidecar.showCatalog');
@@ -417,4 +418,24 @@ test('Call Tool…: pick a tool, type its arguments as JSON (bad JSON asked agai
   await run(state, 'harnessSidecar.callTool', 'Bash', {});
   assert.match(state.errors.at(-1).message, /no tool named Bash in this thread \(tools\/list: .*load_skill/);
   await extension.deactivate();
+});
+
+test('a window reload resumes the session: the activated skill comes back; Deactivate Skill ends it', async () => {
+  const kept = new Map(); // the workspace's state, which outlives the extension host a reload replaces
+  const workspaceState = { get: (key) => kept.get(key), update: async (key, value) => { kept.set(key, value); } };
+  const options = { user: { command: sidecarCommand(), roots: ROOTS } };
+  const first = await activate(options, EXTENSION, activations, { workspaceState });
+  await run(first.state, 'harnessSidecar.activateSkill', 'review');
+  assert.match(kept.get('harnessSidecar.sessionId'), /^vscode:[0-9a-f-]{36}$/);
+  await first.extension.deactivate(); // the window reloads: this sidecar ends, a new one starts
+  const second = await activate(options, EXTENSION, activations, { workspaceState });
+  const { threadId } = await second.api.harness.thread();
+  const built = await second.api.client.request('context/build', { threadId });
+  assert.deepEqual(built.activeSkills.map((s) => [s.name, s.via]), [['review', 'activate']]);
+  assert.match(built.systemPrompt, /# Active skill: review/);
+  await run(second.state, 'harnessSidecar.deactivateSkill', 'review');
+  assert.equal(second.state.infos.at(-1), 'Harness: deactivated review; active: none');
+  const after = await second.api.client.request('context/build', { threadId });
+  assert.deepEqual(after.activeSkills, []);
+  assert.doesNotMatch(after.systemPrompt, /# Active skill: review/);
 });

@@ -52,7 +52,12 @@ class Uri {
   static joinPath(base, ...parts) { return new Uri(base.scheme, base.authority, path.posix.join(base.path, ...parts)); }
   get fsPath() { return this.path; }
   with(change) { return new Uri(change.scheme || this.scheme, this.authority, change.path || this.path); }
-  toString() { return this.scheme === 'file' ? `file://${encodeURI(this.path)}` : `${this.scheme}:${this.path}`; }
+  toString() {
+    if (this.scheme === 'file') return `file://${encodeURI(this.path)}`;
+    const rest = `${this.query ? `?${this.query}` : ''}${this.fragment ? `#${this.fragment}` : ''}`;
+    return this.authority ? `${this.scheme}://${this.authority}${encodeURI(this.path)}${rest}`
+      : `${this.scheme}:${this.path}${rest}`;
+  }
   toJSON() { return { scheme: this.scheme, path: this.path }; }
 }
 
@@ -358,15 +363,16 @@ function loadWith(vscode, file) {
 
 /**
  * Activate the extension whose main module is `main` against a fresh stand-in (`options`: see standIn)
- * and wait for its start. `registry` (an array), when given, gets the extension before it activates, for
+ * and wait for its start (`context`: more of the ExtensionContext, e.g. a workspaceState that outlives a window
+ * reload). `registry` (an array), when given, gets the extension before it activates, for
  * deactivateAll() after the tests: also after a failed assertion, since a sidecar left running would
  * keep node waiting instead of reporting the failure.
  */
-async function activate(options, main, registry) {
+async function activate(options, main, registry, context = {}) {
   const { vscode, state } = standIn(options);
   const extension = loadWith(vscode, main);
   if (registry) registry.push(extension);
-  const api = extension.activate({ subscriptions: [] });
+  const api = extension.activate({ subscriptions: [], ...context }); // context: e.g. a workspaceState kept across reloads
   await api.started;
   return { vscode, state, extension, api };
 }

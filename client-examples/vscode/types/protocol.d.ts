@@ -68,6 +68,7 @@ export type Error =
   | Error_Overloaded
   | Error_ThreadNotFound
   | Error_SkillNotFound
+  | Error_SkillNotActive
   | Error_InvalidArguments
   | Error_PathEscape
   | Error_NameMismatch
@@ -174,6 +175,13 @@ export type NullResult = null;
  */
 export type PluginName = string;
 /**
+ * An editor-chosen, stable name of a conversation: 1-128 of A-Za-z0-9._:- (thread ids stay per process).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionId".
+ */
+export type SessionId = string;
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadDiagnosticParams".
  */
@@ -184,6 +192,8 @@ export type ThreadDiagnosticParams =
   | ExtensionChanged
   | McpExit
   | McpRestarted
+  | McpAuthRequired
+  | McpUnavailableLater
   | ExtensionAuthorNotice
   | StderrDropped
   | CommandHookDiagnostic
@@ -304,6 +314,21 @@ export interface BinaryResource {
   encoding: "base64";
   mimeType: string;
   content: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ActiveSkill".
+ */
+export interface ActiveSkill {
+  name: string;
+  /**
+   * The activated candidate's SKILL.md.
+   */
+  path: string;
+  /**
+   * load_skill: its body is the tool result, not pasted into the prompt.
+   */
+  via: "activate" | "load_skill";
 }
 /**
  * Listed as metadata; never run.
@@ -660,6 +685,10 @@ export interface UiCapabilities {
    * The editor takes chat/send (ctx.ui.send_message).
    */
   sendMessage?: boolean | null;
+  /**
+   * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
+   */
+  openUrl?: boolean | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -810,9 +839,15 @@ export interface ContainmentReduced {
  */
 export interface ContextBuildResult {
   /**
-   * Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for what the thread's SessionStart hooks said (for the thread's life), then extension sections (protocol.md § context/build).
+   * Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for what the thread's SessionStart hooks said (for the thread's life), then extension sections (protocol.md § context/build). A skill loaded by load_skill is named in activeSkills, its body not pasted again.
    */
   systemPrompt: string;
+  revision: Revision;
+  /**
+   * The thread's activated skills, by name.
+   */
+  activeSkills: ActiveSkill[];
+  toolsRevision: Revision;
 }
 /**
  * v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its spec; it can be called as any other.
@@ -825,12 +860,35 @@ export interface DeferredTool {
   deferred: true;
 }
 /**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "DynamicNamespaceTool".
+ */
+export interface DynamicNamespaceTool {
+  /**
+   * Codex's only kind of namespaced tool.
+   */
+  type: "function";
+  /**
+   * 1-64 of A-Za-z0-9_-, without '__'.
+   */
+  name: string;
+  description?: string | null;
+  /**
+   * Must be valid JSON Schema. Default: {"type": "object", "properties": {}}.
+   */
+  inputSchema?: InputSchema | null;
+}
+/**
  * A tool the editor executes (item/tool/call).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "DynamicTool".
  */
 export interface DynamicTool {
+  /**
+   * Codex's tag of a function tool; may be left out.
+   */
+  type?: "function" | null;
   /**
    * 1-64 of A-Za-z0-9_-; not a builtin tool's name nor another dynamic tool's.
    */
@@ -840,6 +898,24 @@ export interface DynamicTool {
    * Must be valid JSON Schema. Default: {"type": "object", "properties": {}}.
    */
   inputSchema?: InputSchema | null;
+}
+/**
+ * Codex's namespace of dynamic tools: each nested tool is flattened to <namespace>__<tool> (at most 64 characters, else invalid params) and called with item/tool/call {tool: <namespace>__<tool>, namespace}.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "DynamicToolNamespace".
+ */
+export interface DynamicToolNamespace {
+  type: "namespace";
+  /**
+   * 1-64 of A-Za-z0-9_-, without '__': the tools are listed as <namespace>__<tool>.
+   */
+  name: string;
+  /**
+   * @minItems 1
+   */
+  tools: [DynamicNamespaceTool, ...DynamicNamespaceTool[]];
+  description?: string | null;
 }
 /**
  * Malformed JSON, invalid UTF-8, a bad Content-Length frame; id null.
@@ -1062,7 +1138,7 @@ export interface Error_ThreadNotFound {
   };
 }
 /**
- * No such skill, or it is gone from disk.
+ * No such skill, or it is gone from disk, or (path) no same-name candidate is at that path.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "Error_SkillNotFound".
@@ -1074,6 +1150,21 @@ export interface Error_SkillNotFound {
     kind: "skill_not_found";
     name?: string;
     path?: string;
+    [k: string]: unknown;
+  };
+}
+/**
+ * skills/deactivate of a skill the thread has not active.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "Error_SkillNotActive".
+ */
+export interface Error_SkillNotActive {
+  code: -32019;
+  message: string;
+  data: {
+    kind: "skill_not_active";
+    name: string;
     [k: string]: unknown;
   };
 }
@@ -1615,6 +1706,10 @@ export interface ItemToolCallParams {
   callId: RequestId;
   tool: string;
   arguments: JsonObject;
+  /**
+   * A Codex namespace's tool: its namespace (tool is <namespace>__<name>).
+   */
+  namespace?: string;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1655,6 +1750,7 @@ export interface Limits {
   sessionEndBudgetMs?: number;
   maxProcesses?: number;
   maxTools?: number;
+  extensionStateBytes?: number;
   contextMessages?: number;
   deferToolsOver?: number;
   /**
@@ -1776,6 +1872,30 @@ export interface LoopEventResult {
   stopTurn?: StopTurn;
 }
 /**
+ * A remote MCP server needs the user to sign in and the editor declared no capabilities.ui.openUrl (or did not open it); its tools join once signed in.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpAuthRequired".
+ */
+export interface McpAuthRequired {
+  threadId: ThreadId;
+  kind: "mcp_auth_required";
+  name: string;
+  message: string;
+  data: McpAuthRequiredData;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpAuthRequiredData".
+ */
+export interface McpAuthRequiredData {
+  server: string;
+  /**
+   * The authorization URL to open.
+   */
+  url: string;
+}
+/**
  * A thread's MCP server exited; it is restarted on the next call to it (3 exits in 5 minutes: not any more).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1802,7 +1922,7 @@ export interface McpRestarted {
   message: string;
 }
 /**
- * A stdio MCP server the editor chose for this thread.
+ * An MCP server the editor chose for this thread: stdio (command) or remote (type http|sse, url, headers?).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "McpServerConfig".
@@ -1813,11 +1933,23 @@ export interface McpServerConfig {
    */
   name: string;
   /**
-   * argv of the server (stdio).
-   *
-   * @minItems 1
+   * stdio (a child process, the default), http (streamable HTTP, MCP 2025-06-18) or sse (the 2024-11-05 HTTP+SSE transport).
    */
-  command: [string, ...string[]];
+  type?: ("stdio" | "http" | "sse") | null;
+  /**
+   * argv of the server (stdio; required there).
+   */
+  command?: [string, ...string[]] | null;
+  /**
+   * The server's endpoint (http and sse; required there).
+   */
+  url?: string | null;
+  /**
+   * HTTP headers sent with every request (http and sse); ${VAR} is expanded from the sidecar's environment, an unset VAR as empty.
+   */
+  headers?: {
+    [k: string]: string;
+  } | null;
   /**
    * Added to the sidecar's environment.
    */
@@ -1840,6 +1972,18 @@ export interface McpServerConfig {
     allow?: string[] | null;
     deny?: string[] | null;
   } | null;
+}
+/**
+ * A remote MCP server's sign-in, which thread/start did not wait for, failed.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "McpUnavailableLater".
+ */
+export interface McpUnavailableLater {
+  threadId: ThreadId;
+  kind: "mcp_unavailable";
+  name: string;
+  message: string;
 }
 /**
  * The sidecar always sends jsonrpc; editors may omit it.
@@ -1953,6 +2097,10 @@ export interface SkillsActivateParams {
    * Paths relative to the skill's directory; each answered once, in request order.
    */
   resources?: string[] | null;
+  /**
+   * A candidate's SKILL.md path (the catalog's winner or a shadowed same-name skill): that one is activated; a path that is no candidate of the name is skill_not_found, never the winner.
+   */
+  path?: AbsolutePath | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1960,6 +2108,21 @@ export interface SkillsActivateParams {
  */
 export interface SkillsActivateResult {
   skill: ActivatedSkill;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SkillsDeactivateParams".
+ */
+export interface SkillsDeactivateParams {
+  threadId: ThreadId;
+  name: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SkillsDeactivateResult".
+ */
+export interface SkillsDeactivateResult {
+  activeSkills: ActiveSkill[];
 }
 /**
  * The editor does not read the sidecar's stderr: lines of this thread's processes were dropped rather than block the sidecar (at most one a minute per thread).
@@ -2003,6 +2166,18 @@ export interface TemplatesRenderResult {
   diagnostics?: Diagnostic[];
 }
 /**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ThreadCloseResult".
+ */
+export interface ThreadCloseResult {
+  /**
+   * Extension id → its last ctx.state (JSON), for an editor that keeps state itself (thread/start.state).
+   */
+  state: {
+    [k: string]: unknown;
+  };
+}
+/**
  * A grant matched two or more candidates, or only a shadowed one: none of them runs any code (once per grant and thread; also in the catalog's diagnostics).
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2031,6 +2206,17 @@ export interface TrustAmbiguous {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ThreadForkParams".
+ */
+export interface ThreadForkParams {
+  threadId: ThreadId;
+  /**
+   * The new thread's session (where its state is saved).
+   */
+  sessionId?: SessionId | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "ThreadParams".
  */
 export interface ThreadParams {
@@ -2053,7 +2239,10 @@ export interface ThreadStartParams {
    * Explicit extension sources; one wins over a root's extension of the same id and counts as the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid params.
    */
   extensions?: ExplicitExtension[] | null;
-  dynamicTools?: DynamicTool[] | null;
+  /**
+   * Tools the editor runs; a Codex type:"namespace" entry's tools are flattened to <namespace>__<tool>. A name declared twice (after flattening) is invalid params.
+   */
+  dynamicTools?: (DynamicTool | DynamicToolNamespace)[] | null;
   limits?: Limits | null;
   /**
    * The user's working directory, for extensions (ctx.cwd).
@@ -2086,6 +2275,20 @@ export interface ThreadStartParams {
    * The only plugins whose code (hooks, MCP servers, extensions) may run.
    */
   trustedPlugins?: TrustedPlugin[] | null;
+  /**
+   * The editor's stable name of the conversation: extension state and activated skills are saved under it (protocol.md § Sessions).
+   */
+  sessionId?: SessionId | null;
+  /**
+   * Hand back what was saved under sessionId (extension state, activated skills); requires sessionId. Without it a sessionId starts afresh.
+   */
+  resume?: boolean | null;
+  /**
+   * Extension id → its state (JSON, at most limits.extensionStateBytes as compact JSON): overrides what is saved; the shape thread/close answers.
+   */
+  state?: {
+    [k: string]: unknown;
+  } | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2316,6 +2519,30 @@ export interface UiNotifyParams {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "UiOpenUrlParams".
+ */
+export interface UiOpenUrlParams {
+  threadId: ThreadId;
+  /**
+   * An http(s) URL to open in the user's browser.
+   */
+  url: string;
+  /**
+   * Why, for the user.
+   */
+  reason: string;
+}
+/**
+ * Anything but opened: true (an error, no answer) makes the sidecar give the URL in a thread/diagnostic mcp_auth_required.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "UiOpenUrlResult".
+ */
+export interface UiOpenUrlResult {
+  opened: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "UiOption".
  */
 export interface UiOption {
@@ -2366,8 +2593,12 @@ export interface ClientRequests {
   "thread/start": { params: ThreadStartParams; result: ThreadStartResult };
   /** Rescans the roots now; answers like thread/start. */
   "thread/refresh": { params: ThreadParams; result: ThreadStartResult };
-  "thread/close": { params: ThreadParams; result: NullResult };
+  /** A new thread over the same roots, grants, tools and limits, with copies of the state and activations (thread_start reason "fork"); answers like thread/start. */
+  "thread/fork": { params: ThreadForkParams; result: ThreadStartResult };
+  "thread/close": { params: ThreadParams; result: ThreadCloseResult };
   "skills/activate": { params: SkillsActivateParams; result: SkillsActivateResult };
+  /** The skill leaves the thread's context/build. */
+  "skills/deactivate": { params: SkillsDeactivateParams; result: SkillsDeactivateResult };
   "templates/render": { params: TemplatesRenderParams; result: TemplatesRenderResult };
   "context/build": { params: ThreadParams; result: ContextBuildResult };
   "tools/list": { params: ThreadParams; result: ToolsListResult };
@@ -2399,6 +2630,8 @@ export interface ServerRequests {
   "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "ui/select": { params: UiSelectParams; result: UiValueResult };
   "ui/input": { params: UiInputParams; result: UiValueResult };
+  /** A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl). */
+  "ui/openUrl": { params: UiOpenUrlParams; result: UiOpenUrlResult };
 }
 
 /** Notifications the sidecar sends: method → params. */
@@ -2419,8 +2652,10 @@ export type RequestErrorKind = "parse_error" | "invalid_request" | "too_large" |
 export interface DomainErrorKinds {
   "thread/start": "mcp_unavailable" | "too_many_threads";
   "thread/refresh": "thread_not_found";
+  "thread/fork": "thread_not_found" | "too_many_threads" | "mcp_unavailable";
   "thread/close": "thread_not_found";
   "skills/activate": "thread_not_found" | "skill_not_found" | "invalid_arguments" | "path_escape" | "name_mismatch" | "invalid_frontmatter" | "not_utf8" | "resource_not_found" | "too_large" | "broken_link";
+  "skills/deactivate": "thread_not_found" | "skill_not_active" | "invalid_arguments";
   "templates/render": "thread_not_found" | "template_not_found" | "missing_argument" | "invalid_arguments" | "path_escape" | "not_utf8" | "too_large" | "invalid_frontmatter";
   "context/build": "thread_not_found";
   "tools/list": "thread_not_found";

@@ -81,6 +81,7 @@ class RequestCancelled(RpcError):
 DOMAIN_CODES: dict[str, int] = {
     "thread_not_found": -32001,
     "skill_not_found": -32010,
+    "skill_not_active": -32019,
     "invalid_arguments": -32011,
     "path_escape": -32012,
     "name_mismatch": -32013,

@@ -36,12 +36,17 @@ def could_be_too_deep(data: bytes) -> bool:
     return data.count(b"[") + data.count(b"{") > MAX_DEPTH
 
 
-def deeper_than_limit(value: object) -> bool:
-    """Whether a parsed value nests arrays and objects more than ``MAX_DEPTH`` levels (no recursion)."""
+def deeper_than_limit(value: object, budget: int | None = None) -> bool | None:
+    """Whether a parsed value nests arrays and objects more than ``MAX_DEPTH`` levels (no recursion);
+    with ``budget``, None once more than that many values would have to be looked at."""
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         children = item.values() if type(item) is dict else item  # type: ignore[union-attr]
+        if budget is not None:
+            budget -= 1 + len(children)  # type: ignore[arg-type]
+            if budget < 0:
+                return None
         for child in children:  # type: ignore[union-attr]
             if type(child) is dict or type(child) is list:
                 if depth >= MAX_DEPTH:
@@ -59,10 +64,18 @@ def bounded_loads(loads: object, data: bytes) -> object:
         value = loads(data)  # type: ignore[operator]
     except RecursionError:
         raise TooDeep(_head(loads, data), False) from None
-    if (type(value) is dict or type(value) is list) and could_be_too_deep(data) and not _shallow(value) \
-            and deeper_than_limit(value):
-        raise TooDeep(value, True)
+    if type(value) is dict or type(value) is list:
+        # a long text of few values (a 16 MB result): those walked, not its 16 MB of brackets counted
+        deep = deeper_than_limit(value, WALKED_VALUES) if len(data) >= WALK_FROM else None
+        if deep is None:
+            deep = could_be_too_deep(data) and not _shallow(value) and deeper_than_limit(value)
+        if deep:
+            raise TooDeep(value, True)
     return value
+
+
+WALK_FROM = 1 << 20
+WALKED_VALUES = 10_000
 
 
 def _shallow(value: object) -> bool:

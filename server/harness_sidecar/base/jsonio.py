@@ -73,9 +73,43 @@ def loads(data: bytes) -> object:
 
     ``NaN`` and ``Infinity`` are refused; an integer keeps every digit.
     """
-    if _NINETEEN_DIGITS not in data.translate(_DIGITS_AS_ZERO):
+    long = len(data) >= LONG_TEXT
+    if long or _NINETEEN_DIGITS not in data.translate(_DIGITS_AS_ZERO):
         try:
-            return orjson.loads(data)
+            value = orjson.loads(data)
         except orjson.JSONDecodeError:
             pass  # the standard library gives the verdict and the message
+        else:
+            if not long:
+                return value
+            exact = _no_overflowed_integer(value)  # a few values looked at, not every byte read again
+            if exact is None:  # too many values to look at: the digit runs say
+                exact = _NINETEEN_DIGITS not in data.translate(_DIGITS_AS_ZERO)
+            if exact:
+                return value
     return stdjson.loads(data)
+
+
+# A long text (a 16 MB tool result) is parsed first and its values looked at, at most VALUES_LOOKED_AT of
+# them: an integer outside 64 bits is a float of at least 2**63 there (orjson's reading of it). The digit
+# scan of every byte (bytes.translate: ~15-20 ms of 16 MB on the event loop) is left for texts of many values.
+LONG_TEXT = 1 << 20
+VALUES_LOOKED_AT = 10_000
+_OVERFLOW = float(2 ** 63)
+
+
+def _no_overflowed_integer(value: object) -> bool | None:
+    """Whether no float of ``value`` could be an integer orjson read past 64 bits; None: too many values."""
+    todo = [value]
+    budget = VALUES_LOOKED_AT
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict or kind is list:
+            budget -= len(item)  # type: ignore[arg-type]
+            if budget < 0:
+                return None
+            todo.extend(item.values() if kind is dict else item)  # type: ignore[union-attr,arg-type]
+        elif kind is float and abs(item) >= _OVERFLOW:  # type: ignore[arg-type]
+            return False
+    return True

@@ -33,6 +33,7 @@ class Limits:
     max_processes: int = 128  # tasks (processes and their threads) of the thread's processes, as pids.max counts
     max_tools: int = 10000  # tools one extension may register; more fails its load
     # v4 §5
+    extension_state_bytes: int = 262144  # one extension's ctx.state, as compact JSON
     context_messages: int = 20  # the last messages a context handler gets (capabilities.conversation)
     defer_tools_over: int = 0  # tools/list lists the non-builtin tools past the first N as deferred; 0: none
 
@@ -62,6 +63,7 @@ class Limits:
         "sessionEndBudgetMs": "session_end_budget_ms",
         "maxProcesses": "max_processes",
         "maxTools": "max_tools",
+        "extensionStateBytes": "extension_state_bytes",
         "contextMessages": "context_messages",
         "deferToolsOver": "defer_tools_over",
         "commandHookFailure": "command_hook_failure",

@@ -50,6 +50,10 @@ class Launch:
     # with ``env`` None: the sidecar's environment plus these (a zygote adds them to its own copy of it,
     # taken when it started: the sidecar never changes its environment)
     env_add: dict[str, str] | None = None
+    # a command hook's shell form ``/bin/sh -c SCRIPT`` whose script is one simple command: the command line
+    # the shell would exec. A zygote starts it without the shell (one exec, not two) when its program is
+    # found and execs, with the PWD the shell would export; else ``argv`` (``hooks.command.direct_argv``)
+    direct: list[str] | None = None
 
     def environment(self) -> dict[str, str] | None:
         """The child's whole environment (None: the sidecar's as it is)."""

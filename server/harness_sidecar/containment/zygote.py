@@ -680,8 +680,10 @@ class Zygote:
         made = self.requests.get(id(launch))
         if made is not None and made[0] is launch and made[1] == stdio:
             return made[2]
-        request = json.dumps({"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd,
-                              "stdio": stdio}).encode()
+        start = {"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd, "stdio": stdio}
+        if launch.direct is not None:
+            start["direct"] = launch.direct
+        request = json.dumps(start).encode()
         if len(self.requests) >= 64:
             self.requests.clear()
         self.requests[id(launch)] = (launch, stdio, request)  # the launch kept: its id is not reused meanwhile

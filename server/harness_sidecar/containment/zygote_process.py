@@ -7,9 +7,11 @@ Its children inherit its fences, and since it has no ``preexec_fn`` to run, Pyth
 ``vfork`` — the cost the sidecar's own ``fork`` (a large address space, ~4 ms) would add per hook.
 
 The control socket (``SOCK_SEQPACKET``, fd ``FD``) carries, from the sidecar, one JSON message each:
-- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how]}`` (``env`` null: ours, which is
-  the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's ``SCM_RIGHTS`` descriptors in
-  order, or ``"devnull"``), answered in order by ``{"pid"}`` or ``{"errno", "error"}``, optionally
+- a start, ``{"argv", "env", "add", "cwd", "stdio": [how, how, how], "direct"?}`` (``env`` null: ours,
+  which is the sidecar's, plus ``add``; ``how``: ``"fd"``, one of the message's ``SCM_RIGHTS``
+  descriptors in order, or ``"devnull"``; ``direct``: the command line ``/bin/sh -c`` would exec for a
+  simple shell-form command, started without the shell when its program is found and execs — else
+  ``argv`` is), answered in order by ``{"pid"}`` or ``{"errno", "error"}``, optionally
   followed by a newline and ``[pid]``: children to reap after that answer (as ``{"reap"}``). A
   thread's hooks send the same few start objects again and again: what one says is kept by its bytes;
 - ``{"reap": [pid]}``: the sidecar read those children's exit status itself (from their zombies,
@@ -97,8 +99,14 @@ class Zygote:
             if type(request) is not dict:
                 raise TypeError("not an object")
             env = request["env"]
-            plan = Plan(*planned(request["argv"], environment(request.get("add") or {}) if env is None else env,
-                                 request["cwd"]), tuple(request["stdio"]))
+            environ = environment(request.get("add") or {}) if env is None else env
+            plan = Plan(*planned(request["argv"], environ, request["cwd"]), tuple(request["stdio"]))
+            direct = request.get("direct")
+            if direct is not None:  # the shell's own exec, without the shell; the shell form if that fails
+                try:
+                    plan = Plan(*planned(direct, environ, request["cwd"]), plan.stdio, fallback=plan)
+                except OSError:
+                    pass  # not found (or not executable): the shell says so, as it would have
         except OSError as exc:
             for fd in fds:
                 os.close(fd)
@@ -109,7 +117,7 @@ class Zygote:
                 os.close(fd)
             self.send({"errno": 22, "error": f"bad request: {exc}"})
             return None
-        if "/" in plan.argv[0]:
+        if "/" in plan.argv[0] and (plan.fallback is None or "/" in plan.fallback.argv[0]):
             if len(PLANS) >= 64:
                 PLANS.clear()
             PLANS[head] = plan
@@ -153,7 +161,12 @@ class Zygote:
         try:
             given = iter(fds)
             stdio = [next(given) if how == "fd" else self.devnull() for how in plan.stdio]
-            pid = spawn(plan, stdio)
+            try:
+                pid = spawn(plan, stdio)
+            except OSError:
+                if plan.fallback is None:
+                    raise
+                pid = spawn(plan.fallback, stdio)  # ENOEXEC, EACCES…: the shell does what it does with it
         except OSError as exc:
             self.send({"errno": exc.errno or 0, "error": exc.strerror or str(exc)})
             return
@@ -227,12 +240,34 @@ class Zygote:
 
 
 class Plan:
-    """A start request as read: what to run, with what environment, where, and its fds 0-2 (``how``)."""
+    """A start request as read: what to run, with what environment, where, and its fds 0-2 (``how``);
+    ``fallback``: the shell form, where this is the program a simple shell command would have exec'd."""
 
-    __slots__ = ("program", "argv", "environ", "cwd", "stdio")
+    __slots__ = ("program", "argv", "environ", "cwd", "stdio", "fallback")
 
-    def __init__(self, program: str, argv: list[str], environ: dict, cwd: str, stdio: tuple) -> None:
+    def __init__(self, program: str, argv: list[str], environ: dict, cwd: str, stdio: tuple,
+                 fallback: Plan | None = None) -> None:
         self.program, self.argv, self.environ, self.cwd, self.stdio = program, argv, environ, cwd, stdio
+        self.fallback = fallback
+        if fallback is not None:  # the shell exports PWD: what it would have (dash's getpwd at start-up)
+            encoded = any(type(key) is bytes for key in environ)
+            pwd = shell_pwd(environ, cwd)
+            self.environ = {k: v for k, v in environ.items() if k not in (b"PWD", "PWD")}
+            self.environ[b"PWD" if encoded else "PWD"] = os.fsencode(pwd) if encoded else pwd
+
+
+def shell_pwd(environ: dict, cwd: str) -> str:
+    """The ``PWD`` ``/bin/sh`` (dash) exports in ``cwd``: the inherited one if it is absolute and names that
+    directory, else the physical path."""
+    inherited = environ.get(b"PWD") if b"PWD" in environ else environ.get("PWD")
+    if inherited is not None:
+        inherited = os.fsdecode(inherited)
+        try:
+            if inherited.startswith("/") and os.path.samestat(os.stat(inherited), os.stat(cwd)):
+                return inherited
+        except OSError:
+            pass
+    return os.path.realpath(cwd)
 
 
 def planned(argv: object, environ: object, cwd: object) -> tuple[str, list[str], dict, str]:
@@ -262,18 +297,22 @@ def spawn(plan: Plan, stdio: list[int]) -> int:
     if _POSIX_SPAWN:
         try:
             actions = [(os.POSIX_SPAWN_DUP2, fd, n) for n, fd in enumerate(stdio)]
-            return os.posix_spawn(plan.program, plan.argv, plan.environ, file_actions=actions, setsid=True)
+            # every signal's default action, as a program the launcher starts has (we ignore SIGINT, and
+            # Python SIGPIPE and SIGXFSZ: a hook must not inherit that — ``yes | head -1`` would never end)
+            return os.posix_spawn(plan.program, plan.argv, plan.environ, file_actions=actions, setsid=True,
+                                  setsigdef=DEFAULT_SIGNALS)
         except NotImplementedError:  # a C library without POSIX_SPAWN_SETSID
             pass
     import subprocess
 
     proc = subprocess.Popen(plan.argv, executable=plan.program, stdin=stdio[0], stdout=stdio[1], stderr=stdio[2],
-                            env=plan.environ, start_new_session=True, close_fds=True)
+                            env=plan.environ, start_new_session=True, close_fds=True, restore_signals=True)
     proc.returncode = 0  # we reap it ourselves (waitpid): its Popen must not
     return proc.pid
 
 
 _POSIX_SPAWN = hasattr(os, "posix_spawn")
+DEFAULT_SIGNALS = tuple(sorted(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}))
 PLANS: dict[bytes, Plan] = {}  # start requests read, by their bytes (those with no PATH search)
 HOME = os.getcwd()
 ENVIRON = dict(os.environ)  # the sidecar's, as it started us (decoded once, not per hook)

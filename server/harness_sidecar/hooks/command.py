@@ -118,6 +118,55 @@ def shell_command(text: str, values: dict[str, str]) -> str:
     return "".join(out)
 
 
+# What a word of a simple command may hold, besides ${NAME}/$NAME of the known variables: nothing the shell
+# reads (no quote, backslash, $, glob, tilde, comment, redirection, separator, brace or parenthesis)
+_PLAIN_WORD = re.compile(r"[A-Za-z0-9_./:@%+,=-]+")
+# dash's builtins and reserved words, and bash's (where /bin/sh is bash, it is not taken): the shell runs
+# these itself, so a command naming one is never exec'd
+_SHELL_OWN = frozenset(
+    ". : [ [[ ]] alias bg break builtin caller cd chdir command compgen complete continue declare dirs disown "
+    "echo enable eval exec exit export false fc fg getopts hash help history jobs kill let local logout mapfile "
+    "popd printf pushd pwd read readarray readonly return select set shift shopt source suspend test time times "
+    "trap true type typeset ulimit umask unalias unset wait ! case coproc do done elif else esac fi for function "
+    "if in then until while { }".split())
+_SHELL_IS_DASH = os.path.basename(os.path.realpath("/bin/sh")) == "dash"
+
+
+def direct_argv(command: str, values: dict[str, str]) -> list[str] | None:
+    """The command line ``/bin/sh -c command`` would ``exec`` when ``command`` is one simple command of
+    plain words (``python3 ${CLAUDE_PLUGIN_ROOT}/hooks/check.py --strict``): each ``${NAME}`` or ``$NAME``
+    of the known variables is its value, whole (the shell expands it quoted: ``shell_command``). None
+    for anything the shell itself would read otherwise — quoting, other expansions, several commands, a
+    builtin or reserved word, an assignment — and where ``/bin/sh`` is not dash (whose only addition to
+    the environment of what it execs is ``PWD``, which the zygote adds as dash would)."""
+    if not _SHELL_IS_DASH:
+        return None
+    words = command.replace("\t", " ").split(" ")
+    out: list[str] = []
+    for word in words:
+        if not word:
+            continue
+        parts: list[str] = []
+        i = 0
+        while i < len(word):
+            if word[i] == "$":
+                m = _VARIABLE.match(word, i) or _BARE_VARIABLE.match(word, i)
+                if m is None or m.group(1) not in values:
+                    return None
+                parts.append(values[m.group(1)])
+                i = m.end()
+                continue
+            m = _PLAIN_WORD.match(word, i)
+            if m is None:
+                return None
+            parts.append(m.group(0))
+            i = m.end()
+        if not out and ("=" in word or word in _SHELL_OWN):
+            return None  # an assignment, or the shell's own command
+        out.append("".join(parts))
+    return out or None
+
+
 def argv_of(handler: Handler, values: dict[str, str]) -> list[str]:
     """The command line: shell form's script never holds a value (``shell_command``); exec form's values
     are whole arguments (no shell reads them)."""
@@ -215,7 +264,8 @@ def _launch_of(handler: Handler, thread_id: str, cwd: str) -> tuple[launcher.Lau
     if made is not None and made[0] is handler:
         return made[1], made[2]
     values = variables(handler, cwd)
-    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd)
+    launch = launcher.Launch(argv_of(handler, values), launcher.HOOK, owner=thread_id, env_add=values, cwd=cwd,
+                             direct=direct_argv(handler.command, values) if handler.args is None else None)
     label = f"{thread_id} hook {handler.source.source} {handler.event}"
     if len(_LAUNCHES) >= 256:
         _LAUNCHES.clear()

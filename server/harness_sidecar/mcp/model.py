@@ -28,6 +28,18 @@ class McpServerConfig:
     deny: list[str] = field(default_factory=list)
     # a pinned plugin's server: resources.pins.TreePin, whose holds() is checked before every start
     pin: Any = field(default=None, compare=False, repr=False)
+    # a remote server (protocol-v4 §4): "http" (streamable HTTP) or "sse", its url and headers (with
+    # ${VAR} still in them: expanded from the sidecar's environment when it connects); command is []
+    transport: str = "stdio"
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    # a plugin's oauth (Claude Code's shape): clientId (a pre-registered public client, no dynamic
+    # registration) and callbackPort (the redirect is then http://localhost:<port>/callback)
+    oauth: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def remote(self) -> bool:
+        return self.transport != "stdio"
 
     def admits(self, tool: str) -> bool:
         """``deny`` wins; ``allow`` (when given) names every tool that may exist."""
@@ -44,7 +56,10 @@ def check_configs(configs: list[McpServerConfig]) -> None:
             raise ValueError(f"invalid MCP server name {config.name!r}")
         if config.name in seen:
             raise ValueError(f"duplicate MCP server name {config.name!r}")
-        if not config.command or not all(isinstance(part, str) and part for part in config.command):
+        if config.remote:
+            if config.transport not in ("http", "sse") or not isinstance(config.url, str):
+                raise ValueError(f"MCP server {config.name!r}: a remote server needs type http or sse and a url")
+        elif not config.command or not all(isinstance(part, str) and part for part in config.command):
             raise ValueError(f"MCP server {config.name!r}: command must be a non-empty list of strings")
         seen.add(config.name)
 

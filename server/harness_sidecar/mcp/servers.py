@@ -371,7 +371,17 @@ class _Server:
             await asyncio.to_thread(pin.start_check)
         if why is not None:
             raise _StartFailed(f"is not started (hash_mismatch): {why}")
-        conn = _Connection(self)
+        if self.config.remote:  # streamable HTTP or SSE (protocol-v4 §4): the SDK's transports, imported now
+            from .remote import connection_class, load_sdk
+
+            try:
+                await load_sdk()
+            except ImportError as exc:
+                raise _StartFailed(f"cannot be connected: the mcp package (>= 2.3) is needed for remote servers "
+                                   f"({exc})") from None
+            conn: _Connection = connection_class(_Connection, _StartFailed, MAX_MESSAGE_BYTES)(self)
+        else:
+            conn = _Connection(self)
         try:
             await conn.spawn()
         except (OSError, ValueError) as exc:
@@ -531,8 +541,11 @@ class McpServers:
     """The MCP servers of one thread. Build it with ``await McpServers.start(...)``."""
 
     def __init__(self, thread_id: str, configs: list[McpServerConfig], notify: Notify | None,
-                 on_tools_changed: ToolsChanged | None) -> None:
+                 on_tools_changed: ToolsChanged | None, open_url: Any = None) -> None:
         self.thread_id = thread_id
+        # a remote server's login (auth.py): ``await open_url(url, reason)`` → opened (bool), or None
+        # when the editor cannot open URLs (then a diagnostic mcp_auth_required carries the URL)
+        self.open_url = open_url
         self._servers = {config.name: _Server(self, config) for config in configs}
         self._notify_fn = notify
         self._changed_fn = on_tools_changed
@@ -545,7 +558,7 @@ class McpServers:
 
     @classmethod
     async def start(cls, thread_id: str, configs: list[McpServerConfig], *, notify: Notify | None = None,
-                    on_tools_changed: ToolsChanged | None = None) -> McpServers:
+                    on_tools_changed: ToolsChanged | None = None, open_url: Any = None) -> McpServers:
         """Start every server concurrently; return when each has listed its tools or failed.
 
         ``notify(params)`` receives ``thread/diagnostic`` params (``mcp_exit``, ``mcp_restarted``);
@@ -554,7 +567,7 @@ class McpServers:
         server raises ``DomainError("mcp_unavailable", ..., name=...)`` after every server is stopped.
         """
         check_configs(configs)
-        self = cls(thread_id, configs, notify, on_tools_changed)
+        self = cls(thread_id, configs, notify, on_tools_changed, open_url)
         if not configs:
             self._started = True
             return self

@@ -59,7 +59,7 @@ class SkillFile(Record):
 
 class ActivatedSkill(Record):
     __slots__ = ("name", "description", "root", "source", "body", "resources", "directory", "files",
-                 "files_omitted", "dot_entries", "origin")
+                 "files_omitted", "dot_entries", "origin", "via", "located")
 
     def __init__(self, name: str, description: str, root: str, source: str, body: str,
                  resources: list[SkillResource] | None = None, directory: str = "",
@@ -76,6 +76,14 @@ class ActivatedSkill(Record):
         self.files: list[SkillFile] = [] if files is None else files
         self.files_omitted = files_omitted
         self.dot_entries: list[str] = [] if dot_entries is None else dot_entries  # not listed, but named
+        # protocol-v4 §5: how it came in ("activate": skills/activate, its body is in context/build; "load_skill":
+        # the tool result holds it, context/build only names it), and whether a path locator chose it
+        self.via = "activate"
+        self.located = False
+
+    def active_to_wire(self) -> dict[str, str]:
+        """Its entry in context/build's ``activeSkills``."""
+        return {"name": self.name, "path": self.source, "via": self.via}
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -110,17 +118,41 @@ def check_skill_name(name: object) -> str:
     return name  # type: ignore[return-value]
 
 
-def activate(catalog: Catalog, name: object, resources: list[str], limits: Limits) -> ActivatedSkill:
-    """Read the skill ``name`` of the catalog snapshot and the requested resource files.
+def candidate(catalog: Catalog, name: str, path: str | None, limits: Limits) -> Any:
+    """The catalog entry of skill ``name``: the winner, or with ``path`` (a candidate's SKILL.md) the same-name
+    candidate there — the winner or one a root earlier in the list shadows. A path that is no candidate of
+    ``name`` is ``skill_not_found`` naming it: never the winner in its place (protocol-v4 §5)."""
+    winner = catalog.skills.get(name)
+    if path is None:
+        if winner is None:
+            raise DomainError("skill_not_found", f"no skill named '{name}' in this thread's catalog", name=name)
+        return winner
+    wanted = os.path.normpath(path)
+    if winner is not None and os.path.normpath(winner.source) == wanted:
+        return winner
+    from harness_sidecar.resources.catalog import skill_in_root
+
+    if ":" not in name:  # a root's skill: <root>/skills/<name>/SKILL.md of one of the thread's roots
+        for root in catalog.roots:
+            found = skill_in_root(root, name, limits)
+            if found is not None and os.path.normpath(found.source) == wanted:
+                return found
+    raise DomainError("skill_not_found", f"no candidate of skill '{name}' at {path}: name a SKILL.md the catalog "
+                                         f"lists or shadows (the winner is not used in its place)", name=name,
+                      path=path)
+
+
+def activate(catalog: Catalog, name: object, resources: list[str], limits: Limits,
+             path: str | None = None) -> ActivatedSkill:
+    """Read the skill ``name`` of the catalog snapshot (with ``path``: that candidate) and the requested
+    resource files.
 
     The skill directory and SKILL.md must still resolve inside the skill's root and the
     frontmatter ``name`` must still match; resources must stay inside the skill directory
     lexically and after resolving links.
     """
     name = check_skill_name(name)
-    entry = catalog.skills.get(name)
-    if entry is None:
-        raise DomainError("skill_not_found", f"no skill named '{name}' in this thread's catalog", name=name)
+    entry = candidate(catalog, name, path, limits)
     root_real = entry.root.real
     directory_real = realpath_within(entry.directory, root_real, "skill directory")
     if not os.path.isdir(directory_real):

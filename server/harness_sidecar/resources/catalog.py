@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import time
-from typing import Any
+from typing import Any, Callable
 
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.limits import Limits
@@ -27,7 +27,9 @@ from harness_sidecar.base.records import Record
 logger = logging.getLogger(__name__)
 
 PLACEHOLDER = re.compile(r"\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}")
-_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+# O_NONBLOCK: a FIFO (or device) named SKILL.md is opened at once and reported, never waited on;
+# reads of a regular file are not changed by it
+_O_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
 class Root(Record):
@@ -107,7 +109,8 @@ class Instructions(Record):
 
 
 class Catalog(Record):
-    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics", "plugins")
+    __slots__ = ("roots", "instructions", "skills", "templates", "diagnostics", "plugins", "scanned_at_ns")
+    _uncompared = frozenset(["scanned_at_ns"])
 
     def __init__(self, roots: list[Root], instructions: list[Instructions], skills: dict[str, SkillEntry],
                  templates: dict[str, TemplateEntry], diagnostics: list[Diagnostic]) -> None:
@@ -119,6 +122,7 @@ class Catalog(Record):
         # resources.plugins.PluginSet: the plugins and what they and the roots' commands/ bring
         # (command templates, agents, declared hooks and MCP servers); set by plugins.attach
         self.plugins: Any = None
+        self.scanned_at_ns: int | None = None  # time.time_ns() before the roots were read (build_catalog)
 
     def to_wire(self) -> dict[str, Any]:
         out = {
@@ -182,9 +186,10 @@ def _open_in(directory: str, directory_real: str, name: str, root: Root) -> int:
 
 
 def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_link: bool, limits: Limits,
-                diagnostics: list[Diagnostic], dialect: str | None = None) -> SkillEntry | None:
+                diagnostics: list[Diagnostic], dialect: str | None = None, probe: bool = True) -> SkillEntry | None:
     """The skill in ``skills_dir/name``; ``dialect`` (a plugin's): served under its peer's name
-    (``frontmatter.check_skill_as``)."""
+    (``frontmatter.check_skill_as``). ``probe``: look the header up by ``lstat`` first (False when
+    no header was known as the scan began: no entry can be this file's)."""
     directory = f"{skills_dir}/{name}"
     source = f"{directory}/SKILL.md"
     if is_link or not is_within(skills_real, root.real):
@@ -197,7 +202,7 @@ def _scan_skill(root: Root, skills_dir: str, skills_real: str, name: str, is_lin
             return None
     else:
         real_dir = f"{skills_real}/{name}"
-    if _HEADERS:
+    if probe and _HEADERS:
         # a header parsed before (by this process or, through header_cache, an earlier one): the
         # file's identity and version from lstat suffice (a regular file, not a link, in a directory
         # inside the root: what the no-follow open below would open); nothing is read
@@ -365,8 +370,11 @@ def _skill_header(fd: int, st: os.stat_result, name: str, limits: Limits, dialec
 
 
 def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folder: str = "skills",
-                dialect: str | None = None) -> list[SkillEntry]:
-    """The skills of ``root``'s ``folder`` (a plugin's manifest may name other folders than ``skills``)."""
+                dialect: str | None = None, probe: bool | None = None) -> list[SkillEntry]:
+    """The skills of ``root``'s ``folder`` (a plugin's manifest may name other folders than ``skills``).
+    ``probe`` (``_scan_skill``): by default, whether any header is known now."""
+    if probe is None:
+        probe = bool(_HEADERS)
     skills_dir = os.path.join(root.path, folder)
     try:
         with os.scandir(os.path.join(root.real, folder)) as it:
@@ -381,7 +389,10 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folde
     skills_real = os.path.realpath(os.path.join(root.real, folder))
     found: list[SkillEntry] = []
     counted = 0
+    ahead = None if probe else _readahead(root, skills_real, entries, limits)
     for entry in entries:
+        if ahead is not None:
+            ahead.advance(counted)
         try:
             is_dir = entry.is_dir()
         except OSError:  # a link that loops
@@ -410,13 +421,35 @@ def scan_skills(root: Root, limits: Limits, diagnostics: list[Diagnostic], folde
         counted += 1
         try:
             skill = _scan_skill(root, skills_dir, skills_real, entry.name, entry.is_symlink(), limits, diagnostics,
-                                dialect)
+                                dialect, probe)
         except OSError as exc:
             diagnostics.append(Diagnostic.unreadable(exc, os.path.join(skills_dir, entry.name, "SKILL.md")))
             continue
         if skill is not None:
             found.append(skill)
     return found
+
+
+def _readahead(root: Root, skills_real: str, entries: list[os.DirEntry], limits: Limits) -> Any:
+    """A ``readahead.Readahead`` over the SKILL.md files the loop will open, when their data is not in
+    memory (a cold disk); ``None`` otherwise. Only plain folders inside the root: the files the scan
+    opens as they are (a linked folder is resolved and checked first, one at a time)."""
+    if len(entries) < 16 or not is_within(skills_real, root.real):
+        return None
+    from harness_sidecar.resources import readahead
+
+    paths = []
+    for entry in entries:  # the loop's order and count: advance(counted) is the next file it opens
+        try:
+            if entry.name.startswith(".") or not entry.is_dir():
+                continue
+        except OSError:
+            continue
+        paths.append(f"{skills_real}/{entry.name}/SKILL.md" if not entry.is_symlink() else "")  # "": not asked
+    samples = [p for p in (paths[0], paths[len(paths) // 2], paths[-1]) if p] if paths else []
+    if not readahead.cold(samples):
+        return None
+    return readahead.Readahead(paths, min(frontmatter.FIRST_CHUNK, limits.max_frontmatter_bytes + 16))
 
 
 def skill_in_root(root: Root, name: str, limits: Limits) -> SkillEntry | None:
@@ -535,20 +568,38 @@ def _merge(kind: str, per_root: list[list[Any]], diagnostics: list[Diagnostic]) 
     return dict(sorted(winners.items()))
 
 
+# Set by wire.early_scan in a serving sidecar: ``(roots, limits) -> (catalog, new headers)`` of the
+# scan its helper made for the first thread/start, or None (then the scan runs here).
+first_scan: Callable[[list[str], Limits], tuple[Catalog, dict[tuple, Any]] | None] | None = None
+
+
 def build_catalog(root_paths: list[str], limits: Limits, persist: bool = False) -> Catalog:
     """The catalog of ``root_paths``. ``persist``: remember SKILL.md headers across processes too
     (resources.header_cache; a thread's first scan in a fresh sidecar)."""
     if persist:
         from harness_sidecar.resources import header_cache
 
+        # the process's first scan, made while it imported (wire.early_scan sets first_scan when serving)
+        early = first_scan(root_paths, limits) if first_scan is not None else None
+        if early is not None:
+            catalog, headers = early
+            if len(_HEADERS) + len(headers) <= MAX_CACHED_HEADERS:
+                for key, header in headers.items():
+                    _HEADERS.setdefault(key, header)
+            return catalog
         header_cache.load(_HEADERS)
         try:
             return build_catalog(root_paths, limits)
         finally:
             header_cache.save(_HEADERS)
+    scanned_at_ns = time.time_ns()
     diagnostics: list[Diagnostic] = []
     roots = resolve_roots(root_paths, diagnostics)
     instructions = [i for i in (read_instructions(r, limits, diagnostics) for r in roots) if i is not None]
-    skills = _merge("skill", [scan_skills(r, limits, diagnostics) for r in roots], diagnostics)
+    # a fresh process with no header cache: no lstat per skill for an entry that cannot be there
+    probe = bool(_HEADERS)
+    skills = _merge("skill", [scan_skills(r, limits, diagnostics, probe=probe) for r in roots], diagnostics)
     templates = _merge("template", [scan_templates(r, limits, diagnostics) for r in roots], diagnostics)
-    return Catalog(roots, instructions, skills, templates, diagnostics)
+    catalog = Catalog(roots, instructions, skills, templates, diagnostics)
+    catalog.scanned_at_ns = scanned_at_ns
+    return catalog

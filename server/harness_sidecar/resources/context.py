@@ -59,6 +59,8 @@ def build_system_prompt(catalog: Catalog, activated: dict[str, ActivatedSkill], 
         sections.append(section)
     for name in sorted(activated):
         skill = activated[name]
+        if skill.via == "load_skill":  # its body is the tool result in the conversation already (seed 003)
+            continue
         section = f"# Active skill: {skill.name}\n\n{skill.body.strip()}\n"
         for resource in skill.resources:
             if resource.mime_type is not None:  # not text: named, not pasted as base64

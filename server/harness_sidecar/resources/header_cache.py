@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import tempfile
 from typing import Any
 
 from harness_sidecar.resources.frontmatter import Problem
@@ -121,6 +120,8 @@ def save(headers: dict[tuple, Any]) -> None:
     if len(merged) > MAX_HEADERS:
         merged = dict(headers) if len(headers) <= MAX_HEADERS else {}
     try:
+        import tempfile  # only here: with random and shutil it is ~1 ms of every fresh process's first scan
+
         os.makedirs(directory, mode=0o700, exist_ok=True)
         data = _dumps({"version": VERSION, "headers": [_encode(k, v) for k, v in merged.items()]})
         fd, temporary = tempfile.mkstemp(prefix=".headers-", dir=directory)

@@ -66,7 +66,9 @@ def read_contained(path: str, base_real: str, max_bytes: int, what: str = "file"
     """
     real = realpath_within(path, base_real, what)
     try:
-        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO is refused below (not a regular file), never waited on
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         if os.path.islink(path):
             raise broken_link_error(path, what) from None

@@ -161,7 +161,7 @@ class Agent(Record):
 
 class McpServer(Record):
     __slots__ = ("plugin", "server", "name", "command", "args", "env", "cwd", "transport", "url", "trusted", "path",
-                 "origin", "pin")
+                 "origin", "pin", "headers", "oauth")
 
     def __init__(self, plugin: str, server: str, command: str | None, args: list[str], env: dict[str, str],
                  cwd: str | None, transport: str, url: str | None, path: str, origin: dict[str, Any]) -> None:
@@ -178,6 +178,8 @@ class McpServer(Record):
         self.path = path  # the file that declares it (or the manifest)
         self.origin = origin
         self.pin: pins.TreePin | None = None  # its plugin's pin, checked before each start
+        self.headers: dict[str, str] = {}  # a remote server's (values with ${VAR} as written; never listed)
+        self.oauth: dict[str, Any] = {}  # a remote server's pre-registered client: clientId, callbackPort
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "server": self.server, "plugin": self.plugin,
@@ -190,9 +192,12 @@ class McpServer(Record):
         return out
 
     def config(self) -> Any:
-        """The ``mcp.model.McpServerConfig`` it starts with (stdio only)."""
+        """The ``mcp.model.McpServerConfig`` it starts with."""
         from harness_sidecar.mcp.model import McpServerConfig
 
+        if self.transport != "stdio":  # http or sse (protocol-v4 §4): no process, the same grant
+            return McpServerConfig(self.name, [], pin=self.pin, transport=self.transport, url=self.url,
+                                   headers=dict(self.headers), oauth=dict(self.oauth))
         root = self.origin["plugin"]["path"]
         env = {k: _substitute(v, root) for k, v in self.env.items()}
         env.setdefault("CLAUDE_PLUGIN_ROOT", root)
@@ -268,8 +273,8 @@ class PluginSet(Record):
         return C.root_origin(source.root) if source.root is not None else {"kind": "editor"}
 
     def mcp_configs(self) -> list[Any]:
-        """The trusted stdio servers, as ``McpServerConfig``: the ones a thread starts."""
-        return [m.config() for m in self.mcp_servers if m.trusted and m.transport == "stdio"]
+        """The trusted servers (stdio, http, sse), as ``McpServerConfig``: the ones a thread starts."""
+        return [m.config() for m in self.mcp_servers if m.trusted and m.transport in ("stdio", "http", "sse")]
 
     def to_wire(self) -> dict[str, Any]:
         return {"plugins": [p.to_wire() for p in self.plugins],
@@ -880,10 +885,33 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
             seen.add(server)
             named[plugin_mcp_server_name(plugin.name, server)] = server
             transport = spec.get("type") if isinstance(spec.get("type"), str) else "stdio"
+            if transport in ("http", "sse"):  # remote (protocol-v4 §4): started when trusted, as stdio ones
+                url = spec.get("url")
+                headers = spec.get("headers", {})
+                # a url that is empty or not http(s) (real plugins ship "url": "" for the user to fill in) is
+                # listed as written; trusted, its start fails saying so (mcp_unavailable)
+                if (not isinstance(url, str) or not isinstance(headers, dict)
+                        or not all(isinstance(v, str) for v in headers.values())):
+                    diagnostics.append(Diagnostic("invalid_mcp_servers", f"{where}: MCP server {server!r} is left "
+                                                  f"out: a {transport} server needs url (a string) and headers "
+                                                  "(string values) if given", where, extra={"plugin": plugin.name}))
+                    continue
+                remote = McpServer(plugin.name, server, None, [], {}, None, transport, url, where, plugin.origin)
+                remote.headers = dict(headers)
+                oauth = spec.get("oauth")
+                if isinstance(oauth, dict):  # Claude Code's: a pre-registered client and its fixed port
+                    if isinstance(oauth.get("clientId"), str) and oauth["clientId"]:
+                        remote.oauth["clientId"] = oauth["clientId"]
+                    port = oauth.get("callbackPort")
+                    if type(port) is int and 0 < port < 65536:
+                        remote.oauth["callbackPort"] = port
+                plugin.mcp_servers.append(remote)
+                continue
             if transport != "stdio":
                 diagnostics.append(Diagnostic(
                     "mcp_transport_unsupported", f"MCP server '{server}' of plugin '{plugin.name}' uses the "
-                    f"'{transport}' transport; only stdio servers run here, so it is listed and never started",
+                    f"'{transport}' transport; only stdio, http and sse servers run here, so it is listed and "
+                    "never started",
                     where, extra={"plugin": plugin.name, "server": server, "transport": transport,
                                   "severity": "warning"}))
                 url = spec.get("url") if isinstance(spec.get("url"), str) else None

@@ -66,6 +66,18 @@ class Editor:
             raise PeerError(f"the editor did not declare capabilities.ui.{key}")
         return await self.peer.request(method, params, timeout_s)
 
+    async def open_url(self, thread_id: str, url: str, reason: str) -> bool | None:
+        """``ui/openUrl`` (protocol-v4 §4, a remote MCP server's sign-in): the editor's ``opened``; None
+        when it declared no ``capabilities.ui.openUrl`` or did not answer (the caller then gives the URL
+        in ``mcp_auth_required``)."""
+        if not self.capable("openUrl"):
+            return None
+        try:
+            answer = await self.ask("ui/openUrl", {"threadId": thread_id, "url": url, "reason": reason}, 60.0)
+        except Exception:  # noqa: BLE001 - no answer: the sign-in URL is still given as a diagnostic
+            return None
+        return isinstance(answer, dict) and answer.get("opened") is True
+
     def ui_notify(self, method: str, params: dict[str, Any]) -> None:
         if method == "chat/send":  # the host sends it only when the editor declared ui.sendMessage
             if self.capable("sendMessage") and type(params.get("text")) is str:

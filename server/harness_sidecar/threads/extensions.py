@@ -11,6 +11,7 @@ import logging
 from typing import Any, Callable
 
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
+from harness_sidecar.threads import sessions
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.thread import Command, Thread
 from harness_sidecar.tools.registry import Tool, claimant, foreign_schemas
@@ -82,7 +83,9 @@ class ExtensionHosts:
                 "conversation": self.editor.conversation,
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.editor.max_result_bytes,
-                "maxTools": limits.max_tools}
+                "maxTools": limits.max_tools, "stateBytes": limits.extension_state_bytes,
+                "states": {k: v for k, v in thread.states.items() if k in trusted}}
+
         async def ask(method: str, params: dict[str, Any], timeout_s: float) -> Any:
             if method in model_tools.HOST_METHODS:  # ctx.tools: answered from the thread, not the editor
                 return model_tools.answer_host(thread, method, params, self.editor.notify)
@@ -91,6 +94,7 @@ class ExtensionHosts:
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
                              on_diagnostic=self.editor.diagnostic, ask=ask,
                              notify=self.editor.ui_notify, ui_timeout_s=limits.ui_timeout_ms / 1000)
+        host.on_state = lambda extension_id, value: sessions.state_set(thread, extension_id, value)
 
         def claimed(name: str) -> str | None:
             tool = registry.tools.get(name)

@@ -18,7 +18,7 @@ from harness_sidecar.base.limits import SIDECAR
 from harness_sidecar.base.stderr import SINK
 from harness_sidecar.hooks.python import THREAD_CLOSE, THREAD_START
 from harness_sidecar.resources.context import left_out_of_listing
-from harness_sidecar.threads import scan
+from harness_sidecar.threads import scan, sessions
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads.live_catalog import LiveCatalog
@@ -41,7 +41,20 @@ class ThreadLifecycle:
         self.live = live
 
     async def thread_start(self, params: dict[str, Any]) -> dict[str, Any]:
-        start = P.parse_thread_start(params)
+        return await self._start_thread(P.parse_thread_start(params), None)
+
+    async def thread_fork(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A new thread over the same roots, grants, tools and limits as an open one, with copies of its
+        extensions' state and its activations (protocol-v4 §5: ``reason`` "fork")."""
+        import copy
+
+        request = P.parse_thread_fork(params)
+        source = await self.open.get(params)
+        start = copy.copy(source.start)
+        start.session_id, start.resume, start.state = request.session_id, False, None
+        return await self._start_thread(start, sessions.fork_seed(source))
+
+    async def _start_thread(self, start: P.ThreadStartParams, seed: sessions.Seed | None) -> dict[str, Any]:
         open_threads = self.open.open_or_starting()
         if open_threads >= SIDECAR.max_threads:
             raise DomainError("too_many_threads", f"{open_threads} threads are open or starting; the limit is "
@@ -51,12 +64,13 @@ class ThreadLifecycle:
         starting = asyncio.get_running_loop().create_future()
         self.open.starting[thread_id] = starting
         try:
-            return await self._start(thread_id, start)
+            return await self._start(thread_id, start, seed)
         finally:
             del self.open.starting[thread_id]
             starting.set_result(None)
 
-    async def _start(self, thread_id: str, start: P.ThreadStartParams) -> dict[str, Any]:
+    async def _start(self, thread_id: str, start: P.ThreadStartParams,
+                     seed: sessions.Seed | None = None) -> dict[str, Any]:
         limits = start.limits
         registry = self.tools.builtin_registry(thread_id, start)
         servers = None
@@ -88,10 +102,13 @@ class ThreadLifecycle:
                                         *(P.TrustedExtension(i) for i in granted if i not in known)]
         if left_out_of_listing(catalog, limits.catalog_bytes):
             registry.tools = self.tools.with_find_skills(registry.tools, thread_id)
+        if catalog.scanned_at_ns is not None:  # the first catalog may be read before this request began
+            read_at_ns = min(read_at_ns, catalog.scanned_at_ns)  # (wire.early_scan)
         thread = Thread(thread_id, start, catalog, limits, registry, list(found.values()), mcp=servers,
                         read_at_ns=read_at_ns)
         thread.rescanning = asyncio.Lock()
         scan.say_ambiguous(self.editor, thread, catalog.diagnostics)
+        restore = sessions.open_session(thread, seed)
         try:
             if start.trusted_extensions:
                 await self.hosts.load(thread, found)
@@ -108,10 +125,11 @@ class ThreadLifecycle:
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
             scan.say_ambiguous(self.editor, thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self.tools.new_pipeline(thread)
+        sessions.restore_skills(thread, restore)
         thread.session_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):
             await self.hosts.lifecycle(thread, THREAD_START, {"threadId": thread_id, "cwd": start.cwd,
-                                                         "roots": list(start.roots)})
+                                                              "roots": list(start.roots), "reason": thread.reason})
         self.open.threads[thread_id] = thread
         if catalog.plugins is not None and any(p.trust.pin is not None and p.trust.pin.broken is not None
                                                for p in catalog.plugins.plugins):
@@ -166,11 +184,13 @@ class ThreadLifecycle:
             self.editor.diagnostic({"threadId": thread_id, "kind": "containment_reduced", "what": what,
                                     "message": "; ".join(said)})
 
-    async def thread_close(self, params: dict[str, Any]) -> None:
+    async def thread_close(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Ends the thread; answers each extension's last ``ctx.state`` (protocol-v4 §5), set by its
+        ``thread_close`` handlers too, for an editor that keeps state itself (``thread/start.state``)."""
         thread = await self.open.get(params)
         del self.open.threads[thread.id]
         await self._end(thread, "close")
-        return None
+        return {"state": dict(thread.states)}
 
     async def _end(self, thread: Thread, reason: str) -> None:
         thread.closed = True

@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from harness_sidecar.resources.catalog import Catalog
 from harness_sidecar.resources.context import left_out_of_listing
-from harness_sidecar.threads import scan
+from harness_sidecar.threads import scan, sessions
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.threads.thread import Thread
@@ -158,6 +158,8 @@ class LiveCatalog:
                                            thread.registry.step_timeouts)
         thread.catalog, thread.extensions = catalog, extensions
         thread.pipeline = self.tools.new_pipeline(thread)
+        if thread.activated:
+            sessions.drop_stale_activations(thread)  # protocol-v4 §5: activations that end
         wire = change.to_wire()
         for what, name in tool_change:
             wire[what].append({"kind": "tool", "name": name})

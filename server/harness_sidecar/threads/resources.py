@@ -11,12 +11,13 @@ from typing import Any
 
 from harness_sidecar.threads import typed_input as C
 from harness_sidecar.hooks.python import CONTEXT
-from harness_sidecar.resources.activation import activate
+from harness_sidecar.resources.activation import activate, check_skill_name
 from harness_sidecar.resources import command_templates
 from harness_sidecar.resources.context import build_system_prompt, extension_sections, hook_context_sections
 from harness_sidecar.resources.templates import render
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
+from harness_sidecar.threads import sessions
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.wire import params as P
 
@@ -34,9 +35,16 @@ class ResourceMethods:
     async def skills_activate(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.open.get(params)
         request = P.parse_skills_activate(params)
-        skill = activate(thread.catalog, request.name, request.resources, thread.limits)
-        thread.activated[skill.name] = skill
+        skill = activate(thread.catalog, request.name, request.resources, thread.limits, path=request.path)
+        sessions.record_activation(thread, skill, "activate")
         return {"skill": skill.to_wire()}
+
+    async def skills_deactivate(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The skill leaves the thread's context/build (protocol-v4 §5); ``skill_not_active`` when it is not."""
+        thread = await self.open.get(params)
+        request = P.parse_skills_deactivate(params)
+        sessions.deactivate(thread, check_skill_name(request.name))
+        return {"activeSkills": sessions.active_skills(thread)}
 
     async def templates_render(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.open.get(params)
@@ -55,7 +63,8 @@ class ResourceMethods:
 
     async def context_build(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.open.get(params)
-        prompt = build_system_prompt(thread.catalog, thread.activated, thread.limits.catalog_bytes)
+        revision, activated = thread.revision, dict(thread.activated)  # the view this turn is built from
+        prompt = build_system_prompt(thread.catalog, activated, thread.limits.catalog_bytes)
         extension_text = ""
         if thread.handlers(CONTEXT):
             from harness_sidecar.extensions.sidecar.handlers import run_event
@@ -89,7 +98,9 @@ class ResourceMethods:
                             if not fitted.dropped else [])
         elif extension_text:
             prompt += ("\n" if prompt else "") + extension_text
-        return {"systemPrompt": prompt}
+        # protocol-v4 §5: the prompt names the revision it was built from; tools/list of that revision belongs to it
+        return {"systemPrompt": prompt, "revision": revision,
+                "activeSkills": [activated[n].active_to_wire() for n in sorted(activated)], "toolsRevision": revision}
 
     async def _last_messages(self, thread_id: str, limits: Any) -> list[dict[str, Any]]:
         """The editor's last ``limits.contextMessages`` messages (``session/messages``); none when it cannot

@@ -24,8 +24,10 @@ def snapshot(thread: Thread) -> dict[str, Any]:
     wire_catalog = thread.catalog.to_wire()
     wire_catalog["extensions"] = thread.extensions_to_wire()
     wire_catalog["hooks"] = thread.hooks.to_wire() if thread.hooks is not None else []
+    notes, thread.notes = thread.notes, []  # said once: in the answer they came before
     return {"threadId": thread.id, "revision": thread.revision, "catalog": wire_catalog,
-            "tools": thread.registry.to_wire(), "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics]}
+            "tools": thread.registry.to_wire(),
+            "diagnostics": [d.to_wire() for d in thread.catalog.diagnostics] + notes}
 
 
 async def discover(start: P.ThreadStartParams) -> tuple[Catalog, dict[str, Any]]:

@@ -66,6 +66,12 @@ class Thread:
     calls: Calls = field(default_factory=Calls)  # tool calls in flight: thread/close lets started ones finish
     read_at_ns: int | None = None  # time.time_ns() before the roots were first read: the watch catches up from it
     reported_ambiguous: set[str] = field(default_factory=set)  # trust_ambiguous messages already sent
+    # protocol-v4 §5 (threads.sessions): why it started, its session's store, each extension's ctx.state, and
+    # diagnostics for the next thread/start or thread/refresh answer (activation_dropped, session_state_unreadable)
+    reason: str = "startup"
+    session: Any = None  # base.session_store.SessionStore, when thread/start named a sessionId
+    states: dict[str, Any] = field(default_factory=dict)
+    notes: list[dict[str, Any]] = field(default_factory=list)
 
     def handlers(self, event: str) -> list[str]:
         return self.registry.handlers.get(event, []) if self.host is not None else []

@@ -19,6 +19,7 @@ from harness_sidecar.resources.search import index_of as search_index_of
 from harness_sidecar.base.results import ToolCall, ToolResult
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
+from harness_sidecar.threads import sessions
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.threads import model_tools
 from harness_sidecar.threads.thread import Thread
@@ -91,7 +92,7 @@ class ToolMethods:
                                             run=self._load_skill_runner(thread_id), validator=LOAD_SKILL_ARGUMENTS)
         for dynamic in start.dynamic_tools:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
-                                                run=self._dynamic_runner(thread_id, limits),
+                                                run=self._dynamic_runner(thread_id, limits, dynamic.namespace),
                                                 validator=dynamic.compiled, source={"kind": "editor"})
         if limits.defer_tools_over:  # v4 §5: the tools past the first N are found with tool_search
             registry.tools[model_tools.TOOL_SEARCH] = model_tools.tool_search_tool(self._tool_search_runner(thread_id))
@@ -114,16 +115,16 @@ class ToolMethods:
             thread = self.open.threads.get(thread_id)
             if thread is None:
                 return ToolResult.error(call, "the thread was closed", kind="thread_not_found")
-            extra = sorted(set(call.arguments) - {"name"})
+            extra = sorted(set(call.arguments) - {"name", "path"})
             if extra or "name" not in call.arguments:
                 why = f"unexpected field(s) {', '.join(extra)}" if extra else "'name' is required"
-                return ToolResult.error(call, f"load_skill takes exactly {{name}}: {why}", kind="invalid_arguments")
+                return ToolResult.error(call, f"load_skill takes {{name, path?}}: {why}", kind="invalid_arguments")
             try:
                 check_skill_name(call.arguments["name"])
-                skill = activate(catalog, call.arguments["name"], [], thread.limits)
+                skill = activate(catalog, call.arguments["name"], [], thread.limits, path=call.arguments.get("path"))
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind, **exc.data)
-            thread.activated[skill.name] = skill
+            sessions.record_activation(thread, skill, "load_skill")
             return ToolResult.text(call, skill.load_skill_text(), skill=skill.name, path=skill.source,
                                    source=skill.origin, directory=skill.directory, dotEntries=list(skill.dot_entries))
         return run
@@ -145,11 +146,14 @@ class ToolMethods:
             return model_tools.search(thread, call)
         return run
 
-    def _dynamic_runner(self, thread_id: str, limits: Limits) -> Callable[[ToolCall], Awaitable[ToolResult]]:
+    def _dynamic_runner(self, thread_id: str, limits: Limits,
+                        namespace: str | None = None) -> Callable[[ToolCall], Awaitable[ToolResult]]:
         timeout_s = limits.dynamic_tool_timeout_ms / 1000
 
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
             request = {"threadId": thread_id, "callId": call.id, "tool": call.name, "arguments": call.arguments}
+            if namespace is not None:  # a Codex namespace's tool: tool is <namespace>__<its name>
+                request["namespace"] = namespace
             try:
                 answer = await self.editor.request("item/tool/call", request, timeout_s)
             except TimeoutError:
@@ -168,7 +172,8 @@ class ToolMethods:
 
         return await McpServers.start(thread_id, configs,
                                       notify=self.editor.diagnostic,
-                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id))
+                                      on_tools_changed=lambda: self._mcp_tools_changed(thread_id),
+                                      open_url=lambda url, reason: self.editor.open_url(thread_id, url, reason))
 
     def mcp_tools(self, thread: Thread, claimed: dict[str, Tool], diagnostics: list[Diagnostic]) -> dict[str, Tool]:
         """The thread's MCP tools, after the extensions' (§6): a claimed name or an invalid schema is left out."""

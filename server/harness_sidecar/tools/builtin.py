@@ -16,7 +16,9 @@ from harness_sidecar.resources.search import FIND_SKILLS_SCHEMA, check_arguments
 LOAD_SKILL_DESCRIPTION = "Activate a skill by name: its instructions and files become part of the context."
 LOAD_SKILL_SCHEMA = {
     "type": "object",
-    "properties": {"name": {"type": "string", "description": "The skill's name, as listed in the catalog."}},
+    "properties": {"name": {"type": "string", "description": "The skill's name, as listed in the catalog."},
+                   "path": {"type": "string", "description": "Optional: the SKILL.md path of one same-name "
+                                                             "candidate, to load that one (never another)."}},
     "required": ["name"],
     "additionalProperties": False,
 }

@@ -448,7 +448,7 @@ class Endpoint:
                                  f"{self.max_result_bytes}", size=len(data), limit=self.max_result_bytes))
                 return
             data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "result": replacement})
-        self.writer.write_encoded(data)
+        self.writer.write_encoded(data, answer=True)  # a large one may be overtaken (wire/outbox.py)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         try:

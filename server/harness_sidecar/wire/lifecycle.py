@@ -38,7 +38,7 @@ def initialize_result(framing: str) -> dict[str, Any]:
             "framing": framing,
             "methods": sorted([*SERVED_METHODS, "shutdown"]),
             "notifications": ["catalog/changed", "chat/send", "thread/diagnostic", "ui/notify", "ui/status"],
-            "clientRequests": ["item/tool/call", "session/messages", "ui/confirm", "ui/input", "ui/select"],
+            "clientRequests": ["item/tool/call", "session/messages", "ui/confirm", "ui/input", "ui/openUrl", "ui/select"],
             "cancellation": True,
         },
         "containment": containment(),

@@ -75,6 +75,10 @@ def _check_mcp_server_name(value: str, where: str) -> None:
 
 
 THREAD_ID = Str(name="ThreadId", description="A thread's id, as thread/start answered it (thread-N).")
+SESSION_ID = Str(name="SessionId", pattern=r"[A-Za-z0-9._:-]{1,128}",
+                 pattern_error="'{where}': session id {value!r} must be 1-128 of A-Za-z0-9._:-",
+                 description="An editor-chosen, stable name of a conversation: 1-128 of A-Za-z0-9._:- (thread ids "
+                             "stay per process).")
 EXTENSION_ID = Str(
     name="ExtensionId", check=_check_extension_id,
     description="An extension's id: the skill-name rule (lower-case letters and digits in groups joined by single "
@@ -111,6 +115,7 @@ class DynamicTool:
     input_schema: dict[str, Any]
     # The checked schema (inputschema.CompiledSchema), so the tool need not compile it again.
     compiled: Any = field(default=None, compare=False, repr=False)
+    namespace: str | None = None  # a Codex namespace's tool: listed as <namespace>__<tool> (protocol-v4 §5)
 
 
 @dataclass
@@ -128,6 +133,10 @@ class ThreadStartParams:
     plugins: list[str] = field(default_factory=list)
     disabled_plugins: list[str] = field(default_factory=list)
     trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
+    # protocol-v4 §5: threads that resume
+    session_id: str | None = None
+    resume: bool = False
+    state: dict[str, Any] | None = None  # extension id → its state, overriding what is saved
 
 
 @dataclass
@@ -162,19 +171,37 @@ def _no_repeats(attr: str, message: str, suffix: str = "",
 
 _unique_trusted = _no_repeats("id", "'{where}': extension '{value}' is trusted twice")
 _unique_explicit = _no_repeats("id", "'{where}': extension id '{value}' is listed twice", ".id")
-_unique_dynamic = _no_repeats("name", "'{where}.name': tool '{value}' is already declared", ".name", BUILTIN_TOOLS)
 _unique_servers = _no_repeats("name", "'{where}.name': MCP server '{value}' is listed twice", ".name")
 _unique_plugins = _no_repeats("name", "'{where}.name': plugin '{value}' is trusted twice", ".name")
 
 
-def _mcp_server_config(name: str, command: list[str], env: dict[str, str] | None = None, cwd: str | None = None,
-                       required: bool = False, startup_timeout_ms: int = 10000,
-                       tools: dict[str, Any] | None = None) -> McpServerConfig:
+def _mcp_server_config(name: str, command: list[str] | None = None, env: dict[str, str] | None = None,
+                       cwd: str | None = None, required: bool = False, startup_timeout_ms: int = 10000,
+                       tools: dict[str, Any] | None = None, type: str = "stdio", url: str | None = None,
+                       headers: dict[str, str] | None = None) -> McpServerConfig:
     # Imported here, by the first thread/start naming a server: not on every thread/start's way.
     from harness_sidecar.mcp.model import McpServerConfig
 
-    return McpServerConfig(name, command, env or {}, cwd, required, startup_timeout_ms,
-                           (tools or {}).get("allow"), (tools or {}).get("deny") or [])
+    return McpServerConfig(name, command or [], env or {}, cwd, required, startup_timeout_ms,
+                           (tools or {}).get("allow"), (tools or {}).get("deny") or [],
+                           transport=type, url=url, headers=headers or {})
+
+
+def _check_mcp_transport(config: McpServerConfig, where: str) -> None:
+    """stdio needs ``command``; ``http`` and ``sse`` need an http(s) ``url`` and take no ``command``."""
+    if config.transport == "stdio":
+        if not config.command:
+            raise InvalidParams(f"'{where}.command' is required (a stdio server; a remote one has type "
+                                "\"http\" or \"sse\" and a url)", f"{where}.command")
+        if config.url is not None:
+            raise InvalidParams(f"'{where}.url' is for a remote server: give type \"http\" or \"sse\"",
+                                f"{where}.url")
+        return
+    if config.url is None:
+        raise InvalidParams(f"'{where}.url' is required (a {config.transport} server)", f"{where}.url")
+    if config.command:
+        raise InvalidParams(f"'{where}.command' is for a stdio server, not a {config.transport} one",
+                            f"{where}.command")
 
 
 def _compile_dynamic(tool: DynamicTool, where: str) -> None:
@@ -206,16 +233,99 @@ EXPLICIT_EXTENSION = Obj(
      Field("path", ABSOLUTE_PATH, description="A .py file or a package directory.")],
     cls=ExplicitExtension, incoming=True, name="ExplicitExtension",
     error="'{where}' must be an object {{id, path}}")
+def _function_tool(name: str, description: str = "", input_schema: dict[str, Any] | None = None,
+                   type: str | None = None) -> DynamicTool:
+    return DynamicTool(name, description, input_schema if input_schema is not None else dict(DEFAULT_INPUT_SCHEMA))
+
+
+_DYNAMIC_FIELDS = [
+    opt("type", Str(enum=("function",)), description="Codex's tag of a function tool; may be left out."),
+    Field("name", Str(pattern=TOOL_NAME.pattern, pattern_error=TOOL_NAME_SHAPE.pattern_error,
+                      schema_extra={"not": {"enum": list(BUILTIN_TOOLS)}}),
+          description="1-64 of A-Za-z0-9_-; not a builtin tool's name nor another dynamic tool's."),
+    opt("description", Str(), default=""),
+    opt("inputSchema", INPUT_SCHEMA, attr="input_schema",
+        description="Must be valid JSON Schema. Default: {\"type\": \"object\", \"properties\": {}}.")]
 DYNAMIC_TOOL = Obj(
-    [Field("name", Str(pattern=TOOL_NAME.pattern, pattern_error=TOOL_NAME_SHAPE.pattern_error,
-                       schema_extra={"not": {"enum": list(BUILTIN_TOOLS)}}),
-           description="1-64 of A-Za-z0-9_-; not a builtin tool's name nor another dynamic tool's."),
-     opt("description", Str(), default=""),
-     opt("inputSchema", INPUT_SCHEMA, default_factory=lambda: dict(DEFAULT_INPUT_SCHEMA), attr="input_schema",
-         description="Must be valid JSON Schema. Default: {\"type\": \"object\", \"properties\": {}}.")],
-    cls=DynamicTool, incoming=True, check=_compile_dynamic, name="DynamicTool",
+    _DYNAMIC_FIELDS, cls=_function_tool, incoming=True, check=_compile_dynamic, name="DynamicTool",
     description="A tool the editor executes (item/tool/call).",
     error="'{where}' must be an object {{name, description, inputSchema}}")
+_NAMESPACED_NAME = Str(pattern="[A-Za-z0-9_-]{1,64}",
+                       pattern_error="'{where}': {value!r} must be 1-64 letters, digits, '_' or '-'",
+                       check=lambda value, where: _no_separator(value, where), schema_extra={"not": {"pattern": "__"}})
+
+
+def _no_separator(value: str, where: str) -> None:
+    if "__" in value:
+        raise InvalidParams(f"'{where}': {value!r} must not contain '__' (it separates <namespace>__<tool>)", where)
+
+
+NAMESPACE_TOOL = Obj(
+    [Field("type", Str(enum=("function",)), description="Codex's only kind of namespaced tool."),
+     Field("name", _NAMESPACED_NAME, description="1-64 of A-Za-z0-9_-, without '__'."),
+     *_DYNAMIC_FIELDS[2:]],
+    cls=_function_tool, incoming=True, check=_compile_dynamic, name="DynamicNamespaceTool",
+    error="'{where}' must be an object {{type: \"function\", name, description, inputSchema}}")
+
+
+def _namespace(type: str, name: str, tools: list[DynamicTool], description: str = "") -> list[DynamicTool]:
+    for tool in tools:
+        tool.namespace, tool.name = name, f"{name}__{tool.name}"
+    return tools
+
+
+def _check_flattened(tools: list[DynamicTool], where: str) -> None:
+    for i, tool in enumerate(tools):
+        if len(tool.name) > 64:
+            path = f"{where}.tools[{i}].name"
+            raise InvalidParams(f"'{path}': '{tool.name}' is longer than 64 characters", path)
+
+
+DYNAMIC_NAMESPACE = Obj(
+    [Field("type", Str(enum=("namespace",))),
+     Field("name", _NAMESPACED_NAME, description="1-64 of A-Za-z0-9_-, without '__': the tools are listed as "
+                                                 "<namespace>__<tool>."),
+     Field("tools", Arr(NAMESPACE_TOOL, min_items=1)),
+     opt("description", Str(), default="")],
+    cls=_namespace, incoming=True, check=_check_flattened, name="DynamicToolNamespace",
+    description="Codex's namespace of dynamic tools: each nested tool is flattened to <namespace>__<tool> "
+                "(at most 64 characters, else invalid params) and called with item/tool/call {tool: "
+                "<namespace>__<tool>, namespace}.")
+
+
+class _DynamicEntry(Shape):
+    """One ``dynamicTools`` entry: a function tool, or (``type: "namespace"``) Codex's namespace of them."""
+
+    json_types = (dict,)
+    expected = "an object"
+
+    def body(self, defs: dict[str, Any]) -> dict[str, Any]:
+        return {"oneOf": [DYNAMIC_TOOL.schema(defs), DYNAMIC_NAMESPACE.schema(defs)]}
+
+    def parse(self, value: Any, where: str) -> Any:
+        if type(value) is dict and value.get("type") == "namespace":
+            return DYNAMIC_NAMESPACE.parse(value, where)
+        return [DYNAMIC_TOOL.parse(value, where)]
+
+
+class _DynamicTools(Arr):
+    """``dynamicTools``: the entries, namespaces flattened; a name declared twice is invalid params."""
+
+    def parse(self, value: Any, where: str) -> Any:
+        entries = super().parse(value, where)
+        seen = set(BUILTIN_TOOLS)
+        tools = []
+        for i, entry in enumerate(entries):
+            for j, tool in enumerate(entry):
+                if tool.name in seen:
+                    path = f"{where}[{i}].tools[{j}].name" if tool.namespace else f"{where}[{i}].name"
+                    raise InvalidParams(f"'{path}': tool '{tool.name}' is already declared", path)
+                seen.add(tool.name)
+                tools.append(tool)
+        return tools
+
+
+DYNAMIC_TOOLS = _DynamicTools(_DynamicEntry())
 _LIMIT_DEFAULTS = Limits()
 LIMITS = Obj(
     [opt(wire, Int(minimum=0, default=getattr(_LIMIT_DEFAULTS, attr), error="'{where}' must be a non-negative integer")
@@ -240,7 +350,14 @@ MCP_SERVER = Obj(
                        pattern_error="'{where}': server name {value!r} must be 1-32 letters, digits, '_' or '-'",
                        schema_extra={"not": {"pattern": "__"}}),
            description="1-32 of A-Za-z0-9_-, without '__'; unique in the list."),
-     Field("command", Arr(Str(), min_items=1), description="argv of the server (stdio)."),
+     opt("type", Str(enum=("stdio", "http", "sse"), default="stdio"),
+         description="stdio (a child process, the default), http (streamable HTTP, MCP 2025-06-18) or sse "
+                     "(the 2024-11-05 HTTP+SSE transport)."),
+     opt("command", Arr(Str(), min_items=1), description="argv of the server (stdio; required there)."),
+     opt("url", Str(pattern=r"^https?://\S+$", pattern_error="'{where}' must be an http:// or https:// URL"),
+         description="The server's endpoint (http and sse; required there)."),
+     opt("headers", Map(Str()), description="HTTP headers sent with every request (http and sse); ${VAR} is "
+                                            "expanded from the sidecar's environment, an unset VAR as empty."),
      opt("env", Map(Str()), description="Added to the sidecar's environment."),
      opt("cwd", ABSOLUTE_PATH, description="Default: the sidecar's working directory."),
      opt("required", Bool(default=False), description="A required server that fails fails thread/start "
@@ -248,8 +365,13 @@ MCP_SERVER = Obj(
      opt("startupTimeoutMs", Int(minimum=0, default=10000), attr="startup_timeout_ms"),
      opt("tools", Obj([opt("allow", Arr(Str())), opt("deny", Arr(Str()))], incoming=True),
          description="Filters on the server's own tool names; deny wins.")],
-    cls=_mcp_server_config, incoming=True, name="McpServerConfig",
-    description="A stdio MCP server the editor chose for this thread.")
+    cls=_mcp_server_config, incoming=True, check=_check_mcp_transport, name="McpServerConfig",
+    # stdio (type absent, null or "stdio") needs command and takes no url; http and sse the other way round
+    **{"if": {"properties": {"type": {"enum": ["http", "sse"]}}, "required": ["type"]},
+       "then": {"required": ["url"], "properties": {"url": {"type": "string"}, "command": {"type": "null"}}},
+       "else": {"required": ["command"], "properties": {"command": {"type": "array"}, "url": {"type": "null"}}}},
+    description="An MCP server the editor chose for this thread: stdio (command) or remote (type http|sse, url, "
+                "headers?).")
 def _check_plugin_name(value: str, where: str) -> None:
     why = name_problem(value)
     if why:
@@ -304,7 +426,9 @@ THREAD_START = Obj(
          description="Explicit extension sources; one wins over a root's extension of the same id and counts as "
                      "the path of a trustedExtensions grant of its id that names none. An id listed twice is invalid "
                      "params."),
-     opt("dynamicTools", Arr(DYNAMIC_TOOL, unique=_unique_dynamic), attr="dynamic_tools"),
+     opt("dynamicTools", DYNAMIC_TOOLS, attr="dynamic_tools",
+         description="Tools the editor runs; a Codex type:\"namespace\" entry's tools are flattened to "
+                     "<namespace>__<tool>. A name declared twice (after flattening) is invalid params."),
      opt("limits", LIMITS),
      opt("cwd", ABSOLUTE_PATH, description="The user's working directory, for extensions (ctx.cwd)."),
      opt("extensionSettings", Map(JSON_OBJECT), description="Settings per extension id (ctx.settings); settings "
@@ -321,8 +445,34 @@ THREAD_START = Obj(
      opt("disabledPlugins", Arr(DISABLED_PLUGIN), attr="disabled_plugins",
          description="Plugins the thread leaves out: by name, or (an absolute path) by folder."),
      opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
-         description="The only plugins whose code (hooks, MCP servers, extensions) may run.")],
-    cls=ThreadStartParams, incoming=True, name="ThreadStartParams")
+         description="The only plugins whose code (hooks, MCP servers, extensions) may run."),
+     opt("sessionId", SESSION_ID, attr="session_id",
+         description="The editor's stable name of the conversation: extension state and activated skills are saved "
+                     "under it (protocol.md § Sessions)."),
+     opt("resume", Bool(default=False),
+         description="Hand back what was saved under sessionId (extension state, activated skills); requires "
+                     "sessionId. Without it a sessionId starts afresh."),
+     opt("state", Map(AnyValue()),
+         description="Extension id → its state (JSON, at most limits.extensionStateBytes as compact JSON): "
+                     "overrides what is saved; the shape thread/close answers.")],
+    cls=ThreadStartParams, incoming=True, name="ThreadStartParams", check=lambda start, where: _check_session(start))
+
+
+def _check_session(start: ThreadStartParams) -> None:
+    if start.resume and start.session_id is None:
+        raise InvalidParams("'resume' needs a 'sessionId' to resume", "resume")
+    for ext_id, value in (start.state or {}).items():
+        _check_extension_id(ext_id, f"state.{ext_id}")
+        size = _json_size(value)
+        if size > start.limits.extension_state_bytes:
+            raise InvalidParams(f"'state.{ext_id}' is {size} bytes as JSON; the limit is "
+                                f"{start.limits.extension_state_bytes} (limits.extensionStateBytes)", f"state.{ext_id}")
+
+
+def _json_size(value: Any) -> int:
+    import json
+
+    return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
 
 
 def parse_thread_start(params: dict[str, Any]) -> ThreadStartParams:
@@ -374,6 +524,17 @@ class SkillsActivateParams(NamedTuple):
     thread_id: str
     name: str
     resources: list[str]
+    path: str | None = None  # a candidate's SKILL.md: chooses a shadowed same-name skill (protocol-v4 §5)
+
+
+class SkillsDeactivateParams(NamedTuple):
+    thread_id: str
+    name: str
+
+
+class ThreadForkParams(NamedTuple):
+    thread_id: str
+    session_id: str | None = None
 
 
 class TemplatesRenderParams(NamedTuple):
@@ -411,8 +572,17 @@ class LoopEventParams(NamedTuple):
 SKILLS_ACTIVATE = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
      opt("resources", Arr(Str(error="'{where}' must be a string")), default_factory=list,
-         description="Paths relative to the skill's directory; each answered once, in request order.")],
+         description="Paths relative to the skill's directory; each answered once, in request order."),
+     opt("path", ABSOLUTE_PATH, default=None,
+         description="A candidate's SKILL.md path (the catalog's winner or a shadowed same-name skill): that one "
+                     "is activated; a path that is no candidate of the name is skill_not_found, never the winner.")],
     cls=SkillsActivateParams, incoming=True, name="SkillsActivateParams")
+SKILLS_DEACTIVATE = Obj([Field("threadId", THREAD_ID), Field("name", Str())], cls=SkillsDeactivateParams,
+                        incoming=True, name="SkillsDeactivateParams")
+THREAD_FORK = Obj(
+    [Field("threadId", THREAD_ID, description="The open thread to fork."),
+     opt("sessionId", SESSION_ID, default=None, description="The new thread's session (where its state is saved).")],
+    cls=ThreadForkParams, incoming=True, name="ThreadForkParams")
 TEMPLATES_RENDER = Obj(
     [Field("threadId", THREAD_ID), Field("name", Str()),
      opt("arguments", Map(Str(), values_checked_later=True), default_factory=dict,
@@ -438,6 +608,14 @@ CANCEL = Obj([Field("id", REQUEST_ID, description="The id of the request to canc
 
 def parse_skills_activate(params: dict[str, Any]) -> SkillsActivateParams:
     return SKILLS_ACTIVATE.parse(params, "")
+
+
+def parse_skills_deactivate(params: dict[str, Any]) -> SkillsDeactivateParams:
+    return SKILLS_DEACTIVATE.parse(params, "")
+
+
+def parse_thread_fork(params: dict[str, Any]) -> ThreadForkParams:
+    return THREAD_FORK.parse(params, "")
 
 
 def parse_templates_render(params: dict[str, Any]) -> TemplatesRenderParams:
@@ -502,7 +680,9 @@ def parse_loop_event(params: dict[str, Any]) -> LoopEventParams:
 
 UI_KEYS = ("confirm", "select", "input", "notify", "status")  # threads.Sidecar._ui reads capabilities.ui.<key>
 UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS]
-                      + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message).")],
+                      + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message)."),
+                         opt("openUrl", Bool(), description="The editor can answer ui/openUrl (opens a remote MCP "
+                                                            "server's sign-in page in the user's browser).")],
                       incoming=True, name="UiCapabilities",
                       description="What the editor can show; undeclared means unsupported.")
 INITIALIZE = Obj(

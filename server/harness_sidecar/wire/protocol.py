@@ -285,6 +285,16 @@ THREAD_DIAGNOSTIC = Union(
                     "not any more)."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_restarted")), Field("name", Str()),
          Field("message", Str())], name="McpRestarted", description="A thread's MCP server was started again."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_auth_required")), Field("name", Str()),
+         Field("message", Str()),
+         Field("data", Obj([Field("server", Str()), Field("url", Str(description="The authorization URL to open."))],
+                           name="McpAuthRequiredData"))],
+        name="McpAuthRequired",
+        description="A remote MCP server needs the user to sign in and the editor declared no "
+                    "capabilities.ui.openUrl (or did not open it); its tools join once signed in."),
+    Obj([Field("threadId", P.THREAD_ID), Field("kind", Const("mcp_unavailable")), Field("name", Str()),
+         Field("message", Str())], name="McpUnavailableLater",
+        description="A remote MCP server's sign-in, which thread/start did not wait for, failed."),
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("handler_return_ignored", "ui_after_handler"))),
          Field("extensionId", Str()), opt("hook", Str(), description="The event (or command) of the handler."),
          Field("message", Str(), description="What was ignored or refused, and the right form.")],
@@ -367,7 +377,9 @@ LOOP_EVENT_RESULT = Obj([
 ], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
-                      Field("arguments", P.JSON_OBJECT)], name="ItemToolCallParams")
+                      Field("arguments", P.JSON_OBJECT),
+                      opt("namespace", Str(), description="A Codex namespace's tool: its namespace (tool is "
+                                                          "<namespace>__<name>).")], name="ItemToolCallParams")
 ITEM_TOOL_CALL_RESULT = Obj([
     Field("contentItems", Arr(Obj([Field("type", Str(enum=("inputText", "text")),
                                          description="inputText (text is accepted too)."),
@@ -383,6 +395,12 @@ UI_SELECT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Fi
                  Field("options", Arr(UI_OPTION))], name="UiSelectParams")
 UI_INPUT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
                 opt("placeholder", Str())], name="UiInputParams")
+UI_OPEN_URL = Obj([Field("threadId", P.THREAD_ID), Field("url", Str(), description="An http(s) URL to open in the "
+                                                                              "user's browser."),
+                   Field("reason", Str(), description="Why, for the user.")], name="UiOpenUrlParams")
+UI_OPEN_URL_RESULT = Obj([Field("opened", Bool())], name="UiOpenUrlResult",
+                         description="Anything but opened: true (an error, no answer) makes the sidecar give the URL "
+                                     "in a thread/diagnostic mcp_auth_required.")
 UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
                         description="Anything else (an error, a malformed answer, no answer) counts as false.")
 UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
@@ -450,7 +468,9 @@ GENERIC_ERRORS = [
 DOMAIN_ERRORS = [
     _domain("thread_not_found", [opt("threadId", S())], "An unknown or closed threadId (not echoed when it is "
             "over 200 characters long)."),
-    _domain("skill_not_found", [opt("name", S()), opt("path", S())], "No such skill, or it is gone from disk."),
+    _domain("skill_not_found", [opt("name", S()), opt("path", S())],
+            "No such skill, or it is gone from disk, or (path) no same-name candidate is at that path."),
+    _domain("skill_not_active", [Field("name", S())], "skills/deactivate of a skill the thread has not active."),
     _domain("invalid_arguments", [opt("name", S()), opt("request", S()), opt("field", S()), opt("path", S())],
             "Arguments the method refuses: a malformed skill name, a non-string template argument, command "
             "arguments that do not match its inputSchema, a word without '=' in input/submit."),
@@ -507,6 +527,10 @@ def _notification(method: str, params: Shape, direction: str = SERVER, descripti
 
 
 THREAD = ("thread_not_found",)
+ACTIVE_SKILL = Obj([Field("name", Str()), Field("path", Str(), description="The activated candidate's SKILL.md."),
+                    Field("via", Str(enum=("activate", "load_skill")),
+                          description="load_skill: its body is the tool result, not pasted into the prompt.")],
+                   name="ActiveSkill")
 MESSAGES: list[Message] = [
     _request("initialize", P.INITIALIZE, INITIALIZE_RESULT, description="The first request."),
     _notification("initialized", NO_PARAMS, CLIENT, "Optional; ignored."),
@@ -518,10 +542,18 @@ MESSAGES: list[Message] = [
     _request("thread/start", P.THREAD_START, THREAD_START_RESULT, ("mcp_unavailable", "too_many_threads")),
     _request("thread/refresh", P.THREAD_PARAMS, THREAD_START_RESULT, THREAD,
              "Rescans the roots now; answers like thread/start."),
-    _request("thread/close", P.THREAD_PARAMS, NULL_RESULT, THREAD),
+    _request("thread/fork", P.THREAD_FORK, THREAD_START_RESULT, THREAD + ("too_many_threads", "mcp_unavailable"),
+             "A new thread over the same roots, grants, tools and limits, with copies of the state and activations "
+             "(thread_start reason \"fork\"); answers like thread/start."),
+    _request("thread/close", P.THREAD_PARAMS, Obj([Field("state", Map(AnyValue()), description=(
+        "Extension id → its last ctx.state (JSON), for an editor that keeps state itself (thread/start.state)."))],
+        name="ThreadCloseResult"), THREAD),
     _request("skills/activate", P.SKILLS_ACTIVATE, Obj([Field("skill", ACTIVATED_SKILL)], name="SkillsActivateResult"),
              THREAD + ("skill_not_found", "invalid_arguments", "path_escape", "name_mismatch", "invalid_frontmatter",
                        "not_utf8", "resource_not_found", "too_large", "broken_link")),
+    _request("skills/deactivate", P.SKILLS_DEACTIVATE, Obj([Field("activeSkills", Arr(ACTIVE_SKILL))],
+                                                           name="SkillsDeactivateResult"),
+             THREAD + ("skill_not_active", "invalid_arguments"), "The skill leaves the thread's context/build."),
     _request("templates/render", P.TEMPLATES_RENDER, Obj([Field("message", USER_MESSAGE),
                                                           opt("diagnostics", Arr(DIAGNOSTIC))],
                                                          name="TemplatesRenderResult"),
@@ -529,7 +561,13 @@ MESSAGES: list[Message] = [
     _request("context/build", P.THREAD_PARAMS, Obj([Field("systemPrompt", Str(
         description="Sections: instructions, skills, active skills, '# Hook context (SessionStart: <source>)' for "
                     "what the thread's SessionStart hooks said (for the thread's life), then extension sections "
-                    "(protocol.md § context/build)."))], name="ContextBuildResult"), THREAD),
+                    "(protocol.md § context/build). A skill loaded by load_skill is named in activeSkills, its body "
+                    "not pasted again.")),
+        Field("revision", REVISION, description="The catalog revision the prompt was built from."),
+        Field("activeSkills", Arr(ACTIVE_SKILL), description="The thread's activated skills, by name."),
+        Field("toolsRevision", REVISION, description="tools/list's revision of the same view: an editor sends the "
+                                                     "tools of this revision with this prompt.")],
+        name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
              Obj([Field("tools", Arr(Union(TOOL_SPEC, DEFERRED_TOOL)),
                         description="The active tools (builtins always), a deferred one by name only (v4)."),
@@ -562,6 +600,8 @@ MESSAGES: list[Message] = [
              description="v4: the conversation, asked only of an editor that declared capabilities.conversation."),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
+    _request("ui/openUrl", UI_OPEN_URL, UI_OPEN_URL_RESULT, direction=SERVER,
+             description="A remote MCP server's sign-in page (OAuth), for the editor to open (capabilities.ui.openUrl)."),
 ]
 BY_METHOD = {m.method: m for m in MESSAGES}
 

@@ -31,6 +31,7 @@ JSONL = "jsonl"
 CONTENT_LENGTH = "content-length"
 _HEADER = b"content-length:"
 MAX_HEADER_BYTES = 8192
+LARGE_ANSWER = 64 * 1024  # = outbox.LARGE (not imported before the loop runs)
 
 
 class TooLarge:
@@ -83,9 +84,11 @@ class Writer:
 
     With ``coalesce(loop)``, the frames produced during one turn of the event loop are
     written together at its end: one ``write`` for a burst of responses instead of one
-    each (every syscall is also a GIL hand-over to the worker threads). Nothing waits for
-    a later turn, and ``flush`` empties the buffer at once (the endpoint calls it before
-    the process exits).
+    each (every syscall is also a GIL hand-over to the worker threads) — on the loop when
+    it surely does not wait for the editor, else by the writer thread (``outbox``), where a
+    large answer (``write_encoded(data, answer=True)``) holds no small frame up. Nothing
+    waits for a later turn, and ``flush`` writes everything handed over before it returns
+    (the endpoint calls it before the process exits).
     """
 
     def __init__(self, fd: int) -> None:
@@ -96,15 +99,30 @@ class Writer:
         self.broken = False
         self._loop: Any = None
         self._pending: list[bytes] = []
+        self._outbox: Any = None  # wire.outbox.Outbox once coalescing (the JSON-RPC endpoint's loop)
 
     def coalesce(self, loop: Any) -> None:
+        from harness_sidecar.wire.outbox import Outbox
+
         self._loop = loop
+        self._outbox = Outbox(self.fd, self.write_bytes, lambda: self.broken)
 
     def flush(self) -> None:
+        """Everything out before this returns (the process is about to exit)."""
+        self._end_of_turn()
+        if self._outbox is not None:
+            self._outbox.drain()
+
+    def _end_of_turn(self) -> None:
+        """This turn's frames out: written now if they surely fit, else by the writer thread."""
         if self._pending:
-            data = b"".join(self._pending)
+            data = self._pending[0] if len(self._pending) == 1 else b"".join(self._pending)
             self._pending.clear()
-            self.write_bytes(data)
+            outbox = self._outbox
+            if outbox is None or (outbox.idle() and outbox.fits(len(data))):
+                self.write_bytes(data)
+            else:
+                outbox.put(data, False)
 
     def encode(self, message: dict[str, Any]) -> bytes:
         """The frame of ``message``; ``ValueError``/``TypeError`` for what is not JSON data."""
@@ -119,12 +137,18 @@ class Writer:
     def write(self, message: dict[str, Any]) -> None:
         self.write_encoded(self.encode(message))
 
-    def write_encoded(self, data: bytes) -> None:
+    def write_encoded(self, data: bytes, answer: bool = False) -> None:
+        """``data`` (a whole frame) to the editor; ``answer``: a response to one of its requests, which
+        may be overtaken by frames written after it (a large one waits in its own lane)."""
         if self._loop is None:
             self.write_bytes(data)
             return
+        if answer and len(data) > LARGE_ANSWER:
+            self._end_of_turn()  # what this turn made before it goes first
+            self._outbox.put(data, True)
+            return
         if not self._pending:
-            self._loop.call_soon(self.flush)
+            self._loop.call_soon(self._end_of_turn)
         self._pending.append(data)
 
     def write_bytes(self, data: bytes) -> None:

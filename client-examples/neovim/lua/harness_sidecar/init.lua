@@ -47,6 +47,10 @@ local DEFAULTS = {
   -- { server... }, extensions? = true | false | { id... } } } (mcp_servers is read as mcpServers too).
   -- Without it a plugin brings its skills, command templates and agents, never its code.
   trusted_plugins = {},
+  -- The session the threads' extension state and activated skills are saved under (thread/start.sessionId,
+  -- 1-128 of A-Za-z0-9._:-); default: one per working directory. :HarnessResume brings it back.
+  session_id = nil,
+  resume = false, -- true: the first thread of this Neovim resumes the session (as :HarnessResume does)
 }
 
 M.config = vim.deepcopy(DEFAULTS)
@@ -103,6 +107,9 @@ M.reverse_requests = {
   ['ui/confirm'] = function(params, id, client) ui.ask(client, id, 'ui/confirm', params) end,
   ['ui/select'] = function(params, id, client) ui.ask(client, id, 'ui/select', params) end,
   ['ui/input'] = function(params, id, client) ui.ask(client, id, 'ui/input', params) end,
+  ['ui/openUrl'] = function(params, id, client)
+    ui.open_url(params, function(result) client:respond(id, result) end)
+  end,
   ['item/tool/call'] = function(params)
     local tool = tools()[params.tool]
     if not tool then
@@ -272,7 +279,24 @@ function M.thread_start_params()
   if #trusted_plugins > 0 then
     start.trustedPlugins = trusted_plugins
   end
+  start.sessionId = M.session_id()
+  if M.resume_next == nil then
+    M.resume_next = M.config.resume == true
+  end
+  if M.resume_next then
+    start.resume = true
+  end
   return start
+end
+
+--- The session this editor's threads are saved under: setup()'s session_id, else one per working
+--- directory ('nvim:' and the start of the sha256 of the cwd: never a path).
+function M.session_id()
+  local id = M.config.session_id
+  if type(id) == 'string' and id ~= '' then
+    return id
+  end
+  return 'nvim:' .. vim.fn.sha256(vim.fn.getcwd()):sub(1, 32)
 end
 
 local function flush(err, thread)
@@ -348,7 +372,11 @@ function M.ensure(callback)
       end
       M.thread = started
       M.commands(function() end) -- for :HarnessCommand's completion, which never waits
-      if M.stopped_thread then
+      if start.resume then
+        M.resume_next = false
+        M.stopped_thread = nil
+        notify(string.format('resumed session %s in %s', start.sessionId, started.threadId))
+      elseif M.stopped_thread then
         notify(string.format('started a new sidecar (%s); activations of %s are gone', started.threadId,
           M.stopped_thread))
         M.stopped_thread = nil
@@ -437,6 +465,56 @@ end
 
 function M.activate(name, resources, callback)
   M.call('skills/activate', { name = name, resources = resources or {} }, callback)
+end
+
+--- skills/deactivate: callback(err, {activeSkills}).
+function M.deactivate(name, callback)
+  M.call('skills/deactivate', { name = name }, callback)
+end
+
+--- :HarnessResume: a new sidecar whose thread resumes this session (protocol-v4 §5): the extensions
+--- get their saved ctx.state back (thread_start reason "resume") and the activated skills come back.
+function M.cmd_resume()
+  M.stop({ quiet = true })
+  M.stopped_thread = nil
+  M.resume_next = true
+  M.ensure(function(err)
+    if err then
+      return report(err)
+    end
+  end)
+end
+
+function M.cmd_deactivate(name)
+  if not name or name == '' then
+    return M.call('context/build', {}, function(err, built)
+      if err then
+        return report(err)
+      end
+      local names = {}
+      for _, skill in ipairs(built.activeSkills or {}) do
+        table.insert(names, skill.name)
+      end
+      if #names == 0 then
+        return notify('no skill is active')
+      end
+      vim.ui.select(names, { prompt = 'Skill to deactivate' }, function(choice)
+        if choice then
+          M.cmd_deactivate(choice)
+        end
+      end)
+    end)
+  end
+  M.deactivate(name, function(err, result)
+    if err then
+      return report(err)
+    end
+    local names = {}
+    for _, skill in ipairs(result.activeSkills or {}) do
+      table.insert(names, skill.name)
+    end
+    notify(string.format('deactivated %s; active: %s', name, #names > 0 and table.concat(names, ', ') or 'none'))
+  end)
 end
 
 function M.render(name, arguments, callback)

@@ -5,6 +5,7 @@
 --   ui/confirm → vim.ui.select({'Allow', 'Deny'}) naming the extension, the tool and its arguments
 --   ui/select  → vim.ui.select over the options      ui/input → vim.ui.input
 --   ui/notify  → vim.notify with the level           ui/status → require('harness_sidecar').statusline()
+--   ui/openUrl → vim.ui.open (0.10+; else, or when it fails, a message with the URL to open)
 --
 -- Every question is answered asynchronously (the editor never waits for the sidecar, nor the
 -- sidecar for a blocked editor). While vim.ui.select / vim.ui.input are Neovim's stock ones (which
@@ -23,7 +24,7 @@ local prompt = require('harness_sidecar.prompt')
 local M = {}
 
 --- What this client answers: sent as initialize.capabilities.ui.
-M.capabilities = { confirm = true, select = true, input = true, notify = true, status = true }
+M.capabilities = { confirm = true, select = true, input = true, notify = true, status = true, openUrl = true }
 
 M.questions = {} -- the sidecar's ui/* requests waiting for the user: id -> { method, params, client }
 M.items = {} -- status items: '<extension>\0<key>' -> { extension, key, text }
@@ -94,6 +95,25 @@ function M.tell(message, level)
 end
 
 local tell = M.tell
+
+--- ui/openUrl: a remote MCP server's sign-in page. vim.ui.open (Neovim 0.10+) opens it in the browser;
+--- otherwise, or when that fails, the user is told the URL to open. Answers { opened = bool } later,
+--- through `reply` (called from the main loop, not from the RPC callback).
+function M.open_url(params, reply)
+  vim.schedule(function()
+    local opened = false
+    if type(vim.ui.open) == 'function' then
+      local ok, cmd, err = pcall(vim.ui.open, params.url)
+      opened = ok and cmd ~= nil and err == nil
+    end
+    if opened then
+      tell(one_line(params.reason) .. ': opened in your browser', vim.log.levels.INFO)
+    else
+      tell(one_line(params.reason) .. ': open ' .. params.url, vim.log.levels.WARN)
+    end
+    reply({ opened = opened })
+  end)
+end
 
 --- The question of a ui/confirm as one line: who asks, what, and about which tool call.
 function M.confirm_prompt(params)

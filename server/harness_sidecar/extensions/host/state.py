@@ -27,6 +27,8 @@ class HostState:
         self.ui: dict[str, bool] = {}  # the editor's ui capabilities, as the sidecar passed them on
         self.conversation = False  # the editor declared capabilities.conversation (ctx.messages may ask)
         self.settings: dict[str, dict[str, Any]] = {}
+        self.states: dict[str, str] = {}  # extension id → its ctx.state as compact JSON (session_state)
+        self.state_bytes = 262144  # limits.extensionStateBytes
         self.max_result_bytes = 16 * 1024 * 1024
         self.max_tools: int | None = None  # limits.maxTools (per extension)
         self.loaded: dict[str, Any] = {}  # extension id → loading.Extension

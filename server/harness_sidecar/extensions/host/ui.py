@@ -218,15 +218,16 @@ class _Pending:
 class Context:
     """``ctx``: where the handler runs and how to reach the user."""
 
-    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "tools")
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state", "tools")
 
-    def __init__(self, state: HostState, extension_id: str, ui: Ui) -> None:
+    def __init__(self, state: HostState, extension_id: str, ui: Ui, extension_state: Any = None) -> None:
         self.thread_id = state.thread_id
         self.cwd = state.cwd
         self.roots = list(state.roots)
         settings = state.settings.get(extension_id, {})
         self.settings = to_json(settings) if settings else {}
         self.ui = ui
+        self.state = extension_state  # session_state.ExtensionState: ctx.state
         self.tools = Tools(ui)  # v4 §5: ctx.tools.list(), ctx.tools.set_active(names)
 
     def messages(self, limit: int | None = None) -> Any:
@@ -250,7 +251,10 @@ class UserRequests:
 
     def context(self, exchange: Exchange, step: int, handler_id: str, call: dict[str, Any] | None,
                 hook: str = "") -> Context:
-        return Context(self.state, handler_id, Ui(self, handler_id, exchange, step, call, hook))
+        from harness_sidecar.extensions.host.session_state import ExtensionState
+
+        return Context(self.state, handler_id, Ui(self, handler_id, exchange, step, call, hook),
+                       ExtensionState(self.state, handler_id, exchange, step))
 
     def ask(self, exchange: Exchange | None, step: int, method: str, params: dict[str, Any],
             parse: Callable[[Any, Any], Any], refused: Any) -> Any:

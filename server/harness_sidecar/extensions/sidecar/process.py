@@ -173,7 +173,7 @@ class HostProcess:
                 return True
             for line in self._splitter.feed(data):
                 if isinstance(line, channel.TooLong) or (len(line) > self._answer_limit and _carries_result(line)) \
-                        or channel.too_many_values(line) is not None:  # the cheap test first
+                        or channel.too_many_values(line, self._splitter.commas_of(line)) is not None:  # cheap first
                     head = channel.peek_id(line.head if isinstance(line, channel.TooLong) else line)
                     if self.on_frame is not None and head is not None:
                         self.on_frame("tooLarge", head[1], head[0])  # body: the refused frame's tag

@@ -166,7 +166,8 @@ class Exchanges:
 
     def __init__(self, thread_id: str, grace_s: float, process_of: Callable[[], Any],
                  on_ui: Callable[[int, Any], None], on_relay: Callable[[int, Any], None],
-                 refuse_ui: Callable[[int], None], end_ui: Callable[[Pending], None]) -> None:
+                 refuse_ui: Callable[[int], None], end_ui: Callable[[Pending], None],
+                 on_state: Callable[[int, Any], None]) -> None:
         self.thread_id = thread_id
         self.grace_s = grace_s
         self.process_of = process_of  # the thread's current HostProcess, or None
@@ -174,6 +175,7 @@ class Exchanges:
         self.on_relay = on_relay  # a notification the host relays to the editor
         self.refuse_ui = refuse_ui  # a question too long to ask: answered as no UI (fail closed)
         self.end_ui = end_ui  # an exchange ended: its questions still open are cancelled
+        self.on_state = on_state  # a handler's ctx.state.set (protocol-v4 §5)
         self.loop = asyncio.get_running_loop()  # made in thread/start, on the loop; looked up once
         self.pending: dict[int, Pending] = {}
         self._ids = itertools.count(1)
@@ -314,6 +316,8 @@ class Exchanges:
             self.on_ui(ident, body)
         elif tag == channel.NOTIFY:
             self.on_relay(ident, body)
+        elif tag == channel.STATE:
+            self.on_state(ident, body)
         elif tag == "tooLarge":  # a frame refused unparsed (longer than any answer may be): body is its tag
             if body == channel.UI:  # a question too long to ask: not asked, answered as no UI (fail closed)
                 self.refuse_ui(ident)

@@ -63,7 +63,9 @@ class ExtensionHost:
         self._starting: asyncio.Future | None = None
         self.loading = False
         self.exchanges = Exchanges(thread_id, grace_s, lambda: self.process, self._ui, self._relay,
-                                   lambda uid: self._answer_ui(uid, None, None, None, "unavailable"), self._end_ui)
+                                   lambda uid: self._answer_ui(uid, None, None, None, "unavailable"), self._end_ui,
+                                   self._state)
+        self.on_state: Callable[[str, Any], None] | None = None  # ctx.state.set of an extension (protocol-v4 §5)
 
     # -- the process
 
@@ -88,7 +90,8 @@ class ExtensionHost:
     async def ensure(self) -> None:
         """A running host with the committed extensions; restart one that died. Raises ``HostUnavailable``.
 
-        A restart imports the same bytes and runs ``activate`` again (state starts empty). If an
+        A restart imports the same bytes and runs ``activate`` again; each extension's ``ctx.state`` comes back
+        (``init.states``, kept up to date by ``_state``). If an
         extension then fails, or registers other tools, hooks or commands than it did at
         thread/start, the thread's policy can no longer be what the editor trusted: the host is
         given up (every call blocked), as after 3 exits.
@@ -110,7 +113,7 @@ class ExtensionHost:
             except (ConnectionError, OSError) as exc:
                 self._count_exit()
                 raise HostUnavailable(f"the extension host could not be started: {exc}") from None
-            for body in self.loads:  # a restart: the same bytes, activate again, state starts empty
+            for body in self.loads:  # a restart: the same bytes, activate again, ctx.state handed back
                 report = await self.load(body, restart=True)
                 if not isinstance(report, dict) or _registered(report) != self.reports.get(body["id"]):
                     self._give_up(f"extension '{body['id']}' did not register the same tools, hooks and commands "
@@ -118,7 +121,8 @@ class ExtensionHost:
                     raise HostUnavailable(f"extension '{body['id']}' could not be loaded again")
             self.commit(self.committed)
             self.on_diagnostic({"threadId": self.thread_id, "kind": "host_restarted",
-                                "message": "the extension host was started again; extension state starts empty"})
+                                "message": "the extension host was started again; each extension's ctx.state is "
+                                           "handed back, what else it kept in memory starts empty"})
         finally:
             starting, self._starting = self._starting, None
             starting.set_result(None)
@@ -331,6 +335,29 @@ class ExtensionHost:
             task = self._ui_tasks.get(uid)
             if task is not None:
                 task.cancel()  # the editor's request is cancelled; the host gets a fail-closed answer
+
+    def _state(self, ident: int, body: Any) -> None:
+        """``ctx.state.set`` (protocol-v4 §5): kept for the extension of the step that set it (``author``), so
+        that a restarted host gets it back (``init.states``), and told to ``on_state`` (saving it). A state
+        larger than ``init.stateBytes`` (the host refuses those itself) or of no handler is dropped."""
+        if type(body) is not dict or "state" not in body:
+            return
+        author = self.exchanges.author(ident, body.get("step"))
+        if author is None:
+            logger.warning("%s: a ctx.state.set the host sent names no handler of the thread; dropped",
+                           self.thread_id)
+            return
+        value = body["state"]
+        limit = self.init.get("stateBytes", 262144)
+        import json
+
+        if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) > limit:
+            logger.warning("%s: extension '%s' sent a state over %d bytes; dropped", self.thread_id,
+                           author.extension_id, limit)
+            return
+        self.init.setdefault("states", {})[author.extension_id] = value
+        if self.on_state is not None:
+            self.on_state(author.extension_id, value)
 
     # -- the end
 

@@ -1,0 +1,166 @@
+"""Sessions (protocol-v4 §5): what a thread started with a ``sessionId`` keeps — each extension's
+``ctx.state`` and the activated skills — opened at thread/start (``reason`` startup, resume or fork),
+saved as they change (``base.session_store``), answered by thread/close; and activations that end (a
+deleted or newly shadowed skill is dropped at a rescan or a resume, never replaced by the winner).
+
+Functions of a ``Thread``, called by the parts that change what it holds: ``lifecycle`` (start, fork,
+close), ``resources`` and ``tools`` (skills/activate, load_skill, skills/deactivate), ``extensions``
+(a host's ``ctx.state.set``) and ``live_catalog`` (a rescan).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness_sidecar.base.errors import DomainError
+from harness_sidecar.resources.activation import ActivatedSkill, activate, candidate
+from harness_sidecar.threads.thread import Thread
+
+logger = logging.getLogger("harness_sidecar.threads")
+
+
+@dataclass
+class Seed:
+    """What a thread starts from besides its params: ``thread/fork``'s copies of the source thread's state
+    and activations (``reason`` "fork"); thread/start's own is read from the store."""
+
+    reason: str = "startup"
+    states: dict[str, Any] = field(default_factory=dict)
+    active_skills: list[dict[str, Any]] = field(default_factory=list)
+
+
+def fork_seed(source: Thread) -> Seed:
+    import copy
+
+    return Seed("fork", copy.deepcopy(source.states), saved_skills(source))
+
+
+def open_session(thread: Thread, seed: Seed | None) -> list[dict[str, Any]]:
+    """Set the thread's ``reason``, its store and its extensions' starting state; the activations to
+    restore. A session started afresh (no resume) forgets what was saved under its id."""
+    start = thread.start
+    thread.reason = seed.reason if seed is not None else "resume" if start.resume else "startup"
+    states: dict[str, Any] = dict(seed.states) if seed is not None else {}
+    skills = list(seed.active_skills) if seed is not None else []
+    if start.session_id is not None:
+        from harness_sidecar.base.session_store import SessionStore
+
+        store = SessionStore(start.session_id, thread.limits.extension_state_bytes)
+        thread.session = store
+        if thread.reason == "resume":
+            saved = store.load([t.id for t in start.trusted_extensions])
+            states, skills = saved.states, saved.active_skills
+            thread.notes.extend(saved.diagnostics)
+        else:
+            _store(thread, store.clear)
+    states.update(start.state or {})  # the editor's copy wins over what is saved
+    thread.states = states
+    if thread.session is not None:
+        for ext_id, value in states.items():
+            if thread.reason != "resume" or ext_id in (start.state or {}):
+                _store(thread, thread.session.save_state, ext_id, value)
+    return skills
+
+
+def restore_skills(thread: Thread, skills: list[dict[str, Any]]) -> None:
+    """Activate again what the session had active, each by its path: one that is gone, no longer a
+    candidate of its name, or (activated as the winner, not chosen by path) now shadowed is
+    ``activation_dropped`` in the answer, never replaced by the winner — as a rescan would."""
+    for entry in skills:
+        winner = thread.catalog.skills.get(entry["name"])
+        located = entry.get("located") is True
+        if not located and winner is not None and os.path.normpath(winner.source) != os.path.normpath(entry["path"]):
+            _dropped(thread, entry["name"], entry["path"], f"it is now shadowed by {winner.source}")
+            continue
+        try:
+            skill = activate(thread.catalog, entry["name"], [], thread.limits, path=entry["path"])
+        except DomainError as exc:
+            _dropped(thread, entry["name"], entry["path"], exc.message)
+            continue
+        skill.via, skill.located = entry["via"], located
+        thread.activated[skill.name] = skill
+    if skills:
+        skills_changed(thread)
+
+
+def state_set(thread: Thread, extension_id: str, value: Any) -> None:
+    """An extension's ``ctx.state.set``: kept for thread/close and a fork, saved under the session."""
+    thread.states[extension_id] = value
+    if thread.session is not None:
+        _store(thread, thread.session.save_state, extension_id, value)
+
+
+def record_activation(thread: Thread, skill: ActivatedSkill, via: str) -> None:
+    """An activation (skills/activate, load_skill). ``load_skill`` of a skill skills/activate already put in
+    the prompt keeps it there: the cached prefix stays as it was."""
+    before = thread.activated.get(skill.name)
+    winner = thread.catalog.skills.get(skill.name)
+    skill.located = winner is None or winner.source != skill.source
+    skill.via = "activate" if via == "load_skill" and before is not None and before.via == "activate" \
+        and before.source == skill.source else via
+    thread.activated[skill.name] = skill
+    skills_changed(thread)
+
+
+def deactivate(thread: Thread, name: str) -> None:
+    if thread.activated.pop(name, None) is None:
+        raise DomainError("skill_not_active", f"skill '{name}' is not active in this thread "
+                                              f"(active: {', '.join(sorted(thread.activated)) or 'none'})", name=name)
+    skills_changed(thread)
+
+
+def active_skills(thread: Thread) -> list[dict[str, str]]:
+    return [thread.activated[n].active_to_wire() for n in sorted(thread.activated)]
+
+
+def drop_stale_activations(thread: Thread) -> None:
+    """After a rescan: an activated skill whose SKILL.md is gone, or that another candidate now shadows,
+    ends (``activation_dropped``); one chosen by locator stays while it is still a candidate."""
+    dropped = False
+    for name, skill in list(thread.activated.items()):
+        winner = thread.catalog.skills.get(name)
+        why = None
+        if not os.path.isfile(skill.source):
+            why = "its SKILL.md was deleted"
+        elif not skill.located:
+            if winner is None:
+                why = "it is no longer in the catalog"
+            elif os.path.normpath(winner.source) != os.path.normpath(skill.source):
+                why = f"it is now shadowed by {winner.source}"
+        else:
+            try:
+                candidate(thread.catalog, name, skill.source, thread.limits)
+            except DomainError:
+                why = "it is no longer a candidate of its name"
+        if why is not None:
+            del thread.activated[name]
+            _dropped(thread, name, skill.source, why)
+            dropped = True
+    if dropped:
+        skills_changed(thread)
+
+
+def skills_changed(thread: Thread) -> None:
+    if thread.session is not None:
+        _store(thread, thread.session.save_skills, saved_skills(thread))
+
+
+def saved_skills(thread: Thread) -> list[dict[str, Any]]:
+    """The activations as saved and forked: context/build's entries, and whether a path locator chose each."""
+    return [{**thread.activated[n].active_to_wire(), "located": thread.activated[n].located}
+            for n in sorted(thread.activated)]
+
+
+def _store(thread: Thread, write: Callable[..., Any], *args: Any) -> None:
+    try:
+        write(*args)
+    except OSError as exc:
+        logger.warning("%s: the session state could not be saved (%s); it is kept in memory", thread.id, exc)
+
+
+def _dropped(thread: Thread, name: str, path: str, why: str) -> None:
+    thread.notes.append({"kind": "activation_dropped", "name": name, "path": path,
+                         "message": f"skill '{name}' ({path}) is no longer active: {why}"})
