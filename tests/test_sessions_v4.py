@@ -276,6 +276,9 @@ def test_deferred_tools_are_listed_by_name_found_by_tool_search_and_callable(spa
     bad = sidecar.call("tools/call", {"threadId": thread, "call": {
         "id": "b", "name": "tool_search", "arguments": {"query": "   "}}})["result"]
     assert bad["isError"] and bad["details"]["kind"] == "invalid_arguments"
+    # tool_search is a builtin's name: an editor's tool may not take it (it would hide the builtin)
+    taken = sidecar.request("thread/start", {"roots": [str(ws.root)], "dynamicTools": [dynamic("tool_search", "x")]})
+    assert error_kind(taken) == "invalid_params"
 
 
 # -- observable ------------------------------------------------------------------------------------------

@@ -47,7 +47,7 @@ from harness_sidecar.wire.shapes import (
 if TYPE_CHECKING:
     from harness_sidecar.mcp.model import McpServerConfig
 
-BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before any dynamic or extension tool
+BUILTIN_TOOLS = ("load_skill", "find_skills", "tool_search")  # builtin names (tool_search: v4 §5, with deferToolsOver), never a dynamic tool's
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 DEFAULT_INPUT_SCHEMA = {"type": "object", "properties": {}}
 
