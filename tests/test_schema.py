@@ -290,7 +290,7 @@ def test_tools_call_and_the_other_method_params():
         P.parse_input_submit({"threadId": "t", "text": 5})
     assert caught.value.data == {"field": "text"}
     assert P.thread_id({"threadId": "thread-9"}) == "thread-9"
-    assert P.BUILTIN_TOOLS == ("load_skill", "find_skills")
+    assert P.BUILTIN_TOOLS == ("load_skill", "find_skills", "tool_search")  # v4 §5: tool_search reserved
 
 
 @pytest.mark.parametrize("params, ui", [
