@@ -119,3 +119,27 @@ def test_claude_details_inventory_is_parsed():
     assert parsed["Hooks"] == ["PreToolUse", "PostToolUse", "Stop", "UserPromptSubmit"]
     assert parsed["MCP servers"] == ["mcp-search"]
     assert parse_details('Plugin "x" not found. Run `claude plugin list`') is None
+
+
+def test_a_plugin_with_both_manifests_that_the_peers_read_differently_is_left_out_of_the_agreeing_row():
+    # superpowers' layout: Claude Code runs hooks/hooks.json (SessionStart), Codex's manifest says "hooks": {}
+    sys.path.insert(0, str(REPO))
+    from bench.corpus_peers.compare import Reading, table
+    from bench.corpus_peers.peers import contradictions
+
+    both = {"id": "obra+superpowers/.", "dialect": "both"}
+    claude_only = {"id": "acme+p/plugins/x", "dialect": "claude"}
+    readings = {"sidecar": {both["id"]: Reading(loads=True, names=["brainstorming"], skills=["brainstorming"]),
+                            claude_only["id"]: Reading(loads=True)},
+                "claude": {both["id"]: Reading(loads=True, names=["brainstorming"], hook_events=["SessionStart"]),
+                           claude_only["id"]: Reading(loads=True, hook_events=["Stop"])},
+                "codex": {both["id"]: Reading(loads=True, names=["brainstorming"]),
+                          claude_only["id"]: Reading(loads=True)}}
+    found = contradictions([both, claude_only], readings)
+    assert list(found) == [both["id"]] and list(found[both["id"]]) == ["hooks"]  # skills agree; one manifest: never
+    disagree = {"load": {"agree": True}, "skills": {"agree": True}, "hooks": {"agree": False}, "mcp": {"agree": True}}
+    comparisons = {both["id"]: disagree, claude_only["id"]: disagree}
+    raw = table([both, claude_only], comparisons, "claude", subset=True)
+    agreeing = table([both, claude_only], comparisons, "claude", subset=True, leave_out=found)
+    assert raw["hooks"] == {"agree": 0, "of": 2, "pct": 0.0}
+    assert agreeing["hooks"] == {"agree": 0, "of": 1, "pct": 0.0} and agreeing["skills"]["of"] == 2

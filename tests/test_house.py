@@ -135,3 +135,23 @@ def test_the_extension_host_imports_nothing_of_the_sidecars_side():
                     "hooks.boundaries", "hooks.command", "hooks.declared", "containment.launcher",
                     "containment.spawning", "containment.zygote", "cli")
     assert sorted(m for m in reached if m.removeprefix("harness_sidecar.").startswith(sidecar_side)) == []
+
+
+if __name__ == "__main__":  # python tests/test_house.py: the graph as the closing notes give it
+    edges = graph()
+    per_folder: dict[str, int] = {}
+    for module in edges:
+        per_folder[folder_of(module)] = per_folder.get(folder_of(module), 0) + 1
+    arrows: dict[tuple[str, str], int] = {}
+    for module, targets in edges.items():
+        for target in targets:
+            pair = (folder_of(module), folder_of(target))
+            if pair[0] != pair[1]:
+                arrows[pair] = arrows.get(pair, 0) + 1
+    order = ("(root)",) + tuple(reversed(LAYERS))
+    print("modules per folder:", ", ".join(f"{f} {per_folder.get(f, 0)}" for f in order if f in per_folder))
+    for here in order:
+        out = sorted(((there, n) for (h, there), n in arrows.items() if h == here), key=lambda x: order.index(x[0]))
+        if out:
+            print(f"{here} -> " + ", ".join(f"{there} ({n})" for there, n in out))
+    print("circles:", circles(edges) or "none")

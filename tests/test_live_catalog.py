@@ -279,3 +279,36 @@ def test_a_change_between_the_first_read_and_the_watch_is_not_lost(spawn, root):
     assert {"kind": "skill", "name": "late"} in change["added"], change
     listed = sidecar.call("thread/refresh", {"threadId": result["threadId"]})
     assert "late" in [s["name"] for s in listed["catalog"]["skills"]]
+
+
+def test_a_codex_homes_prompts_and_a_roots_commands_are_watched(spawn, tmp_path):
+    # Codex's custom prompts live in ~/.codex/prompts/<name>.md (served as /prompts:<name>); a user
+    # writing one while the editor is open sees it without restarting, as with commands/ and skills/
+    codex_home = tmp_path / "home/.codex"
+    write(codex_home / "prompts/draftpr.md", "---\ndescription: Prep a branch\n---\nBranch $1\n")
+    project = tmp_path / "project"
+    write(project / "commands/review.md", "---\ndescription: Review\n---\nReview $ARGUMENTS\n")
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [str(project), str(codex_home)]})
+    thread = result["threadId"]
+    assert {c["name"] for c in result["catalog"]["commandTemplates"]} == {"prompts:draftpr", "review"}
+    quiet(sidecar, 0.3)  # the watch starts after the answer
+    write(codex_home / "prompts/ship.md", "---\ndescription: Ship it\n---\nShip $1 now\n")
+    (added,) = wait_changes(sidecar, 1)
+    assert added["threadId"] == thread and added["revision"] == 2
+    assert added["added"] == [{"kind": "commandTemplate", "name": "prompts:ship"}]
+    answer = sidecar.call("input/submit", {"threadId": thread, "text": "/prompts:ship v4"})
+    assert answer["message"]["content"] == "Ship v4 now\n"
+    write(codex_home / "prompts/draftpr.md", "---\ndescription: Prep a branch, better\n---\nBranch $1\n")
+    changed = wait_changes(sidecar, 2)[1]
+    assert changed["changed"] == [{"kind": "commandTemplate", "name": "prompts:draftpr"}]
+    os.remove(project / "commands/review.md")
+    removed = wait_changes(sidecar, 3)[2]
+    assert removed["removed"] == [{"kind": "commandTemplate", "name": "review"}]
+    # a prompts/ folder that appears later in the Codex home is watched from then on
+    shutil.rmtree(codex_home / "prompts")
+    gone = wait_changes(sidecar, 4)[3]
+    assert sorted(item["name"] for item in gone["removed"]) == ["prompts:draftpr", "prompts:ship"]
+    write(codex_home / "prompts/again.md", "Again $1\n")
+    back = wait_changes(sidecar, 5)[4]
+    assert back["added"] == [{"kind": "commandTemplate", "name": "prompts:again"}]

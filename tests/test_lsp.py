@@ -36,6 +36,10 @@ from pytest_lsp.client import register_lsp_features  # noqa: E402
 
 LSP = [sys.executable, "-P", "-m", "harness_sidecar", "--lsp", "--stdio"]
 CLIENTS = {"neovim": "utf-8", "visual_studio_code": "utf-16"}  # and the encoding each negotiates
+# the watchers registered per root: what the sidecar's own watcher watches in JSONL mode (v4: command
+# templates, plugins/, the hooks sources beside hooks.json; a .codex root's prompts/ besides)
+WATCHED = ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json",
+           "commands/*.md", "plugins/**", "settings.json", "settings.local.json", "config.toml")
 
 
 def uri(path: Path | str) -> str:
@@ -606,11 +610,11 @@ async def test_watching_follows_the_client_capability_and_diagnostics_follow_the
         globs = [w["globPattern"] for r in registrations for w in r.register_options["watchers"]]
         # the server's roots at `initialized`, then the roots a thread named that were not watched yet
         assert globs == [str(project), *(f"{project}/{g}" for g in
-                                         ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")),
+                                         WATCHED),
                          str(user), *(f"{user}/{g}" for g in
-                                      ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")),
+                                      WATCHED),
                          str(other), *(f"{other}/{g}" for g in
-                                       ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json"))]
+                                       WATCHED)]
 
     winner = add_skill(project, "review", description="Use when reviewing, the project's way.")
     if client_watches:
@@ -658,7 +662,7 @@ async def test_client_watching_with_relative_patterns(lsp, tree):
     assert watchers[0]["globPattern"] == {"baseUri": uri(root.parent), "pattern": root.name}
     assert [w["globPattern"] for w in watchers[1:]] == [
         {"baseUri": uri(root), "pattern": g} for g in
-        ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")]
+        WATCHED]
     changes: list[dict[str, Any]] = []
 
     @client.feature("catalog/changed")
@@ -676,6 +680,48 @@ async def test_client_watching_with_relative_patterns(lsp, tree):
         await asyncio.sleep(0.02)
     assert changes and changes[0]["added"] == [{"kind": "skill", "name": "late"}], changes
     assert len(registrations) == 1  # the thread's root was registered already
+
+
+async def test_a_codex_homes_prompts_are_registered_and_a_new_prompt_is_a_catalog_change(lsp, tree):
+    """In LSP mode the client watches for the sidecar: a .codex root's prompts/*.md (Codex's custom
+    prompts, served as prompts:<name>) is among its watchers, so a prompt written while the editor is
+    open reaches the catalog as it does in JSONL mode."""
+    codex_home = tree("home/.codex")
+    write(codex_home / "prompts/draftpr.md", "---\ndescription: Prep a branch\n---\nBranch $1\n")
+    capabilities = pytest_lsp.client_capabilities("neovim")
+    capabilities.workspace.did_change_watched_files = types.DidChangeWatchedFilesClientCapabilities(
+        dynamic_registration=True, relative_pattern_support=True)
+    client = await lsp([codex_home], capabilities=capabilities)
+    registrations: list[Any] = []
+
+    @client.feature("client/registerCapability")
+    def register(params):
+        registrations.extend(params.registrations)
+
+    for _ in range(200):
+        if registrations:
+            break
+        await asyncio.sleep(0.02)
+    (registration,) = registrations
+    patterns = [w["globPattern"] for w in registration.register_options["watchers"][1:]]
+    assert patterns == [{"baseUri": uri(codex_home), "pattern": g} for g in (*WATCHED, "prompts/*.md")]
+    changes: list[dict[str, Any]] = []
+
+    @client.feature("catalog/changed")
+    def catalog_changed(params):
+        changes.append(params)
+
+    started = await custom(client, "thread/start", {"roots": [str(codex_home)]})
+    assert [c["name"] for c in started["catalog"]["commandTemplates"]] == ["prompts:draftpr"]
+    prompt = codex_home / "prompts/ship.md"
+    write(prompt, "---\ndescription: Ship it\n---\nShip $1 now\n")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=uri(prompt), type=types.FileChangeType.Created)]))
+    for _ in range(250):
+        if changes:
+            break
+        await asyncio.sleep(0.02)
+    assert changes and changes[0]["added"] == [{"kind": "commandTemplate", "name": "prompts:ship"}], changes
 
 
 async def test_ui_confirm_over_lsp_when_initialization_options_declare_it(lsp):

@@ -142,3 +142,28 @@ def test_a_trusted_server_named_with_a_space_runs_and_its_tools_are_named_as_cla
     answer = sidecar.call("tools/call", {"threadId": result["threadId"], "call": {
         "id": "c1", "name": tools[0], "arguments": {"text": "hello"}}})["result"]
     assert answer["content"][0]["text"].endswith(": hello")
+
+
+def test_several_folders_of_one_marketplace_are_each_their_entry_and_a_refresh_reads_it_again(spawn, tmp_path):
+    # claude-plugins-official: 13 LSP plugins are strict:false entries without a manifest, all named by the
+    # one marketplace.json (286 entries); each folder is its own entry, and an edited entry is seen anew
+    top = tmp_path / "claude-plugins-official"
+    shutil.copytree(FIXTURES / "claude-plugins-official", top, symlinks=True)
+    folders = [str(top / "plugins" / name) for name in ("pyright-lsp", "gopls-lsp")]
+    sidecar = spawn()
+    result = sidecar.call("thread/start", {"roots": [], "plugins": folders, "watch": False})
+    plugins = _by_name(result["catalog"]["plugins"])
+    assert sorted(plugins) == ["gopls-lsp", "pyright-lsp"]
+    assert {n: (p["version"], p["path"], p["manifest"]) for n, p in plugins.items()} == {
+        name: ("1.0.0", folder, str(top / ".claude-plugin/marketplace.json"))
+        for name, folder in zip(("pyright-lsp", "gopls-lsp"), folders)}
+    assert not [d for d in result["diagnostics"] if d["kind"] in ("not_a_plugin", "invalid_manifest")]
+    market = top / ".claude-plugin/marketplace.json"
+    data = json.loads(market.read_text())
+    for entry in data["plugins"]:
+        if entry["name"] == "gopls-lsp":
+            entry["version"] = "1.1.0"
+    market.write_text(json.dumps(data))
+    refreshed = sidecar.call("thread/refresh", {"threadId": result["threadId"]})
+    assert {p["name"]: p["version"] for p in refreshed["catalog"]["plugins"]} == {"gopls-lsp": "1.1.0",
+                                                                                "pyright-lsp": "1.0.0"}

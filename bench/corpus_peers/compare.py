@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.corpus_peers.fetch import cache_dir
+from bench.corpus_peers.peers import contradictions
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
@@ -518,6 +519,34 @@ def _cause_of_name(name: str, mine: Reading, folder: Path | None, peer: str, asp
     return "no sidecar diagnostic names it"
 
 
+# The events Codex 0.171.0's plugin/read lists handlers of (probe_codex's every-event probe; the others it drops).
+CODEX_LISTED_EVENTS = frozenset({"Interrupt", "PermissionRequest", "PostCompact", "PostToolUse", "PreCompact",
+                                 "PreToolUse", "SessionEnd", "SessionStart", "Stop", "SubagentStart", "SubagentStop",
+                                 "UserPromptSubmit"})
+
+
+def _codex_reading_rule(manifest_hooks: object, hooks_from: str | None, folder: Path | None, mine: Reading,
+                        theirs: Reading) -> str:
+    """Which of Codex's own rules, each shown by a probe of ``probe_codex``, leaves out hooks the sidecar reads."""
+    if hooks_from == ".claude-plugin" and isinstance(manifest_hooks, dict) and manifest_hooks \
+            and "hooks" not in manifest_hooks and not theirs.hook_handlers:
+        return ("a Claude manifest's inline hooks without the \"hooks\" wrapper, which Claude Code runs: "
+                "Codex lists none (probe claude-inline)")
+    if manifest_hooks is None and folder is not None and (folder / "hooks" / "hooks.json").is_file():
+        try:
+            data = json.loads((folder / "hooks" / "hooks.json").read_text())
+        except (OSError, ValueError):
+            data = None
+        extra = sorted(set(data) - {"hooks", "description"}) if isinstance(data, dict) else []
+        if extra and not theirs.hook_handlers:
+            return (f"Codex ignores a hooks file with a top-level key besides hooks and description ({', '.join(extra)}), "
+                    "silently (probe schema-key)")
+    unlisted = sorted(set(mine.hook_events) - CODEX_LISTED_EVENTS)
+    if unlisted and set(theirs.hook_events) <= set(mine.hook_events) - set(unlisted):
+        return f"events Codex does not list ({', '.join(unlisted)}), probe every-event"
+    return ""
+
+
 def _hook_cause(peer: str, mine: Reading, theirs: Reading, folder: Path | None, dialect: str) -> str:
     unknown = sorted({re.search(r"unknown hook event '([^']+)'", d["message"]).group(1)
                       for d in mine.diagnostics
@@ -534,6 +563,10 @@ def _hook_cause(peer: str, mine: Reading, theirs: Reading, folder: Path | None, 
             if isinstance(data, dict) and "hooks" in data:
                 manifest_hooks, hooks_from = data["hooks"], rel.split("/")[0]
                 break
+    if peer == "codex" and (mine.hook_handlers or 0) > (theirs.hook_handlers or 0):
+        known = _codex_reading_rule(manifest_hooks, hooks_from, folder, mine, theirs)
+        if known:
+            return known
     if (peer == "codex" and hooks_from == ".claude-plugin" and isinstance(manifest_hooks, (str, list))
             and not theirs.hook_handlers and (mine.hook_handlers or 0) > 0
             and not (folder / "hooks" / "hooks.json").is_file()):
@@ -626,12 +659,16 @@ def written_for(p: dict, peer: str) -> bool:
     return p["dialect"] in (peer, "both")
 
 
-def table(plugins: list[dict], comparisons: dict[str, dict[str, dict]], peer: str, subset: bool) -> dict:
+def table(plugins: list[dict], comparisons: dict[str, dict[str, dict]], peer: str, subset: bool,
+          leave_out: dict[str, dict[str, str]] | None = None) -> dict:
+    """Agreement per aspect; ``leave_out`` (plugin id -> aspects) drops those (plugin, aspect) pairs:
+    where the peers contradict each other (``peers.contradictions``)."""
     chosen = [p for p in plugins if p["id"] in comparisons and (not subset or written_for(p, peer))]
     row = {"plugins": len(chosen)}
     for a in ASPECTS:
-        agree = sum(1 for p in chosen if comparisons[p["id"]][a]["agree"])
-        row[a] = {"agree": agree, "of": len(chosen), "pct": round(100 * agree / len(chosen), 1) if chosen else None}
+        counted = [p for p in chosen if a not in (leave_out or {}).get(p["id"], {})]
+        agree = sum(1 for p in counted if comparisons[p["id"]][a]["agree"])
+        row[a] = {"agree": agree, "of": len(counted), "pct": round(100 * agree / len(counted), 1) if counted else None}
     return row
 
 
@@ -736,6 +773,7 @@ def main(argv: list[str] | None = None) -> int:
         errors = extras.get(pid, {}).get("validate", {}).get("errors", [])
         if not reading.loads and errors and not any(n.startswith("validate says") for n in reading.notes):
             reading.notes.append("validate says " + " / ".join(e.lstrip("❯ ").strip() for e in errors)[:200])
+    contra = contradictions(plugins, readings) if readings.get("claude") and readings.get("codex") else {}
     comparisons: dict[str, dict[str, dict]] = {}
     disagreements = []
     causes: dict[tuple[str, str, str], int] = {}
@@ -749,11 +787,19 @@ def main(argv: list[str] | None = None) -> int:
             c = compare_one(peer, p, readings["sidecar"][p["id"]], theirs, folder)
             comparisons[peer][p["id"]] = c
             for aspect in ASPECTS:
+                said = contra.get(p["id"], {}).get(aspect)
+                if said and not c[aspect]["agree"] and c[aspect]["cause"] != "load differs":
+                    why = c[aspect]["cause"].replace("; ", ", ")
+                    c[aspect]["cause"] = ("the peers contradict each other on this plugin with both manifests "
+                                          f"(the sidecar follows its Codex manifest): {said} [{why}]")
+            for aspect in ASPECTS:
                 if not c[aspect]["agree"] and c[aspect]["cause"] != "load differs":
                     disagreements.append({"plugin": p["id"], "dialect": p["dialect"], "peer": peer, "aspect": aspect,
                                           "cause": c[aspect]["cause"], "detail": c[aspect].get("detail", "")})
                     for one in c[aspect]["cause"].split("; "):
                         one = re.sub(r"^(only the sidecar (serves|lists)) .*?( \(|$)", r"\1 names the peer lacks\3", one)
+                        if one.startswith("the peers contradict"):
+                            one = one.split("): ", 1)[0] + ")"
                         key = (peer, aspect, re.sub(r" \(.*\)$", "", one) if one.startswith(peer) else one)
                         causes[key] = causes.get(key, 0) + 1
     # the product measured: the last commit that changed server/ (bench-only commits do not change it)
@@ -766,6 +812,9 @@ def main(argv: list[str] | None = None) -> int:
     for peer in comparisons:
         tables[f"{peer} (all)"] = table(plugins, comparisons[peer], peer, subset=False)
         tables[f"{peer} (written for {peer})"] = table(plugins, comparisons[peer], peer, subset=True)
+        if contra:
+            tables[f"{peer} (written for {peer}, where the peers agree)"] = table(plugins, comparisons[peer], peer,
+                                                                                 subset=True, leave_out=contra)
     repos = sorted({p["repo"] for p in plugins})
     validated = [(p["id"], extras[p["id"]]["validate"]) for p in plugins if "validate" in extras.get(p["id"], {})]
     top: dict[str, int] = {}
@@ -790,6 +839,7 @@ def main(argv: list[str] | None = None) -> int:
         "causes": [{"peer": k[0], "aspect": k[1], "cause": k[2], "count": v}
                    for k, v in sorted(causes.items(), key=lambda kv: (kv[0][0], kv[0][1], -kv[1]))],
         "disagreements": disagreements,
+        "peersContradict": contra,
         "perPlugin": [{**p, "readings": {r: asdict(readings[r][p["id"]]) for r in readings if p["id"] in readings[r]},
                        "claudeValidate": extras.get(p["id"], {})} for p in plugins],
     }
@@ -798,7 +848,7 @@ def main(argv: list[str] | None = None) -> int:
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
     out.with_suffix(".md").write_text(render_md(report))
     for key, row in tables.items():
-        print(f"{key:28} n={row['plugins']:4} " + "  ".join(
+        print(f"{key:50} n={row['plugins']:4} " + "  ".join(
             f"{a} {row[a]['agree']}/{row[a]['of']} ({row[a]['pct']}%)" for a in ASPECTS))
     print(f"wrote {out.with_suffix('.md')} and .json ({len(disagreements)} disagreements)")
     return 0

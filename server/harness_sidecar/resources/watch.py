@@ -2,7 +2,8 @@
 
 ``WatchHub.subscribe(roots, callback)`` watches what makes a catalog — each root's
 ``AGENTS.md``, ``skills/`` and every skill folder in it (for its ``SKILL.md``),
-``templates/``, and ``extensions/`` with its packages — and calls ``callback(change)`` on
+``templates/``, ``commands/`` (and a ``.codex`` root's ``prompts/``), ``plugins/``, its hooks
+sources, and ``extensions/`` with its packages — and calls ``callback(change)`` on
 the event loop once a burst of changes has settled (``debounce_s`` of quiet, at most
 ``max_delay_s`` after the first). The callback rescans; this module only says *that*
 something relevant changed (and where), never what the catalog now is.
@@ -37,7 +38,8 @@ logger = logging.getLogger(__name__)
 
 # hooks sources at a root's top (hooks.declared.ROOT_FILES): a .claude root's settings files, a .codex root's config.toml
 ROOT_NAMES = frozenset(["AGENTS.md", "skills", "templates", "extensions", "hooks.json", "commands", "plugins",
-                        "settings.json", "settings.local.json", "config.toml"])
+                        "settings.json", "settings.local.json", "config.toml",
+                        "prompts"])  # a .codex root's custom prompts (elsewhere a false alarm: one quiet rescan)
 SKIP_DIRS = frozenset([".git", "__pycache__", "node_modules"])
 MAX_EXTENSION_DIRS = 2000  # directories watched under one root's extensions/, at most
 
@@ -271,6 +273,11 @@ class _RootsWatch:
             commands_real = _inside(commands, real_root)
             if commands_real is not None:
                 planned[commands] = (TEMPLATES, commands_real, none)
+            if _is_codex_home(root):  # Codex's prompts/<name>.md, served as prompts:<name>
+                prompts = os.path.join(root, "prompts")
+                prompts_real = _inside(prompts, real_root)
+                if prompts_real is not None:
+                    planned[prompts] = (TEMPLATES, prompts_real, none)
             plugins = os.path.join(root, "plugins")
             plugins_real = _inside(plugins, real_root)
             if plugins_real is not None:
@@ -504,6 +511,12 @@ def _folders(top: str, top_real: str, real_root: str, dot_folders: bool) -> list
         except OSError:
             continue
     return found
+
+
+def _is_codex_home(path: str) -> bool:
+    """A root that is a Codex home (``.codex``), whose ``prompts/`` holds command templates: the rule of
+    resources.command_templates.is_codex_home, on a path."""
+    return os.path.basename(os.path.normpath(path)) == ".codex"
 
 
 def _relevant(entry: _Entry, name: str) -> bool:

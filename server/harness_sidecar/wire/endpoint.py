@@ -14,9 +14,7 @@ start); one that does not fit is answered ``overloaded`` and nothing of it runs.
 from __future__ import annotations
 
 import asyncio
-import collections
 import gc
-import itertools
 import logging
 import threading
 from typing import Any, Awaitable, Callable, Protocol
@@ -24,22 +22,21 @@ from typing import Any, Awaitable, Callable, Protocol
 from harness_sidecar import PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS
 from harness_sidecar.base import jsondepth, stdjson
 from harness_sidecar.base.errors import (
-    DomainError,
     InternalError,
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
     ParseError,
     PeerError,
-    RequestCancelled,
     RpcError,
     ServerNotInitialized,
     TooDeep,
-    as_rpc_error,
     object_params,
 )
 from harness_sidecar.wire import linebound
 from harness_sidecar.wire.lifecycle import initialize_result
+from harness_sidecar.wire.sent import SentRequests
+from harness_sidecar.wire.served import ServedRequests, _Begun, _id_key
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
 logger = logging.getLogger(__name__)
@@ -81,53 +78,6 @@ def _preload(endpoint: "Endpoint") -> None:
         logger.debug("preloading failed", exc_info=True)
 
 
-def _id_key(request_id: Any) -> tuple[type, Any]:
-    return (type(request_id), request_id)
-
-
-class _Queued:
-    """A request waiting for one of the ``max_in_flight`` places: its raw frame, parsed again when it starts."""
-
-    __slots__ = ("request_id", "method", "handler", "raw", "cancelled")
-
-    def __init__(self, request_id: Any, method: str, handler: Callable[..., Any], raw: bytes) -> None:
-        self.request_id = request_id
-        self.method = method
-        self.handler = handler
-        self.raw = raw
-        self.cancelled = False
-
-
-class _Begun:
-    """A served request its service began without an asyncio Task (``Sidecar.begin_now``): ``cancel`` is
-    the service's canceller (it answers, cancelled); ``waiter`` a future for those who wait for the
-    request's answer (``shutdown``, ``exit``), made only for them."""
-
-    __slots__ = ("cancel", "answered", "_waiter")
-
-    def __init__(self) -> None:
-        self.cancel: Callable[[], None] = _nothing
-        self.answered = False
-        self._waiter: asyncio.Future | None = None
-
-    def waiter(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future:
-        if self._waiter is None:
-            self._waiter = loop.create_future()
-            if self.answered:
-                self._waiter.set_result(None)
-        return self._waiter
-
-    def done(self) -> None:
-        self.answered = True
-        self.cancel = _nothing  # no cycle (canceller → respond → this) left for the collector
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-
-def _nothing() -> None:
-    pass
-
-
 class Endpoint:
     def __init__(self, writer: Writer, service_factory: Callable[["Endpoint"], Service] | None = None,
                  max_in_flight: int = 1000, max_result_bytes: int = 16 * 1024 * 1024,
@@ -139,23 +89,27 @@ class Endpoint:
         self.max_result_bytes = max_result_bytes
         self.max_queued_bytes = max_queued_bytes
         self.reader: Any = None  # the transport.Reader (never paused: answers must always be read)
-        self._running = 0  # served requests holding one of the max_in_flight places
-        self._queue: collections.deque[_Queued] = collections.deque()  # the others, in arrival order
-        self._queued: dict[tuple[type, Any], _Queued] = {}
-        self._queued_bytes = 0
+        self.served = ServedRequests(self, max_in_flight, max_queued_bytes)  # the editor's requests
+        self.sent = SentRequests(writer, max_result_bytes, self.editor_gone)  # the sidecar's, to the editor
         self._service_factory = service_factory
         self._service: Service | None = None
         self.initialized = False
         self.shutting_down = False
         self.eof = False
         self.exiting = False
-        self._served: dict[tuple[type, Any], asyncio.Task | _Begun] = {}
-        self._sent: dict[int, asyncio.Future] = {}
-        self._sent_ids = itertools.count(1)
         self._loop: asyncio.AbstractEventLoop | None = None
         self.exit_code: asyncio.Future[int] | None = None
         self.client_capabilities: dict[str, Any] = {}
         self._finishing = False
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        assert self._loop is not None
+        return self._loop
+
+    def editor_gone(self) -> bool:
+        """Nothing more can be asked of the editor: it closed stdin, we are exiting, or stdout broke."""
+        return self.eof or self.exiting or self.writer.broken
 
     @property
     def service(self) -> Service:
@@ -240,7 +194,7 @@ class Endpoint:
         method = message.get("method")
         if method is None:
             if request_id is not _NO_ID and ("result" in message or "error" in message):
-                self._on_response(request_id, message)
+                self.sent.on_response(request_id, message)
             else:
                 self.send_error(usable_id, InvalidRequest("a request needs a 'method'"))
             return
@@ -261,7 +215,7 @@ class Endpoint:
         if request_id is not _NO_ID and (type(request_id) is not int and type(request_id) is not str):
             request_id = _NO_ID
         if type(message) is dict and "method" not in message and request_id is not _NO_ID:
-            future = self._sent.get(request_id) if type(request_id) is int else None
+            future = self.sent.table.get(request_id) if type(request_id) is int else None
             if future is not None and not future.done():
                 future.set_exception(PeerError(f"the editor's answer is nested deeper than {jsondepth.MAX_DEPTH} "
                                                f"levels"))
@@ -271,7 +225,7 @@ class Endpoint:
                            jsondepth.MAX_DEPTH)
             return
         key = None if request_id is _NO_ID else _id_key(request_id)
-        if key is not None and key in self._served:
+        if key is not None and key in self.served.table:
             request_id = _NO_ID  # never a second answer to a request in flight
         self.send_error(None if request_id is _NO_ID else request_id, error)
 
@@ -288,7 +242,7 @@ class Endpoint:
             self.send_error(request_id, InvalidRequest(f"'{method}' after 'shutdown'", "shutting_down"))
             return
         key = _id_key(request_id)
-        if key in self._served or key in self._queued:
+        if key in self.served:
             self.send_error(request_id, InvalidRequest(f"request id {request_id!r} is already in flight",
                                                        "duplicate_id"))
             return
@@ -305,150 +259,7 @@ class Endpoint:
         except InvalidParams as exc:
             self.send_error(request_id, exc)
             return
-        if method != "shutdown" and self._running >= self.max_in_flight:
-            if self._queued_bytes + len(raw) > self.max_queued_bytes:
-                self.send_error(request_id, DomainError(
-                    "overloaded", f"'{method}' was not run: {self.max_in_flight} requests are running and the "
-                                  f"queue behind them is full (--max-queued-bytes {self.max_queued_bytes})",
-                    limit=self.max_in_flight))
-                return
-            entry = _Queued(request_id, method, handler, raw)
-            self._queue.append(entry)
-            self._queued[key] = entry
-            self._queued_bytes += len(raw)
-            return
-        self._start_request(request_id, method, handler, params)
-
-    def _start_request(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict) -> None:
-        assert self._loop is not None
-        counted = method != "shutdown"  # shutdown waits for the others: it must not hold a place
-        if counted:
-            self._running += 1
-        begin_now = self._service.begin_now.get(method) if self._service is not None else None
-        if begin_now is not None and self._begin_now(request_id, method, begin_now, params):
-            return
-        # named for its method: ``_cancel`` answers for a task cancelled before it started
-        self._served[_id_key(request_id)] = self._loop.create_task(
-            self._answer(request_id, method, handler, params, counted), name=method)
-
-    def _begin_now(self, request_id: Any, method: str, begin_now: Callable[..., Any], params: dict) -> bool:
-        """Begin a request without a task (its common case: ``Sidecar.begin_now``); False if it needs one."""
-        begun = _Begun()
-        key = _id_key(request_id)
-        self._served[key] = begun
-
-        def respond(result: Any, error: BaseException | None) -> None:
-            if begun.answered:
-                return
-            begun.done()
-            try:
-                self._reply(request_id, method, result, error)
-            finally:
-                self._running -= 1
-                self._answered(request_id)
-
-        try:
-            cancel = begin_now(params, respond)
-        except Exception as exc:  # noqa: BLE001 - answered like a handler's failure
-            respond(None, exc)
-            return True
-        if cancel is None and not begun.answered:
-            del self._served[key]
-            return False
-        begun.cancel = cancel or _nothing
-        return True
-
-    def _cancel(self, task: asyncio.Task | _Begun, request_id: Any) -> None:
-        """Cancel a served request. One cancelled before its first step never runs ``_answer``: it is
-        answered for when it ends (a callback only then — not a loop turn more for every request)."""
-        if type(task) is _Begun:
-            task.cancel()  # answers it, cancelled
-            return
-        if not task.cancelling():  # once: a second cancel must not answer twice
-            method = task.get_name()
-            task.add_done_callback(lambda t: self._cancelled_before_start(t, request_id, method, method != "shutdown"))
-        task.cancel()
-
-    def _admit(self) -> None:
-        """Start queued requests, in arrival order, while places are free."""
-        while self._queue and self._running < self.max_in_flight:
-            entry = self._queue.popleft()
-            if entry.cancelled:
-                continue
-            del self._queued[_id_key(entry.request_id)]
-            self._queued_bytes -= len(entry.raw)
-            try:
-                params = object_params(self.loads(entry.raw).get("params", {}))
-            except Exception as exc:  # noqa: BLE001 - it parsed when it arrived; never leave it unanswered
-                self.send_error(entry.request_id, as_rpc_error(entry.method, exc))
-                continue
-            self._start_request(entry.request_id, entry.method, entry.handler, params)
-
-    def _cancel_queued(self, entry: _Queued, why: str) -> None:
-        entry.cancelled = True
-        self._queued.pop(_id_key(entry.request_id), None)
-        self._queued_bytes -= len(entry.raw)
-        self.send_error(entry.request_id, RequestCancelled(f"'{entry.method}' was cancelled {why}"))
-
-    def _cancelled_before_start(self, task: asyncio.Task, request_id: Any, method: str, counted: bool) -> None:
-        # A task cancelled before its first step never runs _answer: answer for it here.
-        if task.cancelled():
-            self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
-            if counted:
-                self._running -= 1
-            self._answered(request_id)
-
-    async def _answer(self, request_id: Any, method: str, handler: Callable[..., Any], params: dict,
-                      counted: bool = True) -> None:
-        try:
-            result = await handler(params)
-        except (asyncio.CancelledError, Exception) as exc:  # noqa: BLE001 - every request is answered
-            self._reply(request_id, method, None, exc)
-        else:
-            self._send_result(request_id, method, result)
-        finally:
-            if counted:
-                self._running -= 1
-            self._answered(request_id)
-
-    def _reply(self, request_id: Any, method: str, result: Any, error: BaseException | None) -> None:
-        """The answer to a served request: its result, or what its handler's exception means."""
-        if error is None:
-            self._send_result(request_id, method, result)
-        elif isinstance(error, asyncio.CancelledError):
-            self.send_error(request_id, RequestCancelled(f"'{method}' was cancelled"))
-        elif isinstance(error, RpcError):
-            self.send_error(request_id, error)
-        else:
-            logger.error("%s failed", method, exc_info=error)
-            self.send_error(request_id, as_rpc_error(method, error))
-
-    def _answered(self, request_id: Any) -> None:
-        """A served request is answered: it leaves the table, a queued one may start, EOF may end the session."""
-        self._served.pop(_id_key(request_id), None)
-        if self._queue:
-            self._admit()
-        self._maybe_finish()
-
-    def _send_result(self, request_id: Any, method: str, result: Any) -> None:
-        """A response, never over ``max_result_bytes`` and never anything but standard JSON."""
-        message = {"jsonrpc": "2.0", "id": request_id, "result": result}
-        try:
-            data = self.writer.encode(message)
-        except (ValueError, TypeError) as exc:  # not JSON data: never on stdout
-            logger.error("the answer to %s is not JSON: %s", method, exc)
-            self.send_error(request_id, InternalError(f"the answer to '{method}' contained a value that is not "
-                                                      f"JSON ({exc})"))
-            return
-        if len(data) > self.max_result_bytes:
-            replacement = self.service.oversize(method, result, len(data)) if self._service is not None else None
-            if replacement is None:
-                self.send_error(request_id, DomainError(
-                    "too_large", f"the answer to '{method}' is {len(data)} bytes; --max-result-bytes is "
-                                 f"{self.max_result_bytes}", size=len(data), limit=self.max_result_bytes))
-                return
-            data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "result": replacement})
-        self.writer.write_encoded(data, answer=True)  # a large one may be overtaken (wire/outbox.py)
+        self.served.admit_or_queue(request_id, method, handler, params, raw, key)
 
     def _initialize(self, request_id: Any, params: Any) -> None:
         try:
@@ -482,7 +293,7 @@ class Endpoint:
     def _warm(self) -> None:
         if self.shutting_down or self.exiting or self.eof:
             return
-        if self._served:  # the editor's first requests come first: start it once they are answered
+        if self.served.table:  # the editor's first requests come first: start it once they are answered
             self._schedule_warm()
             return
         warm = getattr(self.service, "warm", None)
@@ -495,7 +306,7 @@ class Endpoint:
 
     async def _shutdown(self, params: dict) -> None:
         while True:  # the requests in flight, and the queued ones as they start
-            others = [self._waitable(t) for t in self._served.values() if t is not asyncio.current_task()]
+            others = [self._waitable(t) for t in self.served.table.values() if t is not asyncio.current_task()]
             if not others:
                 break
             await asyncio.wait(others)
@@ -517,11 +328,11 @@ class Endpoint:
         elif method == "$/cancelRequest":
             target = params.get("id") if isinstance(params, dict) else None
             key = _id_key(target) if isinstance(target, (int, str)) else None
-            task = self._served.get(key) if key is not None else None
+            task = self.served.table.get(key) if key is not None else None
             if task is not None:
-                self._cancel(task, target)
-            elif key is not None and key in self._queued:
-                self._cancel_queued(self._queued[key], "before it started")
+                self.served.cancel(task, target)
+            elif key is not None and key in self.served.queued:
+                self.served.cancel_queued(self.served.queued[key], "before it started")
         elif method == "initialized":
             pass
         else:
@@ -531,13 +342,13 @@ class Endpoint:
         """``exit``: after ``shutdown``, finish what was asked before it; without, cancel everything."""
         assert self.exit_code is not None
         self.exiting = True
-        self._fail_sent_requests("the editor sent 'exit'")
-        for entry in list(self._queued.values()):
-            self._cancel_queued(entry, "by exit before it started")
-        pending = [self._waitable(t) for t in self._served.values()]
+        self.sent.fail_all("the editor sent 'exit'")
+        for entry in list(self.served.queued.values()):
+            self.served.cancel_queued(entry, "by exit before it started")
+        pending = [self._waitable(t) for t in self.served.table.values()]
         if not self.shutting_down:
-            for (_, request_id), task in list(self._served.items()):
-                self._cancel(task, request_id)
+            for (_, request_id), task in list(self.served.table.items()):
+                self.served.cancel(task, request_id)
         if pending:
             asyncio.ensure_future(self._exit_after(pending, code))
         elif not self.exit_code.done():
@@ -554,16 +365,11 @@ class Endpoint:
 
     def _on_eof(self) -> None:
         self.eof = True
-        self._fail_sent_requests("the editor closed stdin")
-        self._maybe_finish()
+        self.sent.fail_all("the editor closed stdin")
+        self.maybe_finish()
 
-    def _fail_sent_requests(self, reason: str) -> None:
-        for future in self._sent.values():
-            if not future.done():
-                future.set_exception(PeerError(reason))
-
-    def _maybe_finish(self) -> None:
-        if self.eof and not self._served and not self._queued and self.exit_code is not None \
+    def maybe_finish(self) -> None:
+        if self.eof and not self.served.table and not self.served.queued and self.exit_code is not None \
                 and not self.exit_code.done() \
                 and not self._finishing:
             self._finishing = True
@@ -580,45 +386,7 @@ class Endpoint:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def request(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
-        if self.eof or self.exiting or self.writer.broken:
-            raise PeerError("the editor is gone")
-        assert self._loop is not None
-        request_id = next(self._sent_ids)
-        data = self.writer.encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        if len(data) > self.max_result_bytes:  # never sent: the asker gets what a refusal gives it
-            logger.warning("did not send %s: %d bytes, over --max-result-bytes (%d)", method, len(data),
-                           self.max_result_bytes)
-            raise PeerError(f"the {method} request would be {len(data)} bytes, over --max-result-bytes "
-                            f"({self.max_result_bytes}); it was not sent")
-        future = self._loop.create_future()
-        self._sent[request_id] = future
-        try:
-            self.writer.write_encoded(data)
-            return await asyncio.wait_for(future, timeout_s)
-        except asyncio.TimeoutError:
-            self._cancel_sent(request_id)
-            raise TimeoutError(f"no answer to {method} within {timeout_s:g} s") from None
-        except asyncio.CancelledError:
-            self._cancel_sent(request_id)  # the editor may stop asking the user: nobody waits any more
-            raise
-        finally:
-            self._sent.pop(request_id, None)
-
-    def _cancel_sent(self, request_id: int) -> None:
-        if not (self.eof or self.exiting or self.writer.broken):
-            self.notify("$/cancelRequest", {"id": request_id})
-
-    def _on_response(self, request_id: Any, message: dict[str, Any]) -> None:
-        future = self._sent.get(request_id) if isinstance(request_id, int) else None
-        if future is None or future.done():
-            logger.info("ignoring a response to unknown or expired request %r", request_id)
-            return
-        if "error" in message:
-            error = message["error"]
-            text = error.get("message") if isinstance(error, dict) else None
-            future.set_exception(PeerError(str(text or error)))
-        else:
-            future.set_result(message.get("result"))
+        return await self.sent.request(method, params, timeout_s)
 
     # -- output --------------------------------------------------------------------------------
 

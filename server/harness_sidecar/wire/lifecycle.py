@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 # The methods served by harness_sidecar.threads.sidecar.Sidecar (a test keeps the two in step).
 SERVED_METHODS = ("commands/list", "commands/run", "context/build", "input/submit", "skills/activate",
-                  "templates/render", "thread/close", "thread/refresh", "thread/start", "tools/call", "tools/list",
-                  "loop/event")
+                  "skills/deactivate", "templates/render", "thread/close", "thread/fork", "thread/refresh",
+                  "thread/start", "tools/call", "tools/list", "loop/event")
 
 
 def initialize_result(framing: str) -> dict[str, Any]:

@@ -64,8 +64,12 @@ DOCUMENT_METHODS = ("textDocument/didOpen", "textDocument/didChange", "textDocum
 IDLE_BEFORE_IMPORT_S = 0.3  # with no document opened this long after initialize, load pygls anyway
 WATCH_REQUEST_PREFIX = "harness-sidecar-watch-"  # ids of our client/registerCapability requests
 # What makes a catalog under a root (as resources/watch.py watches it): the root itself (created or
-# deleted), its AGENTS.md, skill folders and their SKILL.md, templates, anything under extensions/, hooks.json.
-WATCH_GLOBS = ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json")
+# deleted), its AGENTS.md, skill folders and their SKILL.md, templates, anything under extensions/, its
+# hooks sources (hooks.json, a .claude root's settings files, a .codex root's config.toml), command
+# templates, anything under plugins/; and a .codex root's prompts/ (Codex's custom prompts).
+WATCH_GLOBS = ("AGENTS.md", "skills/*", "skills/*/SKILL.md", "templates/*.md", "extensions/**", "hooks.json",
+               "commands/*.md", "plugins/**", "settings.json", "settings.local.json", "config.toml")
+CODEX_HOME_GLOBS = ("prompts/*.md",)
 GLOB_SPECIAL = frozenset("*?[]{}")
 
 
@@ -161,13 +165,14 @@ def watchers(root: str, relative: bool) -> list[dict[str, Any]] | None:
     absolute glob strings; ``None`` when ``root`` cannot be written as a glob (it holds ``*?[]{}``)."""
     root = os.path.normpath(root)
     parent, name = os.path.split(root)
+    globs = WATCH_GLOBS + (CODEX_HOME_GLOBS if name == ".codex" else ())  # command_templates.is_codex_home
     if relative:
         base = path_to_uri(root)
         return [{"globPattern": {"baseUri": path_to_uri(parent), "pattern": name}}] + \
-            [{"globPattern": {"baseUri": base, "pattern": glob}} for glob in WATCH_GLOBS]
+            [{"globPattern": {"baseUri": base, "pattern": glob}} for glob in globs]
     if GLOB_SPECIAL & set(root):
         return None
-    return [{"globPattern": root}] + [{"globPattern": f"{root}/{glob}"} for glob in WATCH_GLOBS]
+    return [{"globPattern": root}] + [{"globPattern": f"{root}/{glob}"} for glob in globs]
 
 
 def default_roots(workspace_folder: str | None) -> list[str]:
