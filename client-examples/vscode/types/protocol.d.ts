@@ -172,6 +172,16 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "permission_request";
       payload: LoopEventPayloadPermissionRequest;
+    }
+  | {
+      threadId: ThreadId;
+      event: "session_before_switch";
+      payload: LoopEventPayloadSessionBeforeSwitch;
+    }
+  | {
+      threadId: ThreadId;
+      event: "session_before_fork";
+      payload?: LoopEventPayloadSessionBeforeFork | null;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -815,6 +825,10 @@ export interface ClientCapabilities {
    * The editor's model answers hook/prompt: prompt and agent hooks run (protocol-v4 §3); without it they are listed supported: false and block what they decide.
    */
   hookPrompt?: boolean | null;
+  /**
+   * v4: the editor answers session/messages (ctx.messages, the context event's messages).
+   */
+  conversation?: boolean | null;
 }
 /**
  * What the editor can show; undeclared means unsupported.
@@ -1074,6 +1088,16 @@ export interface ContextBuildResult {
    */
   activeSkills: ActiveSkill[];
   toolsRevision: Revision;
+}
+/**
+ * v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its spec; it can be called as any other.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "DeferredTool".
+ */
+export interface DeferredTool {
+  name: ToolName;
+  deferred: true;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2081,6 +2105,8 @@ export interface Limits {
   maxProcesses?: number;
   maxTools?: number;
   extensionStateBytes?: number;
+  contextMessages?: number;
+  deferToolsOver?: number;
   /**
    * What a failed command hook of an event that can block does: "closed" (default) blocks (hook_failed); "open" reports a diagnostic and lets the call go on.
    */
@@ -2167,6 +2193,18 @@ export interface LoopEventPayloadPermissionRequest {
   toolName: string;
   toolInput: JsonObject;
 }
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_session_before_switch".
+ */
+export interface LoopEventPayloadSessionBeforeSwitch {
+  reason: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_session_before_fork".
+ */
+export interface LoopEventPayloadSessionBeforeFork {}
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".
@@ -2493,6 +2531,40 @@ export interface PinnedExtension {
    * The extension's bytes must hash to this (any case), or it is not imported (hash_mismatch).
    */
   sha256?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessage".
+ */
+export interface SessionMessage {
+  /**
+   * user, assistant, tool, system: the editor's word.
+   */
+  role: string;
+  text: string;
+  toolCalls?: JsonObject[];
+  toolResults?: JsonObject[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessagesParams".
+ */
+export interface SessionMessagesParams {
+  threadId: ThreadId;
+  /**
+   * The last this many; absent: all.
+   */
+  limit?: number;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessagesResult".
+ */
+export interface SessionMessagesResult {
+  /**
+   * Oldest first.
+   */
+  messages: SessionMessage[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2884,7 +2956,10 @@ export interface ToolsCallResult {
  * via the `definition` "ToolsListResult".
  */
 export interface ToolsListResult {
-  tools: ToolSpec[];
+  /**
+   * The active tools (builtins always), a deferred one by name only (v4).
+   */
+  tools: (ToolSpec | DeferredTool)[];
   revision: Revision;
 }
 /**
@@ -3057,6 +3132,8 @@ export interface ServerRequests {
   "ui/confirm": { params: UiConfirmParams; result: UiConfirmResult };
   /** A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt). */
   "hook/prompt": { params: HookPromptParams; result: HookPromptResult };
+  /** v4: the conversation, asked only of an editor that declared capabilities.conversation. */
+  "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "ui/select": { params: UiSelectParams; result: UiValueResult };
   "ui/input": { params: UiInputParams; result: UiValueResult };
   /** v4: an MCP server's elicitation/create (capabilities.ui.elicit). */

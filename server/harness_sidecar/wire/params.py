@@ -47,7 +47,7 @@ from harness_sidecar.wire.shapes import (
 if TYPE_CHECKING:
     from harness_sidecar.mcp.model import McpServerConfig
 
-BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before any dynamic or extension tool
+BUILTIN_TOOLS = ("load_skill", "find_skills", "tool_search")  # builtin names (tool_search: v4 §5, with deferToolsOver), never a dynamic tool's
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 DEFAULT_INPUT_SCHEMA = {"type": "object", "properties": {}}
 
@@ -729,7 +729,9 @@ INITIALIZE = Obj(
                                                                   "sampling/createMessage, v4 §4)."),
                               opt("hookPrompt", Bool(), description="The editor's model answers hook/prompt: prompt "
                                   "and agent hooks run (protocol-v4 §3); without it they are listed supported: false "
-                                  "and block what they decide.")],
+                                  "and block what they decide."),
+                              opt("conversation", Bool(), description="v4: the editor answers session/messages "
+                                                                      "(ctx.messages, the context event's messages).")],
                              incoming=True, name="ClientCapabilities",
                              description="Other keys are ignored."))],
     incoming=True, name="InitializeParams",

@@ -79,6 +79,9 @@ SOURCE = Obj([Field("kind", Str(enum=("root", "plugin", "editor", "mcp"))),
 TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
                  Field("origin", ORIGIN), opt("source", SOURCE, description="Provenance: absent for a builtin.")],
                 name="ToolSpec")
+DEFERRED_TOOL = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("deferred", Const(True))], name="DeferredTool",
+                    description="v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its "
+                                "spec; it can be called as any other.")
 USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
 REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
                                                        "change.")
@@ -510,6 +513,15 @@ UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
 UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
                       name="UiValueResult")
 
+SESSION_MESSAGE = Obj([Field("role", Str(), description="user, assistant, tool, system: the editor's word."),
+                       Field("text", Str()), opt("toolCalls", Arr(P.JSON_OBJECT)),
+                       opt("toolResults", Arr(P.JSON_OBJECT))], name="SessionMessage")
+SESSION_MESSAGES = Obj([Field("threadId", P.THREAD_ID),
+                        opt("limit", Int(minimum=0), description="The last this many; absent: all.")],
+                       name="SessionMessagesParams")
+SESSION_MESSAGES_RESULT = Obj([Field("messages", Arr(SESSION_MESSAGE), description="Oldest first.")],
+                              name="SessionMessagesResult")
+
 NO_PARAMS = Map(AnyValue(), name="NoParams", description="No params are read (absent, null or an object).")
 NULL_RESULT = Null(name="NullResult")
 
@@ -669,7 +681,9 @@ MESSAGES: list[Message] = [
                                                      "tools of this revision with this prompt.")],
         name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
-             Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
+             Obj([Field("tools", Arr(Union(TOOL_SPEC, DEFERRED_TOOL)),
+                        description="The active tools (builtins always), a deferred one by name only (v4)."),
+                  Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),
     _request("tools/call", P.TOOLS_CALL, Obj([Field("result", TOOL_RESULT)], name="ToolsCallResult"), THREAD,
              "Never a protocol error for what a tool, hook or editor did: a result paired with the call."),
@@ -702,6 +716,8 @@ MESSAGES: list[Message] = [
     _request("ui/confirm", UI_CONFIRM, UI_CONFIRM_RESULT, direction=SERVER),
     _request("hook/prompt", HOOK_PROMPT, HOOK_PROMPT_RESULT, direction=SERVER,
              description="A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt)."),
+    _request("session/messages", SESSION_MESSAGES, SESSION_MESSAGES_RESULT, direction=SERVER,
+             description="v4: the conversation, asked only of an editor that declared capabilities.conversation."),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/elicit", UI_ELICIT, UI_ELICIT_RESULT, direction=SERVER,
