@@ -330,7 +330,8 @@ def test_declaration_problems_are_diagnostics(spawn, ws):
     sidecar, started, editor = open_thread(spawn, ws)
     assert any(d["kind"] == "hook_invalid" and "wrapper" in d["message"] for d in started["diagnostics"])
     assert started["catalog"]["hooks"] == []
-    ws.declare({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "prompt", "prompt": "Is it safe?"}]}]})
+    # v4 §3: an unknown type is listed and never run; a prompt hook no model can answer blocks (test_hook_types.py)
+    ws.declare({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "carrier-pigeon", "prompt": "Is it safe?"}]}]})
     sidecar, started, editor = open_thread(spawn, ws)
     assert [d["kind"] for d in started["diagnostics"]] == ["hook_type_unsupported"]
     assert not bash(sidecar, started, "ls")["isError"]
@@ -518,17 +519,20 @@ def test_check_lists_and_lints_a_roots_hooks(ws):
 
     from harness_sidecar.console.client import child_env, sidecar_command
 
-    ws.declare({"PreToolUse": one("Bash", "exit 0") + [{"hooks": [{"type": "agent", "prompt": "Review it"}]}]})
+    ws.declare({"PreToolUse": one("Bash", "exit 0") + [{"hooks": [{"type": "agent", "prompt": "Review it"},
+                                                                  {"type": "telegraph", "url": "x"}]}]})
     done = subprocess.run(sidecar_command() + ["check", "--json", str(ws.root)], text=True, env=child_env(),
                           capture_output=True, timeout=120, stdin=subprocess.DEVNULL)
     report = json.loads(done.stdout)
     assert done.returncode == 1
-    # v4 "Declared means listed": the agent handler is listed too, supported: false (v3 left it out)
+    # v4 "Declared means listed": the agent handler is listed too (v3 left it out); v4 §3: an agent handler is a
+    # handler type of its own (check has no editor to answer hook/prompt: a thread lists it supported: false)
     assert report["catalog"]["hooks"] == [{"source": f"root:{ws.hooks_file}", "event": "PreToolUse",
                                            "matcher": "Bash", "command": "exit 0", "trusted": False},
                                           {"source": f"root:{ws.hooks_file}", "event": "PreToolUse", "matcher": None,
-                                           "type": "agent", "prompt": "Review it", "supported": False,
-                                           "trusted": False}]
+                                           "type": "agent", "prompt": "Review it", "trusted": False},
+                                          {"source": f"root:{ws.hooks_file}", "event": "PreToolUse", "matcher": None,
+                                           "type": "telegraph", "url": "x", "supported": False, "trusted": False}]
     assert [d["kind"] for d in report["diagnostics"]] == ["hook_type_unsupported"]
 
 
@@ -599,7 +603,7 @@ def test_a_call_whose_pre_tool_use_hook_is_deciding_ends_at_close_or_cancel(spaw
         closing = sidecar.request_async("thread/close", {"threadId": started["threadId"]})
         answer = sidecar.wait_for(call, 20)
         assert answer["result"]["result"]["details"]["blocked"]["kind"] == "closed", answer
-        assert sidecar.wait_for(closing, 20)["result"] is None
+        assert sidecar.wait_for(closing, 20)["result"] == {"state": {}}  # v4 §5: thread/close answers the state
     else:
         sidecar.notify("$/cancelRequest", {"id": call})
         answer = sidecar.wait_for(call, 20)

@@ -272,16 +272,18 @@ def test_a_permission_request_behavior_is_read_strictly(spawn, tmp_path, decisio
 # -- §2 Declared means listed --------------------------------------------------------------------------
 
 def test_unsupported_handlers_are_listed_with_supported_false_and_never_run(spawn, tmp_path):
-    """http, prompt, agent, mcp_tool, an unknown and a missing type: each listed (supported: false), each with its
-    hook_type_unsupported diagnostic; the command handler beside them runs, and only it."""
+    """An unknown and a missing type, and (v4 §3) the types Claude Code does not run on an event — prompt and
+    agent on SessionStart, http on SessionStart — each listed (supported: false), each with its
+    hook_type_unsupported diagnostic; the command handler beside them runs, and only it. (v3 listed http, prompt,
+    agent and mcp_tool as unsupported everywhere; v4 runs them: tests/test_hook_types.py.)"""
     ran = tmp_path / "ran"
     root = tmp_path / "project"
-    unsupported = [{"type": "http", "url": "http://127.0.0.1:9/hook"}, {"type": "prompt", "prompt": "Is it safe?"},
-                   {"type": "agent", "prompt": "Review it", "timeout": 30}, {"type": "mcp_tool", "tool": "x"},
-                   {"type": "carrier-pigeon", "command": f"echo pigeon >> {ran}"}, {"command": f"echo untyped >> {ran}"}]
+    unsupported = [{"type": "carrier-pigeon", "command": f"echo pigeon >> {ran}"}, {"command": f"echo untyped >> {ran}"}]
     write(root / "hooks.json", json.dumps({"hooks": {
         "PreToolUse": group("Bash", cmd(f"echo command >> {ran}"), *unsupported),
-        "SessionStart": group(None, {"type": "prompt", "prompt": "Say hi"})}}))
+        "SessionStart": group(None, {"type": "prompt", "prompt": "Say hi"},
+                              {"type": "agent", "prompt": "Review it", "timeout": 30},
+                              {"type": "http", "url": "http://127.0.0.1:9/hook"})}}))
     editor = Editor()
     sidecar = start_sidecar(spawn, editor)
     started = sidecar.call("thread/start", {"roots": [str(root)], "cwd": str(root), "dynamicTools": [BASH],
@@ -291,23 +293,18 @@ def test_unsupported_handlers_are_listed_with_supported_false_and_never_run(spaw
     assert listed == [
         {"source": source, "event": "PreToolUse", "matcher": "Bash", "command": f"echo command >> {ran}",
          "trusted": True},
-        {"source": source, "event": "PreToolUse", "matcher": "Bash", "type": "http", "url": "http://127.0.0.1:9/hook",
-         "supported": False, "trusted": True},
-        {"source": source, "event": "PreToolUse", "matcher": "Bash", "type": "prompt", "prompt": "Is it safe?",
-         "supported": False, "trusted": True},
-        {"source": source, "event": "PreToolUse", "matcher": "Bash", "timeout": 30, "type": "agent",
-         "prompt": "Review it", "supported": False, "trusted": True},
-        {"source": source, "event": "PreToolUse", "matcher": "Bash", "type": "mcp_tool", "supported": False,
-         "trusted": True},
         {"source": source, "event": "PreToolUse", "matcher": "Bash", "command": f"echo pigeon >> {ran}",
          "type": "carrier-pigeon", "supported": False, "trusted": True},
         {"source": source, "event": "PreToolUse", "matcher": "Bash", "command": f"echo untyped >> {ran}",
          "supported": False, "trusted": True},
         {"source": source, "event": "SessionStart", "matcher": None, "type": "prompt", "prompt": "Say hi",
+         "supported": False, "trusted": True},
+        {"source": source, "event": "SessionStart", "matcher": None, "timeout": 30, "type": "agent",
+         "prompt": "Review it", "supported": False, "trusted": True},
+        {"source": source, "event": "SessionStart", "matcher": None, "type": "http", "url": "http://127.0.0.1:9/hook",
          "supported": False, "trusted": True}]
     unsupported_said = [d for d in started["diagnostics"] if d["kind"] == "hook_type_unsupported"]
-    assert sorted(d["type"] for d in unsupported_said) == sorted(["http", "prompt", "agent", "mcp_tool",
-                                                                  "carrier-pigeon", "None", "prompt"])
+    assert sorted(d["type"] for d in unsupported_said) == sorted(["carrier-pigeon", "None", "prompt", "agent", "http"])
     assert "hookContext" not in started
     result = bash(sidecar, started["threadId"])
     assert not result["isError"] and editor.ran == [{"command": "ls"}]
@@ -318,11 +315,11 @@ def test_a_plugins_unsupported_handlers_are_listed_too(spawn, tmp_path):
     plugin = tmp_path / "plugins" / "fmt"
     write(plugin / ".claude-plugin" / "plugin.json", json.dumps({"name": "fmt"}))
     write(plugin / "hooks" / "hooks.json", json.dumps({"hooks": {
-        "PostToolUse": group("Edit", {"type": "http", "url": "https://example.invalid/hook"})}}))
+        "PostToolUse": group("Edit", {"type": "telegraph", "url": "https://example.invalid/hook"})}}))
     sidecar = start_sidecar(spawn, Editor())
     started = sidecar.call("thread/start", {"roots": [str(tmp_path)], "watch": False})
     assert started["catalog"]["hooks"] == [{"source": "plugin:fmt", "event": "PostToolUse", "matcher": "Edit",
-                                            "type": "http", "url": "https://example.invalid/hook",
+                                            "type": "telegraph", "url": "https://example.invalid/hook",
                                             "supported": False, "trusted": False}]
     assert [d["kind"] for d in started["diagnostics"]] == ["hook_type_unsupported"]
     assert diagnostics(sidecar, "hook_untrusted") == []  # nothing of it could run anyway

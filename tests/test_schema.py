@@ -38,8 +38,10 @@ CONTRACT_METHODS = {
     "thread/diagnostic": ("server→client", "notification"), "catalog/changed": ("server→client", "notification"),
     "ui/notify": ("server→client", "notification"), "ui/status": ("server→client", "notification"),
     "item/tool/call": ("server→client", "request"), "ui/confirm": ("server→client", "request"),
+    "hook/prompt": ("server→client", "request"),  # v4 §3: prompt and agent hooks ask the editor's model
     "ui/select": ("server→client", "request"), "ui/input": ("server→client", "request"),
     "ui/openUrl": ("server→client", "request"),  # v4 §4: a remote MCP server's sign-in
+    "session/messages": ("server→client", "request"),  # v4 §5: the conversation (capabilities.conversation)
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
     "mcp/resource/read": ("client→server", "request"), "mcp/prompt/get": ("client→server", "request"),  # v4 §4
     "ui/elicit": ("server→client", "request"), "model/sample": ("server→client", "request"),  # v4 §4
@@ -291,7 +293,7 @@ def test_tools_call_and_the_other_method_params():
         P.parse_input_submit({"threadId": "t", "text": 5})
     assert caught.value.data == {"field": "text"}
     assert P.thread_id({"threadId": "thread-9"}) == "thread-9"
-    assert P.BUILTIN_TOOLS == ("load_skill", "find_skills")
+    assert P.BUILTIN_TOOLS == ("load_skill", "find_skills", "tool_search")  # v4 §5: tool_search reserved
 
 
 @pytest.mark.parametrize("params, ui", [
@@ -439,9 +441,9 @@ def test_the_document_covers_every_message_type_it_announces():
     messages = SCHEMA.messages
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
-    # v3 §4: loop/event, chat/send; v4 §4: ui/openUrl, mcp/resource/read, mcp/prompt/get, ui/elicit,
-    # model/sample; v4 §5: thread/fork, skills/deactivate
-    assert len(messages) == 33 and len(requests) == 25 and len(notifications) == 8
+    # v3 §4: loop/event, chat/send; v4 §3: hook/prompt; v4 §4: ui/openUrl, mcp/resource/read, mcp/prompt/get,
+    # ui/elicit, model/sample; v4 §5: thread/fork, skills/deactivate, session/messages
+    assert len(messages) == 35 and len(requests) == 27 and len(notifications) == 8
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 33  # v4 §5: skill_not_active; §4: mcp_server_not_found, mcp_error
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -17,7 +17,8 @@ usage: harness-sidecar [--stdio] [--log-level LEVEL] [--max-in-flight N] [--max-
        harness-sidecar --version | --help
 
 The protocol is documented in protocol.md. Logs go to stderr; stdout carries protocol
-messages only. LEVEL is one of debug, info, warning (default), error.
+messages only. LEVEL is one of debug, info, warning (default), error; debug adds each
+extension's load sequence and each tool call's steps with durations, one line each.
 --max-in-flight N: run at most N requests at once (default 1000); the others wait in
 arrival order, up to --max-queued-bytes N of them (default 64 MiB); one that does not fit is
 answered 'overloaded'. stdin is always read: answers to the sidecar's own requests never wait.

@@ -237,6 +237,16 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "setup";
       payload: LoopEventPayloadSetup;
+    }
+  | {
+      threadId: ThreadId;
+      event: "session_before_switch";
+      payload: LoopEventPayloadSessionBeforeSwitch;
+    }
+  | {
+      threadId: ThreadId;
+      event: "session_before_fork";
+      payload?: LoopEventPayloadSessionBeforeFork | null;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -521,6 +531,10 @@ export interface Catalog {
    * v4: the thread's MCP servers' prompts (present when the thread has MCP servers).
    */
   mcpPrompts?: McpPromptEntry[];
+  /**
+   * v4: the roots' marketplaces, then thread/start.marketplaces'; absent when there are none.
+   */
+  marketplaces?: MarketplaceEntry[];
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -605,19 +619,31 @@ export interface HookEntry {
     [k: string]: unknown;
   };
   /**
-   * Only with supported: false — the handler's type as declared (http, prompt, agent, mcp_tool, …); absent when it declares none.
+   * Absent for a command handler: http, mcp_tool, prompt, agent (v4), or, with supported: false, the type as declared (absent when it declares none).
    */
   type?: string;
   /**
-   * An unsupported handler's url, as declared.
+   * An http handler's url, as declared (its headers are not listed).
    */
   url?: string;
   /**
-   * An unsupported handler's prompt, as declared.
+   * An mcp_tool handler's MCP server.
+   */
+  server?: string;
+  /**
+   * An mcp_tool handler's tool.
+   */
+  tool?: string;
+  /**
+   * A prompt or agent handler's prompt, as declared.
    */
   prompt?: string;
   /**
-   * Present (false) only for a handler of a type this sidecar does not run: listed, never run (hook_type_unsupported); absent means supported.
+   * A prompt or agent handler's model, as declared.
+   */
+  model?: string;
+  /**
+   * Present (false) only for a handler that does not run here: an unknown type, a type on an event Claude Code does not run it on, a prompt/agent handler without capabilities.hookPrompt (hook_type_unsupported); absent means supported.
    */
   supported?: false;
   /**
@@ -767,6 +793,40 @@ export interface McpPromptArgument {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "MarketplaceEntry".
+ */
+export interface MarketplaceEntry {
+  /**
+   * The marketplace's name (its folder's when it declares none).
+   */
+  name: string;
+  /**
+   * Its marketplace.json.
+   */
+  path: string;
+  plugins: MarketplacePlugin[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "MarketplacePlugin".
+ */
+export interface MarketplacePlugin {
+  name: string;
+  /**
+   * A local source: the plugin folder's path (the sidecar loads it); any other (github, url, git-subdir, npm…): as declared, never fetched.
+   */
+  source: {
+    [k: string]: unknown;
+  };
+  description?: string;
+  version?: string;
+  /**
+   * The thread serves this plugin from that folder.
+   */
+  installed: boolean;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "CatalogChange".
  */
 export interface CatalogChange {
@@ -842,6 +902,14 @@ export interface ClientCapabilities {
    * The editor answers model/sample (an MCP server's sampling/createMessage, v4 §4).
    */
   sampling?: boolean | null;
+  /**
+   * The editor's model answers hook/prompt: prompt and agent hooks run (protocol-v4 §3); without it they are listed supported: false and block what they decide.
+   */
+  hookPrompt?: boolean | null;
+  /**
+   * v4: the editor answers session/messages (ctx.messages, the context event's messages).
+   */
+  conversation?: boolean | null;
 }
 /**
  * What the editor can show; undeclared means unsupported.
@@ -905,7 +973,14 @@ export interface CommandHookDiagnostic {
   path?: string;
   sha256?: string;
   event?: string;
+  /**
+   * The handler's command (its url, server/tool or prompt for another type).
+   */
   command?: string;
+  /**
+   * hook_failed: the handler's type, when not command.
+   */
+  type?: "http" | "mcp_tool" | "prompt" | "agent";
   /**
    * hook_failed for an answer read strictly: the field whose value the format does not define (decision, hookSpecificOutput.permissionDecision, hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).
    */
@@ -1094,6 +1169,16 @@ export interface ContextBuildResult {
    */
   activeSkills: ActiveSkill[];
   toolsRevision: Revision;
+}
+/**
+ * v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its spec; it can be called as any other.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "DeferredTool".
+ */
+export interface DeferredTool {
+  name: ToolName;
+  deferred: true;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1873,7 +1958,9 @@ export interface HookFault {
     | "worktree_create"
     | "worktree_remove"
     | "permission_denied"
-    | "setup";
+    | "setup"
+    | "session_before_switch"
+    | "session_before_fork";
   kind: "throw" | "timeout";
   message: string;
 }
@@ -1885,6 +1972,41 @@ export interface HookFeedback {
   source: string;
   kind: "block" | "context";
   text: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookPromptParams".
+ */
+export interface HookPromptParams {
+  threadId: ThreadId;
+  /**
+   * The hook's prompt, $ARGUMENTS replaced by the hook input JSON (appended when it has none).
+   */
+  prompt: string;
+  /**
+   * The model the hook asks for, as declared.
+   */
+  model?: string;
+  /**
+   * agent: the hook expects a verifier that may use tools (Claude Code's agent hooks).
+   */
+  kind: "prompt" | "agent";
+}
+/**
+ * Anything else (an error, a malformed answer, no answer by the hook's timeout) is a hook failure (hook_failed).
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "HookPromptResult".
+ */
+export interface HookPromptResult {
+  /**
+   * true: nothing against; false: it blocks (a deny, a Stop that keeps the agent working).
+   */
+  ok: boolean;
+  /**
+   * Why, when ok is false: the block's reason.
+   */
+  reason?: string;
 }
 /**
  * Texts hooks added to one answer (tools/call, thread/start, input/submit, loop/event, context/build) were cut to fit --max-result-bytes: once per answer that cut any; the answer the method made is kept whole.
@@ -2096,6 +2218,8 @@ export interface Limits {
   maxProcesses?: number;
   maxTools?: number;
   extensionStateBytes?: number;
+  contextMessages?: number;
+  deferToolsOver?: number;
   /**
    * What a failed command hook of an event that can block does: "closed" (default) blocks (hook_failed); "open" reports a diagnostic and lets the call go on.
    */
@@ -2294,6 +2418,18 @@ export interface LoopEventPayloadPermissionDenied {
 export interface LoopEventPayloadSetup {
   trigger: string;
 }
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_session_before_switch".
+ */
+export interface LoopEventPayloadSessionBeforeSwitch {
+  reason: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_session_before_fork".
+ */
+export interface LoopEventPayloadSessionBeforeFork {}
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".
@@ -2629,6 +2765,40 @@ export interface PinnedExtension {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessage".
+ */
+export interface SessionMessage {
+  /**
+   * user, assistant, tool, system: the editor's word.
+   */
+  role: string;
+  text: string;
+  toolCalls?: JsonObject[];
+  toolResults?: JsonObject[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessagesParams".
+ */
+export interface SessionMessagesParams {
+  threadId: ThreadId;
+  /**
+   * The last this many; absent: all.
+   */
+  limit?: number;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "SessionMessagesResult".
+ */
+export interface SessionMessagesResult {
+  /**
+   * Oldest first.
+   */
+  messages: SessionMessage[];
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "SkillsActivateParams".
  */
 export interface SkillsActivateParams {
@@ -2816,6 +2986,10 @@ export interface ThreadStartParams {
    * The only plugins whose code (hooks, MCP servers, extensions) may run.
    */
   trustedPlugins?: TrustedPlugin[] | null;
+  /**
+   * Marketplaces besides the roots' (v4): a marketplace.json, or a folder holding .claude-plugin/marketplace.json or .agents/plugins/marketplace.json; listed in catalog.marketplaces, their local plugins loaded.
+   */
+  marketplaces?: AbsolutePath[] | null;
   /**
    * The editor's stable name of the conversation: extension state and activated skills are saved under it (protocol.md § Sessions).
    */
@@ -3013,7 +3187,10 @@ export interface ToolsCallResult {
  * via the `definition` "ToolsListResult".
  */
 export interface ToolsListResult {
-  tools: ToolSpec[];
+  /**
+   * The active tools (builtins always), a deferred one by name only (v4).
+   */
+  tools: (ToolSpec | DeferredTool)[];
   revision: Revision;
 }
 /**
@@ -3184,6 +3361,10 @@ export interface ServerRequests {
   /** A dynamic tool's call, for the editor to run. */
   "item/tool/call": { params: ItemToolCallParams; result: ItemToolCallResult };
   "ui/confirm": { params: UiConfirmParams; result: UiConfirmResult };
+  /** A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt). */
+  "hook/prompt": { params: HookPromptParams; result: HookPromptResult };
+  /** v4: the conversation, asked only of an editor that declared capabilities.conversation. */
+  "session/messages": { params: SessionMessagesParams; result: SessionMessagesResult };
   "ui/select": { params: UiSelectParams; result: UiValueResult };
   "ui/input": { params: UiInputParams; result: UiValueResult };
   /** v4: an MCP server's elicitation/create (capabilities.ui.elicit). */

@@ -34,6 +34,8 @@ class Limits:
     max_tools: int = 10000  # tools one extension may register; more fails its load
     # v4 §5
     extension_state_bytes: int = 262144  # one extension's ctx.state, as compact JSON
+    context_messages: int = 20  # the last messages a context handler gets (capabilities.conversation)
+    defer_tools_over: int = 0  # tools/list lists the non-builtin tools past the first N as deferred; 0: none
 
     # Limits whose smaller values are nonsense (refused as invalid params, never read as "no limit"):
     # below 64 MiB of address space no Python host can run, so 0 is not a way to say "unlimited".
@@ -62,6 +64,8 @@ class Limits:
         "maxProcesses": "max_processes",
         "maxTools": "max_tools",
         "extensionStateBytes": "extension_state_bytes",
+        "contextMessages": "context_messages",
+        "deferToolsOver": "defer_tools_over",
         "commandHookFailure": "command_hook_failure",
     }
     STRING_LIMITS = {"commandHookFailure": ("closed", "open")}  # the limits that are not integers: their values

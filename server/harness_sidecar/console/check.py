@@ -177,7 +177,8 @@ def main(args: list[str]) -> int:
         for h in declared.handlers:
             matcher = f" [{h.matcher.text}]" if h.matcher.text else ""
             digest = f" sha256={declared.source.sha256[:12]}…" if declared.source.sha256 else ""
-            what = h.command if h.supported else f"({h.type or 'untyped'} handler: not supported here, never runs)"
+            what = (h.command if h.type == "command" else f"{h.type} {h.label}") if h.supported else \
+                f"({h.type or 'untyped'} handler: not supported here, never runs)"
             if h.dormant:
                 what += " (dormant: the sidecar does not fire this event)"
             fields = [f"if {h.condition.text}"] if h.condition is not None else []
@@ -219,6 +220,9 @@ def _write_plugins(out, catalog: Catalog) -> None:
                   f"{', '.join(parts)}  ({p.path}; its code runs only when trusted)\n")
     for c in catalog.plugins.command_templates.values():
         out.write(f"  command       {c.name}  ({c.path})\n")
+    for m in catalog.plugins.marketplaces:  # protocol-v4 §3 "Marketplaces, read"
+        served = sum(e.installed for e in m.entries)
+        out.write(f"  marketplace   {m.name}: {len(m.entries)} plugin(s), {served} served from here  ({m.path})\n")
 
 
 def _write(out, diagnostics: list[Diagnostic]) -> None:

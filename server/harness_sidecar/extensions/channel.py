@@ -83,6 +83,9 @@ INIT, LOAD, COMMIT, SCHEMAS, CALL, EVENT, COMMAND, ABORT, UI_ANSWER, PING, CLOSE
 READY, LOADED, STEP, DONE, UI, NOTIFY, PONG = "ready", "loaded", "step", "done", "ui", "notify", "pong"
 STATE = "state"
 ENDED = "ended"
+# What a host's ``ui`` frame may ask the sidecar itself (``ctx.tools``; answered from the thread's tools,
+# never sent to the editor): threads.model_tools answers them.
+TOOLS_LIST, TOOLS_SET_ACTIVE = "host/tools.list", "host/tools.setActive"
 
 def encode(tag: str, ident: int, body: object) -> bytes:
     """One frame. Raises ``ValueError``/``TypeError`` for what is not JSON data (callers check beforehand)."""

@@ -26,7 +26,8 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Awaitable, Callable
 
-from harness_sidecar.hooks import command, fit
+from harness_sidecar.hooks import dispatch, fit, handler_types
+from harness_sidecar.hooks import command
 from harness_sidecar.hooks.declared import BLOCKING_EVENTS, Declared, Handler
 from harness_sidecar.hooks.decision import ALLOW, ASK, BLOCKED, Decision, Verdict, merge, verdict_of
 from harness_sidecar.hooks.rules import TOOL_EVENTS as IF_EVENTS
@@ -90,6 +91,10 @@ class ThreadHooks:
     max_result_bytes: int = 16 * 1024 * 1024  # --max-result-bytes: what hooks add is cut to fit it (hooks.fit)
     # Sidecar._ui_notify: a hook's systemMessage reaches the user as ui/notify level "warning" (protocol-v4 §3)
     ui_notify: Callable[[str, dict[str, Any]], None] | None = None
+    # protocol-v4 §3, handler types beyond command: the thread's mcp.McpServers (mcp_tool handlers), and the
+    # editor's hook/prompt (peer.request) when it declared capabilities.hookPrompt (prompt and agent handlers)
+    mcp: Any = None
+    hook_prompt: Callable[[str, dict[str, Any], float], Awaitable[Any]] | None = None
     # the tool vocabulary hooks were written for (protocol-v4 §3): our tool → the name and fields they see
     vocabulary: Vocabulary = field(default_factory=Vocabulary)
     ran_once: set[tuple[str, str, int]] = field(default_factory=set)  # ``once`` handlers that ran (Handler.ident)
@@ -106,7 +111,11 @@ class ThreadHooks:
         return any(h.supported and h.source.trusted for h in self.handlers())
 
     def to_wire(self) -> list[dict[str, Any]]:
-        return [h.to_wire() for h in self.handlers()]
+        return [dispatch.listed(h, self.hook_prompt is not None) for h in self.handlers()]
+
+    def unanswered(self) -> list[Diagnostic]:
+        """``hook_type_unsupported`` for each prompt/agent handler no model can answer (``dispatch.unanswered``)."""
+        return dispatch.unanswered(self.handlers()) if self.hook_prompt is None else []
 
     def diagnostics(self, roots_only: bool = False) -> list[Diagnostic]:
         """What is wrong with the declarations (``roots_only``: the roots' ``hooks.json`` alone — a plugin's
@@ -150,12 +159,16 @@ class ThreadHooks:
         ``value`` and ``tool_input`` on a tool event (``tool_input`` None: not decided, as for ``wants_tool``);
         on any other event a handler with ``if`` never runs. A ``once`` handler that ran is left out."""
         out: dict[Any, Handler] = {}
+        # a prompt/agent handler no model can answer runs only where it blocks (fails closed); elsewhere it would
+        # only repeat, at every event, the hook_type_unsupported that thread/start said once
+        skip_model = self.hook_prompt is None and event not in BLOCKING_EVENTS
         for d in self.declared:
             if not d.source.trusted:
                 continue
             for h in d.handlers:
                 if h.event == event and h.supported and not h.dormant and (value is None or h.matcher.matches(value)) \
-                        and h.key not in out and (not h.once or h.ident not in self.ran_once) \
+                        and h.key not in out and not (skip_model and h.type in handler_types.MODEL_TYPES) \
+                        and (not h.once or h.ident not in self.ran_once) \
                         and (h.condition is None or self._if_holds(h, event, value, tool_input)):
                     out[h.key] = h
         return list(out.values())
@@ -168,7 +181,8 @@ class ThreadHooks:
     # -- running ------------------------------------------------------------------------------------
 
     def _timeout_s(self, handler: Handler) -> float:
-        ms = handler.timeout_s * 1000 if handler.timeout_s is not None else self.timeout_ms
+        own = handler.timeout_s if handler.timeout_s is not None else handler_types.DEFAULT_TIMEOUT_S.get(handler.type)
+        ms = own * 1000 if own is not None else self.timeout_ms
         return min(ms, self.max_timeout_ms) / 1000
 
     async def run(self, event: str, handlers: list[Handler], fields: dict[str, Any],
@@ -225,9 +239,8 @@ class ThreadHooks:
                   for h in handlers if h.source.pin is not None}
         refused = {key: why for key, (why, _) in checks.items() if why is not None}
         runs = [_refused(h, refused[id(h)]) if id(h) in refused else
-                command.run_handler(h, stdin, thread_id=self.thread_id, cwd=self.cwd,
-                                    timeout_s=min(self._timeout_s(h), budget_s) if budget_s is not None
-                                    else self._timeout_s(h)) for h in handlers]
+                dispatch.start(self, h, stdin, min(self._timeout_s(h), budget_s) if budget_s is not None
+                               else self._timeout_s(h)) for h in handlers]
         # one handler (the common case) runs in this task: a gather would add a task and two loop turns
         answers = [await runs[0]] if len(runs) == 1 else await asyncio.gather(*runs)
         verdicts = []
@@ -242,12 +255,15 @@ class ThreadHooks:
                     refused[key] = f"hash_mismatch: {why}"
                     answer = command.Answer(answer.handler, failure=refused[key])
             verdict, failed = verdict_of(answer, can_block=can_block, fail_open=self.fail_open)
-            if key in refused and can_block:
-                verdict.failure = f"hook failed: {failed}"  # a broken pin blocks even with commandHookFailure "open"
+            if (key in refused or answer.extra.get("fails_closed")) and can_block:
+                # a broken pin, a prompt hook no model can answer: they block even with commandHookFailure "open"
+                verdict.failure = f"hook failed: {failed}"
             field_name = answer.extra.get("field")  # an answer with an undefined value: said even when it blocks
             if failed is not None and (verdict.failure is None or field_name is not None):
                 said = {"threadId": self.thread_id, "kind": "hook_failed", "source": verdict.source,
-                        "event": event, "command": answer.handler.command, "message": failed}
+                        "event": event, "command": answer.handler.label, "message": failed}
+                if answer.handler.type != "command":
+                    said["type"] = answer.handler.type
                 if field_name is not None:
                     said["field"] = field_name
                 self.notify(said)

@@ -341,23 +341,33 @@ async def run_handler(handler: Handler, stdin: bytes | Callable[[], bytes], *, t
         answer.stdout = answer.stdout[1:]
     if code is None or code < 0:
         answer.failure = f"it was killed by signal {-code if code else '?'}"
-    elif code == 0 and answer.stdout.lstrip().startswith("{"):
-        try:
-            output = json.loads(answer.stdout)
-        except ValueError as exc:
-            answer.failure = f"its stdout starts with '{{' but is not JSON: {exc}"
-        else:
-            if type(output) is not dict:
-                answer.failure = "its stdout is JSON but not an object"
-            else:
-                undefined = undefined_value(handler.event, output)
-                if undefined is None:
-                    answer.output = output
-                else:  # read strictly (protocol-v4 §2): never a silent allow
-                    where, value, defined = undefined
-                    answer.failure = (f"its answer's '{where}' is {json.dumps(value, ensure_ascii=False)[:200]}, "
-                                      f"not a value the format defines ({', '.join(map(repr, defined))})")
-                    answer.extra["field"] = where
+    elif code == 0:
+        read_output(answer)
     elif code not in (0, 2):
         answer.failure = f"it exited with code {code}"
+    return answer
+
+
+def read_output(answer: Answer, what: str = "its stdout") -> Answer:
+    """An exit-0 answer's ``stdout`` read as the formats read it (protocol-v3 §5 "Answers"): JSON when it
+    starts with ``{`` (read strictly, protocol-v4 §2: never a silent allow), plain text otherwise — the one
+    reader of command, http and mcp_tool answers (``what`` names the text in a failure)."""
+    if not answer.stdout.lstrip().startswith("{"):
+        return answer
+    try:
+        output = json.loads(answer.stdout)
+    except ValueError as exc:
+        answer.failure = f"{what} starts with '{{' but is not JSON: {exc}"
+        return answer
+    if type(output) is not dict:
+        answer.failure = f"{what} is JSON but not an object"
+        return answer
+    undefined = undefined_value(answer.handler.event, output)
+    if undefined is None:
+        answer.output = output
+    else:
+        where, value, defined = undefined
+        answer.failure = (f"its answer's '{where}' is {json.dumps(value, ensure_ascii=False)[:200]}, "
+                          f"not a value the format defines ({', '.join(map(repr, defined))})")
+        answer.extra["field"] = where
     return answer

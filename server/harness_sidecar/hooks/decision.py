@@ -164,7 +164,7 @@ def verdict_of(answer: Any, *, can_block: bool, fail_open: bool) -> tuple[Verdic
     it is only reported.
     """
     handler = answer.handler
-    verdict = Verdict(handler.source.source, handler.command)
+    verdict = Verdict(handler.source.source, handler.label)
     if answer.failure is not None:
         why = answer.failure + (f"; stderr: {answer.stderr_tail}" if answer.stderr_tail else "")
         if can_block and not fail_open:

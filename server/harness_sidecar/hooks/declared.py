@@ -30,6 +30,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from harness_sidecar.hooks import handler_types
 from harness_sidecar.hooks.matcher import BadMatcher, Matcher, compile_matcher
 from harness_sidecar.base.diagnostics import Diagnostic
 
@@ -97,8 +98,10 @@ class Handler:
     # ``catalog.hooks`` with ``supported: false`` and its ``type``, never matched, never run.
     type: str | None = "command"
     supported: bool = True
-    declared: tuple[tuple[str, str], ...] = ()  # an unsupported handler's url / prompt, as declared
+    declared: tuple[tuple[str, Any], ...] = ()  # what a non-command handler lists (url, server, tool, prompt, …)
     dormant: bool = False  # an event the formats define that the sidecar does not fire: listed, never run
+    # an http / mcp_tool / prompt / agent handler's declaration (protocol-v4 §3; ``hooks.handler_types``)
+    spec: Any = None
     # Handler fields (protocol-v4 §3): ``if`` (a hooks.rules.Rule), ``once`` (once per thread), ``async``
     # (fire and forget), ``statusMessage`` (a ui/status while it runs)
     condition: Any = field(default=None, compare=False)
@@ -112,22 +115,32 @@ class Handler:
         return (self.source.source, self.event, self.order)
 
     @property
-    def key(self) -> tuple[str, str, tuple[str, ...] | None]:
-        """Identical handlers (same source, command, args) run once."""
-        return (self.source.source, self.command, self.args)
+    def key(self) -> tuple[Any, ...]:
+        """Identical handlers (same source, command, args; same type and declaration) run once."""
+        return (self.source.source, self.command, self.args, self.type, self.spec)
+
+    @property
+    def label(self) -> str:
+        """How the handler is named to a person: its command, url, server/tool or prompt."""
+        if self.command or self.spec is None:
+            return self.command
+        said = dict(self.declared)
+        text = said.get("url") or (f"{said['server']}/{said['tool']}" if "server" in said else said.get("prompt", ""))
+        return text if len(text) <= 200 else text[:199] + "…"  # a prompt may be pages long
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source.source, "event": self.event, "matcher": self.matcher.text}
-        if self.supported or self.command:
+        if self.command or (self.supported and self.type == "command"):
             out["command"] = self.command
         if self.args is not None:
             out["args"] = list(self.args)
         if self.timeout_s is not None:
             out["timeout"] = int(self.timeout_s) if self.timeout_s.is_integer() else self.timeout_s
-        if not self.supported:
+        if not self.supported or self.type != "command":
             if self.type is not None:
                 out["type"] = self.type
             out.update(self.declared)
+        if not self.supported:
             out["supported"] = False
         if self.dormant:
             out["dormant"] = True
@@ -197,10 +210,25 @@ def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[D
                     continue
                 kind = item.get("type")
                 if kind != "command":
-                    problem("hook_type_unsupported", f"'{spot}' is a hook of type {kind!r}: only 'command' hooks "
-                            "run here; this one is listed (supported: false) and never run", event=event,
-                            type=str(kind))
-                    handlers.append(_unsupported(source, event, matcher, item, len(handlers)))
+                    why = "only command, http, mcp_tool, prompt and agent hooks run here"
+                    if kind in handler_types.TYPES:  # protocol-v4 §3: http, mcp_tool, prompt, agent
+                        typed, said = _typed(source, event, matcher, item, kind, len(handlers))
+                        if typed is None:
+                            problem("hook_invalid", f"'{spot}': {said}", event=event, type=kind)
+                            continue
+                        fields = _handler_fields(item, source, event, spot)  # if / once / statusMessage too
+                        if isinstance(fields, str):
+                            problem("hook_invalid", fields, event=event)
+                            continue
+                        typed = replace(typed, **fields) if fields else typed
+                        if typed.supported:
+                            handlers.append(typed)
+                            continue
+                        why = said
+                    problem("hook_type_unsupported", f"'{spot}' is a hook of type {kind!r}: {why}; this one is "
+                            "listed (supported: false) and never run", event=event, type=str(kind))
+                    handlers.append(typed if kind in handler_types.TYPES
+                                    else _unsupported(source, event, matcher, item, len(handlers)))
                     continue
                 command, args, timeout = item.get("command"), item.get("args"), item.get("timeout")
                 if type(command) is not str or not command.strip():
@@ -252,6 +280,20 @@ def _handler_fields(item: dict[str, Any], source: HookSource, event: str, spot: 
     if message:
         out["status_message"] = message
     return out
+
+
+def _typed(source: HookSource, event: str, matcher: Matcher, item: dict[str, Any], kind: str,
+           order: int) -> tuple[Handler | None, str]:
+    """An http / mcp_tool / prompt / agent handler (``hooks.handler_types``) and why it does not run on
+    ``event`` (``supported: false``; "" when it runs), or ``(None, why it is malformed)``."""
+    spec, invalid, unsupported = handler_types.read(kind, item, event)
+    timeout = item.get("timeout")
+    if invalid is None and timeout is not None and (type(timeout) not in (int, float) or timeout <= 0):
+        invalid = "'timeout' must be a positive number of seconds"
+    if invalid is not None or spec is None:
+        return None, invalid or "malformed"
+    return Handler(source, event, matcher, "", None, None if timeout is None else float(timeout), order, type=kind,
+                   supported=unsupported is None, declared=spec.listed(), spec=spec), unsupported or ""
 
 
 def _unsupported(source: HookSource, event: str, matcher: Matcher, item: dict[str, Any], order: int) -> Handler:

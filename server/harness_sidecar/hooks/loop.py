@@ -51,6 +51,8 @@ WORKTREE_CREATE = "worktree_create"
 WORKTREE_REMOVE = "worktree_remove"
 PERMISSION_DENIED = "permission_denied"
 SETUP = "setup"
+SESSION_BEFORE_SWITCH = "session_before_switch"  # the editor is about to leave the session (v4 §5)
+SESSION_BEFORE_FORK = "session_before_fork"  # … about to fork it; on both, ``blocked`` means cancel
 
 # event → {payload field: (JSON type, required)}. Payload fields reach handlers at the top level of
 # their ``event`` (``{threadId, event, ...payload}``).
@@ -81,15 +83,20 @@ PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
     WORKTREE_REMOVE: {"worktreePath": (str, True)},
     PERMISSION_DENIED: {"toolName": (str, True), "toolInput": (dict, True), "reason": (str, False)},
     SETUP: {"trigger": (str, True)},
+    SESSION_BEFORE_SWITCH: {"reason": (str, True)},
+    SESSION_BEFORE_FORK: {},
 }
 EVENTS = tuple(PAYLOADS)
 # Events where a source that cannot answer (raised, timed out, answered nonsense) blocks, as a failed
 # command hook of the matching Claude Code event does (§5): Stop, SubagentStop, PermissionRequest.
 FAIL_CLOSED = (STOP, SUBAGENT_STOP, PERMISSION_REQUEST, TASK_CREATED, TASK_COMPLETED, TEAMMATE_IDLE)
+# Events a handler may cancel with Pi's ``{"cancel": True}`` (the same as ``{"block": True}``).
+CANCELLABLE = (SESSION_BEFORE_SWITCH, SESSION_BEFORE_FORK)
 DECISIONS = ("allow", "deny")
 _TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array"}
 RETURN_FORMS = ("None, {'block': True, 'reason': str}, {'context': str | [str]}, {'systemMessage': str}"
-                " or (permission_request) {'decision': 'allow' | 'deny', 'reason'?: str}")
+                " or (permission_request) {'decision': 'allow' | 'deny', 'reason'?: str}"
+                " or (session_before_switch, session_before_fork) {'cancel': True, 'reason'?: str}")
 
 
 def parse_payload(event: Any, payload: Any) -> dict[str, Any]:
@@ -135,12 +142,17 @@ def interpret(event: str, source: str, value: Any) -> Verdict:
     verdict = Verdict(source)
     if value is None:
         return verdict
-    allowed = {"block", "reason", "context", "systemMessage"} | ({"decision"} if event == PERMISSION_REQUEST else set())
+    allowed = {"block", "reason", "context", "systemMessage"} | ({"decision"} if event == PERMISSION_REQUEST else set()) \
+        | ({"cancel"} if event in CANCELLABLE else set())
     if type(value) is not dict or not set(value) <= allowed:
         raise TypeError(f"a {event} handler must return {RETURN_FORMS}")
     block = value.get("block", False)
     if type(block) is not bool:
         raise TypeError("'block' must be True or False")
+    cancel = value.get("cancel", False)
+    if type(cancel) is not bool:
+        raise TypeError("'cancel' must be True or False")
+    block = block or cancel
     reason = value.get("reason", "")
     if type(reason) is not str:
         raise TypeError("'reason' must be a str")

@@ -20,6 +20,17 @@ THREAD_CLOSE = "thread_close"
 CONTEXT = "context"
 INPUT = "input"
 EVENTS = (BEFORE, TRANSFORM, AFTER, THREAD_START, THREAD_CLOSE, CONTEXT, INPUT) + LOOP_EVENTS  # loop: loop/event
+# Pi's event names (ExtensionAPI ``pi.on``) accepted by ``api.on`` as aliases of the sidecar's: a handler
+# registered by an alias is the target's handler, with the target's payload and semantics (v4 §5).
+ALIASES = {
+    "session_start": THREAD_START,
+    "session_shutdown": THREAD_CLOSE,
+    "before_agent_start": "turn_start",
+    "agent_start": "turn_start",
+    "agent_end": "stop",
+    "session_before_compact": "compact_before",
+    "session_compact": "compact_after",
+}
 OBSERVERS = (AFTER, THREAD_START, THREAD_CLOSE)  # what they return is ignored (a value is a diagnostic)
 
 

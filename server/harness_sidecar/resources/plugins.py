@@ -213,11 +213,13 @@ class McpServer(Record):
 class PluginSet(Record):
     """What the plugins and the roots' ``commands/`` add to a catalog."""
 
-    __slots__ = ("plugins", "command_templates")
+    __slots__ = ("plugins", "command_templates", "marketplaces")
 
-    def __init__(self, plugins: list[Plugin], command_templates: dict[str, T.CommandTemplate]) -> None:
+    def __init__(self, plugins: list[Plugin], command_templates: dict[str, T.CommandTemplate],
+                 marketplaces: list[Any] | None = None) -> None:
         self.plugins = plugins
         self.command_templates = command_templates  # by name, sorted
+        self.marketplaces = marketplaces or []  # resources.marketplaces.Marketplace, listed (protocol-v4 §3)
 
     @property
     def agents(self) -> list[Agent]:
@@ -280,7 +282,8 @@ class PluginSet(Record):
         return {"plugins": [p.to_wire() for p in self.plugins],
                 "commandTemplates": [c.to_wire() for c in self.command_templates.values()],
                 "agents": [a.to_wire() for a in self.agents],
-                "mcpServers": [m.to_wire() for m in self.mcp_servers]}
+                "mcpServers": [m.to_wire() for m in self.mcp_servers],
+                **({"marketplaces": [m.to_wire() for m in self.marketplaces]} if self.marketplaces else {})}
 
 
 def _bytes_as_pinned(plugin: Plugin, source: Any) -> None:
@@ -1029,7 +1032,7 @@ def _candidate(plugin: Plugin, winner: Plugin, expected: str | None) -> grants.C
 
 
 def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits,
-             diagnostics: list[Diagnostic]) -> list[Plugin]:
+             diagnostics: list[Diagnostic], listed: list[tuple[str, Root | None]] | None = None) -> list[Plugin]:
     """The thread's plugins, in order (the roots' ``plugins/``, then ``paths``); one per name.
 
     Every plugin found is a candidate for its name; the winner (whose data is served) is the first
@@ -1040,7 +1043,15 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     skip_folders = {grants.canonical(d) for d in disabled if d.startswith("/")}
     found: dict[str, list[Plugin]] = {}
     reader = _Reader()
-    for path, real, root in _candidates(roots, paths, diagnostics):
+    candidates = _candidates(roots, paths, diagnostics)
+    # a marketplace's local plugins (resources.marketplaces), after the folders found otherwise: each folder once
+    seen = {real for _, real, _ in candidates}
+    for path, root in listed or ():
+        real = os.path.realpath(path)
+        if real not in seen:
+            seen.add(real)
+            candidates.append((path, real, root))
+    for path, real, root in candidates:
         for plugin in _load_plugins(path, real, root, limits, diagnostics, reader):
             if plugin.name in skip or (skip_folders and os.path.realpath(real) in skip_folders):
                 continue
@@ -1102,10 +1113,17 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     return [p for same in found.values() for p in same if winners[p.name] is p]
 
 
-def attach(catalog: C.Catalog, paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits) -> None:
-    """Add the plugins and the roots' command templates to ``catalog`` (skills join ``catalog.skills``)."""
+def attach(catalog: C.Catalog, paths: list[str], disabled: list[str], trusted: list[Any], limits: Limits,
+           marketplace_paths: list[str] | None = None) -> None:
+    """Add the plugins and the roots' command templates to ``catalog`` (skills join ``catalog.skills``), and
+    the marketplaces of the roots and ``marketplace_paths`` (``thread/start.marketplaces``), whose local
+    plugins are loaded as found (protocol-v4 §3 "Marketplaces, read")."""
+    from harness_sidecar.resources import marketplaces as M
+
     diagnostics = catalog.diagnostics
-    plugins = discover(catalog.roots, paths, disabled, trusted, limits, diagnostics)
+    markets = M.find(catalog.roots, marketplace_paths or [], diagnostics)
+    plugins = discover(catalog.roots, paths, disabled, trusted, limits, diagnostics, M.folders(markets))
+    M.mark_installed(markets, plugins, MARKETPLACE_ENTRY)
     if plugins:
         skills = dict(catalog.skills)
         for plugin in plugins:
@@ -1124,7 +1142,7 @@ def attach(catalog: C.Catalog, paths: list[str], disabled: list[str], trusted: l
                                               command.path, extra={"name": command.name, "shadowedBy": owner.source}))
                 continue
             commands[command.name] = command
-    catalog.plugins = PluginSet(plugins, dict(sorted(commands.items())))
+    catalog.plugins = PluginSet(plugins, dict(sorted(commands.items())), markets)
 
 
 def _substitute(value: str, root: str) -> str:

@@ -49,8 +49,18 @@ class Editor:
         ui = self.peer.client_capabilities.get("ui")
         return isinstance(ui, dict) and ui.get(key) is True
 
+    @property
+    def conversation(self) -> bool:
+        """Whether the editor declared ``capabilities.conversation: true`` (it answers ``session/messages``)."""
+        return self.peer.client_capabilities.get("conversation") is True
+
     async def ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
-        """A ``ui/*`` request to the editor; raises when it cannot be asked or does not answer."""
+        """A ``ui/*`` (or ``session/messages``) request to the editor; raises when it cannot be asked or does
+        not answer."""
+        if method == "session/messages":
+            if not self.conversation:
+                raise PeerError("the editor did not declare capabilities.conversation")
+            return await self.peer.request(method, params, timeout_s)
         key = method.split("/", 1)[1]
         if not self.capable(key):
             raise PeerError(f"the editor did not declare capabilities.ui.{key}")

@@ -74,17 +74,25 @@ class ExtensionHosts:
         from harness_sidecar.base import inputschema
         from harness_sidecar.extensions.sidecar.loading import load_trusted
         from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
+        from harness_sidecar.threads import model_tools
 
         start, limits, registry = thread.start, thread.limits, thread.registry
         trusted = {t.id for t in start.trusted_extensions}
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
                 "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self.editor.capable(k)},
+                "conversation": self.editor.conversation,
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.editor.max_result_bytes,
                 "maxTools": limits.max_tools, "stateBytes": limits.extension_state_bytes,
                 "states": {k: v for k, v in thread.states.items() if k in trusted}}
+
+        async def ask(method: str, params: dict[str, Any], timeout_s: float) -> Any:
+            if method in model_tools.HOST_METHODS:  # ctx.tools: answered from the thread, not the editor
+                return model_tools.answer_host(thread, method, params, self.editor.notify)
+            return await self.editor.ask(method, params, timeout_s)
+
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,
-                             on_diagnostic=self.editor.diagnostic, ask=self.editor.ask,
+                             on_diagnostic=self.editor.diagnostic, ask=ask,
                              notify=self.editor.ui_notify, ui_timeout_s=limits.ui_timeout_ms / 1000)
         host.on_state = lambda extension_id, value: sessions.state_set(thread, extension_id, value)
 

@@ -122,9 +122,9 @@ class ThreadLifecycle:
         except BaseException:
             await self._end(thread, "close")
             raise
-        thread.hooks = scan.command_hooks(self.editor, thread_id, start, catalog)
+        thread.hooks = scan.command_hooks(self.editor, thread_id, start, catalog, servers)
         if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
-            catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True))
+            catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True) + thread.hooks.unanswered())
             scan.say_ambiguous(self.editor, thread, catalog.diagnostics)  # a trustedHooks grant's
         thread.pipeline = self.tools.new_pipeline(thread)
         sessions.restore_skills(thread, restore)

@@ -194,9 +194,9 @@ class LiveCatalog:
 
     def _hooks_change(self, thread: Thread, catalog: Catalog) -> list[dict[str, str]]:
         """A rescan: the hooks files again. A change is pending until thread/refresh; its entries for catalog/changed."""
-        fresh = scan.command_hooks(self.editor, thread.id, thread.start, catalog)
+        fresh = scan.command_hooks(self.editor, thread.id, thread.start, catalog, thread.mcp)
         if fresh is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
-            catalog.diagnostics.extend(fresh.diagnostics(roots_only=True))
+            catalog.diagnostics.extend(fresh.diagnostics(roots_only=True) + fresh.unanswered())
         current = thread.hooks_pending if thread.hooks_pending is not None else thread.hooks
         # a plugin's hooks changing is a change of kind "plugin" (resources.diff): listed once, there
         fresh_roots = fresh.root_files() if fresh is not None else set()

@@ -6,6 +6,7 @@ hosts (whose ``context`` handlers add sections to the prompt).
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from harness_sidecar.threads import typed_input as C
@@ -19,6 +20,8 @@ from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads import sessions
 from harness_sidecar.threads.open_threads import OpenThreads
 from harness_sidecar.wire import params as P
+
+logger = logging.getLogger("harness_sidecar.threads.sidecar")
 
 
 class ResourceMethods:
@@ -68,6 +71,8 @@ class ResourceMethods:
             from harness_sidecar.extensions.sidecar.steps import HostLied, HostUnavailable
 
             payload = {"threadId": thread.id, "activeSkills": sorted(thread.activated)}
+            if self.editor.conversation:  # v4 §5: the last limits.contextMessages messages of the conversation
+                payload["messages"] = await self._last_messages(thread.id, thread.limits)
             try:
                 await thread.host.ensure()
                 outcome = await run_event(thread.host, thread.handlers(CONTEXT), CONTEXT, payload,
@@ -96,3 +101,18 @@ class ResourceMethods:
         # protocol-v4 §5: the prompt names the revision it was built from; tools/list of that revision belongs to it
         return {"systemPrompt": prompt, "revision": revision,
                 "activeSkills": [activated[n].active_to_wire() for n in sorted(activated)], "toolsRevision": revision}
+
+    async def _last_messages(self, thread_id: str, limits: Any) -> list[dict[str, Any]]:
+        """The editor's last ``limits.contextMessages`` messages (``session/messages``); none when it cannot
+        say (an error, no answer within ``uiTimeoutMs``, a malformed answer: logged on stderr)."""
+        from harness_sidecar.base.conversation import METHOD, last, parse_messages
+
+        if not limits.context_messages:
+            return []
+        try:
+            answer = await self.editor.ask(METHOD, {"threadId": thread_id, "limit": limits.context_messages},
+                                           limits.ui_timeout_ms / 1000)
+            return last(parse_messages(answer), limits.context_messages)
+        except Exception as exc:  # noqa: BLE001 - the prompt is built without them
+            logger.info("%s for the context event of %s: %s", METHOD, thread_id, exc)
+            return []

@@ -38,7 +38,8 @@ async def discover(start: P.ThreadStartParams) -> tuple[Catalog, dict[str, Any]]
 
     def scan() -> tuple[Catalog, dict[str, Any]]:
         catalog = build_catalog(start.roots, start.limits, persist=True)
-        plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits)
+        plugins.attach(catalog, start.plugins, start.disabled_plugins, start.trusted_plugins, start.limits,
+                       start.marketplaces)
         every: list[Any] = []
         found = discovery.discover(catalog.roots, start.extensions, start.limits, catalog.diagnostics, every)
         for ext_id, source in catalog.plugins.extension_sources(start.limits, catalog.diagnostics).items():
@@ -82,7 +83,8 @@ def say_ambiguous(editor: Editor, thread: Thread, diagnostics: list[Diagnostic])
                                **{k: d.extra[k] for k in ("grant", "name", "candidates", "field")}})
 
 
-def command_hooks(editor: Editor, thread_id: str, start: P.ThreadStartParams, catalog: Catalog) -> Any:
+def command_hooks(editor: Editor, thread_id: str, start: P.ThreadStartParams, catalog: Catalog,
+                  servers: Any = None) -> Any:
     """The command hooks the roots (``<root>/hooks.json``, its settings files and ``config.toml``:
     ``hooks.declared.ROOT_FILES``) and the plugins (``catalog.plugins.hooks``) declare, roots first;
     a ``hooks.boundaries.ThreadHooks``, or None when none declares any."""
@@ -102,5 +104,7 @@ def command_hooks(editor: Editor, thread_id: str, start: P.ThreadStartParams, ca
                        limits.command_hook_failure == "open", limits.session_end_budget_ms,
                        notify=editor.diagnostic, ask=editor.ask,
                        ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=editor.max_result_bytes,
-                       ui_notify=editor.ui_notify,
+                       ui_notify=editor.ui_notify, mcp=servers,  # protocol-v4 §3: mcp_tool, prompt and agent hooks
+                       hook_prompt=editor.request if editor.peer.client_capabilities.get("hookPrompt") is True
+                       else None,
                        vocabulary=vocabulary_of(start.dynamic_tools, start.mcp_servers, full_name))

@@ -50,6 +50,7 @@ class Thread:
     pipeline: Any = None  # tools.Pipeline of the current revision: the one path of the thread's tool calls
     revision: int = 1
     tool_changed_at: dict[str, int] = field(default_factory=dict)  # tool name → revision it last changed in
+    inactive_tools: set[str] = field(default_factory=set)  # set inactive by ctx.tools.set_active (threads.model_tools)
     watch: Any = None  # resources.watch.WatchHandle while the roots are watched
     rescanning: Any = None  # asyncio.Lock: one rescan at a time
     rescan_again: bool = False

@@ -22,6 +22,7 @@ from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads import sessions
 from harness_sidecar.threads.open_threads import OpenThreads
+from harness_sidecar.threads import model_tools
 from harness_sidecar.threads.thread import Thread
 from harness_sidecar.tools.builtin import FIND_SKILLS_ARGUMENTS, LOAD_SKILL_ARGUMENTS, LOAD_SKILL_DESCRIPTION, \
     LOAD_SKILL_SCHEMA
@@ -40,12 +41,12 @@ class ToolMethods:
 
     async def tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.open.get(params)
-        return {"tools": thread.registry.to_wire(), "revision": thread.revision}
+        return {"tools": model_tools.listing(thread), "revision": thread.revision}
 
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.open.get(params)
         request = P.parse_tools_call(params)
-        stale = self.stale(thread, request)
+        stale = self.stale(thread, request) or model_tools.refused(thread, request.call)
         if stale is not None:
             return {"result": stale.to_wire()}
         return {"result": (await thread.pipeline.call(request.call)).to_wire()}
@@ -60,8 +61,8 @@ class ToolMethods:
         call = params.get("call")
         name = call.get("name") if type(call) is dict else None
         tool = thread.registry.tools.get(name) if thread is not None and type(name) is str else None
-        if tool is None or tool.run is not None:  # only an extension's tool begins here: the rest are parsed once
-            return None
+        if tool is None or tool.run is not None or name in thread.inactive_tools:  # only an (active) extension's
+            return None  # tool begins here: the rest are parsed once
         try:
             request = P.parse_tools_call(params)
         except Exception:  # noqa: BLE001 - tools_call parses them again and answers what is wrong
@@ -94,6 +95,8 @@ class ToolMethods:
             registry.tools[dynamic.name] = Tool(dynamic.name, dynamic.description, dynamic.input_schema, "dynamic",
                                                 run=self._dynamic_runner(thread_id, limits, dynamic.namespace),
                                                 validator=dynamic.compiled, source={"kind": "editor"})
+        if limits.defer_tools_over:  # v4 §5: the tools past the first N are found with tool_search
+            registry.tools[model_tools.TOOL_SEARCH] = model_tools.tool_search_tool(self._tool_search_runner(thread_id))
         return registry
 
     def new_pipeline(self, thread: Thread) -> Pipeline:
@@ -134,6 +137,14 @@ class ToolMethods:
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind)
             return ToolResult.text(call, text, **details)
+        return run
+
+    def _tool_search_runner(self, thread_id: str) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
+        async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
+            thread = self.open.threads.get(thread_id)
+            if thread is None:
+                return ToolResult.error(call, "the thread was closed", kind="thread_not_found")
+            return model_tools.search(thread, call)
         return run
 
     def _dynamic_runner(self, thread_id: str, limits: Limits,

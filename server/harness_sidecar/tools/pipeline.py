@@ -29,6 +29,7 @@ from harness_sidecar.base.results import (
 )
 
 from harness_sidecar.tools.registry import Tool, ToolRegistry
+from harness_sidecar.tools.trace import CallTrace, steps_of, trace, tracing
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +96,12 @@ class Pipeline:
         return blocked(call, "host", kind, f"the thread's extensions cannot run: {exc}")
 
     async def _call(self, call: ToolCall, hooked: bool) -> ToolResult:
+        t = trace(self.thread_id, call)  # --log-level debug: each step's line; None otherwise
+        if t is None:
+            return await self._steps(call, hooked, None)
+        return t.end(await self._steps(call, hooked, t))
+
+    async def _steps(self, call: ToolCall, hooked: bool, t: CallTrace | None) -> ToolResult:
         if self.host is not None and self.host.failed:  # a failed thread runs nothing: no tool kind
             return blocked(call, "host", "failed", f"the thread's extensions failed ({self.host.failure}): "
                                                    f"no tool of this thread runs")
@@ -104,13 +111,18 @@ class Pipeline:
         if tool is None:
             return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
         problem = self.validate(tool, call.arguments)
+        if t is not None:
+            t.step("arguments checked against inputSchema" if problem is None else "arguments refused")
         if problem is not None:
             message, path = problem
             return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {message} "
                                           f"(at {path})", kind="invalid_arguments", message=message, path=path)
         if self.command_hooks is not None and not hooked and self.command_hooks.wants_tool(call.name):
-            return await self.command_hooks.around_tool(call, tool, self.validate,
-                                                        lambda c: self.call(c, hooked=True))
+            hooked_result = await self.command_hooks.around_tool(call, tool, self.validate,
+                                                                 lambda c: self.call(c, hooked=True))
+            if t is not None:
+                t.step("command hooks (PreToolUse, the call, PostToolUse)")
+            return hooked_result
         plan, core = self.registry.plan(tool)
         if len(plan) > 1 or tool.run is None:
             if self.host is None:
@@ -121,11 +133,16 @@ class Pipeline:
             except HostUnavailable as exc:
                 return self._unavailable(call, exc)
         if tool.run is None:
-            return await self._host_call(call, tool, plan)
+            hosted = await self._host_call(call, tool, plan)
+            if t is not None:
+                t.step(f"host exchange [{steps_of(plan, 0, len(plan))}]")
+            return hosted
         try:
             rewritten_by: list[str] = []
             if core > 0:
                 outcome = await self._exchange(call, tool, plan, 0, None, [], end=core)
+                if t is not None:
+                    t.step(f"host exchange [{steps_of(plan, 0, core)}]")
                 if isinstance(outcome, ToolResult):
                     return outcome
                 call, rewritten_by = outcome
@@ -136,10 +153,15 @@ class Pipeline:
         except HostLied as exc:
             return self._lied(call, exc)
         result = await self._core(tool, call)  # from here on the call has run: never reported as blocked
+        if t is not None:
+            t.step(f"core ({tool.origin_kind})")
         if core + 1 < len(plan):
             try:
                 await self.host.ensure()  # type: ignore[union-attr]
-                return await self._exchange(call, tool, plan, core + 1, result.body(), rewritten_by)
+                after = await self._exchange(call, tool, plan, core + 1, result.body(), rewritten_by)
+                if t is not None:
+                    t.step(f"host exchange [{steps_of(plan, core + 1, len(plan))}]")
+                return after
             except (HostUnavailable, HostLied) as exc:
                 if isinstance(exc, HostLied):
                     self._lied(call, exc)
@@ -157,8 +179,8 @@ class Pipeline:
         ``(None, exception)``. Returns the call's canceller; None when the call needs ``call``, which
         then runs it from the start (nothing of it ran here)."""
         host = self.host
-        if host is None or not host.running or self.calls.closing:
-            return None
+        if host is None or not host.running or self.calls.closing or tracing():
+            return None  # with --log-level debug every call takes ``call``, whose steps are logged
         tool = self.registry.tools.get(call.name)
         if tool is None or tool.run is not None or self.validate(tool, call.arguments) is not None or \
                 (self.command_hooks is not None and self.command_hooks.wants_tool(call.name)):

@@ -47,7 +47,7 @@ from harness_sidecar.wire.shapes import (
 if TYPE_CHECKING:
     from harness_sidecar.mcp.model import McpServerConfig
 
-BUILTIN_TOOLS = ("load_skill", "find_skills")  # claimed in this order, before any dynamic or extension tool
+BUILTIN_TOOLS = ("load_skill", "find_skills", "tool_search")  # builtin names (tool_search: v4 §5, with deferToolsOver), never a dynamic tool's
 SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 DEFAULT_INPUT_SCHEMA = {"type": "object", "properties": {}}
 
@@ -134,6 +134,7 @@ class ThreadStartParams:
     plugins: list[str] = field(default_factory=list)
     disabled_plugins: list[str] = field(default_factory=list)
     trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
+    marketplaces: list[str] = field(default_factory=list)  # protocol-v4 §3 "Marketplaces, read"
     # protocol-v4 §5: threads that resume
     session_id: str | None = None
     resume: bool = False
@@ -478,6 +479,10 @@ THREAD_START = Obj(
          description="Plugins the thread leaves out: by name, or (an absolute path) by folder."),
      opt("trustedPlugins", Arr(TRUSTED_PLUGIN, unique=_unique_plugins), attr="trusted_plugins",
          description="The only plugins whose code (hooks, MCP servers, extensions) may run."),
+     opt("marketplaces", Arr(ABSOLUTE_PATH), description="Marketplaces besides the roots' (v4): a marketplace.json, "
+                                                         "or a folder holding .claude-plugin/marketplace.json or "
+                                                         ".agents/plugins/marketplace.json; listed in "
+                                                         "catalog.marketplaces, their local plugins loaded."),
      opt("sessionId", SESSION_ID, attr="session_id",
          description="The editor's stable name of the conversation: extension state and activated skills are saved "
                      "under it (protocol.md § Sessions)."),
@@ -753,7 +758,12 @@ INITIALIZE = Obj(
      opt("protocolVersion", Str(), description="Logged when it is not 1 or 2; the answer is protocolVersion 2."),
      opt("capabilities", Obj([opt("ui", UI_CAPABILITIES),
                               opt("sampling", Bool(), description="The editor answers model/sample (an MCP server's "
-                                                                  "sampling/createMessage, v4 §4).")],
+                                                                  "sampling/createMessage, v4 §4)."),
+                              opt("hookPrompt", Bool(), description="The editor's model answers hook/prompt: prompt "
+                                  "and agent hooks run (protocol-v4 §3); without it they are listed supported: false "
+                                  "and block what they decide."),
+                              opt("conversation", Bool(), description="v4: the editor answers session/messages "
+                                                                      "(ctx.messages, the context event's messages).")],
                              incoming=True, name="ClientCapabilities",
                              description="Other keys are ignored."))],
     incoming=True, name="InitializeParams",

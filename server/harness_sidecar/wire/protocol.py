@@ -80,6 +80,9 @@ SOURCE = Obj([Field("kind", Str(enum=("root", "plugin", "editor", "mcp"))),
 TOOL_SPEC = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("description", Str()), Field("inputSchema", P.INPUT_SCHEMA),
                  Field("origin", ORIGIN), opt("source", SOURCE, description="Provenance: absent for a builtin.")],
                 name="ToolSpec")
+DEFERRED_TOOL = Obj([Field("name", P.TOOL_NAME_SHAPE), Field("deferred", Const(True))], name="DeferredTool",
+                    description="v4: a tool past limits.deferToolsOver, listed by name only: tool_search gives its "
+                                "spec; it can be called as any other.")
 USER_MESSAGE = Obj([Field("role", Const("user")), Field("content", Str())], name="UserMessage")
 REVISION = Int(minimum=1, name="Revision", description="The thread's catalog revision: 1 at thread/start, +1 per "
                                                        "change.")
@@ -123,6 +126,17 @@ MCP_PROMPT_ENTRY = Obj([
     opt("arguments", Arr(Obj([Field("name", Str()), opt("description", Str()), opt("required", Bool())],
                              name="McpPromptArgument")))],
     name="McpPromptEntry", description="Get with mcp/prompt/get {server, name, arguments?}.")
+MARKETPLACE_ENTRY = Obj([
+    Field("name", Str(), description="The marketplace's name (its folder's when it declares none)."),
+    Field("path", Str(), description="Its marketplace.json."),
+    Field("plugins", Arr(Obj([
+        Field("name", Str()),
+        Field("source", AnyValue(), description="A local source: the plugin folder's path (the sidecar loads it); "
+                                                "any other (github, url, git-subdir, npm…): as declared, never "
+                                                "fetched."),
+        opt("description", Str()), opt("version", Str()),
+        Field("installed", Bool(), description="The thread serves this plugin from that folder.")],
+        name="MarketplacePlugin")))], name="MarketplaceEntry")
 
 CATALOG = Obj([
     Field("instructions", Arr(Obj([Field("root", Str()), Field("path", Str()), Field("source", SOURCE)],
@@ -152,13 +166,17 @@ CATALOG = Obj([
                                           "(when it declares one)."),
         opt("args", Arr(Str())),
         opt("timeout", AnyValue(), description="Seconds (a positive number), as declared."),
-        opt("type", Str(), description="Only with supported: false — the handler's type as declared (http, prompt, "
-                                       "agent, mcp_tool, …); absent when it declares none."),
-        opt("url", Str(), description="An unsupported handler's url, as declared."),
-        opt("prompt", Str(), description="An unsupported handler's prompt, as declared."),
-        opt("supported", Const(False), description="Present (false) only for a handler of a type this sidecar does "
-                                                   "not run: listed, never run (hook_type_unsupported); absent means "
-                                                   "supported."),
+        opt("type", Str(), description="Absent for a command handler: http, mcp_tool, prompt, agent (v4), or, with "
+                                       "supported: false, the type as declared (absent when it declares none)."),
+        opt("url", Str(), description="An http handler's url, as declared (its headers are not listed)."),
+        opt("server", Str(), description="An mcp_tool handler's MCP server."),
+        opt("tool", Str(), description="An mcp_tool handler's tool."),
+        opt("prompt", Str(), description="A prompt or agent handler's prompt, as declared."),
+        opt("model", Str(), description="A prompt or agent handler's model, as declared."),
+        opt("supported", Const(False), description="Present (false) only for a handler that does not run here: an "
+                                                   "unknown type, a type on an event Claude Code does not run it on, "
+                                                   "a prompt/agent handler without capabilities.hookPrompt "
+                                                   "(hook_type_unsupported); absent means supported."),
         opt("dormant", Const(True), description="Present (true) only for a handler of an event the sidecar does not "
                                                 "fire: listed, never run (hook_dormant, info)."),
         opt("if", Str(), description="A permission rule (Bash(git *), Edit(*.ts)): the handler runs only for tool "
@@ -182,6 +200,8 @@ CATALOG = Obj([
                                                              "when the thread has MCP servers)."),
     opt("mcpPrompts", Arr(MCP_PROMPT_ENTRY), description="v4: the thread's MCP servers' prompts (present when the "
                                                          "thread has MCP servers)."),
+    opt("marketplaces", Arr(MARKETPLACE_ENTRY), description="v4: the roots' marketplaces, then "
+                                                            "thread/start.marketplaces'; absent when there are none."),
 ], name="Catalog")
 
 THREAD_START_RESULT = Obj([
@@ -347,7 +367,10 @@ THREAD_DIAGNOSTIC = Union(
     Obj([Field("threadId", P.THREAD_ID), Field("kind", Str(enum=("hook_untrusted", "hook_failed",
                                                                   "config_change_blocked"))),
          Field("source", Str()), Field("message", Str()), opt("path", Str()), opt("sha256", Str()),
-         opt("event", Str()), opt("command", Str()),
+         opt("event", Str()), opt("command", Str(), description="The handler's command (its url, server/tool or "
+                                                                 "prompt for another type)."),
+         opt("type", Str(enum=("http", "mcp_tool", "prompt", "agent")), description="hook_failed: the handler's "
+                                                                                    "type, when not command."),
          opt("field", Str(), description="hook_failed for an answer read strictly: the field whose value the format "
                                          "does not define (decision, hookSpecificOutput.permissionDecision, "
                                          "hookSpecificOutput.decision, hookSpecificOutput.decision.behavior).")], name="CommandHookDiagnostic",
@@ -473,6 +496,19 @@ MCP_PROMPT_RESULT = Obj([opt("description", Str()), Field("messages", Arr(Obj([
     Field("role", Str(enum=("user", "assistant"))), Field("content", CONTENT_BLOCK)], open_values=AnyValue(),
     name="McpPromptMessage")))], open_values=AnyValue(), name="McpPromptGetResult",
     description="MCP's GetPromptResult, as the server gave it.")
+HOOK_PROMPT = Obj([Field("threadId", P.THREAD_ID),
+                   Field("prompt", Str(), description="The hook's prompt, $ARGUMENTS replaced by the hook input JSON "
+                                                      "(appended when it has none)."),
+                   opt("model", Str(), description="The model the hook asks for, as declared."),
+                   Field("kind", Str(enum=("prompt", "agent")), description="agent: the hook expects a verifier that "
+                                                                            "may use tools (Claude Code's agent hooks).")],
+                  name="HookPromptParams")
+HOOK_PROMPT_RESULT = Obj([Field("ok", Bool(), description="true: nothing against; false: it blocks (a deny, a Stop "
+                                                          "that keeps the agent working)."),
+                          opt("reason", Str(), description="Why, when ok is false: the block's reason.")],
+                         name="HookPromptResult",
+                         description="Anything else (an error, a malformed answer, no answer by the hook's timeout) "
+                                     "is a hook failure (hook_failed).")
 UI_OPEN_URL = Obj([Field("threadId", P.THREAD_ID), Field("url", Str(), description="An http(s) URL to open in the "
                                                                               "user's browser."),
                    Field("reason", Str(), description="Why, for the user.")], name="UiOpenUrlParams")
@@ -483,6 +519,15 @@ UI_CONFIRM_RESULT = Obj([Field("confirmed", Bool())], name="UiConfirmResult",
                         description="Anything else (an error, a malformed answer, no answer) counts as false.")
 UI_VALUE_RESULT = Obj([Field("value", Nullable(Str()), description="null: the user cancelled.")],
                       name="UiValueResult")
+
+SESSION_MESSAGE = Obj([Field("role", Str(), description="user, assistant, tool, system: the editor's word."),
+                       Field("text", Str()), opt("toolCalls", Arr(P.JSON_OBJECT)),
+                       opt("toolResults", Arr(P.JSON_OBJECT))], name="SessionMessage")
+SESSION_MESSAGES = Obj([Field("threadId", P.THREAD_ID),
+                        opt("limit", Int(minimum=0), description="The last this many; absent: all.")],
+                       name="SessionMessagesParams")
+SESSION_MESSAGES_RESULT = Obj([Field("messages", Arr(SESSION_MESSAGE), description="Oldest first.")],
+                              name="SessionMessagesResult")
 
 NO_PARAMS = Map(AnyValue(), name="NoParams", description="No params are read (absent, null or an object).")
 NULL_RESULT = Null(name="NullResult")
@@ -643,7 +688,9 @@ MESSAGES: list[Message] = [
                                                      "tools of this revision with this prompt.")],
         name="ContextBuildResult"), THREAD),
     _request("tools/list", P.THREAD_PARAMS,
-             Obj([Field("tools", Arr(TOOL_SPEC)), Field("revision", REVISION)], name="ToolsListResult"),
+             Obj([Field("tools", Arr(Union(TOOL_SPEC, DEFERRED_TOOL)),
+                        description="The active tools (builtins always), a deferred one by name only (v4)."),
+                  Field("revision", REVISION)], name="ToolsListResult"),
              THREAD),
     _request("tools/call", P.TOOLS_CALL, Obj([Field("result", TOOL_RESULT)], name="ToolsCallResult"), THREAD,
              "Never a protocol error for what a tool, hook or editor did: a result paired with the call."),
@@ -674,6 +721,10 @@ MESSAGES: list[Message] = [
     _request("item/tool/call", ITEM_TOOL_CALL, ITEM_TOOL_CALL_RESULT, direction=SERVER,
              description="A dynamic tool's call, for the editor to run."),
     _request("ui/confirm", UI_CONFIRM, UI_CONFIRM_RESULT, direction=SERVER),
+    _request("hook/prompt", HOOK_PROMPT, HOOK_PROMPT_RESULT, direction=SERVER,
+             description="A prompt or agent hook asks the editor's model (only with capabilities.hookPrompt)."),
+    _request("session/messages", SESSION_MESSAGES, SESSION_MESSAGES_RESULT, direction=SERVER,
+             description="v4: the conversation, asked only of an editor that declared capabilities.conversation."),
     _request("ui/select", UI_SELECT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/input", UI_INPUT, UI_VALUE_RESULT, direction=SERVER),
     _request("ui/elicit", UI_ELICIT, UI_ELICIT_RESULT, direction=SERVER,

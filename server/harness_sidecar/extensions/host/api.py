@@ -14,7 +14,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from harness_sidecar.hooks.python import EVENTS
+from harness_sidecar.hooks.python import ALIASES, EVENTS
 from harness_sidecar.extensions.host.jsondata import to_json
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -88,6 +88,7 @@ class Staging:
     tools: list[ToolSpec] = field(default_factory=list)
     commands: list[CommandSpec] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)  # Pi's event names api.on was given, each once, in order
     open: bool = True
     max_tools: int | None = None  # limits.maxTools: registering more fails at once (the sidecar checks too)
 
@@ -98,7 +99,7 @@ class Staging:
     def report(self) -> dict[str, Any]:
         return {"tools": [t.to_wire() for t in self.tools], "hooks": [h.event for h in self.handlers],
                 "hookTimeouts": [h.timeout_ms for h in self.handlers],
-                "commands": [c.to_wire() for c in self.commands]}
+                "commands": [c.to_wire() for c in self.commands], "aliases": list(self.aliases)}
 
 
 def _schema(value: Any, what: str) -> dict[str, Any]:
@@ -160,8 +161,13 @@ def make_api(extension_id: str, max_tools: int | None = None) -> tuple[Any, Stag
 
     def on(event: str, fn: Callable[..., Any], timeout_ms: int | None = None) -> None:
         staging.check_open()
+        if type(event) is str and event in ALIASES and event not in EVENTS:
+            if event not in staging.aliases:
+                staging.aliases.append(event)
+            event = ALIASES[event]  # Pi's name: the handler is the target event's, with its semantics
         if event not in EVENTS:
-            raise ValueError(f"unknown event {event!r}; use one of {', '.join(EVENTS)}")
+            raise ValueError(f"unknown event {event!r}; use one of {', '.join(EVENTS)} "
+                             f"(or Pi's {', '.join(ALIASES)})")
         if not callable(fn):
             raise TypeError("a handler must be callable")
         staging.handlers.append(Handler(extension_id, event, fn, wants_ctx(fn, 1), _timeout_ms(timeout_ms)))

@@ -11,6 +11,7 @@ import importlib.util
 import itertools
 import os
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,6 +202,7 @@ class Loading:
         self.state.cwd = body.get("cwd")
         self.state.roots = body.get("roots", [])
         self.state.ui = body.get("ui", {})
+        self.state.conversation = body.get("conversation") is True
         self.state.settings = body.get("settings", {})
         self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
         self.state.max_tools = body.get("maxTools")
@@ -219,15 +221,20 @@ class Loading:
         ext_id = body["id"]
         api, staging = make_api(ext_id, self.state.max_tools)
         _local.extension = ext_id
+        timings: dict[str, float] = {}  # the load sequence's steps, for the sidecar's --log-level debug
         try:
             exchange.begin(0, body["timeout"])
+            began = time.perf_counter()
             code = base64.b64decode(body["code"])
             files = {k: base64.b64decode(v) for k, v in body.get("files", {}).items()}
             module = import_extension(ext_id, code, body["codePath"], body.get("directory"), files)
+            imported = time.perf_counter()
+            timings["importMs"] = round((imported - began) * 1000, 3)
             activate = getattr(module, "activate", None)
             if not callable(activate):
                 raise TypeError(f"{body['codePath']} defines no activate(api) function")
             outcome = self.running.invoke(exchange, activate, (api,))
+            timings["activateMs"] = round((time.perf_counter() - imported) * 1000, 3)
         except MemoryError:
             out_of_memory()
         except Abandoned:
@@ -246,6 +253,7 @@ class Loading:
         else:
             self.state.loaded[ext_id] = Extension(ext_id, staging)
             report = {"ok": True, **staging.report()}
+        report["timings"] = timings
         exchange.finish(report, urgent=True)
         self.state.exchanges.pop(exchange.id, None)
         exchange.end()

@@ -25,6 +25,7 @@ class HostState:
         self.cwd: str | None = None
         self.roots: list[str] = []
         self.ui: dict[str, bool] = {}  # the editor's ui capabilities, as the sidecar passed them on
+        self.conversation = False  # the editor declared capabilities.conversation (ctx.messages may ask)
         self.settings: dict[str, dict[str, Any]] = {}
         self.states: dict[str, str] = {}  # extension id → its ctx.state as compact JSON (session_state)
         self.state_bytes = 262144  # limits.extensionStateBytes

@@ -13,6 +13,7 @@ from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.host.exchanges import Exchange
 from harness_sidecar.extensions.host.jsondata import to_json
+from harness_sidecar.extensions.host.session import Tools, messages
 from harness_sidecar.extensions.host.state import HostState
 
 class RunsUserCode(Protocol):
@@ -217,7 +218,7 @@ class _Pending:
 class Context:
     """``ctx``: where the handler runs and how to reach the user."""
 
-    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state")
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state", "tools")
 
     def __init__(self, state: HostState, extension_id: str, ui: Ui, extension_state: Any = None) -> None:
         self.thread_id = state.thread_id
@@ -227,6 +228,11 @@ class Context:
         self.settings = to_json(settings) if settings else {}
         self.ui = ui
         self.state = extension_state  # session_state.ExtensionState: ctx.state
+        self.tools = Tools(ui)  # v4 §5: ctx.tools.list(), ctx.tools.set_active(names)
+
+    def messages(self, limit: int | None = None) -> Any:
+        """The conversation (``capabilities.conversation``): ``extensions.host.session``."""
+        return messages(self.ui, limit)
 
 
 class UserRequests:

@@ -10,17 +10,21 @@ extensions were committed; the others' registrations never run.
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.resources.extension_sources import ExtensionSource
-from harness_sidecar.hooks.python import EVENTS
+from harness_sidecar.hooks.python import ALIASES, EVENTS
 from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost, load_body
 from harness_sidecar.extensions.sidecar.steps import Stopped
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.base.names import TOOL_NAME
 from harness_sidecar.resources.named_extensions import TrustedExtension
+
+logger = logging.getLogger(__name__)
 
 _SCHEMAS_PER_TURN = 500  # compiled between two turns of the event loop (~10 ms)
 
@@ -75,6 +79,9 @@ def _report_problem(report: Any) -> str | None:
     if type(timeouts) is not list or len(timeouts) != len(hooks) or not all(
             t is None or (type(t) is int and t > 0) for t in timeouts):
         return "the host's report is malformed"
+    aliases = report.get("aliases", [])
+    if type(aliases) is not list or not all(type(a) is str and a in ALIASES for a in aliases):
+        return "the host's report is malformed"
     if any(c.get("timeoutMs") is not None and (type(c["timeoutMs"]) is not int or c["timeoutMs"] <= 0)
            or c.get("rawArguments", False) is not True and "rawArguments" in c for c in commands):
         return "the host's report is malformed"
@@ -111,11 +118,22 @@ async def load_trusted(found: dict[str, ExtensionSource], trusted: list[TrustedE
             await host.start()
         body = load_body(source.id, source.code, source.code_path, source.source if source.package else None,
                          source.files, timeout_s)
+        began = time.perf_counter()
         report = await host.load(body)
+        _say_loaded(host.thread_id, source.id, report, time.perf_counter() - began)
         error = await _commit_problem(report, registrations, claimed, limits, check_schema)
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("%s: extension %s: staged registrations checked: %s", host.thread_id, source.id,
+                         "ok, to be committed" if error is None else f"failed: {error}")
         if error is None:
             _commit(report, source.id, registrations)
             source.status, source.error = "loaded", None
+            for alias in dict.fromkeys(report.get("aliases", [])):  # one diagnostic per alias used
+                diagnostics.append(Diagnostic(
+                    "event_alias", f"extension '{trust.id}' registered a handler for Pi's event '{alias}': it is "
+                    f"the sidecar's '{ALIASES[alias]}' handler, with that event's payload and semantics",
+                    source.source, extra={"id": trust.id, "alias": alias, "event": ALIASES[alias],
+                                          "severity": "info"}))
         else:
             host.loads = [b for b in host.loads if b["id"] != source.id]
             source.status, source.error = "failed", error
@@ -123,7 +141,25 @@ async def load_trusted(found: dict[str, ExtensionSource], trusted: list[TrustedE
                                           source.source, extra={"id": trust.id}))
     if registrations.loaded:
         host.commit(registrations.loaded)
+        logger.debug("%s: commit: %s live", host.thread_id, ", ".join(registrations.loaded))
     return registrations
+
+
+def _say_loaded(thread_id: str, ext_id: str, report: Any, seconds: float) -> None:
+    """The host's part of the load sequence, one stderr line a step (``--log-level debug``)."""
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    timings = report.get("timings") if type(report) is dict else None
+    timings = timings if type(timings) is dict else {}
+    for key, step in (("importMs", "import"), ("activateMs", "factory activate(api)")):
+        if type(timings.get(key)) in (int, float):
+            logger.debug("%s: extension %s: %s %.3f ms", thread_id, ext_id, step, timings[key])
+    if type(report) is dict and report.get("ok") is True:
+        logger.debug("%s: extension %s: registrations staged: %d tools, %d hooks, %d commands (load %.3f ms)",
+                     thread_id, ext_id, len(report.get("tools") or []), len(report.get("hooks") or []),
+                     len(report.get("commands") or []), seconds * 1000)
+    else:
+        logger.debug("%s: extension %s: load failed (%.3f ms)", thread_id, ext_id, seconds * 1000)
 
 
 async def _commit_problem(report: Any, registrations: Registrations, claimed: Callable[[str], str | None],

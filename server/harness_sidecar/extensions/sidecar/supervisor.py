@@ -28,6 +28,9 @@ EXIT_WINDOW_S = 300.0
 # What a host may relay to the editor (labelled by the sidecar), and the diagnostics its own code reports.
 RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "thread/diagnostic"))
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
+# What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
+ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages",
+                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE))  # the last two: the sidecar answers (ctx.tools)
 Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
 
 
@@ -269,7 +272,7 @@ class ExtensionHost:
 
     def _ui(self, uid: int, body: Any) -> None:
         if type(body) is not dict or type(body.get("params")) is not dict or \
-                body.get("method") not in ("ui/confirm", "ui/select", "ui/input"):
+                body.get("method") not in ASKED:
             self._answer_ui(uid, None, None, None)
             return
         self.exchanges.read_board(drain=False)  # the step that asks may be announced on the board only
@@ -281,6 +284,10 @@ class ExtensionHost:
         step = body.get("step")
         # What a host says is its own (v4 §2): the thread's id and the asking handler's extension
         body = {**body, "params": {**body["params"], "threadId": self.thread_id, "extensionId": author.extension_id}}
+        if body["method"] == "session/messages":  # {threadId, limit?}: the conversation is the thread's
+            limit = body["params"].get("limit")
+            body["params"] = {"threadId": self.thread_id, **({"limit": limit} if type(limit) is int and limit >= 0
+                                                                else {})}
         if pending is not None:
             if pending.step == step:
                 if not pending.paused:
