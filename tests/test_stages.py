@@ -378,7 +378,7 @@ def test_close_during_a_running_core_answers_its_real_result_and_blocks_unstarte
     assert ran["isError"] is False and ran["content"] == [{"type": "text", "text": "finished run"}], ran
     unstarted = sidecar.wait_for(waiting, 30)["result"]["result"]
     assert unstarted["details"]["blocked"]["kind"] == "closed"
-    assert sidecar.wait_for(closing, 30)["result"] is None
+    assert sidecar.wait_for(closing, 30)["result"] == {"state": {}}  # v4 §5: the extensions' state (none set)
     events = ws.events()
     assert ["core-done", "run"] in events and ["core", "wait"] not in events  # what did and did not run
     assert ["observed", "run", "finished run"] in events  # its observers ran too, before the host closed
@@ -405,7 +405,7 @@ def test_close_during_an_editor_executed_tool_is_never_reported_blocked(spawn, w
     result = sidecar.wait_for(pending, 30)["result"]["result"]
     assert "blocked" not in result["details"], result
     assert result["isError"] is False and result["content"] == [{"type": "text", "text": "edited a"}]
-    assert sidecar.wait_for(closing, 30)["result"] is None
+    assert sidecar.wait_for(closing, 30)["result"] == {"state": {}}  # v4 §5: the extensions' state (none set)
     assert ["observed", "e", "edited a"] in ws.events()
 
 
