@@ -707,6 +707,20 @@ function commandResultText(command, values, result) {
 }
 
 /**
+ * A tool as tools/list gives it, with what a deferred one (limits.deferToolsOver: listed by name only; its
+ * schema is what tool_search finds) lacks filled in: its arguments are then typed as free JSON.
+ * @param {import('./types/protocol').ToolSpec | import('./types/protocol').DeferredTool} tool
+ * @returns {import('./types/protocol').ToolSpec}
+ */
+function fullSpec(tool) {
+  if ('deferred' in tool && tool.deferred) {
+    return { name: tool.name, description: 'deferred: tool_search gives its description and schema',
+      inputSchema: { type: 'object' }, origin: { kind: 'dynamic' } };
+  }
+  return /** @type {import('./types/protocol').ToolSpec} */ (tool);
+}
+
+/**
  * A QuickPick of the thread's tools (tools/list), with their descriptions and where they come from.
  * @param {import('./types/protocol').ToolSpec[]} tools
  */
@@ -864,7 +878,9 @@ function activate(context) {
     // `name` and `args` (an object) skip the QuickPick and the InputBox.
     'harnessSidecar.callTool': (name, args) => h.run('Harness: calling a tool', async (token) => {
       const { threadId } = await h.thread(token);
-      const { tools, revision } = await h.live().request('tools/list', { threadId }, token);
+      const listed = await h.live().request('tools/list', { threadId }, token);
+      const { revision } = listed;
+      const tools = listed.tools.map(fullSpec);
       const tool = name ? tools.find((t) => t.name === name) : await pickTool(tools);
       if (!tool) {
         if (name) await h.fail(`no tool named ${name} in this thread (tools/list: ${tools.map((t) => t.name).join(', ')})`);
