@@ -2,8 +2,8 @@
 host process (``process.HostProcess``; ``process.Spares`` keeps one started ahead), runs exchanges (tool
 calls, events, commands: ``steps.Exchanges``, with every step stamped and its deadline kept by the
 sidecar's clock, a host whose step still runs ``hostGraceMs`` after its deadline ended, in-flight
-exchanges answered when a host dies), relays what the host asks and tells the user, labelled as its
-own, and restarts a host on the next need — at most 3 exits in 5 minutes.
+exchanges answered when a host dies), has what the host asks and tells the user relayed, labelled as
+its own (``relay.HostRelay``), and restarts a host on the next need — at most 3 exits in 5 minutes.
 Nothing here imports or runs extension code.
 """
 
@@ -19,24 +19,19 @@ from typing import Any, Callable
 
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.sidecar.process import HostProcess, Spares
+from harness_sidecar.extensions.sidecar.relay import ASKED, HOST_DIAGNOSTICS, RELAYED, Ask, HostRelay  # noqa: F401
 from harness_sidecar.extensions.sidecar.steps import Exchanges, HostUnavailable, Pending, StepPlan, Stopped
 
 logger = logging.getLogger(__name__)
 
 MAX_EXITS = 3
 EXIT_WINDOW_S = 300.0
-# What a host may relay to the editor (labelled by the sidecar), and the diagnostics its own code reports.
-RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "thread/diagnostic"))
-HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
-# What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
-ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages",
-                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE))  # the last two: the sidecar answers (ctx.tools)
-Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
 
 
 class ExtensionHost:
     """A thread's extension host: its process started and restarted, its extensions loaded, its exchanges
-    (``steps.Exchanges``), and the questions and notifications it relays, labelled as its own."""
+    (``steps.Exchanges``); the questions and notifications it relays, labelled as its own, are
+    ``relay.HostRelay``'s (``self.relay``)."""
 
     def __init__(self, thread_id: str, spares: Spares, init: dict[str, Any], grace_s: float,
                  on_diagnostic: Callable[[dict[str, Any]], None], ask: Ask,
@@ -46,26 +41,32 @@ class ExtensionHost:
         self.init = init
         self.grace_s = grace_s
         self.on_diagnostic = on_diagnostic
-        self.ask = ask
-        self.notify = notify
-        self.ui_timeout_s = ui_timeout_s
         self.process: HostProcess | None = None
         self.exits: collections.deque[float] = collections.deque()
         self.failed = False
         self.failure = ""  # why the host was given up
         self.closed = False
         self.loop = asyncio.get_running_loop()  # made in thread/start, on the loop; looked up once
-        self._ui_tasks: dict[int, asyncio.Task] = {}
         self.loads: list[dict[str, Any]] = []  # the committed extensions' load bodies, for a restart
         self.reports: dict[str, Any] = {}  # what each registered when first loaded (a restart must match)
         self.committed: list[str] = []
         self.schemas: dict[str, Any] = {}
         self._starting: asyncio.Future | None = None
         self.loading = False
-        self.exchanges = Exchanges(thread_id, grace_s, lambda: self.process, self._ui, self._relay,
-                                   lambda uid: self._answer_ui(uid, None, None, None, "unavailable"), self._end_ui,
-                                   self._state)
-        self.on_state: Callable[[str, Any], None] | None = None  # ctx.state.set of an extension (protocol-v4 §5)
+        # what the host says and asks, labelled as its own (``relay.HostRelay``); it reads the exchanges
+        self.relay = relay = HostRelay(thread_id, init, ask, notify, ui_timeout_s, lambda: self.process)
+        self.exchanges = Exchanges(thread_id, grace_s, lambda: self.process, relay.ui, relay.relay,
+                                   relay.refuse_ui, relay.end_ui, relay.state)
+        relay.exchanges = self.exchanges
+
+    @property
+    def on_state(self) -> Callable[[str, Any], None] | None:
+        """``ctx.state.set`` of an extension (protocol-v4 §5), told on: ``relay.HostRelay.on_state``."""
+        return self.relay.on_state
+
+    @on_state.setter
+    def on_state(self, on_state: Callable[[str, Any], None] | None) -> None:
+        self.relay.on_state = on_state
 
     # -- the process
 
@@ -239,125 +240,6 @@ class ExtensionHost:
         self.schemas = schemas
         if self.process is not None:
             self.process.send(channel.SCHEMAS, 0, {"tools": schemas})
-
-    # -- what the host relays, and asks the user
-
-    def _relay(self, ident: int, body: Any) -> None:
-        """A notification the host relays to the editor. What a host says is its own (v4 §2): it goes out
-        with this thread's id and the ``extensionId`` of the handler that made it, whatever the frame said;
-        one that no handler of this thread made (a frame outside every exchange, a method the host may not
-        relay, a diagnostic kind extensions do not report) is dropped."""
-        if type(body) is not dict or type(body.get("params")) is not dict:
-            return
-        method, params = body.get("method"), body["params"]
-        if method not in RELAYED or (method == "thread/diagnostic" and params.get("kind") not in HOST_DIAGNOSTICS):
-            logger.warning("%s: the extension host relayed %r, which no handler may send; dropped", self.thread_id,
-                           method if type(method) is str else type(method).__name__)
-            return
-        in_flight = ident in self.exchanges.pending
-        if not in_flight and method != "thread/diagnostic":  # ctx.ui after its handler: the host refuses it too
-            logger.info("%s: a %s outside any handler of the thread; dropped", self.thread_id, method)
-            return
-        author = self.exchanges.author(ident, body.get("step"))
-        if author is None:
-            logger.warning("%s: a %s the host relayed names no handler of the thread; dropped", self.thread_id,
-                           method)
-            return
-        params = {**params, "threadId": self.thread_id, "extensionId": author.extension_id}
-        if method == "thread/diagnostic":  # the event of the handler it is about: its step's
-            params.pop("hook", None)
-            if author.kind not in ("core", "load"):
-                params["hook"] = author.kind
-        self.notify(method, params)
-
-    def _ui(self, uid: int, body: Any) -> None:
-        if type(body) is not dict or type(body.get("params")) is not dict or \
-                body.get("method") not in ASKED:
-            self._answer_ui(uid, None, None, None)
-            return
-        self.exchanges.read_board(drain=False)  # the step that asks may be announced on the board only
-        pending = self.exchanges.pending.get(body.get("exchange"))  # type: ignore[arg-type]
-        author = self.exchanges.author(body.get("exchange"), body.get("step")) if pending is not None else None
-        if author is None:  # asked outside every handler of the thread (or by none): nobody is asked
-            self._answer_ui(uid, None, None, None, "unavailable")
-            return
-        step = body.get("step")
-        # What a host says is its own (v4 §2): the thread's id and the asking handler's extension
-        body = {**body, "params": {**body["params"], "threadId": self.thread_id, "extensionId": author.extension_id}}
-        if body["method"] == "session/messages":  # {threadId, limit?}: the conversation is the thread's
-            limit = body["params"].get("limit")
-            body["params"] = {"threadId": self.thread_id, **({"limit": limit} if type(limit) is int and limit >= 0
-                                                                else {})}
-        if pending is not None:
-            if pending.step == step:
-                if not pending.paused:
-                    pending.paused_at = time.monotonic()
-                pending.paused += 1
-            pending.ui.add(uid)
-        task = asyncio.ensure_future(self._forward_ui(uid, body["method"], body["params"], pending, step))
-        self._ui_tasks[uid] = task
-        task.add_done_callback(lambda t: self._ui_tasks.pop(uid, None))
-
-    async def _forward_ui(self, uid: int, method: str, params: dict[str, Any], pending: Pending | None,
-                          step: Any) -> None:
-        answer = None
-        outcome = None  # why no answer came, for ctx.ui's outcome: timeout | cancelled | unavailable
-        try:
-            answer = await self.ask(method, params, self.ui_timeout_s)
-        except asyncio.CancelledError:
-            answer, outcome = None, "cancelled"
-        except Exception as exc:  # noqa: BLE001 - no capability, an error answer, a timeout, EOF: no
-            outcome = "timeout" if isinstance(exc, TimeoutError) else "unavailable"
-            logger.info("%s for %s: %s", method, self.thread_id, exc)
-        shift = None
-        if pending is not None:
-            pending.ui.discard(uid)
-            if pending.step == step and pending.paused:
-                pending.paused -= 1
-                if not pending.paused:
-                    pending.shift += time.monotonic() - pending.paused_at
-                    if pending.ident in self.exchanges.pending:
-                        self.exchanges.arm(pending.limit())
-                shift = pending.shift
-        self._answer_ui(uid, answer, step, shift, outcome)
-
-    def _answer_ui(self, uid: int, answer: Any, step: Any, shift: Any, outcome: str | None = None) -> None:
-        if self.process is not None:
-            body = {"value": answer, "step": step, "shift": shift}
-            if outcome is not None:
-                body["outcome"] = outcome
-            self.process.send(channel.UI_ANSWER, uid, body)
-
-    def _end_ui(self, pending: Pending) -> None:
-        if not pending.ui:
-            return
-        for uid in list(pending.ui):
-            task = self._ui_tasks.get(uid)
-            if task is not None:
-                task.cancel()  # the editor's request is cancelled; the host gets a fail-closed answer
-
-    def _state(self, ident: int, body: Any) -> None:
-        """``ctx.state.set`` (protocol-v4 §5): kept for the extension of the step that set it (``author``), so
-        that a restarted host gets it back (``init.states``), and told to ``on_state`` (saving it). A state
-        larger than ``init.stateBytes`` (the host refuses those itself) or of no handler is dropped."""
-        if type(body) is not dict or "state" not in body:
-            return
-        author = self.exchanges.author(ident, body.get("step"))
-        if author is None:
-            logger.warning("%s: a ctx.state.set the host sent names no handler of the thread; dropped",
-                           self.thread_id)
-            return
-        value = body["state"]
-        limit = self.init.get("stateBytes", 262144)
-        import json
-
-        if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) > limit:
-            logger.warning("%s: extension '%s' sent a state over %d bytes; dropped", self.thread_id,
-                           author.extension_id, limit)
-            return
-        self.init.setdefault("states", {})[author.extension_id] = value
-        if self.on_state is not None:
-            self.on_state(author.extension_id, value)
 
     # -- the end
 
