@@ -53,7 +53,6 @@ from __future__ import annotations
 import array
 import asyncio
 import collections
-import fcntl
 import json
 import logging
 import os
@@ -66,6 +65,8 @@ from typing import Any, Callable
 
 from harness_sidecar.containment import lifetimes
 from harness_sidecar.containment import spawning as launcher
+from harness_sidecar.containment.hook_stdio import SPARE_DELAY_S, HookStdio, _close_all, _ReadPipe, _WritePipe  # noqa: F401
+from harness_sidecar.containment.start_requests import StartRequests
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,6 @@ PROGRAM = os.path.join(os.path.dirname(os.path.abspath(__file__)), "zygote_proce
 MAX_ANSWER = 4096
 MAX_REQUEST = 60 * 1024  # one datagram; a larger request (a huge environment) is started by the launcher itself
 REAP_DELAY_S = 0.05  # at most this long a read hook stays a zombie when no other hook starts meanwhile
-SPARE_DELAY_S = 0.001  # a hook's answer is written well within this after its exit is read: the next pipes then
 
 
 _USABLE = sys.platform.startswith("linux") and hasattr(os, "pidfd_open") and hasattr(socket, "SOCK_SEQPACKET") \
@@ -326,120 +326,6 @@ def _zombie_status(statfd: int | None) -> int | None:
         return None
 
 
-class _ReadPipe(asyncio.ReadTransport):
-    """The sidecar's end of a hook's stdout or stderr."""
-
-    def __init__(self, transport: _Transport, number: int, fd: int) -> None:
-        super().__init__()
-        self.transport, self.number, self.fd = transport, number, fd
-        self.closed = False
-        self.paused = False
-        transport.loop.add_reader(fd, self._readable)
-
-    def _readable(self) -> None:
-        try:
-            data = os.read(self.fd, 65536)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            data = b""
-        if data:
-            self.transport.protocol.pipe_data_received(self.number, data)
-        else:
-            self.close()
-
-    def pause_reading(self) -> None:
-        if not self.closed and not self.paused:
-            self.paused = True
-            self.transport.loop.remove_reader(self.fd)
-
-    def resume_reading(self) -> None:
-        if not self.closed and self.paused:
-            self.paused = False
-            self.transport.loop.add_reader(self.fd, self._readable)
-
-    def is_reading(self) -> bool:
-        return not self.closed and not self.paused
-
-    def is_closing(self) -> bool:
-        return self.closed
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.transport.loop.remove_reader(self.fd)
-        os.close(self.fd)
-        self.transport.protocol.pipe_connection_lost(self.number, None)
-        self.transport.finish()
-
-
-class _WritePipe(asyncio.WriteTransport):
-    """The sidecar's end of a hook's stdin: what fits the pipe is written at once, the rest when it drains."""
-
-    def __init__(self, transport: _Transport, fd: int) -> None:
-        super().__init__()
-        self.transport, self.fd = transport, fd
-        self.buffer = bytearray()
-        self.eof = False
-        self.closed = False
-
-    def write(self, data: bytes) -> None:
-        if self.closed or self.eof:
-            raise RuntimeError("the hook's stdin is closed")
-        if not self.buffer:
-            try:
-                data = data[os.write(self.fd, data):]
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError:  # the hook closed its stdin: its business
-                self.close()
-                return
-            if not data:
-                return
-            self.transport.loop.add_writer(self.fd, self._writable)
-        self.buffer += data
-
-    def _writable(self) -> None:
-        try:
-            del self.buffer[:os.write(self.fd, self.buffer)]
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            self.close()
-            return
-        if not self.buffer:
-            self.transport.loop.remove_writer(self.fd)
-            if self.eof:
-                self.close()
-
-    def write_eof(self) -> None:
-        self.eof = True
-        if not self.buffer:
-            self.close()
-
-    def can_write_eof(self) -> bool:
-        return True
-
-    def get_write_buffer_size(self) -> int:
-        return len(self.buffer)
-
-    def is_closing(self) -> bool:
-        return self.closed or self.eof
-
-    def abort(self) -> None:
-        self.close()
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        self.transport.loop.remove_writer(self.fd)
-        os.close(self.fd)
-        self.transport.protocol.pipe_connection_lost(0, None)
-        self.transport.finish()
-
-
 class Zygote:
     """One thread's zygote, as the sidecar sees it: the control socket, the starts awaiting their pid."""
 
@@ -464,11 +350,9 @@ class Zygote:
         self.running: dict[int, _Transport] = {}
         self.outbox: collections.deque[bytes] = collections.deque()  # reap/wait messages the socket had no room for
         self.reaps: list[int] = []  # exited hooks whose status we read, for the zygote to reap
-        # a command hook's stdin, stdout and stderr pipes, made while the loop is idle (at the zygote's start,
-        # and after a hook's answer): {n: our end, -1-n: the hook's end}
-        self.spare: dict[int, int] | None = None
-        self.spare_timer: asyncio.TimerHandle | None = None
-        self.requests: dict[int, tuple[launcher.Launch, list[str], bytes]] = {}  # start objects made, by launch
+        # its hooks' stdin, stdout and stderr pipes: made for each start as it is sent, a spare set while idle
+        self.stdio = HookStdio(owner)
+        self.requests = StartRequests()  # start objects made, by launch
         self.reap_timer: asyncio.TimerHandle | None = None
         self.queue: collections.deque[_Start] = collections.deque()  # starts not sent yet, in order
         self.in_flight = 0  # hooks sent and not yet exited (or failed)
@@ -477,7 +361,7 @@ class Zygote:
         self._pump_handle: asyncio.Handle | None = None
         self.alive = True
         self.loop.add_reader(ours.fileno(), self._read)
-        self._make_spare()
+        self.stdio.make_spare()
 
     async def spawn(self, launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
                     stdin: Any, stdout: Any, stderr: Any, at_once: bool = False) -> tuple[asyncio.SubprocessTransport, Any]:
@@ -505,20 +389,9 @@ class Zygote:
                 stdio.append("devnull")
             else:
                 raise ValueError(f"the zygote passes pipes or nothing, not {how!r}")
-        request = self._request(launch, stdio)
+        request = self.requests.of(launch, stdio)
         if len(request) > MAX_REQUEST:  # a huge command line or environment: one datagram cannot carry it
-            if callable(given):
-                given = given()
-            if given is None:
-                return await launcher.spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
-            direct, protocol = await launcher.spawn_direct(launch, protocol_factory, stdin=subprocess.PIPE,
-                                                           stdout=stdout, stderr=stderr)
-            try:
-                direct.get_pipe_transport(0).write(given)
-                direct.get_pipe_transport(0).write_eof()
-            except (OSError, RuntimeError):
-                pass  # a hook that does not read its stdin may close it: that is its business
-            return direct, protocol
+            return await _spawn_direct(launch, protocol_factory, stdin, stdout, stderr, given)
         if not self.alive:
             raise ConnectionResetError("the hooks' zygote has exited")
         protocol = protocol_factory()
@@ -547,7 +420,7 @@ class Zygote:
             start = self.queue[0]
             if start.ours is None:
                 try:
-                    start.ours, start.theirs = self._pipes(start)
+                    start.ours, start.theirs = self.stdio.take(start)
                 except OSError as exc:  # no descriptors left (EMFILE, ENFILE): this start fails now
                     self.queue.popleft()
                     self._never_sent(start, exc)
@@ -584,55 +457,7 @@ class Zygote:
                 # hook while we go on. (Where it woke elsewhere, nothing waits here and this returns at once.)
                 os.sched_yield()
             sent += 1
-            self._attach(start)
-
-    def _pipes(self, start: _Start) -> tuple[dict[int, int], list[int]]:
-        """Our ends and the hook's of ``start``'s pipes (a command hook's three: the spare ones, if made)."""
-        spare = self.spare if start.given is not None and start.pipes == (0, 1, 2) else None
-        if spare is not None:  # a command hook's three pipes, made while the loop was idle
-            self.spare = None
-            theirs = [spare.pop(-1 - n) for n in range(3)]
-            return spare, theirs
-        ours: dict[int, int] = {}
-        theirs = []
-        try:
-            for n in start.pipes:
-                ours[n], end = _pipe(n)
-                theirs.append(end)
-        except OSError:
-            _close_all(ours, theirs)
-            raise
-        return ours, theirs
-
-    def _attach(self, start: _Start) -> None:
-        """The zygote has ``start``: its stdin written (what fits; the rest as the pipe drains), its pipes
-        the transport's — made while the zygote starts the hook (off the hook's clock)."""
-        transport, ours, given = start.transport, start.ours or {}, start.given
-        start.ours = None
-        if callable(given):
-            try:
-                given = given()
-            except Exception as exc:  # the payload could not be made: the hook gets EOF
-                logger.warning("the stdin of a command hook of %s could not be made: %s", self.owner, exc)
-                given = b""
-        unwritten = b""  # what of a given stdin did not fit the pipe
-        if given is not None and 0 in ours:  # what fits, now
-            try:
-                unwritten = given[os.write(ours[0], given):]
-            except BlockingIOError:
-                unwritten = given
-            except OSError:  # the hook's end is gone (its start failed, or it closed it): nothing to give
-                unwritten = b""
-            if not unwritten:  # all of it: nothing of ours left to watch
-                os.close(ours.pop(0))
-        for n, fd in ours.items():
-            if n == 0:
-                pipe = transport.pipes[0] = _WritePipe(transport, fd)
-                if given is not None:
-                    pipe.write(unwritten)
-                    pipe.write_eof()
-            else:
-                transport.pipes[n] = _ReadPipe(transport, n, fd)
+            self.stdio.attach(start)
 
     def _never_sent(self, start: _Start, error: OSError) -> None:
         """``start`` failed before the zygote had it: its caller is told as for a start the zygote refused."""
@@ -674,34 +499,15 @@ class Zygote:
         if not self.writing:
             self._pump()
 
-    def _request(self, launch: launcher.Launch, stdio: list[str]) -> bytes:
-        """The start object of ``launch``: the same bytes for the same hook (the zygote keeps what it read by
-        them), made once per ``Launch`` (``hooks.command`` makes one per hook and thread directory)."""
-        made = self.requests.get(id(launch))
-        if made is not None and made[0] is launch and made[1] == stdio:
-            return made[2]
-        start = {"argv": launch.argv, "env": launch.env, "add": launch.env_add, "cwd": launch.cwd, "stdio": stdio}
-        if launch.direct is not None:
-            start["direct"] = launch.direct
-        request = json.dumps(start).encode()
-        if len(self.requests) >= 64:
-            self.requests.clear()
-        self.requests[id(launch)] = (launch, stdio, request)  # the launch kept: its id is not reused meanwhile
-        return request
-
     def reap_later(self, pid: int) -> None:
         """``pid``'s exit is read: the zygote is told to reap it with the next start, or within
         ``REAP_DELAY_S`` — not now, when the message (waking the zygote) would delay the hook's answer."""
         self.reaps.append(pid)
         if self.reap_timer is None:
             self.reap_timer = self.loop.call_later(REAP_DELAY_S, self._send_reaps)
-        if self.spare is None and self.spare_timer is None:  # the next hook's pipes, once this answer is out
-            self.spare_timer = self.loop.call_later(SPARE_DELAY_S, self._make_spare)
-
-    def _make_spare(self) -> None:
-        self.spare_timer = None
-        if self.spare is None and self.alive:
-            self.spare = _spare_pipes()
+        stdio = self.stdio
+        if stdio.spare is None and stdio.spare_timer is None:  # the next hook's pipes, once this answer is out
+            stdio.spare_timer = self.loop.call_later(SPARE_DELAY_S, stdio.make_spare)
 
     def _send_reaps(self) -> None:
         self.reap_timer = None
@@ -797,13 +603,7 @@ class Zygote:
         if self.reap_timer is not None:
             self.reap_timer.cancel()
             self.reap_timer = None
-        if self.spare_timer is not None:
-            self.spare_timer.cancel()
-            self.spare_timer = None
-        if self.spare is not None:
-            for fd in self.spare.values():
-                os.close(fd)
-            self.spare = None
+        self.stdio.close()
         self.outbox.clear()
         if self.writing:
             self.writing = False
@@ -828,41 +628,6 @@ class Zygote:
         _reap(self.proc)
 
 
-def _pipe(n: int) -> tuple[int, int]:
-    """A pipe for the hook's fd ``n``: (our end, non-blocking; the hook's end, blocking as any program
-    expects it)."""
-    read, write = os.pipe2(os.O_CLOEXEC)  # both blocking, then ours not: one fcntl
-    ours, theirs = (write, read) if n == 0 else (read, write)
-    try:
-        fcntl.fcntl(ours, fcntl.F_SETFL, os.O_NONBLOCK)
-    except OSError:
-        os.close(read)
-        os.close(write)
-        raise
-    return ours, theirs
-
-
-def _spare_pipes() -> dict[int, int] | None:
-    """Three pipes for the next command hook (None where they cannot be made now: it makes its own)."""
-    made: dict[int, int] = {}
-    try:
-        for n in range(3):
-            made[n], made[-1 - n] = _pipe(n)
-    except OSError:
-        for fd in made.values():
-            os.close(fd)
-        return None
-    return made
-
-
-def _close_all(ours: dict[int, int] | None, theirs: list[int] | None) -> None:
-    for fd in [*(ours or {}).values(), *(theirs or [])]:
-        try:
-            os.close(fd)
-        except OSError:
-            pass
-
-
 @dataclass
 class _Start:
     """A hook's start, queued until its zygote may take it: the request, which of the hook's fds are our
@@ -885,6 +650,24 @@ def hooks_at_once(owner: str) -> int:
     (an exited hook stays a zombie, counted, until it is reaped; its own children count too; the thread's
     hosts and MCP servers need theirs), at most ``HOOKS_AT_ONCE`` — each holds five descriptors of ours."""
     return max(1, min(HOOKS_AT_ONCE, lifetimes.get().max_processes_of(owner) // 4))
+
+
+async def _spawn_direct(launch: launcher.Launch, protocol_factory: Callable[[], asyncio.SubprocessProtocol],
+                        stdin: Any, stdout: Any, stderr: Any,
+                        given: bytes | Callable[[], bytes] | None) -> tuple[asyncio.SubprocessTransport, Any]:
+    """A hook whose start request is over ``MAX_REQUEST`` is started by the launcher itself (one fork)."""
+    if callable(given):
+        given = given()
+    if given is None:
+        return await launcher.spawn_direct(launch, protocol_factory, stdin=stdin, stdout=stdout, stderr=stderr)
+    direct, protocol = await launcher.spawn_direct(launch, protocol_factory, stdin=subprocess.PIPE,
+                                                   stdout=stdout, stderr=stderr)
+    try:
+        direct.get_pipe_transport(0).write(given)
+        direct.get_pipe_transport(0).write_eof()
+    except (OSError, RuntimeError):
+        pass  # a hook that does not read its stdin may close it: that is its business
+    return direct, protocol
 
 
 def _reap(proc: subprocess.Popen, tries: int = 60) -> None:

@@ -36,7 +36,8 @@ from harness_sidecar.base.errors import (
 from harness_sidecar.wire import linebound
 from harness_sidecar.wire.lifecycle import initialize_result
 from harness_sidecar.wire.sent import SentRequests
-from harness_sidecar.wire.served import ServedRequests, _Begun, _id_key
+from harness_sidecar.wire.ending import SessionEnd
+from harness_sidecar.wire.served import ServedRequests, _id_key
 from harness_sidecar.wire.transport import BadFrame, TooLarge, Writer
 
 logger = logging.getLogger(__name__)
@@ -91,16 +92,13 @@ class Endpoint:
         self.reader: Any = None  # the transport.Reader (never paused: answers must always be read)
         self.served = ServedRequests(self, max_in_flight, max_queued_bytes)  # the editor's requests
         self.sent = SentRequests(writer, max_result_bytes, self.editor_gone)  # the sidecar's, to the editor
+        self.ending = SessionEnd(self.served, self.sent, self._close_service)  # shutdown, exit, EOF
+        self.maybe_finish = self.ending.maybe_finish  # what ``served`` calls as each request is answered
         self._service_factory = service_factory
         self._service: Service | None = None
         self.initialized = False
-        self.shutting_down = False
-        self.eof = False
-        self.exiting = False
         self._loop: asyncio.AbstractEventLoop | None = None
-        self.exit_code: asyncio.Future[int] | None = None
         self.client_capabilities: dict[str, Any] = {}
-        self._finishing = False
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -109,7 +107,8 @@ class Endpoint:
 
     def editor_gone(self) -> bool:
         """Nothing more can be asked of the editor: it closed stdin, we are exiting, or stdout broke."""
-        return self.eof or self.exiting or self.writer.broken
+        ending = self.ending
+        return ending.eof or ending.exiting or self.writer.broken
 
     @property
     def service(self) -> Service:
@@ -125,22 +124,22 @@ class Endpoint:
     async def serve(self, start_reader: Callable[[Callable[[list[Any]], None]], None]) -> int:
         """Serve until ``exit`` or EOF; return the process exit code."""
         gc.set_threshold(GC_THRESHOLD, 20, 20)
-        self._loop = asyncio.get_running_loop()
-        self.exit_code = self._loop.create_future()
-        loop = self._loop
+        loop = self._loop = asyncio.get_running_loop()
+        exit_code = self.ending.start(loop)
         self.writer.coalesce(loop)
         if self.initialized:
             self._schedule_warm()
         start_reader(lambda batch: loop.call_soon_threadsafe(self.receive_batch, batch))
         try:
-            return await self.exit_code
+            return await exit_code
         finally:
             self.writer.flush()
 
     def receive_batch(self, batch: list[Any]) -> None:
+        ending = self.ending
         try:
             for item in batch:
-                if self.exiting:
+                if ending.exiting:
                     return  # nothing is read after 'exit'
                 try:
                     self.receive(item)
@@ -152,7 +151,7 @@ class Endpoint:
 
     def receive(self, item: Any) -> None:
         if isinstance(item, EOFError):
-            self._on_eof()
+            self.ending.on_eof()
         elif isinstance(item, TooLarge):
             size = f" ({item.size} bytes)" if item.size is not None else ""
             self.send_error(None, InvalidRequest(f"message too large{size}: the limit is 16 MiB", "too_large"))
@@ -238,7 +237,7 @@ class Endpoint:
         if not self.initialized:
             self.send_error(request_id, ServerNotInitialized(f"'{method}' before 'initialize'"))
             return
-        if self.shutting_down:
+        if self.ending.shutting_down:
             self.send_error(request_id, InvalidRequest(f"'{method}' after 'shutdown'", "shutting_down"))
             return
         key = _id_key(request_id)
@@ -247,8 +246,8 @@ class Endpoint:
                                                        "duplicate_id"))
             return
         if method == "shutdown":
-            self.shutting_down = True
-            handler = self._shutdown
+            self.ending.shutting_down = True
+            handler = self.ending.shutdown
         else:
             handler = self.service.methods.get(method)  # type: ignore[assignment]
             if handler is None:
@@ -291,7 +290,8 @@ class Endpoint:
         self._loop.call_later(WARM_DELAY_S, self._warm)
 
     def _warm(self) -> None:
-        if self.shutting_down or self.exiting or self.eof:
+        ending = self.ending
+        if ending.shutting_down or ending.exiting or ending.eof:
             return
         if self.served.table:  # the editor's first requests come first: start it once they are answered
             self._schedule_warm()
@@ -304,15 +304,6 @@ class Endpoint:
         """Warm the modules the next requests need while the editor reads the answer."""
         threading.Thread(target=_preload, args=(self,), name="harness-preload", daemon=True).start()
 
-    async def _shutdown(self, params: dict) -> None:
-        while True:  # the requests in flight, and the queued ones as they start
-            others = [self._waitable(t) for t in self.served.table.values() if t is not asyncio.current_task()]
-            if not others:
-                break
-            await asyncio.wait(others)
-        await self._close_service("shutdown")
-        return None
-
     async def _close_service(self, reason: str) -> None:
         if self._service is not None:
             try:
@@ -324,7 +315,7 @@ class Endpoint:
 
     def _on_notification(self, method: str, params: Any) -> None:
         if method == "exit":
-            self._exit(0 if self.shutting_down else 1)
+            self.ending.exit(0 if self.ending.shutting_down else 1)
         elif method == "$/cancelRequest":
             target = params.get("id") if isinstance(params, dict) else None
             key = _id_key(target) if isinstance(target, (int, str)) else None
@@ -337,48 +328,6 @@ class Endpoint:
             pass
         else:
             logger.debug("ignoring notification %s", method)
-
-    def _exit(self, code: int) -> None:
-        """``exit``: after ``shutdown``, finish what was asked before it; without, cancel everything."""
-        assert self.exit_code is not None
-        self.exiting = True
-        self.sent.fail_all("the editor sent 'exit'")
-        for entry in list(self.served.queued.values()):
-            self.served.cancel_queued(entry, "by exit before it started")
-        pending = [self._waitable(t) for t in self.served.table.values()]
-        if not self.shutting_down:
-            for (_, request_id), task in list(self.served.table.items()):
-                self.served.cancel(task, request_id)
-        if pending:
-            asyncio.ensure_future(self._exit_after(pending, code))
-        elif not self.exit_code.done():
-            self.exit_code.set_result(code)
-
-    def _waitable(self, served: asyncio.Task | _Begun) -> asyncio.Future:
-        assert self._loop is not None
-        return served.waiter(self._loop) if type(served) is _Begun else served  # type: ignore[return-value]
-
-    async def _exit_after(self, pending: list[asyncio.Future], code: int) -> None:
-        await asyncio.wait(pending)
-        if self.exit_code is not None and not self.exit_code.done():
-            self.exit_code.set_result(code)
-
-    def _on_eof(self) -> None:
-        self.eof = True
-        self.sent.fail_all("the editor closed stdin")
-        self.maybe_finish()
-
-    def maybe_finish(self) -> None:
-        if self.eof and not self.served.table and not self.served.queued and self.exit_code is not None \
-                and not self.exit_code.done() \
-                and not self._finishing:
-            self._finishing = True
-            asyncio.ensure_future(self._finish_eof())
-
-    async def _finish_eof(self) -> None:
-        await self._close_service("eof")
-        if self.exit_code is not None and not self.exit_code.done():
-            self.exit_code.set_result(0)
 
     # -- sent requests and notifications (the Peer the methods use) -----------------------------
 
