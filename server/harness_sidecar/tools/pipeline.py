@@ -98,8 +98,8 @@ class Pipeline:
             message, path = problem
             return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {message} "
                                           f"(at {path})", kind="invalid_arguments", message=message, path=path)
-        if self.command_hooks is not None and not hooked and self.command_hooks.wants_tool(call.name):
-            hooked_result = await self.command_hooks.around_tool(call, tool, self.validate,
+        if self.command_hooks is not None and not hooked and self.command_hooks.tool_calls.wants_tool(call.name):
+            hooked_result = await self.command_hooks.tool_calls.around_tool(call, tool, self.validate,
                                                                  lambda c: self.call(c, hooked=True))
             if t is not None:
                 t.step("command hooks (PreToolUse, the call, PostToolUse)")
@@ -164,7 +164,7 @@ class Pipeline:
             return None  # with --log-level debug every call takes ``call``, whose steps are logged
         tool = self.registry.tools.get(call.name)
         if tool is None or tool.run is not None or self.validate(tool, call.arguments) is not None or \
-                (self.command_hooks is not None and self.command_hooks.wants_tool(call.name)):
+                (self.command_hooks is not None and self.command_hooks.tool_calls.wants_tool(call.name)):
             return None
         return _CallNow(self, call, tool, respond).start()
 
