@@ -19,7 +19,7 @@ from typing import Any, Callable
 from harness_sidecar.base import content as content_blocks
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
-from harness_sidecar.extensions.sidecar.steps import Answered, faults_of, HostLied, HostUnavailable, StepPlan, Stopped
+from harness_sidecar.extensions.sidecar.steps import Answered, HostLied, HostUnavailable, StepPlan, Stopped
 from harness_sidecar.base.results import (
     ToolCall,
     ToolResult,
@@ -28,6 +28,7 @@ from harness_sidecar.base.results import (
     withheld,
 )
 
+from harness_sidecar.tools.observers import Calls, Observers, report_faults
 from harness_sidecar.tools.registry import Tool, ToolRegistry
 from harness_sidecar.tools.trace import CallTrace, steps_of, trace, tracing
 
@@ -37,30 +38,6 @@ def _valid_body(body: Any) -> bool:
     """A result body the host sent back: its content may hold any of MCP's content blocks (v4 §4)."""
     return (type(body) is dict and type(body.get("details")) is dict and type(body.get("isError")) is bool
             and content_blocks.valid(body.get("content")))
-
-
-@dataclass
-class Calls:
-    """A thread's tool calls in flight (observers after the answer included): ``thread/close`` lets
-    those whose core has begun finish, and answers the others blocked ``closed``."""
-
-    count: int = 0
-    closing: bool = False
-    _idle: asyncio.Future | None = None
-    _observers: set = field(default_factory=set)  # tasks running observers after the answer
-
-    def enter(self) -> None:
-        self.count += 1
-
-    def leave(self) -> None:
-        self.count -= 1
-        if not self.count and self._idle is not None and not self._idle.done():
-            self._idle.set_result(None)
-
-    async def drained(self) -> None:
-        while self.count:
-            self._idle = asyncio.get_running_loop().create_future()
-            await self._idle
 
 
 @dataclass
@@ -75,6 +52,10 @@ class Pipeline:
     catalog: Any = None  # the catalog snapshot of this revision: what load_skill and find_skills see
     command_hooks: Any = None  # hooks.boundaries.ThreadHooks when the thread declares command hooks
     calls: Calls = field(default_factory=Calls)  # the thread's, shared by its revisions' pipelines
+    observers: Observers = field(init=False, repr=False, compare=False)  # what runs after a call was answered
+
+    def __post_init__(self) -> None:
+        self.observers = Observers(self.thread_id, self.host, self.calls, self.report_fault)
 
     async def call(self, call: ToolCall, hooked: bool = False) -> ToolResult:
         """The whole pipeline of one call. Never raises for anything an extension, editor or server did.
@@ -117,8 +98,8 @@ class Pipeline:
             message, path = problem
             return ToolResult.error(call, f"the arguments of '{call.name}' do not match its inputSchema: {message} "
                                           f"(at {path})", kind="invalid_arguments", message=message, path=path)
-        if self.command_hooks is not None and not hooked and self.command_hooks.wants_tool(call.name):
-            hooked_result = await self.command_hooks.around_tool(call, tool, self.validate,
+        if self.command_hooks is not None and not hooked and self.command_hooks.tool_calls.wants_tool(call.name):
+            hooked_result = await self.command_hooks.tool_calls.around_tool(call, tool, self.validate,
                                                                  lambda c: self.call(c, hooked=True))
             if t is not None:
                 t.step("command hooks (PreToolUse, the call, PostToolUse)")
@@ -183,7 +164,7 @@ class Pipeline:
             return None  # with --log-level debug every call takes ``call``, whose steps are logged
         tool = self.registry.tools.get(call.name)
         if tool is None or tool.run is not None or self.validate(tool, call.arguments) is not None or \
-                (self.command_hooks is not None and self.command_hooks.wants_tool(call.name)):
+                (self.command_hooks is not None and self.command_hooks.tool_calls.wants_tool(call.name)):
             return None
         return _CallNow(self, call, tool, respond).start()
 
@@ -230,11 +211,11 @@ class Pipeline:
                  result: dict[str, Any] | None) -> Any:
         """What the host's outcome of an exchange gives (``_exchange``), or None when a step stopped."""
         if isinstance(outcome, Answered):  # the observers started: the call is answered with their result
-            self._report_faults(outcome.faults, plan)
+            report_faults(self.report_fault, outcome.faults, plan)
             if not _valid_body(outcome.result):
                 raise HostLied("a malformed result")
             self.calls.enter()
-            self._after(outcome, body, plan, True)
+            self.observers.after(outcome, body, plan, True)
             return ToolResult.from_body(call, outcome.result)
         if not isinstance(outcome, Stopped):
             return self._finish(call, tool, plan, outcome, end, result)
@@ -260,13 +241,13 @@ class Pipeline:
                     # Only observers are left: the call is answered now; they run after, and cannot change it.
                     if rewritten_by:
                         result = {**result, "details": {**result["details"], "argumentsRewrittenBy": rewritten_by}}
-                    self._observe_later({**body, "from": start, "result": result}, plan, start)
+                    self.observers.later({**body, "from": start, "result": result}, plan, start)
                     return ToolResult.from_body(call, result)
                 outcome = await self.host.run("call", body, plan, start)
             settled = self._settled(call, tool, plan, body, outcome, end, result)
             if settled is not None:
                 return settled
-            self._report_faults(outcome.faults, plan)
+            report_faults(self.report_fault, outcome.faults, plan)
             step = plan[outcome.step]
             if outcome.how == "closed":
                 return blocked(call, "host", "closed", "the thread was closed before the call's core began")
@@ -312,84 +293,13 @@ class Pipeline:
             start, result, outcome = resume, current, None
             body.update({"from": start, "result": current})
 
-    def _observe_later(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
-        """Run observers ``start``.. of a call already answered with ``body["result"]``."""
-        self.calls.enter()
-        task = asyncio.ensure_future(self._observe(body, plan, start))
-        self.calls._observers.add(task)
-        task.add_done_callback(self.calls._observers.discard)
-
-    async def _observe(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
-        """Observers of a call already answered (its core ran here, no transforms)."""
-        assert self.host is not None
-        try:
-            await self.host.ensure()
-            outcome = await self.host.run("call", body, plan, start)
-        except HostUnavailable:
-            self.calls.leave()  # the answer stands; the observers cannot run
-            return
-        except BaseException:
-            self.calls.leave()
-            raise
-        self._observed(outcome, body, plan, True)
-
-    def _after(self, answered: Answered, body: dict[str, Any], plan: list[StepPlan], leave: bool) -> None:
-        """When the observers of an answered call end, ``_observed`` takes their outcome."""
-
-        def ended(rest: Any) -> None:
-            if rest.cancelled() or rest.exception() is not None:
-                if leave:
-                    self.calls.leave()
-                return
-            self._observed(rest.result(), body, plan, leave, answered.result)
-
-        answered.rest.add_done_callback(ended)
-
-    def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool,
-                  answered: Any = None) -> None:
-        """The end of a call's observers, after its answer: their faults are reported, and after one
-        that timed out the next ones run; nothing changes the answer."""
-        try:
-            if isinstance(outcome, Answered):
-                self._after(outcome, body, plan, leave)
-                leave = False
-            elif isinstance(outcome, Stopped):
-                self._report_faults(outcome.faults, plan)
-                if outcome.how == "timeout":
-                    step = plan[outcome.step]
-                    ext = step.extension_id or "host"
-                    self.report_fault(HookFault(ext, AFTER, "timeout", f"tool_result hook of '{ext}' did not "
-                                                                       f"answer within {step.timeout * 1000:.0f} ms"))
-                    if outcome.step + 1 < len(plan) and self.host is not None:
-                        later = {**body, "from": outcome.step + 1}
-                        if answered is not None:
-                            later["result"] = answered
-                        self._observe_later(later, plan, outcome.step + 1)
-            elif type(outcome) is dict:
-                self._report_faults(outcome.get("faults"), plan)
-            else:
-                raise HostLied("a report is an object")
-        except HostLied as exc:
-            logger.error("the extension host of %s broke the channel's rules: %s; killing it", self.thread_id, exc)
-            if self.host is not None and self.host.process is not None:
-                self.host.process.kill()
-        finally:
-            if leave:
-                self.calls.leave()
-
-    def _report_faults(self, faults: Any, plan: list[StepPlan]) -> None:
-        if type(faults) is list and not faults:  # the common case: nothing to report
-            return
-        for fault in faults_of(faults, plan):
-            self.report_fault(fault)
-
     def _finish(self, call: ToolCall, tool: Tool, plan: list[StepPlan], report: Any, end: int,
                 result: dict[str, Any] | None = None) -> Any:
         if type(report) is not dict:
             raise HostLied("a report is an object")
         if report.get("tooLarge"):
             return ToolResult.error(call, "the tool's result is larger than --max-result-bytes", kind="too_large")
-        self._report_faults(report.get("faults"), plan)
+        report_faults(self.report_fault, report.get("faults"), plan)
         rewritten_by = report.get("rewrittenBy", [])
         if type(rewritten_by) is not list or not all(e in self.registry.handlers.get(BEFORE, ()) for e in rewritten_by):
             raise HostLied("'rewrittenBy' names no before hook")

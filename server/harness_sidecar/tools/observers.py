@@ -1,0 +1,128 @@
+"""A thread's tool calls in flight (``Calls``) and the observers that run after a call was answered
+(``Observers``): the ``tool_result`` hooks whose call already has its result.
+
+``Observers`` owns only what happens after the answer: it starts the observers' exchange with the
+host, reports their faults, runs the next observers after one that timed out, and counts them in
+``Calls`` until they end. It never changes an answer and never touches the steps before it (those
+are ``tools.pipeline.Pipeline``'s); it is given the thread's id, host, ``Calls`` and fault reporter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from harness_sidecar.extensions.sidecar.steps import Answered, faults_of, HostLied, HostUnavailable, StepPlan, Stopped
+from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
+from harness_sidecar.hooks.python import AFTER, HookFault
+
+logger = logging.getLogger("harness_sidecar.tools.pipeline")  # the pipeline's log, as before the split
+
+
+@dataclass
+class Calls:
+    """A thread's tool calls in flight (observers after the answer included): ``thread/close`` lets
+    those whose core has begun finish, and answers the others blocked ``closed``."""
+
+    count: int = 0
+    closing: bool = False
+    _idle: asyncio.Future | None = None
+    _observers: set = field(default_factory=set)  # tasks running observers after the answer
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if not self.count and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def drained(self) -> None:
+        while self.count:
+            self._idle = asyncio.get_running_loop().create_future()
+            await self._idle
+
+
+def report_faults(report_fault: Callable[[HookFault], None], faults: Any, plan: list[StepPlan]) -> None:
+    """The faults a host report names, each to ``report_fault``."""
+    if type(faults) is list and not faults:  # the common case: nothing to report
+        return
+    for fault in faults_of(faults, plan):
+        report_fault(fault)
+
+
+@dataclass
+class Observers:
+    """The observers of one pipeline's calls after their answer."""
+
+    thread_id: str
+    host: ExtensionHost | None
+    calls: Calls
+    report_fault: Callable[[HookFault], None]
+
+    def later(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
+        """Run observers ``start``.. of a call already answered with ``body["result"]``."""
+        self.calls.enter()
+        task = asyncio.ensure_future(self._observe(body, plan, start))
+        self.calls._observers.add(task)
+        task.add_done_callback(self.calls._observers.discard)
+
+    async def _observe(self, body: dict[str, Any], plan: list[StepPlan], start: int) -> None:
+        """Observers of a call already answered (its core ran here, no transforms)."""
+        assert self.host is not None
+        try:
+            await self.host.ensure()
+            outcome = await self.host.run("call", body, plan, start)
+        except HostUnavailable:
+            self.calls.leave()  # the answer stands; the observers cannot run
+            return
+        except BaseException:
+            self.calls.leave()
+            raise
+        self._observed(outcome, body, plan, True)
+
+    def after(self, answered: Answered, body: dict[str, Any], plan: list[StepPlan], leave: bool) -> None:
+        """When the observers of an answered call end, ``_observed`` takes their outcome."""
+
+        def ended(rest: Any) -> None:
+            if rest.cancelled() or rest.exception() is not None:
+                if leave:
+                    self.calls.leave()
+                return
+            self._observed(rest.result(), body, plan, leave, answered.result)
+
+        answered.rest.add_done_callback(ended)
+
+    def _observed(self, outcome: Any, body: dict[str, Any], plan: list[StepPlan], leave: bool,
+                  answered: Any = None) -> None:
+        """The end of a call's observers, after its answer: their faults are reported, and after one
+        that timed out the next ones run; nothing changes the answer."""
+        try:
+            if isinstance(outcome, Answered):
+                self.after(outcome, body, plan, leave)
+                leave = False
+            elif isinstance(outcome, Stopped):
+                report_faults(self.report_fault, outcome.faults, plan)
+                if outcome.how == "timeout":
+                    step = plan[outcome.step]
+                    ext = step.extension_id or "host"
+                    self.report_fault(HookFault(ext, AFTER, "timeout", f"tool_result hook of '{ext}' did not "
+                                                                       f"answer within {step.timeout * 1000:.0f} ms"))
+                    if outcome.step + 1 < len(plan) and self.host is not None:
+                        later = {**body, "from": outcome.step + 1}
+                        if answered is not None:
+                            later["result"] = answered
+                        self.later(later, plan, outcome.step + 1)
+            elif type(outcome) is dict:
+                report_faults(self.report_fault, outcome.get("faults"), plan)
+            else:
+                raise HostLied("a report is an object")
+        except HostLied as exc:
+            logger.error("the extension host of %s broke the channel's rules: %s; killing it", self.thread_id, exc)
+            if self.host is not None and self.host.process is not None:
+                self.host.process.kill()
+        finally:
+            if leave:
+                self.calls.leave()
