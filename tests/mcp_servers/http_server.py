@@ -206,6 +206,7 @@ async def app(scope, receive, send):  # noqa: F811 - every HTTP request is an ev
         event(f"request {scope['method']} {scope['path']}")
     await served(scope, receive, send)
 
+sock.listen(2048)  # before PORT is said: a client connecting while uvicorn starts is queued, not refused
 print(f"PORT {PORT}", flush=True)
 config = uvicorn.Config(app, log_level="warning", lifespan="on")
 uvicorn.Server(config).run(sockets=[sock])
