@@ -128,7 +128,7 @@ def declared_remote(p: dict, folder: Path) -> list[Declared]:
     return out
 
 
-def lay_out(folder: Path, target: Path, base: str) -> None:
+def lay_out(folder: Path, target: Path, urls: dict[str, str]) -> None:
     """A copy of the plugin whose non-empty remote URLs point at the stand-in (``/sse`` for sse, else ``/mcp``)."""
     if target.exists():
         shutil.rmtree(target)
@@ -137,7 +137,7 @@ def lay_out(folder: Path, target: Path, base: str) -> None:
     for rel, data, path in _server_maps(target):
         for spec in _at(data, path).values():
             if _is_remote(spec) and isinstance(spec.get("url"), str) and spec["url"]:
-                spec["url"] = f"{base}/sse" if spec.get("type") == "sse" else f"{base}/mcp"
+                spec["url"] = urls["sse"] if spec.get("type") == "sse" else urls["http"]
                 changed[rel] = data
     for rel, data in changed.items():
         dest = target / rel
@@ -147,12 +147,15 @@ def lay_out(folder: Path, target: Path, base: str) -> None:
 
 
 class Standin:
-    """The stand-in server as a child process."""
+    """A stand-in server as a child process: ours (both transports, no auth), or with ``oauth`` the tests'
+    SDK server that is its own OAuth 2.1 authorization server (tests/mcp_servers/http_server.py, one
+    transport per process) — every request without its token is answered 401."""
 
-    def __init__(self, log: Path) -> None:
-        with open(log, "w") as err:  # the SDK's session log lines, kept out of the report
-            self.proc = subprocess.Popen([sys.executable, "-m", "bench.corpus_peers.standin"], cwd=REPO,
-                                         stdout=subprocess.PIPE, stderr=err, text=True)
+    def __init__(self, log: Path, oauth: str | None = None) -> None:
+        command = [sys.executable, "-m", "bench.corpus_peers.standin"] if oauth is None else \
+            [sys.executable, str(REPO / "tests" / "mcp_servers" / "http_server.py"), "--oauth", "--transport", oauth]
+        with open(log, "a") as err:  # the SDK's session log lines, kept out of the report
+            self.proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=err, text=True)
         line = self.proc.stdout.readline()
         if not line.startswith("PORT "):
             self.proc.kill()
@@ -171,7 +174,7 @@ def _about(diag: dict, name: str, server: str) -> bool:
     return diag.get("name") == name or diag.get("server") in (name, server) or name in diag.get("message", "")
 
 
-def judge(sc, p: dict, copy: Path, found: list[Declared]) -> None:
+def judge(sc, p: dict, copy: Path, found: list[Declared], oauth: bool = False) -> None:
     """One thread with the plugin trusted for its remote servers; fills each server's verdict."""
     first = sc.call("thread/start", {"roots": [], "plugins": [str(copy)], "watch": False}, timeout=120)
     sc.call("thread/close", {"threadId": first["threadId"]})
@@ -189,11 +192,23 @@ def judge(sc, p: dict, copy: Path, found: list[Declared]) -> None:
         {"name": entry["name"], "hooks": False, "extensions": False, "mcpServers": remote}]}, timeout=180)
     tools = [t["name"] for t in answer["tools"]]
     diags = answer.get("diagnostics", [])
+    if oauth:  # the sign-in is asked for after the start: thread/diagnostic mcp_auth_required, one per server
+        names = {listed[d.server]["name"] for d in found if d.server in listed and d.url}
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not names <= _auth_required(sc, answer["threadId"]):
+            time.sleep(0.1)
+        diags = diags + [n["params"] for n in sc.notifications if n.get("method") == "thread/diagnostic"
+                         and n["params"].get("threadId") == answer["threadId"]]
     try:
         _verdicts(sc, answer["threadId"], entry["name"], found, listed, tools, diags + first.get("diagnostics", []),
                   copy)
     finally:
         sc.call("thread/close", {"threadId": answer["threadId"]})
+
+
+def _auth_required(sc, thread: str) -> set[str]:
+    return {n["params"].get("name") for n in list(sc.notifications) if n.get("method") == "thread/diagnostic"
+            and n["params"].get("threadId") == thread and n["params"].get("kind") == "mcp_auth_required"}
 
 
 def _verdicts(sc, thread: str, plugin: str, found: list[Declared], listed: dict, tools: list[str], diags: list[dict],
@@ -224,6 +239,8 @@ def _verdicts(sc, thread: str, plugin: str, found: list[Declared], listed: dict,
         d.message = hit[0].get("message", "")[:400] if hit else ""
         if d.cause == "mcp_unavailable" and d.url == "":
             d.cause = "mcp_unavailable (url left empty by the plugin)"
+        elif d.cause == "mcp_unavailable" and "refused the Authorization header" in d.message:
+            d.cause = "mcp_unavailable (its own Authorization header refused: a static token, no OAuth)"
 
 
 def sidecar_remote(SidecarProcess, env: dict, plugins: list[dict], tree: Path, scanned: set) -> list[dict]:
@@ -243,7 +260,7 @@ def sidecar_remote(SidecarProcess, env: dict, plugins: list[dict], tree: Path, s
     return out
 
 
-def run(repos: list[str] | None) -> dict:
+def run(repos: list[str] | None, oauth: bool = False) -> dict:
     sys.path.insert(0, str(REPO / "server"))
     from harness_sidecar.console.client import SidecarProcess, child_env
 
@@ -266,22 +283,26 @@ def run(repos: list[str] | None) -> dict:
     env = child_env({"HARNESS_SIDECAR_STATE_DIR": str(state), "HARNESS_SIDECAR_CACHE_DIR": "off",
                      **{v: f"dummy-{v.lower()}" for v in variables}})
     missed = sidecar_remote(SidecarProcess, env, chosen, tree, {(p["id"], d.server) for p, _, f in todo for d in f})
-    standin = Standin(cache / "work" / "remote-standin.log")
+    log = cache / "work" / "remote-standin.log"
+    log.write_text("")
+    standins = [Standin(log, "http"), Standin(log, "sse")] if oauth else [Standin(log)]
+    urls = {"http": standins[0].base + "/mcp", "sse": standins[-1].base + "/sse"}
     started = time.monotonic()
     try:
         with SidecarProcess(env=env, stderr=subprocess.DEVNULL) as sc:
             sc.initialize()
             for n, (p, folder, found) in enumerate(todo, 1):
                 copy = work / p["id"].replace("/", "+")
-                lay_out(folder, copy, standin.base)
-                judge(sc, p, copy, found)
+                lay_out(folder, copy, urls)
+                judge(sc, p, copy, found, oauth)
                 print(f"  {n}/{len(todo)} {p['id']}: {sum(d.listed for d in found)}/{len(found)} listed",
                       file=sys.stderr)
     finally:
-        standin.stop()
+        for standin in standins:
+            standin.stop()
     servers = [d for _, _, f in todo for d in f]
     causes = collections.Counter(d.cause for d in servers if not d.listed)
-    return {"plugins": len(chosen), "pluginsWithRemote": len(todo), "servers": len(servers),
+    return {"oauth": oauth, "plugins": len(chosen), "pluginsWithRemote": len(todo), "servers": len(servers),
             "listed": sum(d.listed for d in servers), "notListed": dict(causes.most_common()),
             "byType": dict(collections.Counter(str(d.type) for d in servers)),
             "called": sum(d.called for d in servers), "missedByScan": missed,
@@ -292,7 +313,8 @@ def run(repos: list[str] | None) -> dict:
 
 
 def render_md(report: dict) -> str:
-    lines = ["# The corpus's remote MCP servers, trusted, against a local stand-in", "",
+    lines = ["# The corpus's remote MCP servers, trusted, against a local stand-in" +
+             (" that asks for OAuth (the sidecar without a UI)" if report["oauth"] else ""), "",
              f"{report['pluginsWithRemote']} of {report['plugins']} plugins declare {report['servers']} remote "
              f"servers (by type: {report['byType']}); **{report['listed']} list their tools**.", "",
              f"Of those listed, {report['called']} answered a `tools/call` of `echo` through the sidecar. "
@@ -313,9 +335,12 @@ def render_md(report: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repos", help="comma-separated owner/name: only these repositories")
-    ap.add_argument("--out", default=str(RESULTS / "corpus_remote"), help="path stem of the .md and .json")
+    ap.add_argument("--oauth", action="store_true", help="the stand-in asks every request for OAuth and the editor "
+                    "has no ui.openUrl: each server should be mcp_auth_required (its sign-in URL a diagnostic)")
+    ap.add_argument("--out", help="path stem of the .md and .json (default bench/results/corpus_remote[_oauth])")
     args = ap.parse_args(argv)
-    report = run(args.repos.split(",") if args.repos else None)
+    report = run(args.repos.split(",") if args.repos else None, args.oauth)
+    args.out = args.out or str(RESULTS / ("corpus_remote_oauth" if args.oauth else "corpus_remote"))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.with_suffix(".json").write_text(json.dumps(report, indent=1) + "\n")
