@@ -61,6 +61,7 @@ class Declared:
     listed: bool = False          # its tools are listed (mcp__<name>__echo)
     tools: list[str] = field(default_factory=list)
     called: bool = False          # tools/call of its echo answered with the text sent
+    headers_sent: bool | None = None  # its declared headers reached the stand-in (by name); None: none declared
     cause: str = ""               # the kind that says why not (or "" when listed)
     message: str = ""             # the sidecar's message for it
 
@@ -194,8 +195,9 @@ def judge(sc, p: dict, copy: Path, found: list[Declared], oauth: bool = False) -
     diags = answer.get("diagnostics", [])
     if oauth:  # the sign-in is asked for after the start: thread/diagnostic mcp_auth_required, one per server
         names = {listed[d.server]["name"] for d in found if d.server in listed and d.url}
+        names -= {x.get("name") for x in diags}  # already said unavailable at the start
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not names <= _auth_required(sc, answer["threadId"]):
+        while time.monotonic() < deadline and not names <= _said(sc, answer["threadId"]):
             time.sleep(0.1)
         diags = diags + [n["params"] for n in sc.notifications if n.get("method") == "thread/diagnostic"
                          and n["params"].get("threadId") == answer["threadId"]]
@@ -206,9 +208,10 @@ def judge(sc, p: dict, copy: Path, found: list[Declared], oauth: bool = False) -
         sc.call("thread/close", {"threadId": answer["threadId"]})
 
 
-def _auth_required(sc, thread: str) -> set[str]:
+def _said(sc, thread: str) -> set[str]:
+    """The servers a thread/diagnostic (mcp_auth_required, mcp_unavailable…) has named so far."""
     return {n["params"].get("name") for n in list(sc.notifications) if n.get("method") == "thread/diagnostic"
-            and n["params"].get("threadId") == thread and n["params"].get("kind") == "mcp_auth_required"}
+            and n["params"].get("threadId") == thread}
 
 
 def _verdicts(sc, thread: str, plugin: str, found: list[Declared], listed: dict, tools: list[str], diags: list[dict],
@@ -233,6 +236,14 @@ def _verdicts(sc, thread: str, plugin: str, found: list[Declared], listed: dict,
             d.called = not answer.get("isError") and content[0].get("text") == d.server
             if not d.called:
                 d.message = f"listed, but tools/call of echo answered {json.dumps(answer)[:300]}"
+            if d.headers and f"mcp__{m['name']}__headers" in d.tools:  # our stand-in says which headers came
+                seen = sc.call("tools/call", {"threadId": thread, "call": {
+                    "id": f"headers-{d.server}", "name": f"mcp__{m['name']}__headers", "arguments": {}}},
+                    timeout=120)["result"]
+                names = set(((seen.get("content") or [{}])[0].get("text") or "").split())
+                d.headers_sent = {h.lower() for h in d.headers} <= names
+                if not d.headers_sent:
+                    d.message = f"listed, but the stand-in saw headers {sorted(names)}, not all of {d.headers}"
             continue
         hit = [x for x in diags if _about(x, m["name"], d.server)]
         d.cause = hit[0]["kind"] if hit else "no_tools_no_diagnostic"
@@ -305,7 +316,8 @@ def run(repos: list[str] | None, oauth: bool = False) -> dict:
     return {"oauth": oauth, "plugins": len(chosen), "pluginsWithRemote": len(todo), "servers": len(servers),
             "listed": sum(d.listed for d in servers), "notListed": dict(causes.most_common()),
             "byType": dict(collections.Counter(str(d.type) for d in servers)),
-            "called": sum(d.called for d in servers), "missedByScan": missed,
+            "called": sum(d.called for d in servers),
+            "headersSent": sum(d.headers_sent is True for d in servers), "missedByScan": missed,
             "alsoDeclared": sum(bool(d.also_in) for d in servers),
             "withOauth": sum(d.oauth for d in servers), "withHeaders": sum(bool(d.headers) for d in servers),
             "variables": variables, "seconds": round(time.monotonic() - started, 1),
@@ -318,7 +330,7 @@ def render_md(report: dict) -> str:
              f"{report['pluginsWithRemote']} of {report['plugins']} plugins declare {report['servers']} remote "
              f"servers (by type: {report['byType']}); **{report['listed']} list their tools**.", "",
              f"Of those listed, {report['called']} answered a `tools/call` of `echo` through the sidecar. "
-             f"{report['withHeaders']} declare headers, {report['withOauth']} an `oauth` block; "
+             f"{report['withHeaders']} declare headers ({report['headersSent']} seen by the stand-in, by name), {report['withOauth']} an `oauth` block; "
              f"{report['alsoDeclared']} are declared twice (manifest and `.mcp.json`: counted once). "
              f"Remote servers the sidecar lists that the file scan missed: {len(report['missedByScan'])} "
              f"{report['missedByScan'] or ''}.", "",
