@@ -496,3 +496,42 @@ def test_a_plugins_pre_registered_oauth_client_signs_in_on_its_fixed_port_withou
     assert f"redirect_uri=http%3A%2F%2Flocalhost%3A{port}%2Fcallback" in browser.opened[0]
     assert "register" not in read_events(server.events)
     assert text(call(sidecar, thread, "mcp__plugin_chat_chat__echo", {"text": "hi"})) == "hi"
+
+
+def test_a_real_plugins_servers_behind_oauth_without_a_ui_each_ask_for_a_sign_in_and_its_sse_one_signs_in(
+        spawn, remote, state, tmp_path):
+    """anthropics/knowledge-work-plugins' small-business as published (see its SOURCE.md): 8 servers with
+    a url (PayPal's the corpus's one SSE server, Slack's with a pre-registered oauth client), 3 with
+    "url": "". Behind OAuth stand-ins and without ui.openUrl, every one with a url is mcp_auth_required
+    with its own sign-in URL; following PayPal's signs it in over SSE and its tools join."""
+    import shutil
+
+    http, sse = remote("--oauth"), remote("--oauth", "--transport", "sse")
+    plugin = tmp_path / "small-business"
+    shutil.copytree(REAL_PLUGINS / "plugin-loading/small-business", plugin)
+    declared = json.loads((plugin / ".mcp.json").read_text())
+    servers = declared["mcpServers"]
+    for spec in servers.values():
+        if spec["url"]:
+            spec["url"] = sse.url if spec["type"] == "sse" else http.url
+    (plugin / ".mcp.json").write_text(json.dumps(declared))
+    sidecar = oauth_sidecar(spawn, state)
+    result = sidecar.call("thread/start", {"roots": [], "plugins": [str(plugin)], "watch": False,
+                                           "trustedPlugins": [{"name": "small-business"}]}, timeout=120)
+    thread = result["threadId"]
+    listed = {m["server"]: m["name"] for m in result["catalog"]["mcpServers"]}
+    with_url = {listed[key] for key, spec in servers.items() if spec["url"]}
+    assert len(with_url) == 8 and tool_names(result) == []
+
+    def required():
+        return {n["params"]["name"]: n["params"]["data"]["url"] for n in sidecar.notifications
+                if n["method"] == "thread/diagnostic" and n["params"]["kind"] == "mcp_auth_required"}
+    assert wait_until(lambda: set(required()) == with_url, 60), (required(), with_url)
+    unavailable = {d["name"] for d in result["diagnostics"] if d["kind"] == "mcp_unavailable"}
+    assert unavailable == {listed[key] for key, spec in servers.items() if not spec["url"]}
+    paypal = listed["paypal"]
+    assert required()[paypal].startswith(f"http://127.0.0.1:{sse.port}/authorize?")
+    Browser().visit(required()[paypal])  # the user signs in to PayPal's only
+    assert wait_until(lambda: joined(sidecar, thread, f"mcp__{paypal}__echo"), 60)
+    assert text(call(sidecar, thread, f"mcp__{paypal}__echo", {"text": "paid"})) == "paid"
+    assert not [t for t in tools_now(sidecar, thread) if not t.startswith(f"mcp__{paypal}__")]

@@ -134,7 +134,7 @@ if args.oauth:
             client_id=args.client_id, redirect_uris=[args.client_redirect], token_endpoint_auth_method="none",
             grant_types=["authorization_code", "refresh_token"], response_types=["code"])
     auth_kwargs = {"auth_server_provider": PROVIDER, "auth": AuthSettings(
-        issuer_url=BASE, resource_server_url=f"{BASE}/mcp",
+        issuer_url=BASE, resource_server_url=f"{BASE}/mcp" if args.transport == "http" else f"{BASE}/sse",
         client_registration_options=ClientRegistrationOptions(enabled=not args.client_id),
         revocation_options=RevocationOptions(enabled=True))}
 
