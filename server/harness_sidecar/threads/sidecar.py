@@ -73,7 +73,8 @@ class Sidecar:
         # Methods whose common case begins at once, without a task (``Endpoint``): given the params and
         # ``respond(result, error)``, the canceller of the request begun, or None to serve it by ``methods``.
         self.begin_now: dict[str, Callable[[dict[str, Any], Callable[[Any, BaseException | None], None]],
-                                           Callable[[], None] | None]] = {"tools/call": self.tools.tools_call_now}
+                                           Callable[[], None] | None]] = {
+            "tools/call": self.tools.tools_call_now, "tools/list": self.tools.tools_list_now}
 
     # -- what the wire asks of its service --------------------------------------------------------
 

@@ -43,6 +43,17 @@ class ToolMethods:
         thread = await self.open.get(params)
         return {"tools": model_tools.listing(thread), "revision": thread.revision}
 
+    def tools_list_now(self, params: dict[str, Any], respond: Callable[[Any, BaseException | None], None]) \
+            -> Callable[[], None] | None:
+        """``tools/list`` of an open thread answered at once, in the turn that reads it (no task, no loop turn
+        behind whatever else is ready: issue 32 item 4); None while its thread starts or when there is none
+        (then ``tools_list`` serves it, waiting for the start or answering ``thread_not_found``)."""
+        thread = self.open.get_open(params.get("threadId"))
+        if thread is None:
+            return None
+        respond({"tools": model_tools.listing(thread), "revision": thread.revision}, None)
+        return _nothing
+
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
         thread = await self.open.get(params)
         request = P.parse_tools_call(params)
@@ -281,3 +292,7 @@ def _editor_item(item: Any) -> dict[str, Any] | None:
         mime, data = url[5:].split(";base64,", 1)
         return {"type": "image", "data": data, "mimeType": mime or "application/octet-stream"}
     return item if content_blocks.problem(item) is None else None
+
+
+def _nothing() -> None:
+    """The canceller of a request answered already."""
