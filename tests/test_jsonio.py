@@ -117,3 +117,43 @@ def test_the_hosts_writing_gives_the_standard_librarys_bytes(host_writing, value
 def test_the_hosts_writing_refuses_non_finite_floats_even_in_small_values(host_writing, bad):
     with pytest.raises(ValueError):
         jsonio.dumps({"x": [1, bad]})
+
+
+def test_long_strings_passed_through_read_and_write_as_parsing_and_encoding_would():
+    """``loads_clean``/``dumps_parts`` (issue 32 item 4): the same values and the same bytes as ``loads``/``dumps``,
+    whatever a long string holds and wherever it is (an object's value, a list's item, a key, twice)."""
+    rng = random.Random(11)
+    alphabet = ["a", "é", "😀", "\u2028", '"', "\\", "\n", "\x01", "/", " "]
+    for _ in range(200):
+        strings = []
+        for _ in range(rng.randrange(1, 4)):
+            letters = alphabet[:rng.randrange(1, len(alphabet) + 1)]  # a, é, 😀, \u2028: no escape in JSON
+            chunk = "".join(rng.choice(letters) for _ in range(97))
+            size = rng.choice([10, jsonio.LONG_STRING + rng.randrange(-2, 3), 200_000])
+            strings.append((chunk * (size // 97 + 1))[:size])
+        shape = rng.randrange(4)
+        if shape == 0:
+            document = ["done", 3, {"result": {"content": [{"type": "text", "text": s} for s in strings]}}]
+        elif shape == 1:
+            document = {s: i for i, s in enumerate(strings)}  # long keys: parsed as before
+        elif shape == 2:
+            document = [strings, {"same": strings[0]}, 12345678901234567890123]
+        else:
+            document = strings[0]
+        text = json.dumps(document, ensure_ascii=rng.random() < 0.3, separators=(",", ":")).encode()
+        if b"\x01" in text or b"\n" in text:
+            continue  # a raw control byte: never ``clean`` (the channel counts them as the line arrives)
+        value = jsonio.loads_clean(text)
+        assert value == json.loads(text) and repr(value) == repr(json.loads(text))
+        message = {"jsonrpc": "2.0", "id": 1, "result": value}
+        assert b"".join(jsonio.dumps_parts(message)) == jsonio.dumps(message)
+        assert b"".join(jsonio.dumps_parts(message)) == jsonio.dumps(message)  # written once: then encoded
+    jsonio._kept.clear()
+
+
+def test_what_is_not_json_in_a_long_string_is_refused_as_before():
+    long = b"a" * (jsonio.LONG_STRING + 10)
+    for bad in (b'["' + long + b'\xff"]', b'["' + long + b'"', b'["' + long + b'",]', b'["' + long + b'"] x'):
+        with pytest.raises(ValueError):
+            jsonio.loads_clean(bad)
+    jsonio._kept.clear()

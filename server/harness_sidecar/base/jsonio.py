@@ -28,6 +28,7 @@ fails cleanly there ("Not enough memory…"), so reading stays fast.
 from __future__ import annotations
 
 import json
+import os
 import marshal
 
 import orjson
@@ -113,3 +114,162 @@ def _no_overflowed_integer(value: object) -> bool | None:
         elif kind is float and abs(item) >= _OVERFLOW:  # type: ignore[arg-type]
             return False
     return True
+
+
+# -- Long strings passed through (issue 32 item 4) ------------------------------------------------------------------
+# A host's 16 MB tool result is one long JSON string. Parsing it (orjson: ~7 ms of 16 MB) and writing it again for the
+# editor (~4 ms) held the event loop; for a string without a backslash in a line without a control byte its value is
+# its bytes decoded as UTF-8 (what orjson would write for it again: no character of it needs an escape), so
+# ``loads_clean`` decodes it by the UTF-8 codec alone and keeps its bytes, and ``dumps_parts`` writes them back
+# unencoded, around the encoded rest: the same bytes, written from the line they came in.
+LONG_STRING = 64 * 1024  # a string at least this long (in bytes) is passed through
+STRINGS_WALKED = 1024  # a line with more strings is parsed as ``loads`` parses it
+KEPT = 2  # the raw bytes of the last KEPT long strings decoded, until ``dumps_parts`` writes them
+_NONCE = os.urandom(8).hex()  # placeholders no host or editor can write (they never see it)
+_kept: dict[int, tuple[str, memoryview]] = {}  # id(text) -> (text, its JSON string's bytes, quotes included)
+
+
+def _long_strings(data: bytes) -> list[tuple[int, int]] | None:
+    """The (opening, closing quote) positions of the long strings of ``data`` that hold no backslash; None when
+    there are more strings than ``STRINGS_WALKED`` (or a quote is not closed)."""
+    spans: list[tuple[int, int]] = []
+    find = data.find
+    at = find(b'"')
+    walked = 0
+    while at >= 0:
+        walked += 1
+        if walked > STRINGS_WALKED:
+            return None
+        end = find(b'"', at + 1)
+        while end >= 0 and data[end - 1] == 0x5C:  # a backslash before it: escaped, unless the backslash is
+            run = 1
+            while data[end - 1 - run] == 0x5C:
+                run += 1
+            if run % 2 == 0:
+                break
+            end = find(b'"', end + 1)
+        if end < 0:
+            return None
+        if end - at > LONG_STRING and find(b"\\", at + 1, end) < 0:
+            spans.append((at, end))
+        at = find(b'"', end + 1)
+    return spans
+
+
+def loads_clean(data: bytes) -> object:
+    """``loads`` of a text that holds no byte below 0x20 (the caller knows: counted as its pieces came): its long
+    strings without a backslash decoded by the UTF-8 codec alone and kept for ``dumps_parts``. Raises as ``loads``."""
+    spans = _long_strings(data) if len(data) > LONG_STRING else None
+    if not spans:
+        return loads(data)
+    view = memoryview(data)
+    pieces: list[bytes | memoryview] = []
+    texts: dict[str, tuple[str, memoryview]] = {}
+    at = 0
+    for start, end in spans:
+        raw = view[start:end + 1]
+        try:
+            text = str(raw[1:-1], "utf-8")
+        except UnicodeDecodeError:
+            return loads(data)  # the standard library gives the verdict and the message
+        placeholder = f"\x00{_NONCE}:{len(texts)}"
+        texts[placeholder] = (text, raw)
+        pieces += (view[at:start], b'"\\u0000%s:%d"' % (_NONCE.encode(), len(texts) - 1))
+        at = end + 1
+    pieces.append(view[at:])
+    value = loads(b"".join(pieces))  # malformed only if ``data`` is: each span was a string, and is one
+    if not _put_back(value, texts):
+        return loads(data)
+    for text, raw in texts.values():
+        _kept[id(text)] = (text, raw)
+        while len(_kept) > KEPT:
+            del _kept[next(iter(_kept))]
+    return value
+
+
+def _put_back(value: object, texts: dict[str, tuple[str, memoryview]]) -> bool:
+    """Each placeholder in ``value`` replaced by its text; False if one is not a value of a list or object."""
+    left = len(texts)
+    todo = [value]
+    while todo and left:
+        item = todo.pop()
+        if type(item) is dict:
+            for key, child in item.items():  # type: ignore[union-attr]
+                if type(child) is str and child in texts:
+                    item[key] = texts[child][0]  # type: ignore[index]
+                    left -= 1
+                elif type(child) is dict or type(child) is list:
+                    todo.append(child)
+            if any(key in texts for key in item):  # type: ignore[union-attr]
+                return False
+        elif type(item) is list:
+            for i, child in enumerate(item):  # type: ignore[arg-type]
+                if type(child) is str and child in texts:
+                    item[i] = texts[child][0]  # type: ignore[index]
+                    left -= 1
+                elif type(child) is dict or type(child) is list:
+                    todo.append(child)
+    return left == 0
+
+
+def kept() -> bool:
+    """Whether long strings ``loads_clean`` decoded wait to be written (``dumps_parts``)."""
+    return bool(_kept)
+
+
+MISSES = 64  # encodings that found none of the kept strings, after which they are let go
+_misses = 0
+
+
+def dumps_parts(value: object) -> list[bytes | memoryview]:
+    """``dumps(value)`` as pieces to be written one after the other: the bytes a long string came in (``loads_clean``)
+    are not encoded again, nor copied."""
+    global _misses
+    if not _kept:
+        return [dumps(value)]
+    found: dict[bytes, memoryview] = {}
+    skeleton = _with_placeholders(value, found, [VALUES_LOOKED_AT])
+    if not found:
+        _misses += 1
+        if _misses >= MISSES:  # never to be written (a result answered otherwise): no walk of every answer for them
+            _kept.clear()
+        return [dumps(value)]
+    _misses = 0
+    try:
+        if not _fast:
+            raise TypeError
+        out = orjson.dumps(skeleton)
+    except (TypeError, ValueError):  # what orjson does not write as dumps would: dumps writes it all
+        return [dumps(value)]
+    parts: list[bytes | memoryview] = []
+    view = memoryview(out)
+    at = 0
+    for placeholder, raw in found.items():
+        start = out.find(placeholder, at)
+        if start < 0:  # never (each was written once): written whole
+            return [dumps(value)]
+        parts += (view[at:start], raw)
+        at = start + len(placeholder)
+    parts.append(view[at:])
+    return parts
+
+
+def _with_placeholders(value: object, found: dict[bytes, memoryview], budget: list[int], depth: int = 0) -> object:
+    """``value`` with each kept long string replaced by a placeholder (its copy: only containers are copied)."""
+    kind = type(value)
+    if kind is str:
+        kept = _kept.get(id(value))
+        if kept is not None and kept[0] is value:
+            placeholder = b'"\\u0000%s:%d"' % (_NONCE.encode(), len(found))
+            found[placeholder] = kept[1]
+            del _kept[id(value)]
+            return f"\x00{_NONCE}:{len(found) - 1}"
+        return value
+    if kind is not dict and kind is not list:
+        return value
+    budget[0] -= len(value)  # type: ignore[arg-type]
+    if budget[0] < 0 or depth > 64:
+        return value  # not looked into: written as it is
+    if kind is dict:
+        return {k: _with_placeholders(v, found, budget, depth + 1) for k, v in value.items()}  # type: ignore[union-attr]
+    return [_with_placeholders(v, found, budget, depth + 1) for v in value]  # type: ignore[union-attr]

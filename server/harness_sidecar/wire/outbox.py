@@ -48,7 +48,7 @@ class Outbox:
         self.broken = broken
         self._cond = threading.Condition(threading.Lock())
         self.ordered: collections.deque[bytes] = collections.deque()
-        self.answers: collections.deque[bytes] = collections.deque()
+        self.answers: collections.deque[bytes | list[bytes | memoryview]] = collections.deque()  # a list: pieces
         self.queued = 0  # bytes in both lanes and being written by the thread
         self.writing = False  # the thread is in write_bytes
         self._thread: threading.Thread | None = None
@@ -83,11 +83,13 @@ class Outbox:
         # the unread bytes hold at most ceil(unread / PAGE) + 1 pages, ours at most ceil(size / PAGE) + 1
         return size + unread + 3 * PAGE <= self.capacity
 
-    def put(self, data: bytes, answer: bool) -> None:
-        """``data`` (whole frames) to be written by the thread: an answer over ``LARGE`` in its own lane."""
+    def put(self, data: bytes | list[bytes | memoryview], answer: bool) -> None:
+        """``data`` (whole frames, or one frame's pieces) to be written by the thread: an answer over ``LARGE``
+        in its own lane."""
         if self.broken():
             return
-        if answer and len(data) > LARGE and not self._grown:
+        size = len(data) if type(data) is bytes else sum(map(len, data))
+        if answer and size > LARGE and not self._grown:
             self._grown = True
             if self.pipe:
                 try:  # the editor's pipe, larger: a 16 MB answer crosses it in 16 turns, not 256
@@ -99,8 +101,8 @@ class Outbox:
         with self._cond:
             while self.queued > MAX_QUEUED and not self.broken():  # the editor is far behind: we wait too
                 self._cond.wait(0.5)
-            (self.answers if answer and len(data) > LARGE else self.ordered).append(data)
-            self.queued += len(data)
+            (self.answers if answer and size > LARGE else self.ordered).append(data)
+            self.queued += size
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="harness-stdout", daemon=True)
                 self._thread.start()
@@ -131,7 +133,7 @@ class Outbox:
             finally:
                 with self._cond:
                     self.writing = False
-                    self.queued -= len(data)
+                    self.queued -= len(data) if type(data) is bytes else sum(map(len, data))
                     if self.broken():
                         self.ordered.clear()
                         self.answers.clear()

@@ -215,18 +215,20 @@ class ServedRequests:
         """A response, never over ``max_result_bytes`` and never anything but standard JSON."""
         message = {"jsonrpc": "2.0", "id": request_id, "result": result}
         try:
-            data = self.endpoint.writer.encode(message)
+            # pieces: a host's long text is written from the bytes it came in (jsonio.dumps_parts)
+            data = self.endpoint.writer.encode_parts(message)
         except (ValueError, TypeError) as exc:  # not JSON data: never on stdout
             logger.error("the answer to %s is not JSON: %s", method, exc)
             self.endpoint.send_error(request_id, InternalError(f"the answer to '{method}' contained a value that is not "
                                                       f"JSON ({exc})"))
             return
-        if len(data) > self.endpoint.max_result_bytes:
-            replacement = self.endpoint.service.oversize(method, result, len(data)) if self.endpoint._service is not None else None
+        size = len(data) if type(data) is bytes else sum(map(len, data))
+        if size > self.endpoint.max_result_bytes:
+            replacement = self.endpoint.service.oversize(method, result, size) if self.endpoint._service is not None else None
             if replacement is None:
                 self.endpoint.send_error(request_id, DomainError(
-                    "too_large", f"the answer to '{method}' is {len(data)} bytes; --max-result-bytes is "
-                                 f"{self.endpoint.max_result_bytes}", size=len(data), limit=self.endpoint.max_result_bytes))
+                    "too_large", f"the answer to '{method}' is {size} bytes; --max-result-bytes is "
+                                 f"{self.endpoint.max_result_bytes}", size=size, limit=self.endpoint.max_result_bytes))
                 return
             data = self.endpoint.writer.encode({"jsonrpc": "2.0", "id": request_id, "result": replacement})
         self.endpoint.writer.write_encoded(data, answer=True)  # a large one may be overtaken (wire/outbox.py)

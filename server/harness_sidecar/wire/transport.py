@@ -134,12 +134,35 @@ class Writer:
             return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
         return body + b"\n"
 
+    def encode_parts(self, message: dict[str, Any]) -> bytes | list[bytes | memoryview]:
+        """``encode(message)``, or its pieces to be written one after the other: a long string the sidecar read
+        from a host is written from the bytes it came in, not encoded again (``jsonio.dumps_parts``)."""
+        jsonio = self.jsonio
+        if jsonio is None or not jsonio.kept():
+            return self.encode(message)
+        parts = jsonio.dumps_parts(message)
+        if len(parts) == 1:
+            body = parts[0]
+            return b"Content-Length: %d\r\n\r\n%s" % (len(body), body) if self.framing == CONTENT_LENGTH \
+                else body + b"\n"
+        if self.framing == CONTENT_LENGTH:
+            return [b"Content-Length: %d\r\n\r\n" % sum(map(len, parts)), *parts]
+        parts.append(b"\n")
+        return parts
+
     def write(self, message: dict[str, Any]) -> None:
         self.write_encoded(self.encode(message))
 
-    def write_encoded(self, data: bytes, answer: bool = False) -> None:
-        """``data`` (a whole frame) to the editor; ``answer``: a response to one of its requests, which
-        may be overtaken by frames written after it (a large one waits in its own lane)."""
+    def write_encoded(self, data: bytes | list[bytes | memoryview], answer: bool = False) -> None:
+        """``data`` (a whole frame, or its pieces: ``encode_parts``) to the editor; ``answer``: a response to
+        one of its requests, which may be overtaken by frames written after it (a large one waits in its own lane)."""
+        if type(data) is list:
+            if len(data) == 1 or sum(map(len, data)) <= LARGE_ANSWER or self._loop is None:
+                data = b"".join(data)
+            else:
+                self._end_of_turn()
+                self._outbox.put(data, True)
+                return
         if self._loop is None:
             self.write_bytes(data)
             return
@@ -151,15 +174,17 @@ class Writer:
             self._loop.call_soon(self._end_of_turn)
         self._pending.append(data)
 
-    def write_bytes(self, data: bytes) -> None:
+    def write_bytes(self, data: bytes | list[bytes | memoryview]) -> None:
+        """A whole frame (or its pieces, written one after the other: nothing between them) to the fd."""
         with self._lock:
             if self.broken:
                 return
-            view = memoryview(data)
             try:
-                while view:
-                    written = os.write(self.fd, view)
-                    view = view[written:]
+                for part in (data if type(data) is list else (data,)):
+                    view = memoryview(part)
+                    while view:
+                        written = os.write(self.fd, view)
+                        view = view[written:]
             except OSError as exc:  # the editor closed our stdout: nothing more can be said
                 self.broken = True
                 _log().warning("cannot write to the protocol stream: %s", exc)

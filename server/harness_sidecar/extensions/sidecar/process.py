@@ -23,7 +23,7 @@ from harness_sidecar.extensions import board, channel
 logger = logging.getLogger("harness_sidecar.extensions.sidecar.supervisor")
 
 FRAME_SLACK = 1 << 20  # a frame's own fields beside the largest result it may carry
-READS_PER_TURN = 8  # channel reads of up to 1 MiB each per event-loop turn
+READS_PER_TURN = 2  # channel reads of up to 1 MiB each per event-loop turn
 DRAIN_READS = 128  # and before a deadline is judged or after an exit (a host still flooding is its own fault)
 CLOSE_GRACE_S = 2.0
 # What every host's channel is read into (the event loop's thread is the only reader): ``recv`` of
@@ -179,7 +179,7 @@ class HostProcess:
                         self.on_frame("tooLarge", head[1], head[0])  # body: the refused frame's tag
                     continue
                 try:
-                    tag, ident, body = channel.decode(line)
+                    tag, ident, body = channel.decode(line, self._splitter.clean(line))
                 except channel.FrameError as exc:
                     logger.error("%s broke the channel (%s); killing it", self.label, exc)
                     self.kill()
