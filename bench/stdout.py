@@ -8,7 +8,8 @@ parsing of the big answers). The figure: how long each probe waits for its answe
 The same run measures the sidecar as it was before the writer thread (``BASE``, exported from git),
 the two interleaved run by run, so both see the same load.
 
-``python -m bench.stdout [--quick] [--base COMMIT] [--json FILE]``.
+``python -m bench.stdout [--quick] [--lines] [--base COMMIT] [--json FILE]``; ``--lines``: the 16 MB text is
+200,000 lines (a newline is an escape in JSON: such a text is parsed and encoded, not passed through).
 """
 
 from __future__ import annotations
@@ -34,6 +35,13 @@ BASE = "20b5f90"  # main as v4-speedio forked from it: stdout written on the eve
 BIG_EXTENSION = '''
 def big(call_id, arguments):
     return "x" * 16_000_000
+def activate(api):
+    api.register_tool(name="big", description="A 16 MB result.", input_schema={}, execute=big)
+'''
+# --lines: a text of 200,000 lines of 80 bytes (every newline an escape in JSON: parsed, not passed through)
+LINES_EXTENSION = '''
+def big(call_id, arguments):
+    return ("x" * 79 + "\\n") * 200_000
 def activate(api):
     api.register_tool(name="big", description="A 16 MB result.", input_schema={}, execute=big)
 '''
@@ -125,7 +133,8 @@ def neighbour(server: Path, flooder: Path, quiet: Path, floods: int) -> list[flo
                 waits.append((arrived - sent) * 1000)
             with editor.cond:
                 if flood in editor.arrived:
-                    del editor.arrived[flood]
+                    _, head = editor.arrived.pop(flood)
+                    assert b'"text":"xxx' in head, head  # the 16 MB result, not an error
                     break
             time.sleep(0.002)
     editor.close()
@@ -144,11 +153,11 @@ def percentiles(waits: list[float]) -> dict:
             "max_ms": waits[-1]}
 
 
-def run(quick: bool, base: str, runs: int) -> dict:
+def run(quick: bool, base: str, runs: int, lines: bool = False) -> dict:
     floods = 5 if quick else 15
     with tempfile.TemporaryDirectory(prefix="harness-bench-stdout-") as tmp_name:
         tmp = Path(tmp_name)
-        flooder = make_extension_root(tmp / "flooder", "big", BIG_EXTENSION)
+        flooder = make_extension_root(tmp / "flooder", "big", LINES_EXTENSION if lines else BIG_EXTENSION)
         quiet = tmp / "quiet"
         (quiet / "skills" / "demo").mkdir(parents=True)
         (quiet / "skills" / "demo" / "SKILL.md").write_text("---\nname: demo\ndescription: Use when measuring.\n---\n")
@@ -172,8 +181,9 @@ def main() -> int:
     parser.add_argument("--base", default=BASE, help="the commit to compare with ('' for none)")
     parser.add_argument("--runs", type=int, default=None, help="sidecars per side (default 1 quick, 3)")
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--lines", action="store_true", help="16 MB of 80-byte lines (escapes) instead of one run")
     args = parser.parse_args()
-    results = run(args.quick, args.base, args.runs or (1 if args.quick else 3))
+    results = run(args.quick, args.base, args.runs or (1 if args.quick else 3), args.lines)
     for name, r in results.items():
         label = "today" if name == "today" else args.base
         print(f"{label}: thread B's tools/list while thread A receives 16 MB results: p50 {r['p50_ms']:.1f} ms, "
