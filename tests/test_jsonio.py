@@ -7,6 +7,7 @@ import random
 
 import pytest
 from harness_sidecar.base import jsonio, stdjson
+from harness_sidecar.extensions import channel
 
 
 @pytest.mark.parametrize("text", [
@@ -119,41 +120,69 @@ def test_the_hosts_writing_refuses_non_finite_floats_even_in_small_values(host_w
         jsonio.dumps({"x": [1, bad]})
 
 
-def test_long_strings_passed_through_read_and_write_as_parsing_and_encoding_would():
-    """``loads_clean``/``dumps_parts`` (issue 32 item 4): the same values and the same bytes as ``loads``/``dumps``,
-    whatever a long string holds and wherever it is (an object's value, a list's item, a key, twice)."""
+def _split(line: bytes, rng: random.Random) -> bytes:
+    """``line`` through the sidecar's channel splitter in random pieces, as reads bring it; its frame decoded."""
+    splitter = channel.LineSplitter(strings=True)
+    data = line + b"\n"
+    cuts = sorted(rng.sample(range(1, len(data)), min(len(data) - 1, rng.randrange(1, 40))))
+    lines = []
+    for start, end in zip([0] + cuts, cuts + [len(data)]):
+        lines += splitter.feed(data[start:end])
+    assert lines == [line]
+    return channel.decode(lines[0], splitter.strings_of(lines[0]))
+
+
+def test_long_strings_read_as_they_come_and_passed_through_are_what_parsing_and_encoding_give():
+    """``LongStrings``/``loads_spans``/``dumps_parts`` (issue 32 item 4): the same values and the same bytes as
+    ``loads``/``dumps``, however the pieces fall, whatever a long string holds and wherever it is (an object's value,
+    a list's item, a key, twice)."""
     rng = random.Random(11)
     alphabet = ["a", "é", "😀", "\u2028", '"', "\\", "\n", "\x01", "/", " "]
-    for _ in range(200):
+    passed = 0
+    for _ in range(150):
         strings = []
         for _ in range(rng.randrange(1, 4)):
             letters = alphabet[:rng.randrange(1, len(alphabet) + 1)]  # a, é, 😀, \u2028: no escape in JSON
             chunk = "".join(rng.choice(letters) for _ in range(97))
-            size = rng.choice([10, jsonio.LONG_STRING + rng.randrange(-2, 3), 200_000])
+            size = rng.choice([10, 5000, 70_000, 200_000])
             strings.append((chunk * (size // 97 + 1))[:size])
         shape = rng.randrange(4)
         if shape == 0:
-            document = ["done", 3, {"result": {"content": [{"type": "text", "text": s} for s in strings]}}]
+            body = {"result": {"content": [{"type": "text", "text": s} for s in strings]}}
         elif shape == 1:
-            document = {s: i for i, s in enumerate(strings)}  # long keys: parsed as before
+            body = {s: i for i, s in enumerate(strings)}  # long keys: parsed with the rest
         elif shape == 2:
-            document = [strings, {"same": strings[0]}, 12345678901234567890123]
+            body = [strings, {"same": strings[0]}, 12345678901234567890123]
         else:
-            document = strings[0]
-        text = json.dumps(document, ensure_ascii=rng.random() < 0.3, separators=(",", ":")).encode()
-        if b"\x01" in text or b"\n" in text:
-            continue  # a raw control byte: never ``clean`` (the channel counts them as the line arrives)
-        value = jsonio.loads_clean(text)
-        assert value == json.loads(text) and repr(value) == repr(json.loads(text))
-        message = {"jsonrpc": "2.0", "id": 1, "result": value}
+            body = strings[0]
+        line = json.dumps(["done", 3, body], ensure_ascii=rng.random() < 0.3, separators=(",", ":")).encode()
+        frame = _split(line, rng)
+        assert list(frame) == json.loads(line) and repr(list(frame)) == repr(json.loads(line))
+        passed += bool(jsonio.kept())
+        message = {"jsonrpc": "2.0", "id": 1, "result": frame[2]}
         assert b"".join(jsonio.dumps_parts(message)) == jsonio.dumps(message)
         assert b"".join(jsonio.dumps_parts(message)) == jsonio.dumps(message)  # written once: then encoded
+    assert passed > 25  # the pass-through was taken
     jsonio._kept.clear()
 
 
-def test_what_is_not_json_in_a_long_string_is_refused_as_before():
-    long = b"a" * (jsonio.LONG_STRING + 10)
-    for bad in (b'["' + long + b'\xff"]', b'["' + long + b'"', b'["' + long + b'",]', b'["' + long + b'"] x'):
-        with pytest.raises(ValueError):
-            jsonio.loads_clean(bad)
+@pytest.mark.parametrize("bad", [b"\x01", b"\xff\xfe", b"\xf0\x9f", b"\\x", b"\\u12g", b'"'])
+def test_what_is_not_json_in_a_long_string_is_refused_however_it_comes(bad):
+    rng = random.Random(5)
+    for _ in range(20):
+        line = b'["done",3,{"text":"' + b"a" * rng.randrange(1, 300_000) + bad + b"a" * 200_000 + b'"}]'
+        with pytest.raises(channel.FrameError):
+            _split(line, rng)
+    jsonio._kept.clear()
+
+
+@pytest.mark.parametrize("odd", [b"\\ud800", b"\\ud83d\\u0041", b"\\ud83d\\ude00", b"\\/\\u0041\\\\"])
+def test_what_orjson_refuses_or_writes_otherwise_in_a_long_string_is_read_as_the_standard_library_reads_it(odd):
+    rng = random.Random(6)
+    for _ in range(20):
+        line = b'["done",3,{"text":"' + b"a" * rng.randrange(1, 300_000) + odd + b"a" * 200_000 + b'"}]'
+        frame = _split(line, rng)
+        assert list(frame) == json.loads(line)
+        message = {"jsonrpc": "2.0", "id": 1, "result": frame[2]}
+        assert b"".join(jsonio.dumps_parts(message)) == jsonio.dumps(message)
     jsonio._kept.clear()

@@ -116,78 +116,47 @@ def _no_overflowed_integer(value: object) -> bool | None:
     return True
 
 
-# -- Long strings passed through (issue 32 item 4) ------------------------------------------------------------------
-# A host's 16 MB tool result is one long JSON string. Parsing it (orjson: ~7 ms of 16 MB) and writing it again for the
-# editor (~4 ms) held the event loop; for a string without a backslash in a line without a control byte its value is
-# its bytes decoded as UTF-8 (what orjson would write for it again: no character of it needs an escape), so
-# ``loads_clean`` decodes it by the UTF-8 codec alone and keeps its bytes, and ``dumps_parts`` writes them back
-# unencoded, around the encoded rest: the same bytes, written from the line they came in.
-LONG_STRING = 64 * 1024  # a string at least this long (in bytes) is passed through
-STRINGS_WALKED = 1024  # a line with more strings is parsed as ``loads`` parses it
-KEPT = 2  # the raw bytes of the last KEPT long strings decoded, until ``dumps_parts`` writes them
+# -- Long strings read as they come, and passed through (issue 32 item 4) -------------------------------------------
+# A host's 16 MB tool result is one long JSON string. Parsing it whole (orjson: 7-30 ms of 16 MB) and writing it again
+# for the editor (~4 ms) held the event loop in one turn each. The channel now decodes a string that spans a long
+# line's pieces slice by slice as they arrive (``extensions.channel.LongStrings``: orjson reads every slice, so what is
+# not JSON is refused as before); ``loads_spans`` parses the rest of the line with each such string a placeholder and
+# puts the values back. A string without a backslash is written by orjson exactly as it came (nothing in it needs an
+# escape): its bytes are kept (the last ``KEPT``; let go after ``MISSES`` encodings that did not use them) and
+# ``dumps_parts`` writes an answer as pieces, the encoded rest around those bytes (memoryviews: no copy).
+KEPT = 2
 _NONCE = os.urandom(8).hex()  # placeholders no host or editor can write (they never see it)
 _kept: dict[int, tuple[str, memoryview]] = {}  # id(text) -> (text, its JSON string's bytes, quotes included)
 
 
-def _long_strings(data: bytes) -> list[tuple[int, int]] | None:
-    """The (opening, closing quote) positions of the long strings of ``data`` that hold no backslash; None when
-    there are more strings than ``STRINGS_WALKED`` (or a quote is not closed)."""
-    spans: list[tuple[int, int]] = []
-    find = data.find
-    at = find(b'"')
-    walked = 0
-    while at >= 0:
-        walked += 1
-        if walked > STRINGS_WALKED:
-            return None
-        end = find(b'"', at + 1)
-        while end >= 0 and data[end - 1] == 0x5C:  # a backslash before it: escaped, unless the backslash is
-            run = 1
-            while data[end - 1 - run] == 0x5C:
-                run += 1
-            if run % 2 == 0:
-                break
-            end = find(b'"', end + 1)
-        if end < 0:
-            return None
-        if end - at > LONG_STRING and find(b"\\", at + 1, end) < 0:
-            spans.append((at, end))
-        at = find(b'"', end + 1)
-    return spans
-
-
-def loads_clean(data: bytes) -> object:
-    """``loads`` of a text that holds no byte below 0x20 (the caller knows: counted as its pieces came): its long
-    strings without a backslash decoded by the UTF-8 codec alone and kept for ``dumps_parts``. Raises as ``loads``."""
-    spans = _long_strings(data) if len(data) > LONG_STRING else None
+def loads_spans(data: bytes, spans: list[tuple[int, int, str, bool]]) -> object:
+    """``loads(data)``, given the values of some of its strings: ``(opening quote, closing quote, value, plain)``
+    in order (``plain``: no backslash in it — its bytes are kept for ``dumps_parts``). Raises as ``loads``."""
     if not spans:
         return loads(data)
     view = memoryview(data)
     pieces: list[bytes | memoryview] = []
-    texts: dict[str, tuple[str, memoryview]] = {}
+    texts: dict[str, tuple[str, memoryview | None]] = {}
     at = 0
-    for start, end in spans:
-        raw = view[start:end + 1]
-        try:
-            text = str(raw[1:-1], "utf-8")
-        except UnicodeDecodeError:
-            return loads(data)  # the standard library gives the verdict and the message
+    nonce = _NONCE.encode()
+    for start, end, text, plain in spans:
         placeholder = f"\x00{_NONCE}:{len(texts)}"
-        texts[placeholder] = (text, raw)
-        pieces += (view[at:start], b'"\\u0000%s:%d"' % (_NONCE.encode(), len(texts) - 1))
+        texts[placeholder] = (text, view[start:end + 1] if plain else None)
+        pieces += (view[at:start], b'"\\u0000%s:%d"' % (nonce, len(texts) - 1))
         at = end + 1
     pieces.append(view[at:])
     value = loads(b"".join(pieces))  # malformed only if ``data`` is: each span was a string, and is one
     if not _put_back(value, texts):
         return loads(data)
     for text, raw in texts.values():
-        _kept[id(text)] = (text, raw)
-        while len(_kept) > KEPT:
-            del _kept[next(iter(_kept))]
+        if raw is not None:
+            _kept[id(text)] = (text, raw)
+            while len(_kept) > KEPT:
+                del _kept[next(iter(_kept))]
     return value
 
 
-def _put_back(value: object, texts: dict[str, tuple[str, memoryview]]) -> bool:
+def _put_back(value: object, texts: dict[str, tuple[str, memoryview | None]]) -> bool:
     """Each placeholder in ``value`` replaced by its text; False if one is not a value of a list or object."""
     left = len(texts)
     todo = [value]
@@ -213,7 +182,7 @@ def _put_back(value: object, texts: dict[str, tuple[str, memoryview]]) -> bool:
 
 
 def kept() -> bool:
-    """Whether long strings ``loads_clean`` decoded wait to be written (``dumps_parts``)."""
+    """Whether long strings ``loads_spans`` read wait to be written (``dumps_parts``)."""
     return bool(_kept)
 
 
@@ -222,7 +191,7 @@ _misses = 0
 
 
 def dumps_parts(value: object) -> list[bytes | memoryview]:
-    """``dumps(value)`` as pieces to be written one after the other: the bytes a long string came in (``loads_clean``)
+    """``dumps(value)`` as pieces to be written one after the other: the bytes a long string came in (``loads_spans``)
     are not encoded again, nor copied."""
     global _misses
     if not _kept:

@@ -96,9 +96,9 @@ class FrameError(Exception):
     """A line that is not a frame: the peer broke the channel's rules."""
 
 
-def decode(line: bytes, clean: bool = False) -> tuple[str, int, object]:
-    """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``. ``clean``: the line holds no
-    byte below 0x20 (``LineSplitter.clean``): its long strings are passed through (``jsonio.loads_clean``)."""
+def decode(line: bytes, strings: list[tuple[int, int, str, bool]] | None = None) -> tuple[str, int, object]:
+    """``(tag, id, body)`` of one line (without its newline). Raises ``FrameError``. ``strings``: those the line's
+    pieces brought, decoded as they came (``LineSplitter.strings_of``; ``jsonio.loads_spans``)."""
     if line.startswith(b'["step",'):  # most frames of a call: ["step",<id>,[<index>]], read without a parser
         match = _PLAIN_STEP.fullmatch(line)
         if match is not None:
@@ -110,7 +110,7 @@ def decode(line: bytes, clean: bool = False) -> tuple[str, int, object]:
     try:
         # a line of at most MAX_DEPTH bytes cannot nest deeper: most frames (step, done, call) skip the check
         frame = jsonio.loads(line) if len(line) <= jsondepth.MAX_DEPTH else jsondepth.bounded_loads(
-            jsonio.loads_clean if clean else jsonio.loads, line)
+            (lambda data: jsonio.loads_spans(data, strings)) if strings else jsonio.loads, line)
     except (ValueError, RecursionError) as exc:  # NaN, Infinity and nesting past 512 levels are refused too
         raise FrameError(f"not a JSON frame: {exc}") from None
     if (type(frame) is not list or len(frame) != 3 or type(frame[0]) is not str
@@ -133,9 +133,9 @@ class LineSplitter:
     cost seconds of copying on the event loop).
     """
 
-    __slots__ = ("parts", "size", "limit", "_skipping", "_head", "_commas", "_clean", "_counted")
+    __slots__ = ("parts", "size", "limit", "_skipping", "_head", "_commas", "_strings", "_track", "_counted")
 
-    def __init__(self, limit: int = MAX_FRAME_BYTES) -> None:
+    def __init__(self, limit: int = MAX_FRAME_BYTES, strings: bool = False) -> None:
         self.parts: list[bytes] = []
         self.size = 0
         self.limit = limit
@@ -144,18 +144,19 @@ class LineSplitter:
         # the commas of a long line counted piece by piece as it arrives (``too_many_values``), not all at
         # once when it is whole (~5 ms of 16 MB on the event loop, in the turn that parses it)
         self._commas = 0
-        self._clean = True  # and whether no piece of it held a byte below 0x20 (``jsonio.loads_clean``)
-        self._counted: tuple[bytes, int, bool] | None = None
+        self._track = strings  # with ``strings``: its strings that span pieces, decoded as they come (the sidecar's)
+        self._strings = LongStrings()
+        self._counted: tuple[bytes, int, list[tuple[int, int, str, bool]]] | None = None
 
     def commas_of(self, line: bytes) -> int | None:
         """The commas of ``line`` if it was the last line joined from pieces (counted as they came)."""
         counted = self._counted
         return counted[1] if counted is not None and counted[0] is line else None
 
-    def clean(self, line: bytes) -> bool:
-        """Whether ``line`` was the last line joined from pieces and none held a byte below 0x20."""
+    def strings_of(self, line: bytes) -> list[tuple[int, int, str, bool]]:
+        """The strings of ``line`` decoded as its pieces came (``LongStrings``), if it was the last line joined."""
         counted = self._counted
-        return counted is not None and counted[0] is line and counted[2]
+        return counted[2] if counted is not None and counted[0] is line else []
 
     def feed(self, data: bytes) -> list[bytes | "TooLong"]:
         out: list[bytes | TooLong] = []
@@ -173,12 +174,14 @@ class LineSplitter:
                 else:
                     self.parts.append(first)
                     joined = b"".join(self.parts)
-                    self._counted = (joined, self._commas + first.count(b","), self._clean and _clean(first))
+                    if self._track:
+                        self._strings.feed(first)
+                    self._counted = (joined, self._commas + first.count(b","), self._strings.found())
                     out.append(joined)
                 self.parts.clear()
                 self.size = 0
                 self._commas = 0
-                self._clean = True
+                self._strings = LongStrings()
             else:
                 out.append(first if len(first) <= limit else TooLong(first[:128]))
             for line in lines[1:]:
@@ -190,21 +193,14 @@ class LineSplitter:
                 self.parts.clear()
                 self.size = 0
                 self._commas = 0
-                self._clean = True
+                self._strings = LongStrings()
             else:
                 self.parts.append(rest)
                 self.size += len(rest)
                 self._commas += rest.count(b",")
-                self._clean = self._clean and _clean(rest)
+                if self._track:
+                    self._strings.feed(rest)
         return out
-
-
-_CONTROLS = bytes(range(0x20))
-
-
-def _clean(piece: bytes) -> bool:
-    """No byte below 0x20 (no raw control character; a frame holds no whitespace): ~0.4 ms a MiB, as it comes."""
-    return len(piece.translate(None, _CONTROLS)) == len(piece)
 
 
 def _head(parts: list[bytes]) -> bytes:
@@ -214,6 +210,108 @@ def _head(parts: list[bytes]) -> bytes:
         if len(head) >= 128:
             break
     return head
+
+
+class LongStrings:
+    """The strings of a long line that span its pieces, decoded slice by slice as the pieces arrive (issue 32 item 4):
+    orjson reads each slice (~0.5 ms a MiB, in the turn that reads it) instead of the whole text in the turn that
+    completes the line, and refuses what is not JSON as it would have. A slice ends before a backslash run or a
+    UTF-8 sequence that may go on in the next piece. Anything unusual (a slice orjson refuses, a surrogate pair cut in
+    two, more than ``MAX_QUOTES`` escaped quotes) and the line is parsed whole, as before."""
+
+    __slots__ = ("ok", "size", "open", "done", "tail", "parts", "plain", "spans", "quotes")
+    MAX_QUOTES = 10_000
+
+    def __init__(self) -> None:
+        self.ok = True
+        self.size = 0  # bytes of the line fed so far
+        self.open = -1  # where the string being read opened (its quote), -1 between strings
+        self.done = 0  # up to where its content is decoded; ``tail`` holds what came after, not yet decoded
+        self.tail = b""
+        self.parts: list[str] = []
+        self.plain = True  # no backslash in it so far
+        self.spans: list[tuple[int, int, str, bool]] = []  # (opening quote, closing quote, value, plain)
+        self.quotes = 0
+
+    def found(self) -> list[tuple[int, int, str, bool]]:
+        return self.spans if self.ok and self.open < 0 else []
+
+    def feed(self, data: bytes) -> None:
+        base = self.size
+        self.size += len(data)
+        at = 0  # in data: what is not looked at yet
+        while self.ok:
+            if self.open < 0:  # between strings: the next quote opens one
+                quote = data.find(b'"', at)
+                if quote < 0:
+                    return
+                self.open, self.done, self.tail, self.parts, self.plain = base + quote, base + quote + 1, b"", [], True
+                at = quote + 1
+                opened_here = True
+            else:
+                opened_here = False
+            buf = self.tail + data[at:] if self.tail else data[at:]  # the string's undecoded bytes, from ``done``
+            close = self._closing(buf)
+            if close is None:
+                return
+            if close >= 0:
+                if opened_here:  # a string within one piece: the parser reads it with the rest
+                    self.open = -1
+                    at += close + 1
+                    continue
+                self._decode(buf[:close])  # ``done`` is now the closing quote
+                self.spans.append((self.open, self.done, "".join(self.parts), self.plain))
+                self.open, self.parts = -1, []
+                at = self.done - base + 1
+                continue
+            cut = _cut(buf)
+            self._decode(buf[:cut])
+            self.tail = buf[cut:]
+            return
+
+    def _closing(self, buf: bytes) -> int | None:
+        """Where the string's closing quote is in ``buf`` (-1: not in it); None: too many escaped quotes."""
+        quote = buf.find(b'"')
+        while quote >= 0:
+            run = 0
+            while run < quote and buf[quote - 1 - run] == 0x5C:
+                run += 1
+            if run % 2 == 0:
+                return quote
+            self.quotes += 1
+            if self.quotes > self.MAX_QUOTES:
+                self.ok = False
+                return None
+            quote = buf.find(b'"', quote + 1)
+        return -1
+
+    def _decode(self, chunk: bytes) -> None:
+        """The next slice of the string's content: decoded, ``done`` moved past it."""
+        if chunk:
+            if self.plain and b"\\" in chunk:
+                self.plain = False
+            try:
+                self.parts.append(jsonio.orjson.loads(b'"' + chunk + b'"'))
+            except ValueError:
+                self.ok = False
+                return
+        self.done += len(chunk)
+
+
+def _cut(buf: bytes) -> int:
+    """Where a slice of a string's content may end: before a backslash run among its last 16 bytes (an escape, even a
+    surrogate pair's second half, may go on in the next piece) and before a UTF-8 sequence that may not be whole."""
+    cut = len(buf)
+    while cut > 0 and buf[cut - 1] & 0xC0 == 0x80:
+        cut -= 1
+    if cut > 0 and buf[cut - 1] >= 0xC0:
+        cut -= 1
+    backslash = buf.rfind(b"\\", max(0, cut - 16), cut)
+    if backslash >= 0:
+        cut = backslash
+        while cut > 0 and buf[cut - 1] == 0x5C:
+            cut -= 1
+    return cut
 
 
 SCAN_FROM = 256 * 1024  # frames at least this long are looked at before they are parsed

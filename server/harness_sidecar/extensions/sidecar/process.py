@@ -86,7 +86,7 @@ class HostProcess:
         self.on_exit: Callable[["HostProcess"], None] | None = None
         self.exited = False
         self.returncode: int | None = None
-        self._splitter = channel.LineSplitter()
+        self._splitter = channel.LineSplitter(strings=True)
         self._out: list[bytes] = []
         self._flush_scheduled = False
         self._writer = False
@@ -179,7 +179,7 @@ class HostProcess:
                         self.on_frame("tooLarge", head[1], head[0])  # body: the refused frame's tag
                     continue
                 try:
-                    tag, ident, body = channel.decode(line, self._splitter.clean(line))
+                    tag, ident, body = channel.decode(line, self._splitter.strings_of(line))
                 except channel.FrameError as exc:
                     logger.error("%s broke the channel (%s); killing it", self.label, exc)
                     self.kill()
