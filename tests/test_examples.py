@@ -13,7 +13,7 @@ from helpers import REPO, add_skill, write
 EXAMPLES = REPO / "client-examples" / "extensions"
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True}
 PORTS = ["permission-gate", "protected-paths", "secret-mask", "todo", "input-transform", "claude-rules", "hello",
-         "pirate"]
+         "pirate", "plan-mode", "preset", "tools"]
 
 
 class Editor:
@@ -88,7 +88,9 @@ def test_every_port_loads_beside_the_others_and_says_what_it_shows_and_where_it_
     started = editor.open(PORTS, tmp_path)
     assert [t["name"] for t in started["tools"]] == ["load_skill", "todo", "hello"]
     listed = editor.request("commands/list")["result"]["commands"]
-    assert [(c["name"], c["origin"]["id"]) for c in listed] == [("todos", "todo"), ("pirate", "pirate")]
+    assert [(c["name"], c["origin"]["id"]) for c in listed] == [
+        ("todos", "todo"), ("pirate", "pirate"), ("plan", "plan-mode"), ("plan-todos", "plan-mode"),
+        ("preset", "preset"), ("tools", "tools")]
 
 
 # -- permission-gate ------------------------------------------------------------------------------------
