@@ -237,6 +237,22 @@ def test_plan_mode_turns_the_plan_into_steps_executes_them_and_tracks_done(spawn
     editor.loop("stop", lastAssistantMessage="Tests written. [DONE:2]", stopHookActive=False)
     assert editor.notices()[-1].startswith("**Plan Complete!** ✓")
     assert editor.status("plan-mode") is None and "EXECUTING PLAN" not in editor.prompt()
+    assert editor.tools() == ["load_skill", *PI_TOOLS]
+
+
+def test_plan_mode_blocks_a_writing_tool_that_another_extension_made_active(spawn, tmp_path):
+    """In Pi, plan mode's ``setActiveTools`` is the last word until ``/plan`` is run again. Here a tool can
+    become active again while in plan mode (another extension's ``set_active``, a new MCP server's tool), so
+    plan-mode's before hook refuses any tool outside the read-only ones: the write never reaches the editor."""
+    editor = Editor(spawn)
+    editor.open(["plan-mode", "tools"], tmp_path)
+    editor.command("/plan")
+    editor.command("/tools enable write")
+    assert editor.tools() == ["load_skill", "read", "bash", "write"]
+    written = editor.call("write", {"path": "a.txt"})
+    assert written["isError"] and written["details"]["blocked"]["extensionId"] == "plan-mode"
+    assert text(written).endswith("Plan mode: write is not a read-only tool. Use /plan to disable plan mode first.")
+    assert editor.ran == []
 
 
 def test_plan_mode_refine_sends_the_users_words_and_stays_in_plan_mode(spawn, tmp_path):

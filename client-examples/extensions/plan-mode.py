@@ -221,7 +221,7 @@ def agent_end(event, ctx):
         if all(t["completed"] for t in state["todos"]):
             done = "\n".join(f"~~{t['text']}~~" for t in state["todos"])
             ctx.ui.notify(f"**Plan Complete!** ✓\n\n{done}")
-            leave(state, ctx)
+            state.update(executing=False, todos=[])  # the tools were given back when the execution began
         ctx.state.set(state)
         update_status(state, ctx)
         return None
