@@ -256,6 +256,29 @@ def test_auto_commit_on_exit_at_eof_uses_the_message_the_editor_reported(spawn, 
 
 
 @needs_git
+def test_auto_commit_on_exit_commits_at_shutdown_and_says_when_git_refuses(spawn, tmp_path):
+    """Pi commits when it exits, and says nothing when the commit fails. Here ``shutdown`` is an exit too
+    (``thread_close`` reason ``shutdown``), and a refused commit (a pre-commit hook that exits 1) is told
+    as a warning with git's words; the changes stay uncommitted (staged, as Pi leaves them)."""
+    repo = make_repo(tmp_path / "repo", dirty=["notes.txt"])
+    editor = Editor(spawn, conversation=[{"role": "assistant", "text": "Wrote the notes"}])
+    editor.open("auto-commit-on-exit", repo)
+    editor.sidecar.call("shutdown", timeout=60)
+    assert log(repo) == ["[agent] Wrote the notes", "first"]
+    assert editor.notices() == [("info", "Auto-committed: [agent] Wrote the notes")]
+
+    refusing = make_repo(tmp_path / "refusing", dirty=["notes.txt"])
+    hook = refusing / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho 'notes must be reviewed' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    editor = Editor(spawn, conversation=[{"role": "assistant", "text": "Wrote the notes"}])
+    editor.open("auto-commit-on-exit", refusing)
+    editor.sidecar.call("thread/close", {"threadId": editor.thread}, timeout=60)
+    assert log(refusing) == ["first"] and "notes.txt" in git(refusing, "status", "--porcelain")
+    assert editor.notices() == [("warning", "Auto-commit failed: notes must be reviewed")]
+
+
+@needs_git
 def test_auto_commit_on_exit_commits_nothing_in_a_clean_repository(spawn, tmp_path):
     """Pi: no changes → no commit, no notice. Without a message at all the commit would say "Work in
     progress"; here nothing is committed, so nothing is said."""
