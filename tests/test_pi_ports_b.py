@@ -256,6 +256,25 @@ def test_auto_commit_on_exit_at_eof_uses_the_message_the_editor_reported(spawn, 
 
 
 @needs_git
+def test_auto_commit_on_exit_remembers_the_last_message_across_a_crash_and_a_resumed_session(spawn, tmp_path):
+    """Pi rebuilds from its session file after a crash. Here the message the editor reported is in
+    ``ctx.state``, saved under the session: the sidecar is killed (no ``thread_close`` runs, nothing is
+    committed), a new one resumes the session (``thread/start {sessionId, resume: true}``), and its close
+    commits with the message reported before the crash."""
+    repo = make_repo(tmp_path / "repo", dirty=["notes.txt"])
+    first = Editor(spawn)
+    first.open("auto-commit-on-exit", repo, sessionId="work-1")
+    assert first.event("turn_end", {"lastAssistantMessage": "Drafted the release notes"}) == EMPTY
+    first.sidecar.proc.kill()
+    first.sidecar.proc.wait()
+    assert log(repo) == ["first"]
+    second = Editor(spawn)
+    second.open("auto-commit-on-exit", repo, sessionId="work-1", resume=True)
+    second.sidecar.call("thread/close", {"threadId": second.thread}, timeout=60)
+    assert log(repo) == ["[agent] Drafted the release notes", "first"]
+
+
+@needs_git
 def test_auto_commit_on_exit_commits_at_shutdown_and_says_when_git_refuses(spawn, tmp_path):
     """Pi commits when it exits, and says nothing when the commit fails. Here ``shutdown`` is an exit too
     (``thread_close`` reason ``shutdown``), and a refused commit (a pre-commit hook that exits 1) is told
