@@ -121,9 +121,9 @@ def _no_overflowed_integer(value: object) -> bool | None:
 # for the editor (~4 ms) held the event loop in one turn each. The channel now decodes a string that spans a long
 # line's pieces slice by slice as they arrive (``extensions.channel.LongStrings``: orjson reads every slice, so what is
 # not JSON is refused as before); ``loads_spans`` parses the rest of the line with each such string a placeholder and
-# puts the values back. A string without a backslash is written by orjson exactly as it came (nothing in it needs an
-# escape): its bytes are kept (the last ``KEPT``; let go after ``MISSES`` encodings that did not use them) and
-# ``dumps_parts`` writes an answer as pieces, the encoded rest around those bytes (memoryviews: no copy).
+# puts the values back. A string whose bytes are what orjson writes for it (``plain``: no backslash, or each slice
+# written again to see) has its bytes kept (the last ``KEPT``; let go after ``MISSES`` encodings that did not use
+# them) and ``dumps_parts`` writes an answer as pieces, the encoded rest around those bytes (memoryviews: no copy).
 KEPT = 2
 _NONCE = os.urandom(8).hex()  # placeholders no host or editor can write (they never see it)
 _kept: dict[int, tuple[str, memoryview]] = {}  # id(text) -> (text, its JSON string's bytes, quotes included)
@@ -131,7 +131,7 @@ _kept: dict[int, tuple[str, memoryview]] = {}  # id(text) -> (text, its JSON str
 
 def loads_spans(data: bytes, spans: list[tuple[int, int, str, bool]]) -> object:
     """``loads(data)``, given the values of some of its strings: ``(opening quote, closing quote, value, plain)``
-    in order (``plain``: no backslash in it — its bytes are kept for ``dumps_parts``). Raises as ``loads``."""
+    in order (``plain``: its bytes are what orjson writes for it — kept for ``dumps_parts``). Raises as ``loads``."""
     if not spans:
         return loads(data)
     view = memoryview(data)
