@@ -133,7 +133,8 @@ class LineSplitter:
     cost seconds of copying on the event loop).
     """
 
-    __slots__ = ("parts", "size", "limit", "_skipping", "_head", "_commas", "_strings", "_track", "_counted")
+    __slots__ = ("parts", "size", "limit", "track_limit", "_skipping", "_head", "_commas", "_strings", "_track",
+                 "_counted")
 
     def __init__(self, limit: int = MAX_FRAME_BYTES, strings: bool = False) -> None:
         self.parts: list[bytes] = []
@@ -145,6 +146,7 @@ class LineSplitter:
         # once when it is whole (~5 ms of 16 MB on the event loop, in the turn that parses it)
         self._commas = 0
         self._track = strings  # with ``strings``: its strings that span pieces, decoded as they come (the sidecar's)
+        self.track_limit = limit  # a line longer than this is not followed (refused unparsed, or parsed whole)
         self._strings = LongStrings()
         self._counted: tuple[bytes, int, list[tuple[int, int, str, bool]]] | None = None
 
@@ -174,8 +176,11 @@ class LineSplitter:
                 else:
                     self.parts.append(first)
                     joined = b"".join(self.parts)
-                    if self._track:
-                        self._strings.feed(first)
+                    if self._track and self._strings.ok:
+                        if self.size + len(first) > self.track_limit:
+                            self._strings.give_up()
+                        else:
+                            self._strings.feed(first)
                     self._counted = (joined, self._commas + first.count(b","), self._strings.found())
                     out.append(joined)
                 self.parts.clear()
@@ -198,8 +203,11 @@ class LineSplitter:
                 self.parts.append(rest)
                 self.size += len(rest)
                 self._commas += rest.count(b",")
-                if self._track:
-                    self._strings.feed(rest)
+                if self._track and self._strings.ok:
+                    if self.size > self.track_limit:
+                        self._strings.give_up()
+                    else:
+                        self._strings.feed(rest)
         return out
 
 
@@ -235,6 +243,11 @@ class LongStrings:
 
     def found(self) -> list[tuple[int, int, str, bool]]:
         return self.spans if self.ok and self.open < 0 else []
+
+    def give_up(self) -> None:
+        """The line is not followed further (and what was decoded of it is let go)."""
+        self.ok = False
+        self.parts, self.spans, self.tail = [], [], b""
 
     def feed(self, data: bytes) -> None:
         base = self.size

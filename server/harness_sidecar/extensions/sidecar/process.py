@@ -146,6 +146,7 @@ class HostProcess:
         characters, which JSON escaping can double), and the sidecar cuts it to fit a line."""
         self._answer_limit = max_result_bytes + FRAME_SLACK
         self._splitter.limit = min(4 * max_result_bytes + FRAME_SLACK, channel.MAX_FRAME_BYTES)
+        self._splitter.track_limit = self._answer_limit  # a longer line is refused unparsed or parsed whole
 
     def _readable(self, all_of_it: bool = False) -> bool:
         """Read and handle what the host wrote. On the loop's wake-up a short read is all there was
