@@ -156,9 +156,13 @@ class LineSplitter:
         return counted[1] if counted is not None and counted[0] is line else None
 
     def strings_of(self, line: bytes) -> list[tuple[int, int, str, bool]]:
-        """The strings of ``line`` decoded as its pieces came (``LongStrings``), if it was the last line joined."""
+        """The strings of ``line`` decoded as its pieces came (``LongStrings``), if it was the last line joined; asked
+        once, when the line is decoded (then neither the line nor its strings are held here any longer)."""
         counted = self._counted
-        return counted[2] if counted is not None and counted[0] is line else []
+        if counted is None or counted[0] is not line:
+            return []
+        self._counted = None
+        return counted[2]
 
     def feed(self, data: bytes) -> list[bytes | "TooLong"]:
         out: list[bytes | TooLong] = []
