@@ -1,11 +1,12 @@
 """Long result texts on their way from an extension host to the editor (issue 32 item 4), through the real sidecar.
 
-A long string without a backslash in a host frame is decoded by the UTF-8 codec alone and written to the
-editor from the bytes it came in (``jsonio.loads_clean`` / ``dumps_parts``), not parsed and encoded again.
-What the editor sees must not change: the same texts in every framing, whatever they hold (non-ASCII,
-quotes, newlines, control characters), several in one result; ``--max-result-bytes`` bounds the answer to
-the byte as before; and a frame whose long string is not JSON (a raw control byte, bytes that are not
-UTF-8) still breaks the channel — never reaches stdout.
+A string that spans a host line's pieces is decoded slice by slice as the pieces arrive
+(``extensions.channel.LongStrings``, ``jsonio.loads_spans``) and, when its bytes are what the sidecar would
+write for it, written to the editor from those bytes (``jsonio.dumps_parts``), not encoded again. What the
+editor sees must not change: the same texts in every framing, whatever they hold (non-ASCII, quotes,
+newlines, control characters), several in one result; ``--max-result-bytes`` bounds the answer to the byte
+as before; and a frame whose long string is not JSON (a raw control byte, bytes that are not UTF-8) still
+breaks the channel — never reaches stdout.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ MB = 1_000_000
 TEXTS = {
     "ascii": "'a' * (3 * MB)",
     "unicode": "'é ü 😀 \\u2028 ' * (MB // 5)",  # raw UTF-8 on the channel, no backslash
-    "escaped": "'line \"one\"\\n\\ttab \\\\ back\\x01 ' * (MB // 10)",  # escapes: parsed as before
+    "escaped": "'line \"one\"\\n\\ttab \\\\ back\\x01 ' * (MB // 10)",  # escapes, \\u0001 among them
 }
 EXTENSION = f'''
 MB = {MB}
