@@ -132,3 +132,27 @@ def test_a_forged_long_text_that_is_not_json_never_reaches_stdout(spawn, ws, bad
     crashed = "crash" in (result["details"].get("kind"), result["details"].get("blocked", {}).get("kind"))
     assert "a" * 100 not in text and (text == "the real outcome" or (result["isError"] and crashed)), text[:200]
     assert sidecar.call("tools/list", {"threadId": thread})["tools"]  # and the sidecar goes on serving
+
+
+NOTIFIER = '''
+def run(call_id, arguments, ctx):
+    ctx.ui.notify("\\x01" * 700_000)  # 4.2 MB on the channel (\\u0001 each): longer than any answer may be
+    return "notified"
+def activate(api):
+    api.register_tool(name="notify", description="", input_schema={}, execute=run)
+'''
+
+
+def test_a_notification_longer_than_any_answer_is_still_relayed_cut_to_fit(spawn, ws):
+    # a result-carrying frame that long is let go as it comes; a notification's text is cut to fit instead
+    ws.extension("notifier", NOTIFIER)
+    sidecar = spawn(initialize=False, command=sidecar_command() + ["--max-result-bytes", "1000000"])
+    sidecar.call("initialize", {"protocolVersion": "4", "capabilities": {"ui": {"notify": True}}})
+    thread = sidecar.call("thread/start", {"roots": [str(ws.root)], "trustedExtensions": ["notifier"]},
+                          timeout=60)["threadId"]
+    result = sidecar.call("tools/call", {"threadId": thread, "call": {"id": "n", "name": "notify", "arguments": {}}},
+                          timeout=60)["result"]
+    assert result["content"][0]["text"] == "notified"
+    notified = [n["params"] for n in sidecar.notifications if n["method"] == "ui/notify"]
+    assert len(notified) == 1 and notified[0]["extensionId"] == "notifier", notified[:1]
+    assert notified[0]["message"].startswith("\x01" * 1000)

@@ -133,8 +133,8 @@ class LineSplitter:
     cost seconds of copying on the event loop).
     """
 
-    __slots__ = ("parts", "size", "limit", "track_limit", "_skipping", "_head", "_commas", "_strings", "_track",
-                 "_counted")
+    __slots__ = ("parts", "size", "limit", "track_limit", "answer_limit", "_skipping", "_head", "_commas", "_strings",
+                 "_track", "_counted")
 
     def __init__(self, limit: int = MAX_FRAME_BYTES, strings: bool = False) -> None:
         self.parts: list[bytes] = []
@@ -147,6 +147,9 @@ class LineSplitter:
         self._commas = 0
         self._track = strings  # with ``strings``: its strings that span pieces, decoded as they come (the sidecar's)
         self.track_limit = limit  # a line longer than this is not followed (refused unparsed, or parsed whole)
+        # a frame that may carry a result (not ``notify``/``ui``) longer than this comes out as ``TooLong`` too: its
+        # pieces are let go as they come, never joined (a 60 MiB line: not held, nor copied on the loop)
+        self.answer_limit = limit
         self._strings = LongStrings()
         self._counted: tuple[bytes, int, list[tuple[int, int, str, bool]]] | None = None
 
@@ -175,7 +178,8 @@ class LineSplitter:
                 out.append(TooLong(self._head))
                 self._skipping = False
             elif self.parts:
-                if self.size + len(first) > limit:
+                if self.size + len(first) > limit or (self.size + len(first) > self.answer_limit
+                                                      and carries_result(_head(self.parts))):
                     out.append(TooLong(_head(self.parts)))
                 else:
                     self.parts.append(first)
@@ -196,7 +200,8 @@ class LineSplitter:
             for line in lines[1:]:
                 out.append(line if len(line) <= limit else TooLong(line[:128]))
         if rest and not self._skipping:
-            if self.size + len(rest) > limit:
+            if self.size + len(rest) > limit or (self.size + len(rest) > self.answer_limit
+                                                 and carries_result(_head(self.parts + [rest]))):
                 self._head = _head(self.parts + [rest])
                 self._skipping = True
                 self.parts.clear()
@@ -213,6 +218,13 @@ class LineSplitter:
                     else:
                         self._strings.feed(rest)
         return out
+
+
+def carries_result(line: bytes) -> bool:
+    """Whether a frame beginning with ``line`` may carry a result (every tag but ``notify`` and ``ui``, whose text
+    the sidecar cuts to fit: they may be longer than any answer)."""
+    head = peek_id(line)
+    return head is None or head[0] not in (NOTIFY, UI)
 
 
 def _head(parts: list[bytes]) -> bytes:

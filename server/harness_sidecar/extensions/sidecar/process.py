@@ -147,6 +147,7 @@ class HostProcess:
         self._answer_limit = max_result_bytes + FRAME_SLACK
         self._splitter.limit = min(4 * max_result_bytes + FRAME_SLACK, channel.MAX_FRAME_BYTES)
         self._splitter.track_limit = self._answer_limit  # a longer line is refused unparsed or parsed whole
+        self._splitter.answer_limit = self._answer_limit  # a longer result is let go as it comes (TooLong)
 
     def _readable(self, all_of_it: bool = False) -> bool:
         """Read and handle what the host wrote. On the loop's wake-up a short read is all there was
@@ -173,7 +174,7 @@ class HostProcess:
                 self._channel_closed()
                 return True
             for line in self._splitter.feed(data):
-                if isinstance(line, channel.TooLong) or (len(line) > self._answer_limit and _carries_result(line)) \
+                if isinstance(line, channel.TooLong) or (len(line) > self._answer_limit and channel.carries_result(line)) \
                         or channel.too_many_values(line, self._splitter.commas_of(line)) is not None:  # cheap first
                     head = channel.peek_id(line.head if isinstance(line, channel.TooLong) else line)
                     if self.on_frame is not None and head is not None:
@@ -323,11 +324,6 @@ def _writer(ancillary: list[tuple[int, int, bytes]]) -> int | None:
         if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS and len(data) >= _UCRED.size:
             return _UCRED.unpack_from(data)[0]
     return None
-
-
-def _carries_result(line: bytes) -> bool:
-    head = channel.peek_id(line)
-    return head is None or head[0] not in (channel.NOTIFY, channel.UI)
 
 
 class Spares:
