@@ -169,8 +169,11 @@ class LineSplitter:
 
     def feed(self, data: bytes) -> list[bytes | "TooLong"]:
         out: list[bytes | TooLong] = []
-        lines = data.split(b"\n")
-        rest = lines.pop()
+        if b"\n" in data:
+            lines = data.split(b"\n")
+            rest = lines.pop()
+        else:  # a piece of a long line: not split (a copy of it, ~0.6 ms a MiB)
+            lines, rest = [], data
         limit = self.limit
         if lines:
             first = lines[0]
