@@ -8,7 +8,8 @@ an integer: the exchange a frame belongs to (0 when none). Both sides encode wit
 
 Sidecar → host
   ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes, maxTools,
-                      states: {extension id: JSON}, stateBytes}  (states: what ctx.state.get() starts with)
+                      states: {extension id: JSON text}, stateBytes}  (states: what ctx.state.get() starts
+                      with, each the compact JSON text of its value as a string: kept as it is, parsed at get())
   ``load``      seq  {id, code (base64 of the hashed bytes), codePath, package, directory,
                       settings, deadline}                                  → ``loaded``
   ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live

@@ -60,12 +60,12 @@ class ExtensionHost:
         relay.exchanges = self.exchanges
 
     @property
-    def on_state(self) -> Callable[[str, Any], None] | None:
+    def on_state(self) -> Callable[[str, bytes], None] | None:
         """``ctx.state.set`` of an extension (protocol-v4 §5), told on: ``relay.HostRelay.on_state``."""
         return self.relay.on_state
 
     @on_state.setter
-    def on_state(self, on_state: Callable[[str, Any], None] | None) -> None:
+    def on_state(self, on_state: Callable[[str, bytes], None] | None) -> None:
         self.relay.on_state = on_state
 
     # -- the process
@@ -79,7 +79,7 @@ class ExtensionHost:
         process.owner = self.thread_id
         process.on_frame = self.exchanges.frame
         process.on_exit = self._exit
-        process.send(channel.INIT, 0, self.init)
+        process.send(channel.INIT, 0, _with_state_texts(self.init))
         self.process = process
         return process
 
@@ -255,6 +255,15 @@ class ExtensionHost:
             process.close()
             if not process.exited:
                 await done
+
+
+def _with_state_texts(init: dict[str, Any]) -> dict[str, Any]:
+    """``init`` as sent: each state (kept as compact JSON bytes) goes as its text, a JSON string the host
+    keeps as it is and parses at ``ctx.state.get()`` — never parsed into a value and encoded again."""
+    states = init.get("states")
+    if not states:
+        return init
+    return {**init, "states": {ext_id: text.decode("utf-8") for ext_id, text in states.items()}}
 
 
 def _registered(report: Any) -> Any:
