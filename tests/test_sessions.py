@@ -261,6 +261,29 @@ def test_a_state_file_copied_from_another_session_is_not_read(spawn, ws, tmp_pat
     assert "secret" not in _text(sidecar, resumed["threadId"], "remember", {"item": "x"})
 
 
+def test_a_state_file_laid_out_by_another_writer_resumes_and_a_state_set_unchanged_is_not_written(spawn, ws,
+                                                                                                      tmp_path):
+    """The host is handed each state as a raw line after init: a file written pretty-printed (newlines
+    between tokens, keys in another order) still resumes whole, with strings holding newlines and
+    integers past 64 bits exact; a thread_close that sets the state it got leaves the file alone."""
+    state_dir = tmp_path / "state"
+    sidecar = spawn(env={**os.environ, "HARNESS_SIDECAR_STATE_DIR": str(state_dir)})
+    thread = _session(sidecar, ws, sessionId="pretty")["threadId"]
+    _text(sidecar, thread, "remember", {"item": "a"})
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    path = next(p for p in state_dir.rglob("state-*.json"))
+    kept = {"items": ["line one\nline two", 2 ** 70], "closed": True}
+    path.write_text(json.dumps({"state": kept, "extensionId": "todo", "sessionId": "pretty"}, indent=2))
+    resumed = _session(sidecar, ws, sessionId="pretty", resume=True)
+    assert not [d for d in resumed["diagnostics"] if d["kind"] == "session_state_unreadable"]
+    assert ["start", "resume", kept] in ws.events()
+    closed = sidecar.call("thread/close", {"threadId": resumed["threadId"]}, timeout=60)
+    assert closed["state"]["todo"] == kept  # thread_close set what it got: {**state, "closed": True}
+    assert path.read_text().startswith("{\n")  # not written again
+    again = _session(sidecar, ws, sessionId="pretty", resume=True)["threadId"]
+    assert json.loads(_text(sidecar, again, "remember", {"item": "b"}))["items"] == ["line one\nline two", 2 ** 70, "b"]
+
+
 def test_a_state_over_the_limit_raises_and_keeps_the_old_one(spawn, ws):
     sidecar = spawn()
     thread = _session(sidecar, ws, sessionId="big", limits={"extensionStateBytes": 1000})["threadId"]

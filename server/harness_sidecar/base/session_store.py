@@ -12,7 +12,8 @@ way: read, its envelope compared byte for byte and the text between checked to b
 parse; the standard library's verdict where orjson refuses, nesting bounded like every message),
 handed to the extension host as that text (which parses it at ``ctx.state.get()``), written back as
 ``envelope + text + "}"``. A file another writer laid out differently is parsed whole and its state
-encoded again; one that does not parse is a diagnostic (``session_state_unreadable``) and an empty
+encoded again (as is one with a newline byte between its tokens: the text goes to the host as one line);
+one that does not parse is a diagnostic (``session_state_unreadable``) and an empty
 state, never a failed thread.
 
 Writes are atomic (a temporary file in the same folder, then ``os.replace``) and not fsynced one by one:
@@ -117,7 +118,8 @@ class SessionStore:
             if raw is None:
                 continue
             envelope = self._envelope(ext_id)
-            if raw.startswith(envelope) and raw.endswith(b"}"):  # as this store writes it: the text between
+            # as this store writes it: the text between, which goes to the host as a line (no newline in it)
+            if raw.startswith(envelope) and raw.endswith(b"}") and b"\n" not in raw:
                 text = memoryview(raw)[len(envelope):-1]
                 try:
                     check_state_text(text)

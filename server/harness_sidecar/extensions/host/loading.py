@@ -205,8 +205,7 @@ class Loading:
         self.state.settings = body.get("settings", {})
         self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
         self.state.max_tools = body.get("maxTools")
-        # each state's JSON text, kept as it came: parsed at ctx.state.get() (session_state)
-        self.state.states = {ext_id: text for ext_id, text in (body.get("states") or {}).items() if type(text) is str}
+        # (its stateLines, each extension's ctx.state, are kept by serving as they are read: state.states)
         self.state.state_bytes = body.get("stateBytes", self.state.state_bytes)
         memory_mb = body.get("memoryMb")
         if memory_mb:

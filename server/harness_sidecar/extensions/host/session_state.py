@@ -2,8 +2,9 @@
 sidecar, which saves it (``base.session_store``) and hands it back on resume, fork and a host restart.
 
 Runs in the host process only; imports no sidecar module but the channel and ``jsondata``. The host
-holds each extension's state as its compact JSON text (``HostState.states``): the sidecar's ``init``
-hands each over as that text, kept as it came (no parse, no encode, however large, until it is used);
+holds each extension's state as its compact JSON text (``HostState.states``): the sidecar hands each over
+as a raw line after ``init`` (its ``stateLines``), kept as it came (no parse, no encode, however large,
+until it is used);
 ``get()`` parses a fresh copy (the extension cannot change the kept state by mutating what it got) —
 orjson, with the standard library reading what orjson would read otherwise (an integer past 64 bits, a
 lone surrogate); ``set(value)`` copies the value by exact JSON types (``jsondata.to_json``), refuses
@@ -61,7 +62,7 @@ WALKED_VALUES = 10_000
 _OVERFLOW = float(2 ** 63)
 
 
-def parsed(text: str) -> Any:
+def parsed(text: bytes | str) -> Any:
     """The value of a kept state's text, every integer exact: orjson reads an integer past 64 bits as a
     float of at least 2**63, so a value holding such a float (or too many values to look at) is read
     again by the standard library — as is one orjson refuses."""

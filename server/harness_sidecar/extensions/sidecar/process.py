@@ -115,6 +115,17 @@ class HostProcess:
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
 
+    def send_lines(self, lines: list[bytes]) -> None:
+        """Raw lines after a frame that announces them (``init``'s ``stateLines``): each a compact JSON text,
+        which holds no newline byte. Joined with the frames around them at the next flush, never encoded."""
+        if self.exited:
+            return
+        for line in lines:
+            self._out += (line, b"\n")
+        if not self._flush_scheduled and not self._writer:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
     def flush(self) -> None:
         self._flush_scheduled = False
         if not self._out or self.exited:

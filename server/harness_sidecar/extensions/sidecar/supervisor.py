@@ -79,7 +79,9 @@ class ExtensionHost:
         process.owner = self.thread_id
         process.on_frame = self.exchanges.frame
         process.on_exit = self._exit
-        process.send(channel.INIT, 0, _with_state_texts(self.init))
+        init, states = _init_and_state_lines(self.init)
+        process.send(channel.INIT, 0, init)
+        process.send_lines(states)
         self.process = process
         return process
 
@@ -257,13 +259,14 @@ class ExtensionHost:
                 await done
 
 
-def _with_state_texts(init: dict[str, Any]) -> dict[str, Any]:
-    """``init`` as sent: each state (kept as compact JSON bytes) goes as its text, a JSON string the host
-    keeps as it is and parses at ``ctx.state.get()`` — never parsed into a value and encoded again."""
-    states = init.get("states")
-    if not states:
-        return init
-    return {**init, "states": {ext_id: text.decode("utf-8") for ext_id, text in states.items()}}
+def _init_and_state_lines(init: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    """``init`` as sent, and the lines after it: each state (kept as its compact JSON text) goes as a line
+    of its own, raw (``channel``: ``stateLines``), which the host keeps as it is and parses at
+    ``ctx.state.get()`` — never decoded as part of a frame, nor parsed and encoded again."""
+    sent = {k: v for k, v in init.items() if k != "states"}
+    texts = init.get("states") or {}
+    sent["stateLines"] = list(texts)
+    return sent, list(texts.values())
 
 
 def _registered(report: Any) -> Any:
