@@ -201,6 +201,22 @@ def test_state_survives_close_and_a_new_sidecar_and_comes_back_on_resume(spawn, 
         {"items": ["a", "b", "c"]}
 
 
+def test_the_resources_requested_with_an_activation_come_back_on_resume_and_fork(spawn, ws):
+    write(ws.root / "skills/review/checklist.md", "CHECKLIST BODY\n")
+    sidecar = spawn()
+    thread = _session(sidecar, ws, sessionId="with-resources")["threadId"]
+    sidecar.call("skills/activate", {"threadId": thread, "name": "review", "resources": ["checklist.md"]})
+    assert "CHECKLIST BODY" in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    fork = sidecar.call("thread/fork", {"threadId": thread, "sessionId": "forked"}, timeout=60)["threadId"]
+    assert "CHECKLIST BODY" in sidecar.call("context/build", {"threadId": fork})["systemPrompt"]
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    sidecar.close()
+    again = spawn()
+    resumed = _session(again, ws, sessionId="with-resources", resume=True)["threadId"]
+    built = again.call("context/build", {"threadId": resumed})
+    assert "REVIEW BODY" in built["systemPrompt"] and "CHECKLIST BODY" in built["systemPrompt"]
+
+
 def test_without_resume_a_session_starts_fresh_and_another_session_never_sees_the_state(spawn, ws):
     sidecar = spawn()
     thread = _session(sidecar, ws, sessionId="mine")["threadId"]

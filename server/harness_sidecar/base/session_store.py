@@ -3,8 +3,8 @@
 ``<key>`` is the first 32 hex digits of the sha256 of the session id: an editor's id never becomes a
 path component (``..``, ``:`` and ``.`` are legal in it). The folder holds ``state-<16 hex>.json``
 per extension (the digits: the sha256 of its id) — ``{"sessionId":…,"extensionId":…,"state":…}``,
-compact, in that order — and ``skills.json`` — ``{sessionId, activeSkills: [{name, path, via}]}``. A
-file is read only when the ids it names are the ones asked for, so one session's thread never takes
+compact, in that order — and ``skills.json`` — ``{sessionId, activeSkills: [{name, path, via, located,
+resources?}]}`` (``resources``: the files skills/activate requested with the skill). A file is read only when the ids it names are the ones asked for, so one session's thread never takes
 another's state, even on a hash collision or a copied folder.
 
 A state is kept and moved as its compact JSON text (``bytes``), never parsed and encoded again on the
@@ -143,9 +143,10 @@ class SessionStore:
             skills = data.get("activeSkills")
             if data.get("sessionId") != self.session_id or type(skills) is not list or not all(
                     type(s) is dict and type(s.get("name")) is str and type(s.get("path")) is str
-                    and s.get("via") in ("activate", "load_skill") for s in skills):
+                    and s.get("via") in ("activate", "load_skill") and _strings(s.get("resources", []))
+                    for s in skills):
                 self._unreadable(saved, os.path.join(self.directory, SKILLS_FILE),
-                                 "it names another session or is not a list of {name, path, via}")
+                                 "it names another session or is not a list of {name, path, via, resources?}")
             else:
                 saved.active_skills = skills
         return saved
@@ -249,6 +250,10 @@ class SessionStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _strings(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
 
 
 def _prune(parent: str, keep: str) -> None:

@@ -76,8 +76,9 @@ def restore_skills(thread: Thread, skills: list[dict[str, Any]]) -> None:
         if not located and winner is not None and os.path.normpath(winner.source) != os.path.normpath(entry["path"]):
             _dropped(thread, entry["name"], entry["path"], f"it is now shadowed by {winner.source}")
             continue
-        try:
-            skill = activate(thread.catalog, entry["name"], [], thread.limits, path=entry["path"])
+        try:  # with the resource files it was activated with (skills/activate's ``resources``)
+            skill = activate(thread.catalog, entry["name"], entry.get("resources", []), thread.limits,
+                             path=entry["path"])
         except DomainError as exc:
             _dropped(thread, entry["name"], entry["path"], exc.message)
             continue
@@ -169,9 +170,16 @@ def skills_changed(thread: Thread) -> None:
 
 
 def saved_skills(thread: Thread) -> list[dict[str, Any]]:
-    """The activations as saved and forked: context/build's entries, and whether a path locator chose each."""
-    return [{**thread.activated[n].active_to_wire(), "located": thread.activated[n].located}
-            for n in sorted(thread.activated)]
+    """The activations as saved and forked: context/build's entries, whether a path locator chose each, and
+    the resource files requested with it (pasted with its body: a resume brings them back)."""
+    saved = []
+    for name in sorted(thread.activated):
+        skill = thread.activated[name]
+        entry = {**skill.active_to_wire(), "located": skill.located}
+        if skill.resources:
+            entry["resources"] = [r.request for r in skill.resources]
+        saved.append(entry)
+    return saved
 
 
 def _store(thread: Thread, write: Callable[..., Any], *args: Any) -> None:
