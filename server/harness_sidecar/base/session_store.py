@@ -230,6 +230,11 @@ class SessionStore:
             raise
         self._unsynced.add(path)
 
+    @property
+    def unsynced(self) -> bool:
+        """Whether a file was written since the last ``sync()``."""
+        return bool(self._unsynced)
+
     def sync(self) -> None:
         """fsync every file written since the last sync, then the folder (their names): what was saved
         survives a crash of the machine. Blocks on the disk: run it off the event loop."""

@@ -108,7 +108,7 @@ def states_to_wire(thread: Thread) -> dict[str, Any]:
 
 async def sync(thread: Thread) -> None:
     """At the thread's end: what its session saved is fsynced (``SessionStore.sync``), off the event loop."""
-    if thread.session is not None:
+    if thread.session is not None and thread.session.unsynced:
         import asyncio
 
         await asyncio.to_thread(_store, thread, thread.session.sync)
