@@ -165,7 +165,11 @@ class SessionStore:
             return None
         try:
             with os.fdopen(fd, "rb") as f:
-                raw = f.read(limit + 1)
+                # as much as the file says it holds (a buffer of limit + 1 bytes each would be mapped and unmapped)
+                size = min(os.fstat(f.fileno()).st_size, limit)
+                raw = f.read(size + 1)
+                if len(raw) > size:  # it holds more than it said (it grows): on, up to the limit
+                    raw += f.read(limit + 1 - len(raw))
         except OSError as exc:
             self._unreadable(saved, path, exc.strerror or str(exc))
             return None
