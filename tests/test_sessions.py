@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 from helpers import TraceWorkspace, add_skill, error_kind, write
