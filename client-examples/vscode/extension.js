@@ -593,6 +593,7 @@ class Harness {
       if (plugins.length) params.plugins = plugins;
       if (disabledPlugins.length) params.disabledPlugins = disabledPlugins;
       if (trustedPlugins.length) params.trustedPlugins = trustedPlugins;
+      if (this.settings.deferToolsOver) params.limits = { deferToolsOver: this.settings.deferToolsOver };
       Object.assign(params, this.session());
       this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })

@@ -215,3 +215,26 @@ test('the Tools view lists the active tools and follows ctx.tools.set_active (ca
   assert.deepEqual(labels(tree, active).sort(), ['alpha', 'focus', 'load_skill']); // builtins stay active
   assert.deepEqual(labels(tree, inactive).sort(), ['beta', 'editor_selection', 'gamma', 'read_file']);
 });
+
+test('with harnessSidecar.deferToolsOver the Tools view lists the deferred tools apart', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-deferred-'));
+  fs.mkdirSync(path.join(root, 'extensions'));
+  fs.writeFileSync(path.join(root, 'extensions', 'many.py'), [
+    'def activate(api):',
+    '    for name in ("one", "two", "three"):',
+    '        api.register_tool(name=name, description="Tool " + name + ".", input_schema={},',
+    '                          execute=lambda call_id, arguments, ctx: "ran")',
+    ''].join('\n'));
+  const { state, api } = await activated({ user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['many'],
+    deferToolsOver: 2 } });
+  const tree = state.trees.get('harnessSidecar.tools');
+  await run(state, 'harnessSidecar.showCatalog');
+  await until(() => api.harness.toolsCount >= 1, 15000, 'the tools listed');
+  const [active, deferred] = tree.getChildren();
+  // 5 tools past the builtins (the editor's 2, the extension's 3): the first 2 stay, 3 are deferred; load_skill
+  // and tool_search (listed once some are deferred) are active
+  assert.deepEqual(labels(tree), ['Active (4)', 'Deferred (3)']);
+  assert.ok(labels(tree, active).includes('tool_search') && labels(tree, active).includes('load_skill'),
+    labels(tree, active).join(', '));
+  assert.ok(tree.getChildren(deferred).every((n) => n.item.description === 'deferred: found with tool_search'));
+});
