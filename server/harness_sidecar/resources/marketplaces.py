@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,11 @@ def _read(file: str, root: Any, diagnostics: list[Diagnostic]) -> Marketplace | 
         diagnostics.append(Diagnostic("marketplace_invalid", f"{file}: {why}; its plugins are not listed", file))
 
     try:
-        with open(file, "rb") as f:
+        # O_NONBLOCK: a FIFO swapped in after it was found is refused (not a regular file), never waited on
+        fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return invalid("it is not a regular file")
             data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         return invalid(f"it cannot be read ({exc.strerror})")
