@@ -188,7 +188,10 @@ def folders(marketplaces: list[Marketplace]) -> list[tuple[str, Any]]:
 def mark_installed(marketplaces: list[Marketplace], plugins: list[Any], entry_key: str) -> None:
     """``installed`` for each entry the thread serves: a plugin of that name from that folder (a plugin with a
     manifest of its own counts under any entry naming its folder)."""
-    served = [(os.path.realpath(p.path), p.name, bool(p.manifest.get(entry_key))) for p in plugins]
+    if not marketplaces:
+        return
+    # a plugin's boundary is its folder's real path (resources.plugins resolved it once)
+    served = [(p.boundary.real, p.name, bool(p.manifest.get(entry_key))) for p in plugins]
     for market in marketplaces:
         for entry in market.entries:
             entry.installed = entry.folder is not None and any(

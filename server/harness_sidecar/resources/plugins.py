@@ -341,13 +341,17 @@ class _Reader:
         self.dirs[path] = real
 
     def real_dir(self, path: str) -> str:
+        """``os.path.realpath(path)`` of a normalised path, one ``lstat`` per directory not met before (an
+        absolute path's parents are resolved, and remembered, first: plugins side by side share them)."""
         real = self.dirs.get(path)
         if real is None:
             parent, name = os.path.split(path)
+            if parent != path and parent not in self.dirs and os.path.isabs(parent) and name not in ("", ".", ".."):
+                self.real_dir(parent)
             if parent == path or parent not in self.dirs:
                 real = os.path.realpath(path)
             else:
-                below = f"{self.dirs[parent]}/{name}"
+                below = f"{self.dirs[parent].rstrip('/')}/{name}"  # "/" and a name: one slash
                 try:
                     real = os.path.realpath(path) if stat.S_ISLNK(os.lstat(below).st_mode) else below
                 except OSError:
@@ -394,8 +398,8 @@ class _Reader:
             os.close(fd)
 
 
-def _candidates(roots: list[Root], paths: list[str],
-                diagnostics: list[Diagnostic]) -> list[tuple[str, str, Root | None]]:
+def _candidates(roots: list[Root], paths: list[str], diagnostics: list[Diagnostic],
+                reader: _Reader) -> list[tuple[str, str, Root | None]]:
     """``(path, real path, root)`` of every plugin folder, in order."""
     found: list[tuple[str, str, Root | None]] = []
     for root in roots:
@@ -424,7 +428,7 @@ def _candidates(roots: list[Root], paths: list[str],
             diagnostics.append(Diagnostic("plugin_not_found", f"plugin {path} is not an existing directory", path,
                                           "check the path the editor sends in thread/start.plugins"))
             continue
-        found.append((path, os.path.realpath(path), None))
+        found.append((path, reader.real_dir(path), None))
     return found
 
 
@@ -671,7 +675,7 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
         seen.add(reader.real_dir(os.path.join(plugin.path, "skills")))
         found += C.scan_skills(plugin.boundary, limits, diagnostics, dialect=plugin.dialect)
         if plugin.dialect == "codex":
-            found += _nested_skills(plugin, os.path.join(plugin.path, "skills"), limits, diagnostics)
+            found += _nested_skills(plugin, os.path.join(plugin.path, "skills"), limits, diagnostics, reader)
     for folder in [p for p in _paths(plugin, "skills", text, diagnostics) if isinstance(p, str)]:
         real = reader.real_dir(folder)
         if real in seen or not os.path.isdir(real):
@@ -686,7 +690,7 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
             found += C.scan_skills(plugin.boundary, limits, diagnostics, os.path.relpath(folder, plugin.path),
                                    plugin.dialect)
             if plugin.dialect == "codex":
-                found += _nested_skills(plugin, folder, limits, diagnostics)
+                found += _nested_skills(plugin, folder, limits, diagnostics, reader)
     names: set[str] = set()
     for skill in found:
         skill.local_name = skill.name
@@ -703,13 +707,14 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
 NESTED_SKILL_DEPTH = 4  # how deep below skills/<folder>/ a Codex plugin's SKILL.md is looked for
 
 
-def _nested_skills(plugin: Plugin, folder: str, limits: Limits, diagnostics: list[Diagnostic]) -> list[C.SkillEntry]:
+def _nested_skills(plugin: Plugin, folder: str, limits: Limits, diagnostics: list[Diagnostic],
+                   reader: _Reader) -> list[C.SkillEntry]:
     """A Codex plugin's skills below ``skills/<folder>/`` (Codex finds every SKILL.md under a skills
     folder: openai/plugins' moody-s ``skills/shared/citations/``, zoom's ``skills/meeting-sdk/web/``).
     Links are not followed and dot-folders are skipped; the top level is ``scan_skills``'. One
     ``scandir`` per folder, no ``stat`` beyond it (the walk runs at every thread/start)."""
     found: list[C.SkillEntry] = []
-    real = os.path.realpath(folder)
+    real = reader.real_dir(folder)
     if not is_within(real, plugin.boundary.real):
         return found
     # (path as found, its real path, depth below the skills folder); links are never entered, so
@@ -1044,7 +1049,7 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     skip_folders = {grants.canonical(d) for d in disabled if d.startswith("/")}
     found: dict[str, list[Plugin]] = {}
     reader = _Reader()
-    candidates = _candidates(roots, paths, diagnostics)
+    candidates = _candidates(roots, paths, diagnostics, reader)
     # a marketplace's local plugins (resources.marketplaces), after the folders found otherwise: each folder once
     seen = {real for _, real, _ in candidates}
     for path, root in listed or ():
