@@ -605,7 +605,7 @@ def _manifest_name(manifest_path: str, real: str, limits: Limits, reader: _Reade
     return name if isinstance(name, str) else None
 
 
-def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
+def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic], reader: _Reader,
            allow_inline: bool = False) -> list[str | dict[str, Any]]:
     """The manifest's ``key``: each path resolved inside the plugin (a path leaving it is a diagnostic)."""
     value = plugin.manifest.get(key)
@@ -624,7 +624,7 @@ def _paths(plugin: Plugin, key: str, text: str, diagnostics: list[Diagnostic],
                                           extra={"severity": "warning"}))
             continue
         full = os.path.normpath(os.path.join(plugin.path, item))
-        if os.path.isabs(item) or not is_within(os.path.realpath(full), plugin.boundary.real):
+        if os.path.isabs(item) or not is_within(reader.real_dir(full), plugin.boundary.real):
             diagnostics.append(Diagnostic("path_escape", f"{plugin.manifest_path}: '{key}' path {item!r} leaves the "
                                           "plugin folder; it is ignored", plugin.manifest_path,
                                           "component paths are relative to the plugin and start with ./",
@@ -658,7 +658,7 @@ def _load_plugin(path: str, real: str, root: Root | None, limits: Limits, diagno
     plugin = Plugin(manifest["name"], version, path, Root(path, real, -1), dialect, manifest_path, manifest, root)
     plugin.entries = entries
     _skills(plugin, text, limits, diagnostics, reader)
-    _commands(plugin, text, limits, diagnostics)
+    _commands(plugin, text, limits, diagnostics, reader)
     _agents(plugin, text, limits, diagnostics, reader)
     _hooks(plugin, text, limits, diagnostics, reader)
     _mcp(plugin, text, limits, diagnostics, reader)
@@ -676,7 +676,7 @@ def _skills(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnos
         found += C.scan_skills(plugin.boundary, limits, diagnostics, dialect=plugin.dialect)
         if plugin.dialect == "codex":
             found += _nested_skills(plugin, os.path.join(plugin.path, "skills"), limits, diagnostics, reader)
-    for folder in [p for p in _paths(plugin, "skills", text, diagnostics) if isinstance(p, str)]:
+    for folder in [p for p in _paths(plugin, "skills", text, diagnostics, reader) if isinstance(p, str)]:
         real = reader.real_dir(folder)
         if real in seen or not os.path.isdir(real):
             continue
@@ -741,8 +741,8 @@ def _nested_skills(plugin: Plugin, folder: str, limits: Limits, diagnostics: lis
     return found
 
 
-def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic]) -> None:
-    declared = _paths(plugin, "commands", text, diagnostics)
+def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
+    declared = _paths(plugin, "commands", text, diagnostics, reader)
     if "commands" not in plugin.manifest:
         if "commands" not in plugin.entries:
             return
@@ -758,11 +758,11 @@ def _commands(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagn
                                              limits, diagnostics, files=[path])
 
 
-def _agent_files(plugin: Plugin, text: str, diagnostics: list[Diagnostic]) -> list[str]:
+def _agent_files(plugin: Plugin, text: str, diagnostics: list[Diagnostic], reader: _Reader) -> list[str]:
     if "agents" not in plugin.manifest:
         declared: list[Any] = [os.path.join(plugin.path, "agents")] if "agents" in plugin.entries else []
     else:
-        declared = _paths(plugin, "agents", text, diagnostics)
+        declared = _paths(plugin, "agents", text, diagnostics, reader)
     files: list[str] = []
     for path in declared:
         if os.path.isdir(path):
@@ -777,7 +777,7 @@ def _agent_files(plugin: Plugin, text: str, diagnostics: list[Diagnostic]) -> li
 
 
 def _agents(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic], reader: _Reader) -> None:
-    for path in _agent_files(plugin, text, diagnostics):
+    for path in _agent_files(plugin, text, diagnostics, reader):
         stem = os.path.basename(path)[:-3]
         name, description = stem, ""
         try:
@@ -827,7 +827,7 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
     replaces = plugin.dialect == "codex" and "hooks" in plugin.manifest
     if "hooks" in plugin.entries and os.path.isfile(default) and not replaces:
         declared.append(default)
-    for item in _paths(plugin, "hooks", text, diagnostics, allow_inline=True):
+    for item in _paths(plugin, "hooks", text, diagnostics, reader, allow_inline=True):
         if isinstance(item, str) and any(isinstance(d, str) and os.path.realpath(d) == os.path.realpath(item)
                                          for d in declared):
             continue  # the same file named twice: read once
@@ -872,7 +872,7 @@ def _mcp(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnostic
     default = os.path.join(plugin.path, ".mcp.json")
     if ".mcp.json" in plugin.entries and os.path.isfile(default):
         declared.append(default)
-    for item in _paths(plugin, "mcpServers", text, diagnostics, allow_inline=True):
+    for item in _paths(plugin, "mcpServers", text, diagnostics, reader, allow_inline=True):
         if not (isinstance(item, str) and os.path.realpath(item) == os.path.realpath(default)):
             declared.append(item)
     seen: set[str] = set()
