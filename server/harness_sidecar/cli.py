@@ -104,7 +104,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     if answered is not None:
         endpoint.initialized = True
         endpoint.set_capabilities(answered[1])
-        endpoint.preload()
+        endpoint.preload(now=True)
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
     from harness_sidecar.containment import lifetimes
 
@@ -123,7 +123,9 @@ def make_sidecar(peer: Any) -> Any:
 
 
 def preload_sidecar() -> None:
-    """Imported while the editor reads ``initialize``'s answer, off the event loop (``Endpoint.preload``)."""
+    """Imported once ``initialize`` is answered, before the event loop runs, in the main thread
+    (``Endpoint.preload(now=True)``): a second thread importing beside the loop's start-up only traded
+    the GIL back and forth, and on a loaded machine every hand-over waited for a core."""
     import harness_sidecar.resources.extension_sources  # noqa: F401
     import harness_sidecar.threads.sidecar  # noqa: F401
 

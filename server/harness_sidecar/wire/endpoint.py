@@ -300,8 +300,12 @@ class Endpoint:
         if warm is not None:
             warm()
 
-    def preload(self) -> None:
-        """Warm the modules the next requests need while the editor reads the answer."""
+    def preload(self, now: bool = False) -> None:
+        """Warm the modules the next requests need while the editor reads the answer; ``now``: here, in
+        this thread (``cli``, before the event loop runs: no second thread competes for the GIL)."""
+        if now:
+            _preload(self)
+            return
         threading.Thread(target=_preload, args=(self,), name="harness-preload", daemon=True).start()
 
     async def _close_service(self, reason: str) -> None:
