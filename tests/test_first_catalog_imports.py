@@ -23,6 +23,8 @@ NOT_FOR_A_PLAIN_THREAD = (
     "harness_sidecar.mcp.session",
     "harness_sidecar.hooks.command",
     "harness_sidecar.hooks.boundaries",
+    "harness_sidecar.hooks.handler_types",  # what reads a hooks file (http, mcp_tool, prompt, agent handlers)
+    "harness_sidecar.hooks.matcher",
 )
 
 
