@@ -15,6 +15,8 @@ another through ``self``):
 
 and holds the method table, what the wire asks of its service (``oversize``, ``close_all``, ``warm``)
 and what the LSP mode sets (``watching``, ``watch_requested``, ``files_changed``, ``watch``).
+``ResourceMethods`` and ``CommandMethods`` are made at their first call or at ``warm`` (the editor is
+idle), whichever comes first: a fresh process's first thread/start does not import them.
 """
 
 from __future__ import annotations
