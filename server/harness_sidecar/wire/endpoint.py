@@ -124,6 +124,7 @@ class Endpoint:
     async def serve(self, start_reader: Callable[[Callable[[list[Any]], None]], None]) -> int:
         """Serve until ``exit`` or EOF; return the process exit code."""
         gc.set_threshold(GC_THRESHOLD, 20, 20)
+        gc.enable()  # cli starts serving without it (what start-up makes is frozen by preload)
         loop = self._loop = asyncio.get_running_loop()
         exit_code = self.ending.start(loop)
         self.writer.coalesce(loop)
