@@ -24,6 +24,7 @@ TEXTS = {
     "ascii": "'a' * (3 * MB)",
     "unicode": "'é ü 😀 \\u2028 ' * (MB // 5)",  # raw UTF-8 on the channel, no backslash
     "escaped": "'line \"one\"\\n\\ttab \\\\ back\\x01 ' * (MB // 10)",  # escapes, \\u0001 among them
+    "csv": "'id,name,score,comment\\n' + '1,a,2,x\\n' * (MB // 2)",  # 1.5 M commas in one value
 }
 EXTENSION = f'''
 MB = {MB}

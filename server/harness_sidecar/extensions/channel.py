@@ -194,7 +194,10 @@ class LineSplitter:
                             self._strings.give_up()
                         else:
                             self._strings.feed(first)
-                    self._counted = (joined, self._commas + first.count(b","), self._strings.found())
+                    # the values the parser will meet: the commas but those inside strings (a long CSV text is
+                    # one value, not 250,000)
+                    commas = self._commas + first.count(b",") - self._strings.commas_inside()
+                    self._counted = (joined, commas, self._strings.found())
                     out.append(joined)
                 self.parts.clear()
                 self.size = 0
@@ -246,10 +249,11 @@ class LongStrings:
     orjson reads each slice (~0.5 ms a MiB, in the turn that reads it) instead of the whole text in the turn that
     completes the line, and refuses what is not JSON as it would have. A slice ends before a backslash run or a
     UTF-8 sequence that may go on in the next piece. Anything unusual (a slice orjson refuses, a surrogate pair cut in
-    two, more than ``MAX_QUOTES`` escaped quotes) and the line is parsed whole, as before."""
+    two, more than ``MAX_QUOTES`` escaped quotes or ``MAX_SEEN`` quotes in all) and the line is parsed whole, as before."""
 
-    __slots__ = ("ok", "size", "open", "done", "tail", "parts", "plain", "spans", "quotes")
+    __slots__ = ("ok", "size", "open", "done", "tail", "parts", "plain", "spans", "quotes", "commas", "seen")
     MAX_QUOTES = 10_000
+    MAX_SEEN = 20_000  # quotes in the line: past them it is parsed whole, as before (its commas all count)
 
     def __init__(self) -> None:
         self.ok = True
@@ -261,9 +265,15 @@ class LongStrings:
         self.plain = True  # its bytes so far are what orjson writes for its value
         self.spans: list[tuple[int, int, str, bool]] = []  # (opening quote, closing quote, value, plain)
         self.quotes = 0
+        self.commas = 0  # the commas inside the line's strings: they cost the parser nothing
+        self.seen = 0
 
     def found(self) -> list[tuple[int, int, str, bool]]:
         return self.spans if self.ok and self.open < 0 else []
+
+    def commas_inside(self) -> int:
+        """The commas inside the line's strings, once the whole line was followed (else 0: all of them count)."""
+        return self.commas if self.ok and self.open < 0 else 0
 
     def give_up(self) -> None:
         """The line is not followed further (and what was decoded of it is let go)."""
@@ -271,44 +281,53 @@ class LongStrings:
         self.parts, self.spans, self.tail = [], [], b""
 
     def feed(self, data: bytes) -> None:
+        """The next piece of the line. Linear in the piece: a string that opens and closes within it is stepped over
+        by offsets (its commas counted), never sliced — a piece of 200,000 short strings is one pass, not 200,000
+        copies of what follows each."""
         base = self.size
         self.size += len(data)
+        self.seen += data.count(b'"')  # in C: a line of very many strings is not followed string by string in Python
+        if self.seen > self.MAX_SEEN:
+            self.give_up()  # (~1 µs a string here: 200,000 short strings would hold the loop ~0.25 s)
+            return
         at = 0  # in data: what is not looked at yet
         while self.ok:
             if self.open < 0:  # between strings: the next quote opens one
                 quote = data.find(b'"', at)
                 if quote < 0:
                     return
-                self.open, self.done, self.tail, self.parts, self.plain = base + quote, base + quote + 1, b"", [], True
-                at = quote + 1
-                opened_here = True
-            else:
-                opened_here = False
-            buf = self.tail + data[at:] if self.tail else data[at:]  # the string's undecoded bytes, from ``done``
-            close = self._closing(buf)
-            if close is None:
-                return
-            if close >= 0:
-                if opened_here:  # a string within one piece: the parser reads it with the rest
-                    self.open = -1
-                    at += close + 1
+                close = self._closing(data, quote + 1)
+                if close is None:
+                    return
+                if close >= 0:  # a string within one piece: the parser reads it with the rest
+                    self.commas += data.count(b",", quote + 1, close)
+                    at = close + 1
                     continue
-                self._decode(buf[:close])  # ``done`` is now the closing quote
-                self.spans.append((self.open, self.done, "".join(self.parts), self.plain))
-                self.open, self.parts = -1, []
-                at = self.done - base + 1
-                continue
+                self.open, self.done, self.tail, self.parts, self.plain = base + quote, base + quote + 1, b"", [], True
+                buf = data[quote + 1:]  # it goes on in the next piece: one copy of this piece's rest
+            else:  # the string opened in an earlier piece goes on here (``at`` is 0)
+                buf = self.tail + data if self.tail else data
+                close = self._closing(buf, 0)
+                if close is None:
+                    return
+                if close >= 0:
+                    self._decode(buf[:close])  # ``done`` is now the closing quote
+                    self.spans.append((self.open, self.done, "".join(self.parts), self.plain))
+                    self.open, self.parts = -1, []
+                    at = self.done - base + 1
+                    continue
             cut = _cut(buf)
             self._decode(buf[:cut])
             self.tail = buf[cut:]
             return
 
-    def _closing(self, buf: bytes) -> int | None:
-        """Where the string's closing quote is in ``buf`` (-1: not in it); None: too many escaped quotes."""
-        quote = buf.find(b'"')
+    def _closing(self, buf: bytes, start: int) -> int | None:
+        """Where the string whose content begins at ``start`` closes in ``buf`` (-1: not in it); None: too many
+        escaped quotes."""
+        quote = buf.find(b'"', start)
         while quote >= 0:
             run = 0
-            while run < quote and buf[quote - 1 - run] == 0x5C:
+            while run < quote - start and buf[quote - 1 - run] == 0x5C:
                 run += 1
             if run % 2 == 0:
                 return quote
@@ -331,6 +350,7 @@ class LongStrings:
                 self.ok = False
                 return
             self.parts.append(part)
+            self.commas += chunk.count(b",")
             if self.plain and b"\\" in chunk and jsonio.orjson.dumps(part) != quoted:
                 self.plain = False  # an escape orjson writes otherwise (\u0041, \/): encoded again when written
         self.done += len(chunk)
@@ -352,7 +372,10 @@ def _cut(buf: bytes) -> int:
     return cut
 
 
-SCAN_FROM = 256 * 1024  # frames at least this long are looked at before they are parsed
+# frames at least this long are looked at before they are parsed. Below it the worst line parses within the budget
+# (1 MB of "1,1,1,…", 500,000 values: 29 ms; 100,000 small objects: 40 ms, orjson on this 2-core machine), and
+# it is the sidecar's read size, so every longer line was joined from pieces and had its strings followed.
+SCAN_FROM = 1 << 20
 MAX_FRAME_VALUES = 250_000  # ~60 ms of parsing on a slow core: more would hold up every thread
 
 
@@ -361,9 +384,11 @@ def too_many_values(line: bytes, commas: int | None = None) -> int | None:
 
     Parsing costs per value, not per byte (14 MB of small objects: ~0.4 s; 15 MB of one string:
     ~30 ms), and no JSON parser lets go of the GIL, so a frame with very many values would stop
-    every thread while it is parsed. Counted from the commas (those inside strings count too: an
-    over-estimate; containers without commas nest, and nesting is bounded at 512 levels), in C,
-    before parsing; ``None`` when the line may be parsed.
+    every thread while it is parsed. Counted from the commas (containers without commas nest, and
+    nesting is bounded at 512 levels), in C, before parsing; ``None`` when the line may be parsed.
+    For a line joined from pieces, the commas inside its strings are not counted (``LongStrings``
+    followed them as the pieces came: the parser meets each string as one value); a line that came
+    in one read is not scanned at all (below ``SCAN_FROM``).
     """
     if len(line) < SCAN_FROM:
         return None
