@@ -247,6 +247,11 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "session_before_fork";
       payload?: LoopEventPayloadSessionBeforeFork | null;
+    }
+  | {
+      threadId: ThreadId;
+      event: "model_select";
+      payload: LoopEventPayloadModelSelect;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -1960,7 +1965,8 @@ export interface HookFault {
     | "permission_denied"
     | "setup"
     | "session_before_switch"
-    | "session_before_fork";
+    | "session_before_fork"
+    | "model_select";
   kind: "throw" | "timeout";
   message: string;
 }
@@ -2430,6 +2436,15 @@ export interface LoopEventPayloadSessionBeforeSwitch {
  * via the `definition` "LoopEventPayload_session_before_fork".
  */
 export interface LoopEventPayloadSessionBeforeFork {}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_model_select".
+ */
+export interface LoopEventPayloadModelSelect {
+  model: string;
+  previousModel?: string | null;
+  source?: string | null;
+}
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".

@@ -53,6 +53,7 @@ PERMISSION_DENIED = "permission_denied"
 SETUP = "setup"
 SESSION_BEFORE_SWITCH = "session_before_switch"  # the editor is about to leave the session (v4 §5)
 SESSION_BEFORE_FORK = "session_before_fork"  # … about to fork it; on both, ``blocked`` means cancel
+MODEL_SELECT = "model_select"  # the editor's model changed (Pi's event of that name): handlers observe it
 
 # event → {payload field: (JSON type, required)}. Payload fields reach handlers at the top level of
 # their ``event`` (``{threadId, event, ...payload}``).
@@ -85,6 +86,7 @@ PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
     SETUP: {"trigger": (str, True)},
     SESSION_BEFORE_SWITCH: {"reason": (str, True)},
     SESSION_BEFORE_FORK: {},
+    MODEL_SELECT: {"model": (str, True), "previousModel": (str, False), "source": (str, False)},
 }
 EVENTS = tuple(PAYLOADS)
 # Events where a source that cannot answer (raised, timed out, answered nonsense) blocks, as a failed

@@ -36,6 +36,7 @@ class HostState:
         self.tools: dict[str, Any] = {}  # name → api.ToolSpec
         self.plans: dict[str, list[tuple[str, Any]]] = {}  # tool name → its call plan (``calls.call_plan``)
         self.commands: dict[str, Any] = {}  # name → api.CommandSpec
+        self.listeners: dict[str, list[Any]] = {}  # api.events: event name → bus.Listener, load order
         self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
         self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
         self.exchanges: dict[int, Any] = {}  # id → exchanges.Exchange

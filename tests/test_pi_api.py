@@ -1,0 +1,146 @@
+"""The host API additions that bring Pi's example extensions closer (docs/pi-examples.md), each through
+the real sidecar and host: ``api.events`` (Pi's ``pi.events``), the ``model_select`` loop event,
+``ctx.sample`` (``model/sample``), a question's own ``timeout_ms`` and ``ctx.commands.list()``.
+
+Written as an author porting the Pi example named in each test would write them (github:badlogic/pi-mono,
+packages/coding-agent/examples/extensions, MIT licence, © Mario Zechner).
+"""
+
+from __future__ import annotations
+
+from test_extension_api import start, start_editor, ws  # noqa: F401 - ws is a fixture
+from test_loop_events import loop_event
+
+
+def notes(sidecar, thread):
+    return [(n["params"]["extensionId"], n["params"]["message"]) for n in sidecar.notifications
+            if n["method"] == "ui/notify" and n["params"]["threadId"] == thread]
+
+
+def run(sidecar, thread, name, text=""):
+    return sidecar.call("commands/run", {"threadId": thread, "name": name, "arguments": {"text": text}},
+                        timeout=60)
+
+
+# -- api.events: after Pi's event-bus.ts ----------------------------------------------------------------
+
+BUS = """
+def on_note(data, ctx):
+    ctx.ui.notify('Event from %s: %s' % (data['from'], data['message']))
+def emit(arguments, ctx):
+    heard = api_ref[0].events.emit('my:notification', {'message': arguments['text'].strip() or 'hello',
+                                                       'from': '/emit command'}, ctx)
+    return 'heard by %d' % heard
+def started(event, ctx):
+    api_ref[0].events.emit('my:notification', {'message': 'Session started', 'from': 'event-bus-example'}, ctx)
+api_ref = []
+def activate(api):
+    api_ref.append(api)
+    api.events.on('my:notification', on_note)
+    api.register_command('emit', 'Emit my:notification (usage: /emit message)', emit, raw_arguments=True)
+    api.on('session_start', started)
+"""
+
+# a second extension of the thread hears the first; a listener that raises does not stop the others
+LISTENER = """
+def heard(data):
+    trace('heard', data)
+def broken(data):
+    raise RuntimeError('listener bug')
+def activate(api):
+    api.events.on('my:notification', broken)
+    api.events.on('my:notification', heard)
+"""
+
+# registered a listener, then failed: it never hears anything
+FAILS = """
+def activate(api):
+    api.events.on('my:notification', lambda data: trace('failed-one-heard', data))
+    raise RuntimeError('activate failed')
+"""
+
+
+def test_api_events_reach_every_loaded_extension_of_the_thread_and_speak_through_the_emitters_ctx(spawn, ws):
+    ws.extension("bus", BUS)
+    ws.extension("listener", LISTENER)
+    ws.extension("fails", FAILS)
+    sidecar, _ = start_editor(spawn)
+    started = start(sidecar, ws, ["bus", "listener", "fails"])
+    thread = started["threadId"]
+    assert [d["id"] for d in started["diagnostics"] if d["kind"] == "extension_failed"] == ["fails"]
+    # session_start emitted: bus's own listener notified through the thread_start handler's ctx
+    assert notes(sidecar, thread) == [("bus", "Event from event-bus-example: Session started")]
+    # /emit: both listeners of the two loaded extensions heard it (the broken one was called, too)
+    assert run(sidecar, thread, "emit", " deploy done ")["content"][0]["text"] == "heard by 3"
+    assert notes(sidecar, thread)[-1] == ("bus", "Event from /emit command: deploy done")
+    heard = [e[1] for e in ws.events() if e[0] == "heard"]
+    assert heard == [{"message": "Session started", "from": "event-bus-example"},
+                     {"message": "deploy done", "from": "/emit command"}]
+    assert not [e for e in ws.events() if e[0] == "failed-one-heard"]
+
+
+def test_api_events_on_after_activate_and_a_bad_name_are_refused(spawn, ws):
+    ws.extension("late", """
+saved = []
+def later(arguments, ctx):
+    out = []
+    for name, fn in (('x', lambda d: None), ('has space', None)):
+        try:
+            saved[0].events.on(name, fn)
+            out.append('registered')
+        except Exception as exc:
+            out.append(type(exc).__name__)
+    try:
+        saved[0].events.emit('has space', {})
+    except ValueError:
+        out.append('emit refused')
+    return ','.join(out)
+def activate(api):
+    saved.append(api)
+    try:
+        api.events.on('x', 'not callable')
+    except TypeError:
+        trace('not callable refused')
+    async def coro(data):
+        pass
+    try:
+        api.events.on('x', coro)
+    except TypeError:
+        trace('coroutine refused')
+    api.register_command('later', 'Register too late.', later, raw_arguments=True)
+""")
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["late"])["threadId"]
+    assert [e[0] for e in ws.events()] == ["not callable refused", "coroutine refused"]
+    assert run(sidecar, thread, "later")["content"][0]["text"] == "RegistrationClosed,RegistrationClosed,emit refused"
+
+
+# -- model_select: after Pi's model-status.ts ----------------------------------------------------------
+
+MODEL_STATUS = """
+def on_model(event, ctx):
+    trace('model', event)
+    if event.get('source') != 'restore':
+        ctx.ui.notify('Model: ' + event['model'])
+    ctx.ui.set_status('model', event['model'].split('/')[-1])
+def activate(api):
+    api.on('model_select', on_model)
+"""
+
+
+def test_model_select_reaches_handlers_with_the_editors_model(spawn, ws):
+    ws.extension("model-status", MODEL_STATUS)
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["model-status"])["threadId"]
+    answer = loop_event(sidecar, thread, "model_select", {"model": "anthropic/claude-sonnet-4",
+                                                          "previousModel": "openai/gpt-5", "source": "set"})
+    assert answer == {"blocked": None, "additionalContext": [], "systemMessages": []}
+    assert ["model", {"threadId": thread, "event": "model_select", "model": "anthropic/claude-sonnet-4",
+                      "previousModel": "openai/gpt-5", "source": "set"}] in ws.events()
+    assert notes(sidecar, thread) == [("model-status", "Model: anthropic/claude-sonnet-4")]
+    status = [n["params"] for n in sidecar.notifications if n["method"] == "ui/status"]
+    assert status[-1]["key"] == "model" and status[-1]["text"] == "claude-sonnet-4"
+    loop_event(sidecar, thread, "model_select", {"model": "anthropic/claude-opus-4", "source": "restore"})
+    assert len(notes(sidecar, thread)) == 1  # a restored model is not announced, as in Pi
+    bad = sidecar.request("loop/event", {"threadId": thread, "event": "model_select", "payload": {}})
+    assert bad["error"]["data"]["kind"] == "invalid_params" and "payload.model" in bad["error"]["message"]
