@@ -144,3 +144,89 @@ def test_model_select_reaches_handlers_with_the_editors_model(spawn, ws):
     assert len(notes(sidecar, thread)) == 1  # a restored model is not announced, as in Pi
     bad = sidecar.request("loop/event", {"threadId": thread, "event": "model_select", "payload": {}})
     assert bad["error"]["data"]["kind"] == "invalid_params" and "payload.model" in bad["error"]["message"]
+
+
+# -- ctx.sample: after Pi's summarize.ts and qna.ts ----------------------------------------------------
+
+CONVERSATION = [{"role": "user", "text": "add a login page"},
+                {"role": "assistant", "text": "Done. Should it remember the user? Which colour for the button?"}]
+
+SUMMARIZE = """
+SYSTEM = 'Summarize the conversation in one paragraph.'
+def summarize(arguments, ctx):
+    try:
+        history = ctx.messages()
+        text = '\\n'.join('%s: %s' % (m['role'], m['text']) for m in history)
+        summary = ctx.sample('<conversation>\\n' + text + '\\n</conversation>', system_prompt=SYSTEM, max_tokens=200)
+    except Exception as exc:
+        return {'content': '%s: %s' % (type(exc).__name__, exc), 'isError': True}
+    ctx.ui.notify(summary)
+    return summary
+async def qna(arguments, ctx):
+    last = [m for m in await ctx.messages() if m['role'] == 'assistant'][-1]
+    questions = await ctx.sample([{'role': 'user', 'text': 'Extract the questions: ' + last['text']}])
+    return questions
+def activate(api):
+    api.register_command('summarize', 'Summarize the conversation.', summarize, raw_arguments=True)
+    api.register_command('qna', 'The questions of the last answer.', qna, raw_arguments=True)
+"""
+
+
+def sampling_editor(spawn, sampling=True, refuse=False):
+    asked = []
+
+    def on_request(message):
+        asked.append(message)
+        if message["method"] == "session/messages":
+            return {"result": {"messages": CONVERSATION}}
+        if message["method"] == "model/sample":
+            if refuse:
+                return {"error": {"code": -1, "message": "the user said no"}}
+            prompt = message["params"]["messages"][-1]["content"]["text"]
+            return {"result": {"role": "assistant", "model": "editor-model", "stopReason": "endTurn",
+                               "content": {"type": "text", "text": "ANSWER(%d chars)" % len(prompt)}}}
+        return None
+
+    sidecar = spawn(on_request=on_request, initialize=False)
+    caps = {"ui": UI_CAPS, "conversation": True, **({"sampling": True} if sampling else {})}
+    sidecar.call("initialize", {"protocolVersion": "2", "capabilities": caps})
+    return sidecar, asked
+
+
+UI_CAPS = {"confirm": True, "select": True, "input": True, "notify": True, "status": True}
+
+
+def test_ctx_sample_asks_the_editors_model_for_a_summary(spawn, ws):
+    ws.extension("summarize", SUMMARIZE)
+    sidecar, asked = sampling_editor(spawn)
+    thread = start(sidecar, ws, ["summarize"])["threadId"]
+    result = run(sidecar, thread, "summarize")
+    conversation = "user: add a login page\nassistant: " + CONVERSATION[1]["text"]
+    expected = "ANSWER(%d chars)" % len("<conversation>\n" + conversation + "\n</conversation>")
+    assert result["content"][0]["text"] == expected and not result["isError"]
+    assert notes(sidecar, thread) == [("summarize", expected)]
+    sample = [m["params"] for m in asked if m["method"] == "model/sample"]
+    assert sample == [{"threadId": thread, "extensionId": "summarize", "maxTokens": 200,
+                       "systemPrompt": "Summarize the conversation in one paragraph.",
+                       "messages": [{"role": "user", "content": {"type": "text", "text":
+                                                                 "<conversation>\n" + conversation + "\n</conversation>"}}]}]
+    # an async handler awaits it; a list of messages goes as given
+    text = "Extract the questions: " + CONVERSATION[1]["text"]
+    assert run(sidecar, thread, "qna")["content"][0]["text"] == "ANSWER(%d chars)" % len(text)
+    assert [m["params"]["maxTokens"] for m in asked if m["method"] == "model/sample"] == [200, 1024]
+
+
+def test_ctx_sample_without_the_capability_raises_and_asks_nothing_and_a_refusal_raises(spawn, ws):
+    ws.extension("summarize", SUMMARIZE)
+    sidecar, asked = sampling_editor(spawn, sampling=False)
+    thread = start(sidecar, ws, ["summarize"])["threadId"]
+    result = run(sidecar, thread, "summarize")
+    assert result["isError"] and "SamplingUnavailable" in result["content"][0]["text"]
+    assert "capabilities.sampling" in result["content"][0]["text"]
+    assert not [m for m in asked if m["method"] == "model/sample"]
+    refusing, asked = sampling_editor(spawn, refuse=True)
+    thread = start(refusing, ws, ["summarize"])["threadId"]
+    result = run(refusing, thread, "summarize")
+    assert result["isError"] and "SamplingUnavailable" in result["content"][0]["text"]
+    assert len([m for m in asked if m["method"] == "model/sample"]) == 1
+    assert run(refusing, thread, "summarize")["isError"]  # still serving

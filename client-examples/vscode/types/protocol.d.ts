@@ -2717,6 +2717,10 @@ export interface ModelSampleParams {
   temperature?: unknown;
   stopSequences?: string[];
   metadata?: unknown;
+  /**
+   * v4: the extension whose ctx.sample asks (absent: an MCP server's sampling/createMessage)
+   */
+  extensionId?: string;
   [k: string]: unknown;
 }
 /**

@@ -54,12 +54,21 @@ class Editor:
         """Whether the editor declared ``capabilities.conversation: true`` (it answers ``session/messages``)."""
         return self.peer.client_capabilities.get("conversation") is True
 
+    @property
+    def sampling(self) -> bool:
+        """Whether the editor declared ``capabilities.sampling: true`` (it answers ``model/sample``)."""
+        return self.peer.client_capabilities.get("sampling") is True
+
     async def ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
-        """A ``ui/*`` (or ``session/messages``) request to the editor; raises when it cannot be asked or does
-        not answer."""
+        """A ``ui/*`` (or ``session/messages``, ``model/sample``) request to the editor; raises when it cannot
+        be asked or does not answer."""
         if method == "session/messages":
             if not self.conversation:
                 raise PeerError("the editor did not declare capabilities.conversation")
+            return await self.peer.request(method, params, timeout_s)
+        if method == "model/sample":
+            if not self.sampling:
+                raise PeerError("the editor did not declare capabilities.sampling")
             return await self.peer.request(method, params, timeout_s)
         key = method.split("/", 1)[1]
         if not self.capable(key):

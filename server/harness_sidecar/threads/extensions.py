@@ -80,7 +80,7 @@ class ExtensionHosts:
         trusted = {t.id for t in start.trusted_extensions}
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
                 "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self.editor.capable(k)},
-                "conversation": self.editor.conversation,
+                "conversation": self.editor.conversation, "sampling": self.editor.sampling,
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.editor.max_result_bytes,
                 "maxTools": limits.max_tools, "stateBytes": limits.extension_state_bytes,

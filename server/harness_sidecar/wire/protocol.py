@@ -479,7 +479,9 @@ MODEL_SAMPLE = Obj([Field("threadId", P.THREAD_ID), Field("messages", Arr(Obj([
     Field("role", Str(enum=("user", "assistant"))), Field("content", AnyValue())], open_values=AnyValue(),
     name="SamplingMessage"))), Field("maxTokens", Int()), opt("systemPrompt", Str()),
     opt("modelPreferences", AnyValue()), opt("includeContext", Str()), opt("temperature", AnyValue()),
-    opt("stopSequences", Arr(Str())), opt("metadata", AnyValue())], open_values=AnyValue(),
+    opt("stopSequences", Arr(Str())), opt("metadata", AnyValue()),
+    opt("extensionId", Str(), description="v4: the extension whose ctx.sample asks (absent: an MCP server's "
+                                          "sampling/createMessage)")], open_values=AnyValue(),
     name="ModelSampleParams", description="MCP's CreateMessageRequest params, plus threadId.")
 MODEL_SAMPLE_RESULT = Obj([Field("role", Str(enum=("user", "assistant"))), Field("content", AnyValue()),
                            Field("model", Str()), opt("stopReason", Str())], open_values=AnyValue(),

@@ -203,6 +203,7 @@ class Loading:
         self.state.roots = body.get("roots", [])
         self.state.ui = body.get("ui", {})
         self.state.conversation = body.get("conversation") is True
+        self.state.sampling = body.get("sampling") is True
         self.state.settings = body.get("settings", {})
         self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
         self.state.max_tools = body.get("maxTools")

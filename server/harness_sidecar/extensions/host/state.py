@@ -26,6 +26,7 @@ class HostState:
         self.roots: list[str] = []
         self.ui: dict[str, bool] = {}  # the editor's ui capabilities, as the sidecar passed them on
         self.conversation = False  # the editor declared capabilities.conversation (ctx.messages may ask)
+        self.sampling = False  # the editor declared capabilities.sampling (ctx.sample may ask model/sample)
         self.settings: dict[str, dict[str, Any]] = {}
         self.states: dict[str, str] = {}  # extension id → its ctx.state as compact JSON (session_state)
         self.state_bytes = 262144  # limits.extensionStateBytes

@@ -13,7 +13,7 @@ from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.host.exchanges import Exchange
 from harness_sidecar.extensions.host.jsondata import to_json
-from harness_sidecar.extensions.host.session import Tools, messages
+from harness_sidecar.extensions.host.session import Tools, messages, sample
 from harness_sidecar.extensions.host.state import HostState
 
 class RunsUserCode(Protocol):
@@ -233,6 +233,10 @@ class Context:
     def messages(self, limit: int | None = None) -> Any:
         """The conversation (``capabilities.conversation``): ``extensions.host.session``."""
         return messages(self.ui, limit)
+
+    def sample(self, messages: Any, system_prompt: str | None = None, max_tokens: int = 1024) -> Any:
+        """The editor's model's completion (``capabilities.sampling``): ``extensions.host.session``."""
+        return sample(self.ui, messages, system_prompt, max_tokens)
 
 
 class UserRequests:
