@@ -230,3 +230,40 @@ def test_ctx_sample_without_the_capability_raises_and_asks_nothing_and_a_refusal
     assert result["isError"] and "SamplingUnavailable" in result["content"][0]["text"]
     assert len([m for m in asked if m["method"] == "model/sample"]) == 1
     assert run(refusing, thread, "summarize")["isError"]  # still serving
+
+
+# -- a question's own time: after Pi's timed-confirm.ts ------------------------------------------------
+
+TIMED = """
+def timed(arguments, ctx):
+    confirmed = ctx.ui.confirm('Timed Confirmation', 'This dialog will auto-cancel', timeout_ms=300)
+    return 'confirmed=%s outcome=%s' % (confirmed, ctx.ui.last_outcome)
+async def timed_select(arguments, ctx):
+    choice = await ctx.ui.select('Pick one', ['a', 'b'], timeout_ms=10_000_000)
+    return 'choice=%s outcome=%s' % (choice, ctx.ui.last_outcome)
+def bad(arguments, ctx):
+    try:
+        ctx.ui.input('Name', timeout_ms=0)
+    except ValueError as exc:
+        return str(exc)
+def activate(api):
+    api.register_command('timed', 'Confirm that cancels itself.', timed, raw_arguments=True)
+    api.register_command('timed-select', 'Select with a long time.', timed_select, raw_arguments=True)
+    api.register_command('bad', 'A wrong time.', bad, raw_arguments=True)
+"""
+
+
+def test_a_questions_own_timeout_ends_it_unanswered_and_tells_the_editor(spawn, ws):
+    ws.extension("timed", TIMED)
+    sidecar, asked = start_editor(spawn, {"ui/select": lambda m: {"result": {"value": "b"}}})
+    thread = start(sidecar, ws, ["timed"], limits={"uiTimeoutMs": 30000})["threadId"]
+    # the editor never answers the confirm: the sidecar ends it at its own 300 ms, not at uiTimeoutMs
+    assert run(sidecar, thread, "timed")["content"][0]["text"] == "confirmed=False outcome=timeout"
+    confirm = [m for m in asked if m["method"] == "ui/confirm"]
+    assert len(confirm) == 1 and confirm[0]["params"]["timeoutMs"] == 300
+    cancelled = [n["params"]["id"] for n in sidecar.notifications if n["method"] == "$/cancelRequest"]
+    assert cancelled == [confirm[0]["id"]]
+    # a time past uiTimeoutMs is told as uiTimeoutMs; an answer in time is the answer
+    assert run(sidecar, thread, "timed-select")["content"][0]["text"] == "choice=b outcome=answered"
+    assert [m["params"]["timeoutMs"] for m in asked if m["method"] == "ui/select"] == [30000]
+    assert "timeout_ms must be a positive int" in run(sidecar, thread, "bad")["content"][0]["text"]

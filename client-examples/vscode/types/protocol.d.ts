@@ -3224,6 +3224,10 @@ export interface UiConfirmParams {
   callId?: RequestId;
   tool?: string;
   arguments?: JsonObject;
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * Anything else (an error, a malformed answer, no answer) counts as false.
@@ -3256,6 +3260,10 @@ export interface UiInputParams {
   extensionId: string;
   title: string;
   placeholder?: string;
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -3309,6 +3317,10 @@ export interface UiSelectParams {
   extensionId: string;
   title: string;
   options: UiOption[];
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

@@ -453,15 +453,18 @@ ITEM_TOOL_CALL_RESULT = Obj([
                     "item) or any of MCP's content blocks, kept as it is."),
     Field("success", Bool(), description="false: the result is an error with this text."),
 ], name="ItemToolCallResult")
+UI_TIMEOUT = opt("timeoutMs", Int(),
+                 description="v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; "
+                             "the sidecar cancels it then, so an editor may show a countdown")
 UI_CONFIRM = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
                   Field("message", Str()),
                   opt("callId", P.REQUEST_ID, description="The tool call a hook is deciding, so the editor can show it."),
-                  opt("tool", Str()), opt("arguments", P.JSON_OBJECT)], name="UiConfirmParams")
+                  opt("tool", Str()), opt("arguments", P.JSON_OBJECT), UI_TIMEOUT], name="UiConfirmParams")
 UI_OPTION = Obj([Field("value", Str()), Field("label", Str()), opt("description", Str())], name="UiOption")
 UI_SELECT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
-                 Field("options", Arr(UI_OPTION))], name="UiSelectParams")
+                 Field("options", Arr(UI_OPTION)), UI_TIMEOUT], name="UiSelectParams")
 UI_INPUT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
-                opt("placeholder", Str())], name="UiInputParams")
+                opt("placeholder", Str()), UI_TIMEOUT], name="UiInputParams")
 ELICIT_SCHEMA = Obj([Field("type", Const("object")), Field("properties", Map(AnyValue())),
                      opt("required", Arr(Str()))], open_values=AnyValue(), name="ElicitRequestedSchema",
                     description="MCP's flat object schema: each property a string (format, enum, oneOf), number, "

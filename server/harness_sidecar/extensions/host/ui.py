@@ -55,14 +55,15 @@ class Ui:
         # answers themselves are the v2 values: a bool, a str, or None when no answer came (v4 §2).
         self.last_outcome: str | None = None
 
-    def confirm(self, title: str, message: str) -> Any:
+    def confirm(self, title: str, message: str, timeout_ms: int | None = None) -> Any:
         _strings(title=title, message=message)
         params: dict[str, Any] = {"title": title, "message": message}
         if self._call is not None:
             params.update(callId=self._call["id"], tool=self._call["name"], arguments=self._call["arguments"])
+        _timeout(params, timeout_ms)
         return self._ask("confirm", params, confirmed, UiAnswer(False, "unavailable"))
 
-    def select(self, title: str, options: list[Any]) -> Any:
+    def select(self, title: str, options: list[Any], timeout_ms: int | None = None) -> Any:
         _strings(title=title)
         items = []
         for option in options:
@@ -76,16 +77,19 @@ class Ui:
             else:
                 raise TypeError("an option is a string or {'value': str, 'label': str, 'description'?: str}")
         values = {i["value"] for i in items}
-        return self._ask("select", {"title": title, "options": items},
+        params = {"title": title, "options": items}
+        _timeout(params, timeout_ms)
+        return self._ask("select", params,
                          lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str and v in values),
                          UiAnswer(None, "unavailable"))
 
-    def input(self, title: str, placeholder: str | None = None) -> Any:
+    def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None) -> Any:
         _strings(title=title)
         params: dict[str, Any] = {"title": title}
         if placeholder is not None:
             _strings(placeholder=placeholder)
             params["placeholder"] = placeholder
+        _timeout(params, timeout_ms)
         return self._ask("input", params, lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str),
                          UiAnswer(None, "unavailable"))
 
@@ -159,6 +163,16 @@ class Ui:
             return _Plain(self, answer)
         self.last_outcome = answer.outcome
         return answer.value
+
+
+def _timeout(params: dict[str, Any], timeout_ms: Any) -> None:
+    """A question's own time (Pi's ``{timeout}``): ``timeoutMs``, which the sidecar keeps (at most
+    ``limits.uiTimeoutMs``); when it passes, the question ends unanswered (``last_outcome`` ``timeout``)."""
+    if timeout_ms is None:
+        return
+    if type(timeout_ms) is not int or timeout_ms <= 0:
+        raise ValueError(f"timeout_ms must be a positive int (milliseconds), not {timeout_ms!r}")
+    params["timeoutMs"] = timeout_ms
 
 
 def _strings(**values: Any) -> None:

@@ -115,8 +115,14 @@ class HostRelay:
                           step: Any) -> None:
         answer = None
         outcome = None  # why no answer came, for ctx.ui's outcome: timeout | cancelled | unavailable
+        timeout_s = self.ui_timeout_s
+        own = params.get("timeoutMs")  # a question's own time (ctx.ui.*(timeout_ms=)), never past uiTimeoutMs
+        if type(own) is int and own > 0:
+            timeout_s = min(timeout_s, own / 1000)
+            if own / 1000 > self.ui_timeout_s:
+                params = {**params, "timeoutMs": int(self.ui_timeout_s * 1000)}
         try:
-            answer = await self.ask(method, params, self.ui_timeout_s)
+            answer = await self.ask(method, params, timeout_s)
         except asyncio.CancelledError:
             answer, outcome = None, "cancelled"
         except Exception as exc:  # noqa: BLE001 - no capability, an error answer, a timeout, EOF: no
