@@ -267,3 +267,55 @@ def test_a_questions_own_timeout_ends_it_unanswered_and_tells_the_editor(spawn, 
     assert run(sidecar, thread, "timed-select")["content"][0]["text"] == "choice=b outcome=answered"
     assert [m["params"]["timeoutMs"] for m in asked if m["method"] == "ui/select"] == [30000]
     assert "timeout_ms must be a positive int" in run(sidecar, thread, "bad")["content"][0]["text"]
+
+
+# -- ctx.commands.list(): after Pi's commands.ts -------------------------------------------------------
+
+COMMANDS = """
+import json
+LABELS = (('extension', 'Extensions'), ('template', 'Templates'), ('skill', 'Skills'))
+def commands(arguments, ctx):
+    listed = ctx.commands.list()
+    wanted = arguments['text'].strip()
+    shown = [c for c in listed if not wanted or c['source'] == wanted]
+    if not shown:
+        ctx.ui.notify('No %s commands found' % wanted if wanted else 'No commands found')
+        return None
+    items = []
+    for key, label in LABELS:
+        of = [c for c in shown if c['source'] == key]
+        if of:
+            items.append('--- %s ---' % label)
+            items.extend('/%s - %s' % (c['name'], c['description']) for c in of)
+    selected = ctx.ui.select('Available Commands', items)
+    if selected and not selected.startswith('---'):
+        name = selected.split(' - ')[0][1:]
+        command = next(c for c in listed if c['name'] == name)
+        if command.get('path') and ctx.ui.confirm(name, 'View source path?\\n' + command['path']):
+            ctx.ui.notify(command['path'])
+    return json.dumps(items)
+def activate(api):
+    api.register_command('commands', 'List available slash commands', commands, raw_arguments=True)
+"""
+
+
+def test_ctx_commands_lists_the_threads_commands_templates_and_skills(spawn, ws):
+    import json
+
+    ws.extension("commands", COMMANDS)
+    picks = iter(["/review - Review a file.", "--- Extensions ---"])
+    sidecar, asked = start_editor(spawn, {"ui/select": lambda m: {"result": {"value": next(picks)}},
+                                          "ui/confirm": lambda m: {"result": {"confirmed": True}}})
+    thread = start(sidecar, ws, ["commands"])["threadId"]
+    items = json.loads(run(sidecar, thread, "commands")["content"][0]["text"])
+    assert items == ["--- Extensions ---", "/commands - List available slash commands",
+                     "--- Templates ---", "/review - Review a file.",
+                     "--- Skills ---", "/review - Use when reviewing."]
+    # the template chosen: Pi's example shows its path after asking
+    path = str(ws.root / "templates" / "review.md")
+    assert [m["params"]["message"] for m in asked if m["method"] == "ui/confirm"] == ["View source path?\n" + path]
+    assert notes(sidecar, thread) == [("commands", path)]
+    assert json.loads(run(sidecar, thread, "commands", "skill")["content"][0]["text"]) == [
+        "--- Skills ---", "/review - Use when reviewing."]
+    assert run(sidecar, thread, "commands", "nothing")["content"] == []
+    assert notes(sidecar, thread)[-1] == ("commands", "No nothing commands found")

@@ -1,8 +1,8 @@
 """What a handler asks beyond the user (protocol-v4 §5): ``ctx.messages(limit=None)``, the conversation,
 asked of the editor (``session/messages``, only when it declared ``capabilities.conversation``;
 otherwise it raises and nothing is sent), ``ctx.sample(messages, ...)``, a completion of the editor's
-model (``model/sample``, only under ``capabilities.sampling``), and ``ctx.tools`` (``list()``,
-``set_active(names)``), the thread's tools, answered by the sidecar. All go through the relay the
+model (``model/sample``, only under ``capabilities.sampling``), ``ctx.tools`` (``list()``,
+``set_active(names)``), the thread's tools, and ``ctx.commands.list()``, answered by the sidecar. All go through the relay the
 ``ui/*`` questions take."""
 
 from __future__ import annotations
@@ -117,6 +117,19 @@ def sample(ui: Any, messages: Any, system_prompt: str | None = None, max_tokens:
     return _ask(ui, SAMPLE_METHOD, params, parse, SamplingUnavailable(f"{SAMPLE_METHOD} was refused"))
 
 
+class Commands:
+    """``ctx.commands`` (Pi's ``pi.getCommands()``): ``list()`` → ``[{name, description, source, extensionId? |
+    path?}]``, the thread's extension commands, templates and skills, answered by the sidecar."""
+
+    __slots__ = ("_ui",)
+
+    def __init__(self, ui: Any) -> None:
+        self._ui = ui
+
+    def list(self) -> Any:
+        return _ask_sidecar(self._ui, channel.COMMANDS_LIST, {}, "commands", "ctx.commands")
+
+
 class Tools:
     """``ctx.tools``: the thread's tools (``list()``: ``[{name, description, origin, active}]``) and which
     of them the model may use (``set_active(names)``: builtins stay active; returns the active names)."""
@@ -135,12 +148,16 @@ class Tools:
         return self._sidecar(channel.TOOLS_SET_ACTIVE, {"names": list(names)}, "active")
 
     def _sidecar(self, method: str, params: dict[str, Any], key: str) -> Any:
-        def parse(answer: Any, hint: Any) -> Any:
-            if answer is None:
-                return _Failed(RuntimeError(f"the sidecar did not answer ctx.tools ({hint or 'no answer'})"))
-            if type(answer.get("error")) is str:
-                return _Failed(ValueError(answer["error"]))
-            return answer[key]
+        return _ask_sidecar(self._ui, method, params, key, "ctx.tools")
 
-        return _ask(self._ui, method, {"threadId": self._ui._users.state.thread_id, **params}, parse,
-                    RuntimeError("ctx.tools was refused"))
+
+def _ask_sidecar(ui: Any, method: str, params: dict[str, Any], key: str, what: str) -> Any:
+    """A question the sidecar answers itself (``ctx.tools``, ``ctx.commands``): ``answer[key]``, or its error."""
+    def parse(answer: Any, hint: Any) -> Any:
+        if answer is None:
+            return _Failed(RuntimeError(f"the sidecar did not answer {what} ({hint or 'no answer'})"))
+        if type(answer.get("error")) is str:
+            return _Failed(ValueError(answer["error"]))
+        return answer[key]
+
+    return _ask(ui, method, {"threadId": ui._users.state.thread_id, **params}, parse, RuntimeError(f"{what} was refused"))

@@ -13,7 +13,7 @@ from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
 from harness_sidecar.extensions.host.exchanges import Exchange
 from harness_sidecar.extensions.host.jsondata import to_json
-from harness_sidecar.extensions.host.session import Tools, messages, sample
+from harness_sidecar.extensions.host.session import Commands, Tools, messages, sample
 from harness_sidecar.extensions.host.state import HostState
 
 class RunsUserCode(Protocol):
@@ -232,7 +232,7 @@ class _Pending:
 class Context:
     """``ctx``: where the handler runs and how to reach the user."""
 
-    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state", "tools")
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state", "tools", "commands")
 
     def __init__(self, state: HostState, extension_id: str, ui: Ui, extension_state: Any = None) -> None:
         self.thread_id = state.thread_id
@@ -243,6 +243,7 @@ class Context:
         self.ui = ui
         self.state = extension_state  # session_state.ExtensionState: ctx.state
         self.tools = Tools(ui)  # v4 §5: ctx.tools.list(), ctx.tools.set_active(names)
+        self.commands = Commands(ui)  # ctx.commands.list(): Pi's getCommands
 
     def messages(self, limit: int | None = None) -> Any:
         """The conversation (``capabilities.conversation``): ``extensions.host.session``."""

@@ -26,7 +26,8 @@ RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "thread/diagnostic")
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 # What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
 ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages", "model/sample",
-                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE))  # the last two: the sidecar answers (ctx.tools)
+                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE,  # the sidecar answers these (ctx.tools,
+                   channel.COMMANDS_LIST))                        # ctx.commands)
 Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
 
 
