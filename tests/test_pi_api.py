@@ -319,3 +319,58 @@ def test_ctx_commands_lists_the_threads_commands_templates_and_skills(spawn, ws)
         "--- Skills ---", "/review - Use when reviewing."]
     assert run(sidecar, thread, "commands", "nothing")["content"] == []
     assert notes(sidecar, thread)[-1] == ("commands", "No nothing commands found")
+
+
+# -- entryId on turn_start and session_before_fork: after Pi's git-checkpoint.ts ------------------------
+
+CHECKPOINT = """
+import subprocess
+checkpoints = {}
+def git(ctx, *args):
+    return subprocess.run(['git', *args], cwd=ctx.cwd, capture_output=True, text=True, check=True).stdout.strip()
+def turn_start(event, ctx):
+    ref = git(ctx, 'stash', 'create')
+    if ref and event.get('entryId'):
+        checkpoints[event['entryId']] = ref
+def before_fork(event, ctx):
+    ref = checkpoints.get(event.get('entryId'))
+    if not ref:
+        return None
+    choice = ctx.ui.select('Restore code state?', ['Yes, restore code to that point', 'No, keep current code'])
+    if choice and choice.startswith('Yes'):
+        git(ctx, 'checkout', '--', '.')
+        git(ctx, 'stash', 'apply', ref)
+        ctx.ui.notify('Code restored to checkpoint')
+def activate(api):
+    api.on('turn_start', turn_start, timeout_ms=20000)
+    api.on('session_before_fork', before_fork, timeout_ms=20000)
+"""
+
+
+def test_a_fork_from_an_earlier_entry_restores_the_code_of_that_turn(spawn, ws, tmp_path):
+    import subprocess
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "start")
+    (repo / "app.py").write_text("v0\n")
+    git("add", "app.py")
+    git("-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "app")
+    ws.extension("git-checkpoint", CHECKPOINT)
+    sidecar, asked = start_editor(spawn, {"ui/select": lambda m: {"result": {"value": m["params"]["options"][0]["value"]}}})
+    thread = start(sidecar, ws, ["git-checkpoint"], cwd=str(repo))["threadId"]
+    (repo / "app.py").write_text("v1 (after the first turn)\n")
+    loop_event(sidecar, thread, "turn_start", {"prompt": "go on", "entryId": "m2"})
+    (repo / "app.py").write_text("v2 (after the second turn)\n")
+    loop_event(sidecar, thread, "turn_start", {"prompt": "more", "entryId": "m4"})
+    (repo / "app.py").write_text("v3 (now)\n")
+    # forking from m2: the code as it was when the turn after m2 started
+    assert loop_event(sidecar, thread, "session_before_fork", {"entryId": "m2"})["blocked"] is None
+    assert (repo / "app.py").read_text() == "v1 (after the first turn)\n"
+    assert notes(sidecar, thread) == [("git-checkpoint", "Code restored to checkpoint")]
+    # an entry without a checkpoint asks nothing
+    loop_event(sidecar, thread, "session_before_fork", {"entryId": "m9"})
+    loop_event(sidecar, thread, "session_before_fork")
+    assert len([m for m in asked if m["method"] == "ui/select"]) == 1

@@ -2251,6 +2251,7 @@ export interface LoopBlocked {
  */
 export interface LoopEventPayloadTurnStart {
   prompt: string;
+  entryId?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2435,7 +2436,9 @@ export interface LoopEventPayloadSessionBeforeSwitch {
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventPayload_session_before_fork".
  */
-export interface LoopEventPayloadSessionBeforeFork {}
+export interface LoopEventPayloadSessionBeforeFork {
+  entryId?: string | null;
+}
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventPayload_model_select".

@@ -58,7 +58,7 @@ MODEL_SELECT = "model_select"  # the editor's model changed (Pi's event of that 
 # event → {payload field: (JSON type, required)}. Payload fields reach handlers at the top level of
 # their ``event`` (``{threadId, event, ...payload}``).
 PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
-    TURN_START: {"prompt": (str, True)},
+    TURN_START: {"prompt": (str, True), "entryId": (str, False)},  # v4: the entry the turn follows (Pi's leaf)
     TURN_END: {"lastAssistantMessage": (str, False)},
     STOP: {"lastAssistantMessage": (str, False), "stopHookActive": (bool, True)},
     COMPACT_BEFORE: {"trigger": (str, True)},
@@ -85,7 +85,7 @@ PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
     PERMISSION_DENIED: {"toolName": (str, True), "toolInput": (dict, True), "reason": (str, False)},
     SETUP: {"trigger": (str, True)},
     SESSION_BEFORE_SWITCH: {"reason": (str, True)},
-    SESSION_BEFORE_FORK: {},
+    SESSION_BEFORE_FORK: {"entryId": (str, False)},  # v4: the entry the fork starts from (Pi's entryId)
     MODEL_SELECT: {"model": (str, True), "previousModel": (str, False), "source": (str, False)},
 }
 EVENTS = tuple(PAYLOADS)
