@@ -374,3 +374,49 @@ def test_a_fork_from_an_earlier_entry_restores_the_code_of_that_turn(spawn, ws, 
     loop_event(sidecar, thread, "session_before_fork", {"entryId": "m9"})
     loop_event(sidecar, thread, "session_before_fork")
     assert len([m for m in asked if m["method"] == "ui/select"]) == 1
+
+
+# -- compact_before's own summary: after Pi's custom-compaction.ts -------------------------------------
+
+COMPACTION = """
+PROMPT = 'You are a conversation summarizer. Create a comprehensive summary of this conversation.'
+def before_compact(event, ctx):
+    ctx.ui.notify('Custom compaction extension triggered')
+    history = ctx.messages()
+    text = '\\n'.join('%s: %s' % (m['role'], m['text']) for m in history)
+    try:
+        summary = ctx.sample(PROMPT + '\\n<conversation>\\n' + text + '\\n</conversation>', max_tokens=8192)
+    except Exception as exc:
+        ctx.ui.notify('Compaction failed: %s' % exc, 'error')
+        return None  # the editor's own compaction
+    if not summary.strip():
+        return None
+    return {'compaction': {'summary': summary}}
+def activate(api):
+    api.on('session_before_compact', before_compact, timeout_ms=20000)
+"""
+
+
+def test_compact_before_can_give_the_editor_a_summary_made_by_its_model(spawn, ws):
+    ws.extension("custom-compaction", COMPACTION)
+    ws.extension("other", "def activate(api):\n"
+                          "    api.on('compact_before', lambda e: {'compaction': {'summary': 'second'}})\n")
+    sidecar, asked = sampling_editor(spawn)
+    thread = start(sidecar, ws, ["custom-compaction", "other"])["threadId"]
+    answer = loop_event(sidecar, thread, "compact_before", {"trigger": "auto"})
+    text = "user: add a login page\nassistant: " + CONVERSATION[1]["text"]
+    prompt = ("You are a conversation summarizer. Create a comprehensive summary of this conversation.\n"
+              "<conversation>\n" + text + "\n</conversation>")
+    assert answer["compaction"] == {"summary": "ANSWER(%d chars)" % len(prompt), "by": "extension:custom-compaction"}
+    assert answer["blocked"] is None
+    assert [m["params"]["maxTokens"] for m in asked if m["method"] == "model/sample"] == [8192]
+    # without the editor's model: the editor's own compaction (no compaction), the user told
+    plain, _ = sampling_editor(spawn, refuse=True)
+    ws.extension("other", "def activate(api):\n    pass\n")
+    thread = start(plain, ws, ["custom-compaction", "other"])["threadId"]
+    answer = loop_event(plain, thread, "compact_before", {"trigger": "manual"})
+    assert "compaction" not in answer and notes(plain, thread)[-1][1].startswith("Compaction failed:")
+    # a wrong form is a fault (a diagnostic), never a summary
+    ws.extension("other", "def activate(api):\n    api.on('compact_before', lambda e: {'compaction': 'text'})\n")
+    thread = start(plain, ws, ["other"])["threadId"]
+    assert "compaction" not in loop_event(plain, thread, "compact_before", {"trigger": "manual"})

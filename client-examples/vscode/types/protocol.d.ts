@@ -2247,6 +2247,20 @@ export interface LoopBlocked {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopCompaction".
+ */
+export interface LoopCompaction {
+  /**
+   * The text to compact the conversation into.
+   */
+  summary: string;
+  /**
+   * The extension that gave it: extension:<id>.
+   */
+  by: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventPayload_turn_start".
  */
 export interface LoopEventPayloadTurnStart {
@@ -2467,6 +2481,7 @@ export interface LoopEventResult {
    */
   systemMessages: string[];
   stopTurn?: StopTurn;
+  compaction?: LoopCompaction;
 }
 /**
  * A remote MCP server needs the user to sign in and the editor declared no capabilities.ui.openUrl (or did not open it); its tools join once signed in.

@@ -97,6 +97,7 @@ CANCELLABLE = (SESSION_BEFORE_SWITCH, SESSION_BEFORE_FORK)
 DECISIONS = ("allow", "deny")
 _TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array"}
 RETURN_FORMS = ("None, {'block': True, 'reason': str}, {'context': str | [str]}, {'systemMessage': str}"
+                " or (compact_before) {'compaction': {'summary': str}}"
                 " or (permission_request) {'decision': 'allow' | 'deny', 'reason'?: str}"
                 " or (session_before_switch, session_before_fork) {'cancel': True, 'reason'?: str}")
 
@@ -145,7 +146,7 @@ def interpret(event: str, source: str, value: Any) -> Verdict:
     if value is None:
         return verdict
     allowed = {"block", "reason", "context", "systemMessage"} | ({"decision"} if event == PERMISSION_REQUEST else set()) \
-        | ({"cancel"} if event in CANCELLABLE else set())
+        | ({"cancel"} if event in CANCELLABLE else set()) | ({"compaction"} if event == COMPACT_BEFORE else set())
     if type(value) is not dict or not set(value) <= allowed:
         raise TypeError(f"a {event} handler must return {RETURN_FORMS}")
     block = value.get("block", False)
@@ -169,11 +170,26 @@ def interpret(event: str, source: str, value: Any) -> Verdict:
     decision = value.get("decision")
     if decision is not None and decision not in DECISIONS:
         raise TypeError("'decision' must be 'allow' or 'deny'")
+    compaction = value.get("compaction")
+    if compaction is not None:
+        if type(compaction) is not dict or set(compaction) != {"summary"} or type(compaction["summary"]) is not str:
+            raise TypeError("'compaction' must be {'summary': str}")
+        verdict.summary = compaction["summary"] if compaction["summary"].strip() else None
     verdict.decision = DENY if block else decision
     verdict.reason = reason
     verdict.context = [c for c in context if c.strip()]
     verdict.system_message = message
     return verdict
+
+
+def compaction(event: str, verdicts: list[Verdict], answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` with ``compaction: {summary, by}`` on a ``compact_before`` nobody blocked: the first summary an
+    extension returned (Pi's ``{compaction: {summary}}``), in declaration order."""
+    if event == COMPACT_BEFORE and answer.get("blocked") is None:
+        for verdict in verdicts:
+            if verdict.summary is not None:
+                return {**answer, "compaction": {"summary": verdict.summary, "by": verdict.source}}
+    return answer
 
 
 def result(event: str, decision: Decision) -> dict[str, Any]:

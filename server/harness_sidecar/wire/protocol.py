@@ -436,6 +436,12 @@ LOOP_EVENT_RESULT = Obj([
     Field("additionalContext", Arr(Str()), description="Every source's context, in declaration order."),
     Field("systemMessages", Arr(Str()), description="Messages for the user, in declaration order."),
     opt("stopTurn", STOP_TURN, description="A command hook answered continue: false: the editor ends the turn."),
+    opt("compaction", Obj([Field("summary", Str(), description="The text to compact the conversation into."),
+                           Field("by", Str(), description="The extension that gave it: extension:<id>.")],
+                          name="LoopCompaction"),
+        description="v4, compact_before only: an extension's own summary (Pi's {compaction: {summary}}), the "
+                    "first in load order; absent when blocked or none gave one. The editor decides whether to use "
+                    "it instead of its own."),
 ], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
