@@ -420,3 +420,88 @@ def test_compact_before_can_give_the_editor_a_summary_made_by_its_model(spawn, w
     ws.extension("other", "def activate(api):\n    api.on('compact_before', lambda e: {'compaction': 'text'})\n")
     thread = start(plain, ws, ["other"])["threadId"]
     assert "compaction" not in loop_event(plain, thread, "compact_before", {"trigger": "manual"})
+
+
+# -- drafts and compaction asked of the editor: after Pi's qna.ts, handoff.ts and trigger-compact.ts --------
+
+DRAFTS = """
+async def qna(arguments, ctx):
+    last = [m for m in await ctx.messages() if m['role'] == 'assistant']
+    if not last:
+        ctx.ui.notify('No assistant messages found', 'error')
+        return None
+    questions = await ctx.sample('Extract the questions, one per line, each followed by A: ' + last[-1]['text'])
+    return 'drafted' if await ctx.ui.set_editor_text(questions) else 'not drafted'
+def handoff(arguments, ctx):
+    goal = arguments['text'].strip()
+    if not goal:
+        ctx.ui.notify('Usage: /handoff <goal for new thread>', 'error')
+        return None
+    history = '\\n'.join('%s: %s' % (m['role'], m['text']) for m in ctx.messages())
+    prompt = ctx.sample('Write a prompt for a new thread with this goal: %s\\n<conversation>\\n%s\\n</conversation>'
+                        % (goal, history), max_tokens=2000)
+    return 'handed off' if ctx.ui.set_editor_text(prompt, new_thread=True) else 'not handed off'
+THRESHOLD = 100_000
+def turn_end(event, ctx):
+    if event.get('contextTokens', 0) > THRESHOLD:
+        ctx.ui.notify('Compaction started')
+        ctx.ui.compact()
+def trigger(arguments, ctx):
+    return 'asked' if ctx.ui.compact(arguments['text'].strip() or None) else 'not asked'
+def activate(api):
+    api.register_command('qna', 'Questions of the last answer, as a draft.', qna, raw_arguments=True)
+    api.register_command('handoff', 'A new thread with a focused prompt.', handoff, raw_arguments=True)
+    api.register_command('trigger-compact', 'Compact now.', trigger, raw_arguments=True)
+    api.on('turn_end', turn_end)
+"""
+
+
+def drafts_editor(spawn, declared=True):
+    """An editor with its model and conversation, taking chat/draft and chat/compact when ``declared``."""
+    def on_request(message):
+        if message["method"] == "session/messages":
+            return {"result": {"messages": CONVERSATION}}
+        if message["method"] == "model/sample":
+            return {"result": {"role": "assistant", "model": "m", "content": {"type": "text", "text": "DRAFT"}}}
+        return None
+
+    sidecar = spawn(on_request=on_request, initialize=False)
+    ui = {**UI_CAPS, "draft": True, "compact": True} if declared else UI_CAPS
+    sidecar.call("initialize", {"protocolVersion": "2", "capabilities": {"ui": ui, "conversation": True,
+                                                                         "sampling": True}})
+    return sidecar
+
+
+def sent(sidecar, method):
+    return [n["params"] for n in sidecar.notifications if n["method"] == method]
+
+
+def test_drafts_and_compaction_go_to_an_editor_that_takes_them(spawn, ws):
+    ws.extension("drafts", DRAFTS)
+    sidecar = drafts_editor(spawn)
+    thread = start(sidecar, ws, ["drafts"])["threadId"]
+    assert run(sidecar, thread, "qna")["content"][0]["text"] == "drafted"
+    assert run(sidecar, thread, "handoff", "now the teams page")["content"][0]["text"] == "handed off"
+    assert sent(sidecar, "chat/draft") == [
+        {"threadId": thread, "extensionId": "drafts", "text": "DRAFT", "newThread": False},
+        {"threadId": thread, "extensionId": "drafts", "text": "DRAFT", "newThread": True}]
+    # trigger-compact: the editor reports the context's size at turn_end; over the threshold, compact
+    loop_event(sidecar, thread, "turn_end", {"lastAssistantMessage": "ok", "contextTokens": 5_000})
+    assert sent(sidecar, "chat/compact") == []
+    loop_event(sidecar, thread, "turn_end", {"lastAssistantMessage": "ok", "contextTokens": 150_000})
+    assert sent(sidecar, "chat/compact") == [{"threadId": thread, "extensionId": "drafts"}]
+    assert run(sidecar, thread, "trigger-compact", "keep the API decisions")["content"][0]["text"] == "asked"
+    assert sent(sidecar, "chat/compact")[-1] == {"threadId": thread, "extensionId": "drafts",
+                                                 "instructions": "keep the API decisions"}
+    bad = sidecar.request("loop/event", {"threadId": thread, "event": "turn_end", "payload": {"contextTokens": "9"}})
+    assert bad["error"]["data"]["kind"] == "invalid_params" and "payload.contextTokens" in bad["error"]["message"]
+
+
+def test_without_the_capabilities_nothing_is_drafted_or_compacted(spawn, ws):
+    ws.extension("drafts", DRAFTS)
+    sidecar = drafts_editor(spawn, declared=False)
+    thread = start(sidecar, ws, ["drafts"])["threadId"]
+    assert run(sidecar, thread, "qna")["content"][0]["text"] == "not drafted"
+    assert run(sidecar, thread, "handoff", "go")["content"][0]["text"] == "not handed off"
+    assert run(sidecar, thread, "trigger-compact")["content"][0]["text"] == "not asked"
+    assert sent(sidecar, "chat/draft") == [] and sent(sidecar, "chat/compact") == []

@@ -885,6 +885,35 @@ export interface Diagnostic {
   [k: string]: unknown;
 }
 /**
+ * v4: an extension asks the editor to compact the conversation now (ctx.ui.compact, Pi's ctx.compact); the editor decides, and reports compact_before/compact_after as usual. Sent only to an editor that declared capabilities.ui.compact.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatCompactParams".
+ */
+export interface ChatCompactParams {
+  threadId: ThreadId;
+  extensionId: string;
+  /**
+   * For the summary (Pi's customInstructions).
+   */
+  instructions?: string;
+}
+/**
+ * v4: an extension asks the editor to put text in its input box for the user to edit and send (ctx.ui.set_editor_text, Pi's setEditorText); the editor decides. Sent only to an editor that declared capabilities.ui.draft.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatDraftParams".
+ */
+export interface ChatDraftParams {
+  threadId: ThreadId;
+  extensionId: string;
+  text: string;
+  /**
+   * true: in a new conversation (Pi's newSession first).
+   */
+  newThread: boolean;
+}
+/**
  * An extension asks the editor to send a message (ctx.ui.send_message); the editor decides. Sent only to an editor that declared capabilities.ui.sendMessage.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -951,6 +980,14 @@ export interface UiCapabilities {
    * The editor takes chat/send (ctx.ui.send_message).
    */
   sendMessage?: boolean | null;
+  /**
+   * v4: the editor takes chat/draft (ctx.ui.set_editor_text).
+   */
+  draft?: boolean | null;
+  /**
+   * v4: the editor takes chat/compact (ctx.ui.compact).
+   */
+  compact?: boolean | null;
   /**
    * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
    */
@@ -2273,6 +2310,7 @@ export interface LoopEventPayloadTurnStart {
  */
 export interface LoopEventPayloadTurnEnd {
   lastAssistantMessage?: string | null;
+  contextTokens?: number | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -3429,6 +3467,8 @@ export interface ServerNotifications {
   /** The request is answered -32800 (kind cancelled); the sidecar sends it for a ui/* request whose tools/call was cancelled. */
   "$/cancelRequest": CancelParams;
   "chat/send": ChatSendParams;
+  "chat/draft": ChatDraftParams;
+  "chat/compact": ChatCompactParams;
   "thread/diagnostic": ThreadDiagnosticParams;
   "catalog/changed": CatalogChangedParams;
   "ui/notify": UiNotifyParams;

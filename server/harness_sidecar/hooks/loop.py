@@ -59,7 +59,7 @@ MODEL_SELECT = "model_select"  # the editor's model changed (Pi's event of that 
 # their ``event`` (``{threadId, event, ...payload}``).
 PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
     TURN_START: {"prompt": (str, True), "entryId": (str, False)},  # v4: the entry the turn follows (Pi's leaf)
-    TURN_END: {"lastAssistantMessage": (str, False)},
+    TURN_END: {"lastAssistantMessage": (str, False), "contextTokens": (int, False)},  # v4: Pi's getContextUsage
     STOP: {"lastAssistantMessage": (str, False), "stopHookActive": (bool, True)},
     COMPACT_BEFORE: {"trigger": (str, True)},
     COMPACT_AFTER: {"trigger": (str, True)},
@@ -95,7 +95,7 @@ FAIL_CLOSED = (STOP, SUBAGENT_STOP, PERMISSION_REQUEST, TASK_CREATED, TASK_COMPL
 # Events a handler may cancel with Pi's ``{"cancel": True}`` (the same as ``{"block": True}``).
 CANCELLABLE = (SESSION_BEFORE_SWITCH, SESSION_BEFORE_FORK)
 DECISIONS = ("allow", "deny")
-_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array"}
+_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array", int: "an integer"}
 RETURN_FORMS = ("None, {'block': True, 'reason': str}, {'context': str | [str]}, {'systemMessage': str}"
                 " or (compact_before) {'compaction': {'summary': str}}"
                 " or (permission_request) {'decision': 'allow' | 'deny', 'reason'?: str}"

@@ -92,6 +92,15 @@ class Editor:
             if self.capable("sendMessage") and type(params.get("text")) is str:
                 self.peer.notify(method, params)
             return
+        if method == "chat/draft":  # ctx.ui.set_editor_text: only under ui.draft
+            if self.capable("draft") and type(params.get("text")) is str and type(params.get("newThread")) is bool:
+                self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", "text", "newThread")})
+            return
+        if method == "chat/compact":  # ctx.ui.compact: only under ui.compact
+            if self.capable("compact") and type(params.get("instructions", "")) is str:
+                self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", "instructions")
+                                          if k in params})
+            return
         if method == "thread/diagnostic":  # an extension author's diagnostic the host noticed
             if params.get("kind") in ("handler_return_ignored", "ui_after_handler"):
                 self.peer.notify(method, params)

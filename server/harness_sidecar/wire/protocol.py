@@ -424,6 +424,18 @@ CHAT_SEND = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Fi
                 name="ChatSendParams",
                 description="An extension asks the editor to send a message (ctx.ui.send_message); the editor "
                             "decides. Sent only to an editor that declared capabilities.ui.sendMessage.")
+CHAT_DRAFT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("text", Str()),
+                  Field("newThread", Bool(), description="true: in a new conversation (Pi's newSession first).")],
+                 name="ChatDraftParams",
+                 description="v4: an extension asks the editor to put text in its input box for the user to edit "
+                             "and send (ctx.ui.set_editor_text, Pi's setEditorText); the editor decides. Sent only to "
+                             "an editor that declared capabilities.ui.draft.")
+CHAT_COMPACT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                    opt("instructions", Str(), description="For the summary (Pi's customInstructions).")],
+                   name="ChatCompactParams",
+                   description="v4: an extension asks the editor to compact the conversation now (ctx.ui.compact, "
+                               "Pi's ctx.compact); the editor decides, and reports compact_before/compact_after as "
+                               "usual. Sent only to an editor that declared capabilities.ui.compact.")
 LOOP_EVENT_RESULT = Obj([
     Field("blocked", Nullable(Obj([Field("reason", Str(), description="Every blocking source's reason, joined "
                                                                        "with '; ' in declaration order."),
@@ -725,6 +737,8 @@ MESSAGES: list[Message] = [
              THREAD + ("mcp_server_not_found", "mcp_unavailable", "mcp_error"),
              "v4: prompts/get of one of the thread's MCP servers."),
     _notification("chat/send", CHAT_SEND),
+    _notification("chat/draft", CHAT_DRAFT),
+    _notification("chat/compact", CHAT_COMPACT),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
     _notification("ui/notify", UI_NOTIFY),

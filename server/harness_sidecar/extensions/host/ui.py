@@ -50,7 +50,7 @@ class Ui:
         self._call = call
         self._done = False
         self._hook = hook  # the event (or "command", "tool") whose handler this ctx is for
-        self.available = any(v for k, v in users.state.ui.items() if k != "sendMessage")
+        self.available = any(v for k, v in users.state.ui.items() if k not in _NOT_QUESTIONS)
         # How the last question this ctx asked ended (``answers.OUTCOMES``); None before the first. The
         # answers themselves are the v2 values: a bool, a str, or None when no answer came (v4 §2).
         self.last_outcome: str | None = None
@@ -120,11 +120,35 @@ class Ui:
         or the handler has ended.
         """
         _strings(text=text)
+        return self._send("send_message", "sendMessage", "chat/send", {"text": self._users.state.bounded(text)})
+
+    def set_editor_text(self, text: str, new_thread: bool = False) -> Any:
+        """Ask the editor to put ``text`` in its input box for the user to edit and send (``chat/draft``;
+        Pi's ``setEditorText``); ``new_thread=True``: in a new conversation (Pi's ``newSession`` first).
+
+        True when it was sent; False without the editor's ``capabilities.ui.draft`` or after the handler.
+        """
+        _strings(text=text)
+        if type(new_thread) is not bool:
+            raise TypeError("new_thread must be True or False")
+        return self._send("set_editor_text", "draft", "chat/draft",
+                          {"text": self._users.state.bounded(text), "newThread": new_thread})
+
+    def compact(self, instructions: str | None = None) -> Any:
+        """Ask the editor to compact the conversation now (``chat/compact``; Pi's ``ctx.compact``), with
+        ``instructions`` for its summary. True when sent; False without ``capabilities.ui.compact``."""
+        params: dict[str, Any] = {}
+        if instructions is not None:
+            _strings(instructions=instructions)
+            params["instructions"] = self._users.state.bounded(instructions)
+        return self._send("compact", "compact", "chat/compact", params)
+
+    def _send(self, what: str, capability: str, method: str, params: dict[str, Any]) -> Any:
+        """A request to the editor that it carries out as it decides: sent only under its capability."""
         sent = False
-        if not self._ended("send_message") and self._users.state.ui.get("sendMessage"):
-            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "chat/send", "step": self._step, "params": {
-                "threadId": self._users.state.thread_id, "extensionId": self._extension_id,
-                "text": self._users.state.bounded(text)}})
+        if not self._ended(what) and self._users.state.ui.get(capability):
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": method, "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id, **params}})
             sent = True
         return _Ready(sent) if self._users.running.on_loop() else sent
 
@@ -163,6 +187,10 @@ class Ui:
             return _Plain(self, answer)
         self.last_outcome = answer.outcome
         return answer.value
+
+
+# capabilities.ui keys that are not questions (ctx.ui.available says nothing of them)
+_NOT_QUESTIONS = ("sendMessage", "draft", "compact")
 
 
 def _timeout(params: dict[str, Any], timeout_ms: Any) -> None:
