@@ -505,3 +505,76 @@ def test_without_the_capabilities_nothing_is_drafted_or_compacted(spawn, ws):
     assert run(sidecar, thread, "handoff", "go")["content"][0]["text"] == "not handed off"
     assert run(sidecar, thread, "trigger-compact")["content"][0]["text"] == "not asked"
     assert sent(sidecar, "chat/draft") == [] and sent(sidecar, "chat/compact") == []
+
+
+# -- a form of several questions: after Pi's questionnaire.ts ------------------------------------------
+
+QUESTIONNAIRE = """
+import json
+def field_of(q):
+    return {'type': 'string', 'title': q.get('label') or q['id'], 'description': q['prompt'],
+            'oneOf': [{'const': o['value'], 'title': o['label']} for o in q['options']]}
+def questionnaire(call_id, arguments, ctx):
+    questions = arguments['questions']
+    properties, required = {}, []
+    for q in questions:
+        properties[q['id']] = field_of(q)
+        if q.get('allowOther', True):
+            properties[q['id'] + '_other'] = {'type': 'string', 'title': 'Type something', 'description': q['prompt']}
+        else:
+            required.append(q['id'])
+    answers = ctx.ui.elicit('Please answer', {'type': 'object', 'properties': properties, 'required': required})
+    if answers is None:
+        return {'content': 'User cancelled the questionnaire (%s)' % ctx.ui.last_outcome,
+                'details': {'questions': questions, 'answers': [], 'cancelled': True}}
+    out = []
+    for q in questions:
+        other = answers.get(q['id'] + '_other')
+        value = other or answers.get(q['id'])
+        label = other or next((o['label'] for o in q['options'] if o['value'] == value), value)
+        out.append({'id': q['id'], 'value': value, 'label': label, 'wasCustom': bool(other)})
+    text = '\\n'.join('%s: user %s %s' % (a['id'], 'wrote' if a['wasCustom'] else 'selected', a['label']) for a in out)
+    return {'content': text, 'details': {'questions': questions, 'answers': out, 'cancelled': False}}
+SCHEMA = {'type': 'object', 'required': ['questions'], 'properties': {'questions': {'type': 'array', 'items': {
+    'type': 'object', 'required': ['id', 'prompt', 'options'], 'properties': {
+        'id': {'type': 'string'}, 'label': {'type': 'string'}, 'prompt': {'type': 'string'},
+        'allowOther': {'type': 'boolean'}, 'options': {'type': 'array', 'items': {
+            'type': 'object', 'required': ['value', 'label'],
+            'properties': {'value': {'type': 'string'}, 'label': {'type': 'string'}}}}}}}}}
+def activate(api):
+    api.register_tool('questionnaire', 'Ask the user one or more questions.', SCHEMA, questionnaire)
+"""
+
+QUESTIONS = {"questions": [
+    {"id": "scope", "label": "Scope", "prompt": "What should change?",
+     "options": [{"value": "ui", "label": "The UI"}, {"value": "api", "label": "The API"}]},
+    {"id": "priority", "prompt": "How urgent?", "allowOther": False,
+     "options": [{"value": "high", "label": "High"}, {"value": "low", "label": "Low"}]}]}
+
+
+def test_ctx_ui_elicit_asks_every_question_in_one_form(spawn, ws):
+    from test_extension_api import call
+
+    ws.extension("questionnaire", QUESTIONNAIRE)
+    answers = iter([{"action": "accept", "content": {"scope_other": "the docs", "priority": "high"}},
+                    {"action": "decline"}, {"action": "accept", "content": {"nope": 1}}])
+    caps = {**UI_CAPS, "elicit": True}
+    sidecar, asked = start_editor(spawn, {"ui/elicit": lambda m: {"result": next(answers)}}, capabilities=caps)
+    thread = start(sidecar, ws, ["questionnaire"])["threadId"]
+    result = call(sidecar, thread, "questionnaire", QUESTIONS)
+    assert result["content"][0]["text"] == "scope: user wrote the docs\npriority: user selected High"
+    assert result["details"]["answers"][1] == {"id": "priority", "value": "high", "label": "High", "wasCustom": False}
+    form = [m["params"] for m in asked if m["method"] == "ui/elicit"][0]
+    assert form["threadId"] == thread and form["extensionId"] == "questionnaire" and "server" not in form
+    assert list(form["requestedSchema"]["properties"]) == ["scope", "scope_other", "priority"]
+    assert form["requestedSchema"]["required"] == ["priority"]
+    declined = call(sidecar, thread, "questionnaire", QUESTIONS, call_id="c2")
+    assert declined["content"][0]["text"] == "User cancelled the questionnaire (declined)"
+    # an answer naming a field the form does not have is no answer (fail-closed)
+    wrong = call(sidecar, thread, "questionnaire", QUESTIONS, call_id="c3")
+    assert wrong["content"][0]["text"] == "User cancelled the questionnaire (unavailable)"
+    # without capabilities.ui.elicit nothing is asked
+    plain, asked_plain = start_editor(spawn)
+    thread = start(plain, ws, ["questionnaire"])["threadId"]
+    assert call(plain, thread, "questionnaire", QUESTIONS)["details"]["cancelled"] is True
+    assert not [m for m in asked_plain if m["method"] == "ui/elicit"]

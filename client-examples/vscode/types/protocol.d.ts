@@ -3301,11 +3301,19 @@ export interface UiConfirmResult {
 export interface UiElicitParams {
   threadId: ThreadId;
   /**
-   * The MCP server that asks.
+   * The MCP server that asks (absent when an extension asks).
    */
-  server: string;
+  server?: string;
+  /**
+   * v4: the extension whose ctx.ui.elicit asks (absent when an MCP server asks).
+   */
+  extensionId?: string;
   message: string;
   requestedSchema: ElicitRequestedSchema;
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

@@ -487,8 +487,12 @@ ELICIT_SCHEMA = Obj([Field("type", Const("object")), Field("properties", Map(Any
                      opt("required", Arr(Str()))], open_values=AnyValue(), name="ElicitRequestedSchema",
                     description="MCP's flat object schema: each property a string (format, enum, oneOf), number, "
                                 "integer, boolean, or array of enum strings.")
-UI_ELICIT = Obj([Field("threadId", P.THREAD_ID), Field("server", Str(), description="The MCP server that asks."),
-                 Field("message", Str()), Field("requestedSchema", ELICIT_SCHEMA)], name="UiElicitParams")
+UI_ELICIT = Obj([Field("threadId", P.THREAD_ID),
+                 opt("server", Str(), description="The MCP server that asks (absent when an extension asks)."),
+                 opt("extensionId", Str(), description="v4: the extension whose ctx.ui.elicit asks (absent when an "
+                                                       "MCP server asks)."),
+                 Field("message", Str()), Field("requestedSchema", ELICIT_SCHEMA), UI_TIMEOUT],
+                name="UiElicitParams")
 UI_ELICIT_RESULT = Union(
     Obj([Field("action", Const("accept")),
          Field("content", Map(AnyValue()), description="A value per field: string, number, boolean or array of "

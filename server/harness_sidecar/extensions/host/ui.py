@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Protocol
 
 from harness_sidecar.extensions import channel
-from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
+from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed, filled
 from harness_sidecar.extensions.host.exchanges import Exchange
 from harness_sidecar.extensions.host.jsondata import to_json
 from harness_sidecar.extensions.host.session import Commands, Tools, messages, sample
@@ -91,6 +91,20 @@ class Ui:
             params["placeholder"] = placeholder
         _timeout(params, timeout_ms)
         return self._ask("input", params, lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str),
+                         UiAnswer(None, "unavailable"))
+
+    def elicit(self, message: str, requested_schema: dict[str, Any], timeout_ms: int | None = None) -> Any:
+        """A form of several fields at once (``ui/elicit``, MCP's flat form; Pi's questionnaires): the
+        filled ``{field: value}``, or ``None`` (declined, cancelled, no ``capabilities.ui.elicit``)."""
+        _strings(message=message)
+        if type(requested_schema) is not dict or requested_schema.get("type") != "object" or \
+                type(requested_schema.get("properties")) is not dict or not requested_schema["properties"]:
+            raise ValueError("requested_schema must be {'type': 'object', 'properties': {...}} with a field")
+        schema = to_json(requested_schema, "requested_schema")
+        params: dict[str, Any] = {"message": message, "requestedSchema": schema}
+        _timeout(params, timeout_ms)
+        properties = schema["properties"]  # type: ignore[index]
+        return self._ask("elicit", params, lambda answer, hint: filled(answer, hint, properties),
                          UiAnswer(None, "unavailable"))
 
     def notify(self, message: str, level: str = "info") -> Any:

@@ -25,7 +25,7 @@ logger = logging.getLogger("harness_sidecar.extensions.sidecar.supervisor")
 RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "chat/draft", "chat/compact", "thread/diagnostic"))
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 # What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
-ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages", "model/sample",
+ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "ui/elicit", "session/messages", "model/sample",
                    channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE,  # the sidecar answers these (ctx.tools,
                    channel.COMMANDS_LIST))                        # ctx.commands)
 Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
@@ -98,6 +98,10 @@ class HostRelay:
             limit = body["params"].get("limit")
             body["params"] = {"threadId": self.thread_id, **({"limit": limit} if type(limit) is int and limit >= 0
                                                                 else {})}
+        if body["method"] == "ui/elicit":  # an extension's form: never in an MCP server's name
+            params = body["params"]
+            body["params"] = {k: params[k] for k in ("threadId", "extensionId", "message", "requestedSchema",
+                                                      "timeoutMs") if k in params}
         if body["method"] == "model/sample":  # MCP's CreateMessageRequest params: only those ctx.sample makes
             params = body["params"]
             body["params"] = {k: params[k] for k in ("threadId", "extensionId", "messages", "maxTokens",
