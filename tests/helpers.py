@@ -102,3 +102,17 @@ def changes_until(sidecar: Any, predicate: Any, timeout: float = 20.0) -> list[d
             sidecar._dispatch(sidecar.next_message(min(remaining, 0.2)))
         except Exception:  # noqa: BLE001 - nothing arrived yet
             pass
+
+
+def end_deciding_call(sidecar: Any, thread: str, call: int, how: str) -> None:
+    """End a tools/call whose PreToolUse hook is still deciding, by ``thread/close`` or ``$/cancelRequest``:
+    close answers it blocked ``closed`` (and answers the close with the v4 state), cancel answers it ``cancelled``."""
+    if how == "thread/close":
+        closing = sidecar.request_async("thread/close", {"threadId": thread})
+        answer = sidecar.wait_for(call, 20)
+        assert answer["result"]["result"]["details"]["blocked"]["kind"] == "closed", answer
+        assert sidecar.wait_for(closing, 20)["result"] == {"state": {}}  # v4 §5: thread/close answers the state
+    else:
+        sidecar.notify("$/cancelRequest", {"id": call})
+        answer = sidecar.wait_for(call, 20)
+        assert answer["error"]["data"]["kind"] == "cancelled", answer

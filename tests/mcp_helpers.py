@@ -6,6 +6,8 @@ import os
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,3 +68,39 @@ def pids_with_env(key: str, value: str) -> list[int]:
         if needle in environ.split(b"\0") and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+@contextmanager
+def everything_over_http(mode: str) -> Iterator[int]:
+    """@modelcontextprotocol/server-everything (npm, MIT, github.com/modelcontextprotocol/servers) started in
+    ``mode`` (``streamableHttp`` or ``sse``) on a free 127.0.0.1 port; yields the port once it listens, kills it after.
+    Not installed: a failure under CI (.ci/run installs it), a skip elsewhere."""
+    import shutil
+    import socket
+    import subprocess
+    import threading
+
+    import pytest
+
+    node = shutil.which("node")
+    if node is None or not EVERYTHING.exists():
+        if os.environ.get("CI"):
+            pytest.fail("server-everything is not installed; .ci/run should have run npm ci")
+        pytest.skip("server-everything is not installed (cd tests/mcp_servers/everything && npm ci)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([node, str(EVERYTHING), mode], env={**os.environ, "PORT": str(port)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # "... listening on port N"
+            if "listening" in line.lower() or "running" in line.lower():
+                break
+        else:
+            pytest.fail("server-everything did not start")
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        yield port
+    finally:
+        proc.kill()
+        proc.wait()

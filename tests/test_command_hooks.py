@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import add_skill, write
+from helpers import add_skill, end_deciding_call, write
 
 from harness_sidecar.hooks.matcher import BadMatcher, compile_matcher
 
@@ -599,15 +599,7 @@ def test_a_call_whose_pre_tool_use_hook_is_deciding_ends_at_close_or_cancel(spaw
     call = sidecar.request_async("tools/call", {"threadId": started["threadId"],
                                                 "call": {"id": "c1", "name": "Bash", "arguments": {"command": "ls"}}})
     hook = int(_wait_for_file(pidfile))
-    if how == "thread/close":
-        closing = sidecar.request_async("thread/close", {"threadId": started["threadId"]})
-        answer = sidecar.wait_for(call, 20)
-        assert answer["result"]["result"]["details"]["blocked"]["kind"] == "closed", answer
-        assert sidecar.wait_for(closing, 20)["result"] == {"state": {}}  # v4 §5: thread/close answers the state
-    else:
-        sidecar.notify("$/cancelRequest", {"id": call})
-        answer = sidecar.wait_for(call, 20)
-        assert answer["error"]["data"]["kind"] == "cancelled", answer
+    end_deciding_call(sidecar, started["threadId"], call, how)
     assert _gone(hook), "the deciding hook survived"
     assert editor.ran == []
     assert sidecar.call("thread/start", {"roots": [str(ws.root)], "cwd": str(ws.dir)})["threadId"]  # still serving

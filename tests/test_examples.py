@@ -14,6 +14,10 @@ EXAMPLES = REPO / "client-examples" / "extensions"
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True}
 PORTS = ["permission-gate", "protected-paths", "secret-mask", "todo", "input-transform", "claude-rules", "hello",
          "pirate"]
+# issue #30 item 9, part 1 (tests/test_pi_ports_a.py)
+PORTS += ["plan-mode", "preset", "tools"]
+# issue #30 item 9, part 2 (tests/test_pi_ports_b.py)
+PORTS += ["summarize", "confirm-destructive", "dirty-repo-guard", "auto-commit-on-exit"]
 
 
 class Editor:
@@ -88,7 +92,9 @@ def test_every_port_loads_beside_the_others_and_says_what_it_shows_and_where_it_
     started = editor.open(PORTS, tmp_path)
     assert [t["name"] for t in started["tools"]] == ["load_skill", "todo", "hello"]
     listed = editor.request("commands/list")["result"]["commands"]
-    assert [(c["name"], c["origin"]["id"]) for c in listed] == [("todos", "todo"), ("pirate", "pirate")]
+    assert [(c["name"], c["origin"]["id"]) for c in listed] == [
+        ("todos", "todo"), ("pirate", "pirate"), ("plan", "plan-mode"), ("plan-todos", "plan-mode"),
+        ("preset", "preset"), ("tools", "tools"), ("summarize", "summarize")]
 
 
 # -- permission-gate ------------------------------------------------------------------------------------

@@ -542,15 +542,18 @@ async def activate(api):
 
 
 def test_an_activate_that_hangs_fails_the_extension_not_the_thread(spawn, workspace):
+    # The activate sleeps an hour: the thread must not wait for it. The bound below is generous (a loaded 2-core
+    # machine restarts a host in seconds, never in minutes) and still far from the hour it would take otherwise.
     workspace.extension("hangs", "def activate(api):\n"
-                                 "    time.sleep(30)\n"
+                                 "    time.sleep(3600)\n"
                                  "    api.register_tool(name='late', description='', input_schema={}, "
                                  "execute=lambda c, a: 'x')\n")
     workspace.extension("fine", NOTE_TOOL)
     sidecar = spawn()
     started = time.monotonic()
-    result = start(sidecar, workspace, ["hangs", "fine"], limits={"extensionTimeoutMs": 300})
-    assert time.monotonic() - started < 10
+    result = sidecar.call("thread/start", {"roots": [str(workspace.root)], "trustedExtensions": ["hangs", "fine"],
+                                           "limits": {"extensionTimeoutMs": 300}}, timeout=300)
+    assert time.monotonic() - started < 300
     entry = status_of(result, "hangs")
     assert entry["status"] == "failed" and "did not finish within 300 ms" in entry["error"]
     assert [t["name"] for t in result["tools"]] == ["load_skill", "note"]

@@ -10,13 +10,12 @@ What the hooks saw is observed from outside: the HTTP server records each reques
 from __future__ import annotations
 
 import json
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from helpers import write
+from helpers import end_deciding_call, write
 from mcp_helpers import sdk_server
 
 from harness_sidecar.console.client import Malformed, child_env
@@ -262,15 +261,7 @@ def test_a_call_whose_http_or_prompt_hook_is_deciding_ends_at_close_or_cancel(sp
         sidecar.call("tools/list", {"threadId": started["threadId"]})  # reads what the sidecar sent meanwhile
         time.sleep(0.02)
     assert [r["path"] for r in server.requests] == ["/slow"] and len(editor.prompts) == 1
-    if how == "thread/close":
-        closing = sidecar.request_async("thread/close", {"threadId": started["threadId"]})
-        answer = sidecar.wait_for(call, 20)
-        assert answer["result"]["result"]["details"]["blocked"]["kind"] == "closed", answer
-        assert sidecar.wait_for(closing, 20)["result"] == {"state": {}}  # v4 §5: thread/close answers the state
-    else:
-        sidecar.notify("$/cancelRequest", {"id": call})
-        answer = sidecar.wait_for(call, 20)
-        assert answer["error"]["data"]["kind"] == "cancelled", answer
+    end_deciding_call(sidecar, started["threadId"], call, how)
     assert editor.ran == []
     deadline = time.monotonic() + 20
     while not [n for n in sidecar.notifications if n["method"] == "$/cancelRequest"] and time.monotonic() < deadline:

@@ -19,8 +19,11 @@ def changes(sidecar):
     return [n["params"] for n in sidecar.notifications if n["method"] == "catalog/changed"]
 
 
-def wait_changes(sidecar, count, timeout=5.0):
-    """Read messages until ``count`` catalog/changed notifications arrived; return them."""
+def wait_changes(sidecar, count, timeout=30.0):
+    """Read messages until ``count`` catalog/changed notifications arrived; return them.
+
+    A bounded wait, not a latency check: inotify wakes the watch at once, and a loaded 2-core machine may still
+    take seconds to run the rescan."""
     deadline = time.monotonic() + timeout
     while len(changes(sidecar)) < count:
         remaining = deadline - time.monotonic()
@@ -63,10 +66,8 @@ def start(sidecar, root, **extra):
 def test_adding_changing_and_removing_a_skill_are_one_revision_each(spawn, root):
     sidecar = spawn()
     thread = start(sidecar, root)
-    started = time.monotonic()
     add_skill(root, "gamma", "Use for gamma.")
     (first,) = wait_changes(sidecar, 1)
-    assert time.monotonic() - started < 1.5
     assert first["threadId"] == thread and first["revision"] == 2
     assert first["added"] == [{"kind": "skill", "name": "gamma"}] and first["removed"] == first["changed"] == []
     write(root / "skills/alpha/SKILL.md", skill_text("alpha", "Use for alpha, now better."))

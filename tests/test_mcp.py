@@ -152,7 +152,7 @@ def test_the_first_start_does_not_hold_up_the_event_loop() -> None:
 
     Measured as a ratio to the same run's start-up, not as a wall-clock bound: a loop blocked by the
     import would stall for most of the start; here the longest stall is a small part of it. A start
-    that is itself only tens of milliseconds is judged against 400 ms instead: a loaded 2-core machine
+    that is itself only tens of milliseconds is judged against 600 ms instead: a loaded 2-core machine
     delays a 5 ms tick by 70 ms on its own (seen in CI), by 180 ms at a load average of 13 (seen in a
     run beside other jobs), and the SDK import it guards against stalls ~1 s.
     """
@@ -177,7 +177,7 @@ def test_the_first_start_does_not_hold_up_the_event_loop() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=child_env(), check=True,
                          timeout=120)
     longest_stall, start_up = map(float, out.stdout.split())
-    assert longest_stall < max(0.5 * start_up, 0.4), (longest_stall, start_up)
+    assert longest_stall < max(0.5 * start_up, 0.6), (longest_stall, start_up)
 
 # -- listing ----------------------------------------------------------------------------------------
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import sys
-from pathlib import Path
 
 from helpers import changes_until, error_kind
 from mcp_helpers import REPO, sdk_server
@@ -225,32 +224,9 @@ def test_over_streamable_http_the_reference_server_gets_the_same(spawn, tmp_path
     """A remote server (v4 §4 transports) is offered what a stdio one is: @modelcontextprotocol/server-everything
     (npm, MIT, github.com/modelcontextprotocol/servers) in its streamable-HTTP mode lists its resources and
     prompts in the catalog, reads one, asks roots/list and has model/sample relayed."""
-    import os
-    import shutil
-    import socket
-    import subprocess
-    import threading
+    from mcp_helpers import everything_over_http
 
-    import pytest
-    from mcp_helpers import EVERYTHING
-
-    node = shutil.which("node")
-    if node is None or not EVERYTHING.exists():
-        if os.environ.get("CI"):
-            pytest.fail("server-everything is not installed; .ci/run should have run npm ci")
-        pytest.skip("server-everything is not installed (cd tests/mcp_servers/everything && npm ci)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([node, str(EVERYTHING), "streamableHttp"], env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in proc.stderr:  # "... listening on port N"
-            if "listening" in line.lower() or "running" in line.lower():
-                break
-        else:
-            pytest.fail("server-everything did not start")
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
+    with everything_over_http("streamableHttp") as port:
         editor = Editor(sample=lambda params: {"result": {"role": "assistant", "model": "editor-model",
                                                           "content": {"type": "text", "text": "sampled over http"}}})
         sidecar = open_editor(spawn, editor, sampling=True)
@@ -266,6 +242,3 @@ def test_over_streamable_http_the_reference_server_gets_the_same(spawn, tmp_path
         sampled = call(sidecar, thread, "mcp__everything__trigger-sampling-request", {"prompt": "hi"}, "c2")
         assert not sampled["isError"] and "sampled over http" in json.dumps(sampled["content"])
         assert [m["params"]["threadId"] for m in editor.asked if m["method"] == "model/sample"] == [thread]
-    finally:
-        proc.kill()
-        proc.wait()

@@ -14,7 +14,6 @@ import os
 import stat
 import subprocess
 import sys
-import threading
 import urllib.request
 from pathlib import Path
 
@@ -375,28 +374,9 @@ def test_a_trusted_plugins_remote_server_starts_and_an_untrusted_ones_never_conn
 def test_the_reference_server_everything_over_http(spawn, root, state, mode, transport, path):
     """@modelcontextprotocol/server-everything (npm, MIT, github.com/modelcontextprotocol/servers) in its
     streamable-HTTP and SSE modes: a server of another SDK (TypeScript), with its GET stream and logging."""
-    import shutil
-    import socket
+    from mcp_helpers import everything_over_http
 
-    from mcp_helpers import EVERYTHING
-
-    node = shutil.which("node")
-    if node is None or not EVERYTHING.exists():
-        if os.environ.get("CI"):
-            pytest.fail("server-everything is not installed; .ci/run should have run npm ci")
-        pytest.skip("server-everything is not installed (cd tests/mcp_servers/everything && npm ci)")
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    proc = subprocess.Popen([node, str(EVERYTHING), mode], env={**os.environ, "PORT": str(port)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        for line in proc.stderr:  # "... listening on port N"
-            if "listening" in line.lower() or "running" in line.lower():
-                break
-        else:
-            pytest.fail("server-everything did not start")
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
+    with everything_over_http(mode) as port:
         sidecar = spawn(env=sidecar_env(state))
         result = start(sidecar, root, [{"name": "everything", "type": transport,
                                         "url": f"http://127.0.0.1:{port}{path}"}])
@@ -407,9 +387,6 @@ def test_the_reference_server_everything_over_http(spawn, root, state, mode, tra
         blocked = call(sidecar, result["threadId"], "mcp__everything__echo", {}, "c2")  # validated before the server
         assert blocked["isError"] and blocked["details"]["kind"] == "invalid_arguments", blocked
         sidecar.call("thread/close", {"threadId": result["threadId"]})
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def test_a_forged_redirect_to_the_loopback_listener_changes_nothing(spawn, remote, root, state):

@@ -30,6 +30,15 @@ MAX_STDERR_LINE = 16384  # a longer stderr line is written in pieces of this siz
 TAIL_LINES = 5  # stderr lines kept to explain a failed start
 
 
+async def exited_within(exited: asyncio.Event, timeout: float) -> bool:
+    """Whether ``exited`` is set within ``timeout`` s: the one wait of every server connection, local or remote."""
+    try:
+        await asyncio.wait_for(exited.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
     """asyncio's own protocol, plus a callback the moment the process exits (not when its pipes close)."""
 
@@ -114,11 +123,7 @@ class ServerProcess:
             pass
 
     async def wait_exit(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self.exited.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await exited_within(self.exited, timeout)
 
     async def drain_stderr(self, timeout: float) -> None:
         """Let the stderr pump copy what the server wrote before it exited (for the failure message)."""

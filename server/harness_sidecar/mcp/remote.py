@@ -33,7 +33,7 @@ import re
 from typing import Any
 
 from .messages import ERROR
-from .process import write_stderr
+from .process import exited_within, write_stderr
 from .session import Closed, Session
 
 logger = logging.getLogger(__name__)
@@ -98,11 +98,7 @@ class _RemoteEnd:
         pass
 
     async def wait_exit(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self.exited.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await exited_within(self.exited, timeout)
 
     async def drain_stderr(self, timeout: float) -> None:
         pass

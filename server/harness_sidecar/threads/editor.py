@@ -49,10 +49,15 @@ class Editor:
         ui = self.peer.client_capabilities.get("ui")
         return isinstance(ui, dict) and ui.get(key) is True
 
+    def declared(self, key: str) -> bool:
+        """Whether the editor declared ``capabilities.<key>: true`` at initialize (``sampling``, ``hookPrompt``,
+        ``conversation``): only ``true`` declares it."""
+        return self.peer.client_capabilities.get(key) is True
+
     @property
     def conversation(self) -> bool:
         """Whether the editor declared ``capabilities.conversation: true`` (it answers ``session/messages``)."""
-        return self.peer.client_capabilities.get("conversation") is True
+        return self.declared("conversation")
 
     @property
     def sampling(self) -> bool:

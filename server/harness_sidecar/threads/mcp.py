@@ -28,7 +28,7 @@ def mcp_client(editor: Editor, thread_id: str, start: P.ThreadStartParams) -> An
             return await editor.request("ui/elicit", {
                 "threadId": thread_id, "server": server, "message": params["message"],
                 "requestedSchema": params["requestedSchema"]}, limits.ui_timeout_ms / 1000)
-    if editor.peer.client_capabilities.get("sampling") is True:
+    if editor.declared("sampling"):
         async def sample(server: str, params: dict[str, Any]) -> Any:
             return await _sample(editor, thread_id, params, limits.mcp_tool_timeout_ms / 1000)
     return ClientSide([str(root) for root in start.roots], elicit, sample)

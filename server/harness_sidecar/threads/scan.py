@@ -105,6 +105,6 @@ def command_hooks(editor: Editor, thread_id: str, start: P.ThreadStartParams, ca
                        notify=editor.diagnostic, ask=editor.ask,
                        ui_timeout_s=limits.ui_timeout_ms / 1000, max_result_bytes=editor.max_result_bytes,
                        ui_notify=editor.ui_notify, mcp=servers,  # protocol-v4 §3: mcp_tool, prompt and agent hooks
-                       hook_prompt=editor.request if editor.peer.client_capabilities.get("hookPrompt") is True
+                       hook_prompt=editor.request if editor.declared("hookPrompt")
                        else None,
                        vocabulary=vocabulary_of(start.dynamic_tools, start.mcp_servers, full_name))
