@@ -62,7 +62,7 @@ class Editor:
     @property
     def sampling(self) -> bool:
         """Whether the editor declared ``capabilities.sampling: true`` (it answers ``model/sample``)."""
-        return self.peer.client_capabilities.get("sampling") is True
+        return self.declared("sampling")
 
     async def ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
         """A ``ui/*`` (or ``session/messages``, ``model/sample``) request to the editor; raises when it cannot
