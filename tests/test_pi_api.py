@@ -578,3 +578,30 @@ def test_ctx_ui_elicit_asks_every_question_in_one_form(spawn, ws):
     thread = start(plain, ws, ["questionnaire"])["threadId"]
     assert call(plain, thread, "questionnaire", QUESTIONS)["details"]["cancelled"] is True
     assert not [m for m in asked_plain if m["method"] == "ui/elicit"]
+
+
+# -- the system prompt a turn sends: after Pi's system-prompt-header.ts --------------------------------
+
+HEADER = """
+def on_start(event, ctx):
+    prompt = event.get('systemPrompt')
+    ctx.ui.set_status('system-prompt', None if prompt is None else 'System: %d chars' % len(prompt))
+def on_close(event, ctx):
+    ctx.ui.set_status('system-prompt', None)
+def activate(api):
+    api.on('agent_start', on_start)
+    api.on('session_shutdown', on_close)
+"""
+
+
+def test_turn_start_carries_the_system_prompt_the_editor_sends(spawn, ws):
+    ws.extension("system-prompt-header", HEADER)
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["system-prompt-header"])["threadId"]
+    built = sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    prompt = "You are a coding agent.\n\n" + built
+    loop_event(sidecar, thread, "turn_start", {"prompt": "hi", "systemPrompt": prompt})
+    loop_event(sidecar, thread, "turn_start", {"prompt": "again"})
+    sidecar.call("thread/close", {"threadId": thread})
+    status = [n["params"]["text"] for n in sidecar.notifications if n["method"] == "ui/status"]
+    assert status == ["System: %d chars" % len(prompt), None, None]

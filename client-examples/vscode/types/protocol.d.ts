@@ -2303,6 +2303,7 @@ export interface LoopCompaction {
 export interface LoopEventPayloadTurnStart {
   prompt: string;
   entryId?: string | null;
+  systemPrompt?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema

@@ -58,7 +58,8 @@ MODEL_SELECT = "model_select"  # the editor's model changed (Pi's event of that 
 # event → {payload field: (JSON type, required)}. Payload fields reach handlers at the top level of
 # their ``event`` (``{threadId, event, ...payload}``).
 PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
-    TURN_START: {"prompt": (str, True), "entryId": (str, False)},  # v4: the entry the turn follows (Pi's leaf)
+    # v4: entryId, the entry the turn follows (Pi's leaf); systemPrompt, the one the turn sends (Pi's getSystemPrompt)
+    TURN_START: {"prompt": (str, True), "entryId": (str, False), "systemPrompt": (str, False)},
     TURN_END: {"lastAssistantMessage": (str, False), "contextTokens": (int, False)},  # v4: Pi's getContextUsage
     STOP: {"lastAssistantMessage": (str, False), "stopHookActive": (bool, True)},
     COMPACT_BEFORE: {"trigger": (str, True)},
