@@ -605,3 +605,43 @@ def test_turn_start_carries_the_system_prompt_the_editor_sends(spawn, ws):
     sidecar.call("thread/close", {"threadId": thread})
     status = [n["params"]["text"] for n in sidecar.notifications if n["method"] == "ui/status"]
     assert status == ["System: %d chars" % len(prompt), None, None]
+
+
+# -- asking the editor for a model: after Pi's preset.ts -------------------------------------------------
+
+PRESET = """
+PRESETS = {'plan': {'provider': 'openai', 'model': 'gpt-5', 'thinkingLevel': 'high'},
+           'quick': {'thinkingLevel': 'off'}}
+def preset(arguments, ctx):
+    name = arguments['text'].strip()
+    if name == 'bad':
+        try:
+            ctx.ui.set_model()
+        except ValueError as exc:
+            return str(exc)
+    p = PRESETS[name]
+    model = '%s/%s' % (p['provider'], p['model']) if 'model' in p else None
+    if not ctx.ui.set_model(model, thinking_level=p.get('thinkingLevel')):
+        ctx.ui.notify('The editor cannot switch the model', 'warning')
+        return 'not switched'
+    ctx.ui.set_status('preset', 'preset:' + name)
+    return 'asked'
+def activate(api):
+    api.register_command('preset', 'Apply a preset.', preset, raw_arguments=True)
+"""
+
+
+def test_ctx_ui_set_model_asks_an_editor_that_takes_it(spawn, ws):
+    ws.extension("preset", PRESET)
+    sidecar, _ = start_editor(spawn, capabilities={**UI_CAPS, "model": True})
+    thread = start(sidecar, ws, ["preset"])["threadId"]
+    assert run(sidecar, thread, "preset", "plan")["content"][0]["text"] == "asked"
+    assert run(sidecar, thread, "preset", "quick")["content"][0]["text"] == "asked"
+    assert sent(sidecar, "chat/model") == [
+        {"threadId": thread, "extensionId": "preset", "model": "openai/gpt-5", "thinkingLevel": "high"},
+        {"threadId": thread, "extensionId": "preset", "thinkingLevel": "off"}]
+    assert run(sidecar, thread, "preset", "bad")["content"][0]["text"] == "set_model needs a model or a thinking_level"
+    plain, _ = start_editor(spawn)
+    thread = start(plain, ws, ["preset"])["threadId"]
+    assert run(plain, thread, "preset", "plan")["content"][0]["text"] == "not switched"
+    assert sent(plain, "chat/model") == []

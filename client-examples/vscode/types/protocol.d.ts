@@ -914,6 +914,24 @@ export interface ChatDraftParams {
   newThread: boolean;
 }
 /**
+ * v4: an extension asks the editor to switch the model and/or the thinking level (ctx.ui.set_model, Pi's setModel/setThinkingLevel); the editor decides, and reports a switch with loop/event model_select. At least one of the two. Sent only to an editor that declared capabilities.ui.model.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatModelParams".
+ */
+export interface ChatModelParams {
+  threadId: ThreadId;
+  extensionId: string;
+  /**
+   * The model, in the editor's own names (e.g. provider/id).
+   */
+  model?: string;
+  /**
+   * Pi's thinking levels: off, minimal, low, medium, high, xhigh.
+   */
+  thinkingLevel?: string;
+}
+/**
  * An extension asks the editor to send a message (ctx.ui.send_message); the editor decides. Sent only to an editor that declared capabilities.ui.sendMessage.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -988,6 +1006,10 @@ export interface UiCapabilities {
    * v4: the editor takes chat/compact (ctx.ui.compact).
    */
   compact?: boolean | null;
+  /**
+   * v4: the editor takes chat/model (ctx.ui.set_model).
+   */
+  model?: boolean | null;
   /**
    * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
    */
@@ -3478,6 +3500,7 @@ export interface ServerNotifications {
   "chat/send": ChatSendParams;
   "chat/draft": ChatDraftParams;
   "chat/compact": ChatCompactParams;
+  "chat/model": ChatModelParams;
   "thread/diagnostic": ThreadDiagnosticParams;
   "catalog/changed": CatalogChangedParams;
   "ui/notify": UiNotifyParams;

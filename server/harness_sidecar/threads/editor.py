@@ -106,6 +106,11 @@ class Editor:
                 self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", "instructions")
                                           if k in params})
             return
+        if method == "chat/model":  # ctx.ui.set_model: only under ui.model
+            keys = [k for k in ("model", "thinkingLevel") if type(params.get(k)) is str]
+            if self.capable("model") and keys:
+                self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", *keys)})
+            return
         if method == "thread/diagnostic":  # an extension author's diagnostic the host noticed
             if params.get("kind") in ("handler_return_ignored", "ui_after_handler"):
                 self.peer.notify(method, params)

@@ -751,6 +751,7 @@ UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{
                       + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message)."),
                          opt("draft", Bool(), description="v4: the editor takes chat/draft (ctx.ui.set_editor_text)."),
                          opt("compact", Bool(), description="v4: the editor takes chat/compact (ctx.ui.compact)."),
+                         opt("model", Bool(), description="v4: the editor takes chat/model (ctx.ui.set_model)."),
                          opt("openUrl", Bool(), description="The editor can answer ui/openUrl (opens a remote MCP "
                                                             "server's sign-in page in the user's browser).")],
                       incoming=True, name="UiCapabilities",

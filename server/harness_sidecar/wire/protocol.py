@@ -436,6 +436,15 @@ CHAT_COMPACT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
                    description="v4: an extension asks the editor to compact the conversation now (ctx.ui.compact, "
                                "Pi's ctx.compact); the editor decides, and reports compact_before/compact_after as "
                                "usual. Sent only to an editor that declared capabilities.ui.compact.")
+CHAT_MODEL = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                  opt("model", Str(), description="The model, in the editor's own names (e.g. provider/id)."),
+                  opt("thinkingLevel", Str(), description="Pi's thinking levels: off, minimal, low, medium, high, "
+                                                          "xhigh.")],
+                 name="ChatModelParams",
+                 description="v4: an extension asks the editor to switch the model and/or the thinking level "
+                             "(ctx.ui.set_model, Pi's setModel/setThinkingLevel); the editor decides, and reports "
+                             "a switch with loop/event model_select. At least one of the two. Sent only to an "
+                             "editor that declared capabilities.ui.model.")
 LOOP_EVENT_RESULT = Obj([
     Field("blocked", Nullable(Obj([Field("reason", Str(), description="Every blocking source's reason, joined "
                                                                        "with '; ' in declaration order."),
@@ -743,6 +752,7 @@ MESSAGES: list[Message] = [
     _notification("chat/send", CHAT_SEND),
     _notification("chat/draft", CHAT_DRAFT),
     _notification("chat/compact", CHAT_COMPACT),
+    _notification("chat/model", CHAT_MODEL),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
     _notification("ui/notify", UI_NOTIFY),

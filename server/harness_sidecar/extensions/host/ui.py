@@ -157,6 +157,21 @@ class Ui:
             params["instructions"] = self._users.state.bounded(instructions)
         return self._send("compact", "compact", "chat/compact", params)
 
+    def set_model(self, model: str | None = None, thinking_level: str | None = None) -> Any:
+        """Ask the editor to switch the model (its own name for it, e.g. ``provider/id``) and/or the
+        thinking level (``chat/model``; Pi's ``setModel``, ``setThinkingLevel``). True when sent; False
+        without ``capabilities.ui.model``. The editor reports the switch with ``model_select``."""
+        if model is None and thinking_level is None:
+            raise ValueError("set_model needs a model or a thinking_level")
+        params: dict[str, Any] = {}
+        if model is not None:
+            _strings(model=model)
+            params["model"] = model
+        if thinking_level is not None:
+            _strings(thinking_level=thinking_level)
+            params["thinkingLevel"] = thinking_level
+        return self._send("set_model", "model", "chat/model", params)
+
     def _send(self, what: str, capability: str, method: str, params: dict[str, Any]) -> Any:
         """A request to the editor that it carries out as it decides: sent only under its capability."""
         sent = False
@@ -204,7 +219,7 @@ class Ui:
 
 
 # capabilities.ui keys that are not questions (ctx.ui.available says nothing of them)
-_NOT_QUESTIONS = ("sendMessage", "draft", "compact")
+_NOT_QUESTIONS = ("sendMessage", "draft", "compact", "model")
 
 
 def _timeout(params: dict[str, Any], timeout_ms: Any) -> None:

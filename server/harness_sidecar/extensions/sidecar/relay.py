@@ -22,7 +22,8 @@ from harness_sidecar.extensions.sidecar.steps import Exchanges, Pending
 logger = logging.getLogger("harness_sidecar.extensions.sidecar.supervisor")
 
 # What a host may relay to the editor (labelled by the sidecar), and the diagnostics its own code reports.
-RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "chat/draft", "chat/compact", "thread/diagnostic"))
+RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "chat/draft", "chat/compact", "chat/model",
+                      "thread/diagnostic"))
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 # What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
 ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "ui/elicit", "session/messages", "model/sample",
