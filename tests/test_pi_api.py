@@ -645,3 +645,46 @@ def test_ctx_ui_set_model_asks_an_editor_that_takes_it(spawn, ws):
     thread = start(plain, ws, ["preset"])["threadId"]
     assert run(plain, thread, "preset", "plan")["content"][0]["text"] == "not switched"
     assert sent(plain, "chat/model") == []
+
+
+# -- a tool's progress: after Pi's subagent (onUpdate while the subagents run) ------------------------------
+
+SUBAGENT = """
+import subprocess, sys
+def subagent(call_id, arguments, ctx):
+    outputs = []
+    for i, task in enumerate(arguments['tasks']):
+        ctx.ui.progress('running %d/%d: %s' % (i + 1, len(arguments['tasks']), task))
+        done = subprocess.run([sys.executable, '-c', 'import sys; print(sys.argv[1].upper())', task],
+                              capture_output=True, text=True, check=True)
+        outputs.append(done.stdout.strip())
+    return '\\n'.join(outputs)
+def hook(event, ctx):
+    trace('hook progress', ctx.ui.progress('from a hook'))
+def command(arguments, ctx):
+    return 'sent' if ctx.ui.progress('from a command') else 'not sent'
+def activate(api):
+    api.register_tool('subagent', 'Delegate tasks.', {'type': 'object', 'properties': {
+        'tasks': {'type': 'array', 'items': {'type': 'string'}}}, 'required': ['tasks']}, subagent)
+    api.on('tool_call', hook)
+    api.register_command('progress', 'Progress from a command.', command, raw_arguments=True)
+"""
+
+
+def test_a_tools_progress_reaches_the_editor_labelled_with_its_call(spawn, ws):
+    from test_extension_api import call
+
+    ws.extension("subagent", SUBAGENT)
+    sidecar, _ = start_editor(spawn, capabilities={**UI_CAPS, "progress": True})
+    thread = start(sidecar, ws, ["subagent"])["threadId"]
+    result = call(sidecar, thread, "subagent", {"tasks": ["scout", "plan"]}, call_id="call-7")
+    assert result["content"][0]["text"] == "SCOUT\nPLAN"
+    assert sent(sidecar, "tools/progress") == [
+        {"threadId": thread, "extensionId": "subagent", "callId": "call-7", "text": "running 1/2: scout"},
+        {"threadId": thread, "extensionId": "subagent", "callId": "call-7", "text": "running 2/2: plan"}]
+    assert ["hook progress", False] in ws.events()  # a hook is not the tool: nothing sent
+    assert run(sidecar, thread, "progress")["content"][0]["text"] == "not sent"
+    plain, _ = start_editor(spawn)
+    thread = start(plain, ws, ["subagent"])["threadId"]
+    assert call(plain, thread, "subagent", {"tasks": ["x"]})["content"][0]["text"] == "X"
+    assert sent(plain, "tools/progress") == []

@@ -1011,6 +1011,10 @@ export interface UiCapabilities {
    */
   model?: boolean | null;
   /**
+   * v4: the editor takes tools/progress (ctx.ui.progress).
+   */
+  progress?: boolean | null;
+  /**
    * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
    */
   openUrl?: boolean | null;
@@ -3292,6 +3296,21 @@ export interface ToolsListResult {
   revision: Revision;
 }
 /**
+ * v4: a tool's execute tells the editor how a call in flight is going (ctx.ui.progress); labelled by the sidecar with the call. Sent only to an editor that declared capabilities.ui.progress.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ToolsProgressParams".
+ */
+export interface ToolsProgressParams {
+  threadId: ThreadId;
+  extensionId: string;
+  callId: RequestId;
+  /**
+   * How the call is going (Pi's onUpdate), the latest replacing the one before.
+   */
+  text: string;
+}
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "UiConfirmParams".
  */
@@ -3501,6 +3520,7 @@ export interface ServerNotifications {
   "chat/draft": ChatDraftParams;
   "chat/compact": ChatCompactParams;
   "chat/model": ChatModelParams;
+  "tools/progress": ToolsProgressParams;
   "thread/diagnostic": ThreadDiagnosticParams;
   "catalog/changed": CatalogChangedParams;
   "ui/notify": UiNotifyParams;

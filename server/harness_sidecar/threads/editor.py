@@ -106,6 +106,10 @@ class Editor:
                 self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", "instructions")
                                           if k in params})
             return
+        if method == "tools/progress":  # ctx.ui.progress: only under ui.progress
+            if self.capable("progress"):
+                self.peer.notify(method, params)
+            return
         if method == "chat/model":  # ctx.ui.set_model: only under ui.model
             keys = [k for k in ("model", "thinkingLevel") if type(params.get(k)) is str]
             if self.capable("model") and keys:

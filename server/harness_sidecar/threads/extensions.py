@@ -93,7 +93,7 @@ class ExtensionHosts:
         start, limits, registry = thread.start, thread.limits, thread.registry
         trusted = {t.id for t in start.trusted_extensions}
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
-                "ui": {k: True for k in (*P.UI_KEYS, "sendMessage", "draft", "compact", "model") if self.editor.capable(k)},
+                "ui": {k: True for k in (*P.UI_KEYS, "sendMessage", "draft", "compact", "model", "progress") if self.editor.capable(k)},
                 "conversation": self.editor.conversation, "sampling": self.editor.sampling,
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.editor.max_result_bytes,

@@ -752,6 +752,7 @@ UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{
                          opt("draft", Bool(), description="v4: the editor takes chat/draft (ctx.ui.set_editor_text)."),
                          opt("compact", Bool(), description="v4: the editor takes chat/compact (ctx.ui.compact)."),
                          opt("model", Bool(), description="v4: the editor takes chat/model (ctx.ui.set_model)."),
+                         opt("progress", Bool(), description="v4: the editor takes tools/progress (ctx.ui.progress)."),
                          opt("openUrl", Bool(), description="The editor can answer ui/openUrl (opens a remote MCP "
                                                             "server's sign-in page in the user's browser).")],
                       incoming=True, name="UiCapabilities",

@@ -445,6 +445,14 @@ CHAT_MODEL = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
                              "(ctx.ui.set_model, Pi's setModel/setThinkingLevel); the editor decides, and reports "
                              "a switch with loop/event model_select. At least one of the two. Sent only to an "
                              "editor that declared capabilities.ui.model.")
+TOOLS_PROGRESS = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                      Field("callId", P.REQUEST_ID, description="The tools/call's call.id, as the editor sent it."),
+                      Field("text", Str(), description="How the call is going (Pi's onUpdate), the latest replacing "
+                                                       "the one before.")],
+                     name="ToolsProgressParams",
+                     description="v4: a tool's execute tells the editor how a call in flight is going "
+                                 "(ctx.ui.progress); labelled by the sidecar with the call. Sent only to an editor "
+                                 "that declared capabilities.ui.progress.")
 LOOP_EVENT_RESULT = Obj([
     Field("blocked", Nullable(Obj([Field("reason", Str(), description="Every blocking source's reason, joined "
                                                                        "with '; ' in declaration order."),
@@ -753,6 +761,7 @@ MESSAGES: list[Message] = [
     _notification("chat/draft", CHAT_DRAFT),
     _notification("chat/compact", CHAT_COMPACT),
     _notification("chat/model", CHAT_MODEL),
+    _notification("tools/progress", TOOLS_PROGRESS),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
     _notification("ui/notify", UI_NOTIFY),

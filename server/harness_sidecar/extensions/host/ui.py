@@ -157,6 +157,15 @@ class Ui:
             params["instructions"] = self._users.state.bounded(instructions)
         return self._send("compact", "compact", "chat/compact", params)
 
+    def progress(self, text: str) -> Any:
+        """From a tool's ``execute``: tell the editor how the call is going (``tools/progress``; Pi's
+        ``onUpdate``), labelled by the sidecar with the call. True when sent; False outside a tool's
+        execute or without ``capabilities.ui.progress``."""
+        _strings(text=text)
+        if self._call is None or self._hook:  # a tool's execute has a call and no hook
+            return _Ready(False) if self._users.running.on_loop() else False
+        return self._send("progress", "progress", "tools/progress", {"text": self._users.state.bounded(text)})
+
     def set_model(self, model: str | None = None, thinking_level: str | None = None) -> Any:
         """Ask the editor to switch the model (its own name for it, e.g. ``provider/id``) and/or the
         thinking level (``chat/model``; Pi's ``setModel``, ``setThinkingLevel``). True when sent; False
@@ -219,7 +228,7 @@ class Ui:
 
 
 # capabilities.ui keys that are not questions (ctx.ui.available says nothing of them)
-_NOT_QUESTIONS = ("sendMessage", "draft", "compact", "model")
+_NOT_QUESTIONS = ("sendMessage", "draft", "compact", "model", "progress")
 
 
 def _timeout(params: dict[str, Any], timeout_ms: Any) -> None:

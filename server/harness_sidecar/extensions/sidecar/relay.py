@@ -23,7 +23,7 @@ logger = logging.getLogger("harness_sidecar.extensions.sidecar.supervisor")
 
 # What a host may relay to the editor (labelled by the sidecar), and the diagnostics its own code reports.
 RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "chat/draft", "chat/compact", "chat/model",
-                      "thread/diagnostic"))
+                      "tools/progress", "thread/diagnostic"))
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 # What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
 ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "ui/elicit", "session/messages", "model/sample",
@@ -74,6 +74,13 @@ class HostRelay:
                            method)
             return
         params = {**params, "threadId": self.thread_id, "extensionId": author.extension_id}
+        if method == "tools/progress":  # a tool's own execute only, labelled with the call the sidecar sent
+            call_id = self.exchanges.pending[ident].call_id
+            if author.kind != "core" or call_id is None or type(params.get("text")) is not str:
+                logger.warning("%s: a tools/progress outside a tool's execute; dropped", self.thread_id)
+                return
+            params = {"threadId": self.thread_id, "extensionId": author.extension_id, "callId": call_id,
+                      "text": params["text"]}
         if method == "thread/diagnostic":  # the event of the handler it is about: its step's
             params.pop("hook", None)
             if author.kind not in ("core", "load"):
