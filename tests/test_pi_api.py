@@ -688,3 +688,40 @@ def test_a_tools_progress_reaches_the_editor_labelled_with_its_call(spawn, ws):
     thread = start(plain, ws, ["subagent"])["threadId"]
     assert call(plain, thread, "subagent", {"tasks": ["x"]})["content"][0]["text"] == "X"
     assert sent(plain, "tools/progress") == []
+
+
+# -- the user's own shell commands: after Pi's ssh.ts (user_bash) ------------------------------------------
+
+SSH = """
+import subprocess
+def user_bash(event, ctx):
+    remote = ctx.settings.get('remoteCwd')
+    if not remote:
+        return None  # no remote: the editor runs it as usual
+    # stands for `ssh host 'cd <remoteCwd> && <command>'`: the command runs there, not in ctx.cwd
+    done = subprocess.run(['sh', '-c', event['command']], cwd=remote, capture_output=True, text=True)
+    return {'result': {'output': done.stdout + done.stderr, 'exitCode': done.returncode}}
+def activate(api):
+    api.on('user_bash', user_bash)
+"""
+
+
+def test_user_bash_can_be_run_by_an_extension_in_the_editors_place(spawn, ws, tmp_path):
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    (remote / "on-the-remote.txt").write_text("x")
+    ws.extension("ssh", SSH)
+    sidecar, _ = start_editor(spawn)
+    thread = start(sidecar, ws, ["ssh"], cwd=str(tmp_path), extensionSettings={"ssh": {"remoteCwd": str(remote)}})[
+        "threadId"]
+    answer = loop_event(sidecar, thread, "user_bash", {"command": "ls; exit 3", "cwd": str(tmp_path)})
+    assert answer["userBash"] == {"output": "on-the-remote.txt\n", "exitCode": 3, "by": "extension:ssh"}
+    # without the setting the handler passes: the editor runs the command itself
+    local = start(sidecar, ws, ["ssh"])["threadId"]
+    assert "userBash" not in loop_event(sidecar, local, "user_bash", {"command": "ls"})
+    # a wrong answer is a fault, never a result
+    ws.extension("ssh", "def activate(api):\n    api.on('user_bash', lambda e: {'result': {'output': 1}})\n")
+    wrong = start(sidecar, ws, ["ssh"])["threadId"]
+    assert "userBash" not in loop_event(sidecar, wrong, "user_bash", {"command": "ls"})
+    bad = sidecar.request("loop/event", {"threadId": wrong, "event": "user_bash", "payload": {}})
+    assert bad["error"]["data"]["kind"] == "invalid_params" and "payload.command" in bad["error"]["message"]

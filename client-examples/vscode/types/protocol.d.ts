@@ -252,6 +252,11 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "model_select";
       payload: LoopEventPayloadModelSelect;
+    }
+  | {
+      threadId: ThreadId;
+      event: "user_bash";
+      payload: LoopEventPayloadUserBash;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2029,7 +2034,8 @@ export interface HookFault {
     | "setup"
     | "session_before_switch"
     | "session_before_fork"
-    | "model_select";
+    | "model_select"
+    | "user_bash";
   kind: "throw" | "timeout";
   message: string;
 }
@@ -2529,6 +2535,15 @@ export interface LoopEventPayloadModelSelect {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_user_bash".
+ */
+export interface LoopEventPayloadUserBash {
+  command: string;
+  cwd?: string | null;
+  excludeFromContext?: boolean | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".
  */
 export interface LoopEventResult {
@@ -2547,6 +2562,19 @@ export interface LoopEventResult {
   systemMessages: string[];
   stopTurn?: StopTurn;
   compaction?: LoopCompaction;
+  userBash?: LoopUserBash;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopUserBash".
+ */
+export interface LoopUserBash {
+  output: string;
+  exitCode: number;
+  /**
+   * The extension that ran it: extension:<id>.
+   */
+  by: string;
 }
 /**
  * A remote MCP server needs the user to sign in and the editor declared no capabilities.ui.openUrl (or did not open it); its tools join once signed in.

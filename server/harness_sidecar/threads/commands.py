@@ -68,7 +68,7 @@ class CommandMethods:
         from harness_sidecar.hooks import fit
 
         verdicts = [*hooks, *extensions]
-        answer = loop.compaction(request.event, verdicts, loop.result(request.event, merge(verdicts)))
+        answer = loop.answered(request.event, verdicts, loop.result(request.event, merge(verdicts)))
         return fit.fit_answer(answer,
                               ("additionalContext", "systemMessages"), self.editor.max_result_bytes, self.editor.diagnostic,
                               thread.id, f"loop/event {request.event}")

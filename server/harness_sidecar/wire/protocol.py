@@ -471,6 +471,11 @@ LOOP_EVENT_RESULT = Obj([
         description="v4, compact_before only: an extension's own summary (Pi's {compaction: {summary}}), the "
                     "first in load order; absent when blocked or none gave one. The editor decides whether to use "
                     "it instead of its own."),
+    opt("userBash", Obj([Field("output", Str()), Field("exitCode", Int()),
+                         Field("by", Str(), description="The extension that ran it: extension:<id>.")],
+                        name="LoopUserBash"),
+        description="v4, user_bash only: an extension ran the user's command in the editor's place (Pi's "
+                    "{result}), the first in load order; absent when blocked or none did: the editor runs it."),
 ], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
