@@ -421,3 +421,20 @@ def test_a_stopped_zygote_fails_the_next_hook_at_its_deadline_not_never(spawn, t
             os.kill(zygote, signal.SIGCONT)
         except ProcessLookupError:
             pass
+
+
+@pytest.mark.parametrize("code", [2, 0])
+def test_a_hook_that_closes_its_output_and_goes_on_is_waited_for(spawn, tmp_path, code):
+    """The sidecar reads a hook's pid when its pipes end (the zygote says it before letting go of them);
+    a hook whose pipes end while it still runs is waited for, and its own exit status is the one acted on."""
+    root = tmp_path / "closes"
+    write(root / "hooks.json", json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": f"exec >/dev/null 2>&1 </dev/null; sleep 0.3; exit {code}"}]}]}}))
+    sidecar = spawn(env=child_env(), on_request=editor)
+    thread = start(sidecar, root)
+    for _ in range(2):
+        result = bash(sidecar, thread)
+        if code == 2:
+            assert result["isError"] is True and result["details"]["blocked"]["kind"] == "hook", result
+        else:
+            assert result["isError"] is False, result
