@@ -188,7 +188,12 @@ def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path, 
     first_skills_list(codex, workspace, home)  # Codex creates its state databases on its very first start
     ours, theirs, plain, listed = [], [], [], 0
     params = {"roots": [str(root)], "limits": {"maxSkillsPerRoot": max(count, 2000)}}
-    for _ in range(runs):
+    for i in range(runs):
+        if i % 2:  # who goes first alternates too: a fixed order biased the sides (each starts after the other)
+            if cold:
+                evict(root)
+            elapsed, listed = first_skills_list(codex, workspace, home)
+            theirs.append(elapsed)
         if cold:
             evict(root)
         ours.append(_spawn_to_catalog(params, count))
@@ -196,10 +201,11 @@ def codex_comparison(root: Path, count: int, runs: int, codex: str, home: Path, 
             if cold:
                 evict(root)
             plain.append(_spawn_to_catalog(params, count, {"HARNESS_SIDECAR_EARLY_SCAN": "off"}))
-        if cold:
-            evict(root)
-        elapsed, listed = first_skills_list(codex, workspace, home)
-        theirs.append(elapsed)
+        if not i % 2:
+            if cold:
+                evict(root)
+            elapsed, listed = first_skills_list(codex, workspace, home)
+            theirs.append(elapsed)
     out = {"sidecar_ms": summary(ours), "codex_ms": summary(theirs), "codex_listed": listed,
            "ratio": statistics.median(ours) / statistics.median(theirs), "cold": cold}
     if plain:

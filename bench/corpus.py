@@ -5,7 +5,7 @@
 DIR: clones of public skill repositories (e.g. anthropics/skills, openai/skills, obra/superpowers;
 they are not part of this repository). For every ``*.md`` with a frontmatter, the fast reading
 (``frontmatter.plain_mapping``), when it takes the text at all, must give what
-``yaml.safe_load`` gives with both safe loaders, and the same line for every key. Prints how
+``yaml.safe_load`` gives with both safe loaders (types included), and the same line for every key. Prints how
 many were compared and how many the fast path read; exits 1 on the first difference. The test
 suite checks the same property on generated cases (tests/test_frontmatter.py); this is the check
 against what people actually write.
@@ -41,17 +41,33 @@ def yaml_key_lines(text: str) -> dict[str, int]:
     return lines
 
 
+def same(a: object, b: object) -> bool:
+    """Equal and of the same types all the way down, keys in the same order (``True == 1`` and
+    ``1 == 1.0`` are differences here: a bool read as an int is a different answer)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(same(a[k], b[k]) for k in a)  # type: ignore[index]
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))  # type: ignore[arg-type]
+    return a == b
+
+
 def difference(text: str) -> str | None:
-    """Why the fast reading of ``text`` differs from YAML's, or ``None`` (also when it declines)."""
+    """Why the fast reading of ``text`` differs from YAML's, or ``None`` (also when it declines): the
+    mapping (types included), each key's line, and the written text of top-level plain scalars (what
+    a hint quotes)."""
     fast = plain_mapping(text)
     if fast is None:
         return None
     for loader in LOADERS:
         expected = yaml_reading(text, loader)
-        if expected != (fast[0] or None):
+        if not same(expected, fast[0] or None):
             return f"{loader.__name__} reads {expected!r}, the fast path {fast[0]!r}"
     if fast[0] and yaml_key_lines(text) != fast[1]:
         return f"key lines {yaml_key_lines(text)} vs {fast[1]}"
+    if fast[0] and frontmatter._load_with_yaml(text, 0)[2] != frontmatter._plain(text, 0)[2]:
+        return f"written scalars {frontmatter._load_with_yaml(text, 0)[2]} vs {frontmatter._plain(text, 0)[2]}"
     return None
 
 

@@ -8,13 +8,38 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import statistics
 import tempfile
 import time
 from pathlib import Path
 
 from bench.__main__ import REPO, codex_comparison, fmt, thread_start_case
-from bench.codex import find_codex
+from bench.codex import CodexAppServer, find_codex
+from bench.common import SIDECAR, Raw, summary
 from bench.workspace import make_skills
+
+
+def initialize_comparison(runs: int, codex: str, workspace: Path, home: Path) -> dict:
+    """Spawn → ``initialize`` answered, alternating: the sidecar and Codex's app-server (a warm-up each first)."""
+    ours, theirs = [], []
+    for i in range(runs + 1):
+        started = time.perf_counter()
+        raw = Raw(SIDECAR)
+        raw.call("initialize")
+        elapsed = (time.perf_counter() - started) * 1000
+        raw.close()
+        started = time.perf_counter()
+        app = CodexAppServer(codex, workspace, home)
+        try:
+            app.call("initialize", {"clientInfo": {"name": "harness-sidecar-bench", "version": "0"}})
+            codex_elapsed = (time.perf_counter() - started) * 1000
+        finally:
+            app.close()
+        if i:
+            ours.append(elapsed)
+            theirs.append(codex_elapsed)
+    return {"sidecar_ms": summary(ours), "codex_ms": summary(theirs),
+            "ratio": statistics.median(ours) / statistics.median(theirs)}
 
 
 def main() -> int:
@@ -27,6 +52,8 @@ def main() -> int:
     parser.add_argument("--early-off", action="store_true", help="a third series in the Codex comparison: "
                         "the sidecar without its early-scan helper")
     parser.add_argument("--no-first", action="store_true", help="the Codex comparison only")
+    parser.add_argument("--initialize", action="store_true", help="also spawn → initialize answered, the "
+                        "sidecar and Codex alternating (--runs each)")
     args = parser.parse_args()
     compileall.compile_dir(str(REPO / "server"), quiet=1)
     cases = [tuple(int(n) for n in case.split("x")) for case in args.cases.split(",")]
@@ -35,6 +62,10 @@ def main() -> int:
         empty = make_skills(Path(tmp) / "warm-up", 1, 200)
         trees = {case: make_skills(Path(tmp) / f"ws-{case[0]}-{case[1]}" / ".agents", *case) for case in cases}
         time.sleep(2.1)
+        if args.initialize and codex is not None:
+            init = initialize_comparison(args.runs, codex, empty.parent, Path(tmp) / "codex-home")
+            print(f"spawn → initialize answered: sidecar {fmt(init['sidecar_ms'], ' ms')}, Codex {version} "
+                  f"{fmt(init['codex_ms'], ' ms')}: ratio {init['ratio']:.2f}×", flush=True)
         for (count, body), root in trees.items():
             if not args.no_first:
                 case = thread_start_case(root, count, args.runs, empty)

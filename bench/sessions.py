@@ -4,11 +4,13 @@
   round trip through the real sidecar, p50 and p90 over many calls (target: p50 ≤ 2 ms).
 - Resume: ``thread/start {sessionId, resume: true}`` of a thread whose 5 extensions each saved a
   64 KiB ``ctx.state``, against a fresh ``thread/start`` trusting the same 5 extensions (each of
-  which reads ``ctx.state.get()`` in its ``thread_start`` handler), alternated in one sidecar with
-  the same settling after each (a spare host is started after every start): the ratio of the
-  medians (target: ≤ 1.2), the median of each pair's ratio (less moved by a neighbour's load), and
-  the CPU the sidecar and its hosts spent per start (``/proc/*/task/*/schedstat``: what the load of
-  the machine moves least).
+  which reads ``ctx.state.get()`` in its ``thread_start`` handler), in one sidecar, as many pairs,
+  the order within a pair alternating, the same settling after each start (a spare host is started
+  after every start). The figure is the median of the pairs' ratios — of the CPU the sidecar and the
+  thread's host spent (``/proc/*/task/*/schedstat``: what the machine's load moves least), and of the
+  wall time. The CPU counts the processes that existed when the start began: the spare host started
+  during it is the *next* thread's (the same work for both kinds, but counted by how far it got, which
+  the other's wall time decides).
 
 ``python -m bench.sessions [--quick]`` runs them alone.
 """
@@ -30,18 +32,21 @@ sys.path.insert(0, str(REPO / "server"))
 from bench.common import SIDECAR, SPARE_SETTLE_S, Raw, fmt, process_tree, summary  # noqa: E402
 
 
-def cpu_ns(pid: int) -> int:
-    """Nanoseconds on a CPU of ``pid``, its threads and every process under it (``/proc/*/task/*/schedstat``:
-    no 10 ms ticks); a process that exited meanwhile is not counted."""
-    total = 0
-    for member in process_tree(pid):
+def cpu_ns(pids: list[int]) -> dict[int, int]:
+    """Nanoseconds on a CPU of each of ``pids``, all its threads (``/proc/*/task/*/schedstat``: no 10 ms
+    ticks); a process that exited meanwhile is left out."""
+    spent = {}
+    for member in pids:
+        total = 0
         try:
             for task in os.listdir(f"/proc/{member}/task"):
                 with open(f"/proc/{member}/task/{task}/schedstat") as f:
                     total += int(f.read().split()[0])
         except (OSError, ValueError, IndexError):
-            pass
-    return total
+            continue
+        spent[member] = total
+    return spent
+
 
 EXTENSION = '''
 def fill(call_id, arguments, ctx):
@@ -82,7 +87,7 @@ def context_build(root: Path, calls: int) -> dict:
             "prompt_bytes": len(built["systemPrompt"].encode())}
 
 
-def resume(root: Path, runs: int, state_bytes: int = 64 * 1024) -> dict:
+def resume(root: Path, pairs: int, state_bytes: int = 64 * 1024) -> dict:
     ids = [f"keep-{n}" for n in range(5)]
     raw = Raw(SIDECAR)
     raw.call("initialize")
@@ -94,26 +99,36 @@ def resume(root: Path, runs: int, state_bytes: int = 64 * 1024) -> dict:
     closed = raw.call("thread/close", {"threadId": thread})
     assert all(len(json.dumps(v)) > state_bytes for v in closed["state"].values()) and len(closed["state"]) == 5
     time.sleep(SPARE_SETTLE_S)
-    fresh, resumed = [], []
-    cpu = {"fresh": 0.0, "resume": 0.0}  # the sidecar's and its hosts' CPU over the timed starts
-    for run in range(runs + 1):
-        for series, params in ((fresh, base), (resumed, {**base, "sessionId": "bench:resume", "resume": True})):
-            before = cpu_ns(raw.proc.pid)
+    kinds = {"fresh": base, "resume": {**base, "sessionId": "bench:resume", "resume": True}}
+    measured: dict[str, list[dict[str, float]]] = {"fresh": [], "resume": []}
+    for pair in range(pairs + 1):  # the first pair warms the modules both use
+        for kind in (("fresh", "resume") if pair % 2 else ("resume", "fresh")):
+            pids = process_tree(raw.proc.pid)  # the sidecar and the spare host this start takes
+            before = cpu_ns(pids)
             started = time.perf_counter()
-            thread = raw.call("thread/start", params)["threadId"]
-            series.append((time.perf_counter() - started) * 1000)
-            if run:
-                cpu["resume" if series is resumed else "fresh"] += (cpu_ns(raw.proc.pid) - before) / 1e9
+            thread = raw.call("thread/start", kinds[kind])["threadId"]
+            wall = (time.perf_counter() - started) * 1000
+            after = cpu_ns(pids)
+            sidecar = (after.get(raw.proc.pid, 0) - before.get(raw.proc.pid, 0)) / 1e6
+            hosts = sum(after[p] - before[p] for p in after if p != raw.proc.pid and p in before) / 1e6
+            if pair:
+                measured[kind].append({"wall_ms": wall, "cpu_ms": sidecar + hosts, "sidecar_cpu_ms": sidecar,
+                                       "host_cpu_ms": hosts})
             handed_back = raw.call("thread/close", {"threadId": thread})["state"]
-            assert len(handed_back) == (5 if series is resumed else 0), handed_back.keys()  # it was handed back
+            assert len(handed_back) == (5 if kind == "resume" else 0), handed_back.keys()  # it was handed back
             time.sleep(SPARE_SETTLE_S)
     raw.close()
-    fresh, resumed = fresh[1:], resumed[1:]  # the first pair warms the modules both use
-    pairs = [b / a for a, b in zip(fresh, resumed)]  # each resume beside the fresh start just before it
-    return {"fresh_ms": summary(fresh), "resume_ms": summary(resumed),
-            "cpu_ms_per_start": {k: v * 1000 / runs for k, v in cpu.items()},
-            "ratio": statistics.median(resumed) / statistics.median(fresh), "pair_ratio": summary(pairs),
-            "state_bytes_each": state_bytes}
+    fresh, resumed = measured["fresh"], measured["resume"]
+
+    def pair_ratios(key: str) -> list[float]:
+        return [r[key] / f[key] for f, r in zip(fresh, resumed)]
+
+    def medians(rows: list[dict[str, float]]) -> dict[str, float]:
+        return {key: statistics.median(row[key] for row in rows) for key in rows[0]}
+
+    return {"pairs": pairs, "state_bytes_each": state_bytes, "fresh": medians(fresh), "resume": medians(resumed),
+            "cpu_pair_ratio": summary(pair_ratios("cpu_ms")), "wall_pair_ratio": summary(pair_ratios("wall_ms")),
+            "ratio": statistics.median(pair_ratios("cpu_ms"))}
 
 
 def run(runs: int, quick: bool) -> dict:
@@ -133,16 +148,18 @@ def run(runs: int, quick: bool) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--runs", type=int, default=None)
+    parser.add_argument("--runs", type=int, default=None, help="resume/fresh pairs (default 31, --quick 9)")
     args = parser.parse_args()
-    results = run(args.runs or (5 if args.quick else 15), args.quick)
+    results = run(args.runs or (9 if args.quick else 31), args.quick)
     build, resumed = results["context_build_20_skills"], results["resume_5x64k"]
     print(f"context/build, 20 active skills ({build['prompt_bytes']} bytes): p50 {build['p50_ms']:.3f} ms, "
           f"p90 {build['p90_ms']:.3f} ms, {fmt(build['ms'], ' ms', 3)}")
-    print(f"thread/start, 5 extensions: fresh {fmt(resumed['fresh_ms'], ' ms')}, resume of 5 × 64 KiB state "
-          f"{fmt(resumed['resume_ms'], ' ms')}: ratio of medians {resumed['ratio']:.3f}, per pair "
-          f"{fmt(resumed['pair_ratio'], '', 3)}; CPU per start (sidecar and hosts): fresh "
-          f"{resumed['cpu_ms_per_start']['fresh']:.1f} ms, resume {resumed['cpu_ms_per_start']['resume']:.1f} ms")
+    fresh, again = resumed["fresh"], resumed["resume"]
+    print(f"thread/start, 5 extensions, {resumed['pairs']} pairs (medians): fresh {fresh['wall_ms']:.1f} ms wall, "
+          f"{fresh['cpu_ms']:.1f} ms CPU (sidecar {fresh['sidecar_cpu_ms']:.1f}, host {fresh['host_cpu_ms']:.1f}); "
+          f"resume of 5 × 64 KiB state {again['wall_ms']:.1f} ms wall, {again['cpu_ms']:.1f} ms CPU (sidecar "
+          f"{again['sidecar_cpu_ms']:.1f}, host {again['host_cpu_ms']:.1f}); resume/fresh, median of the pairs' "
+          f"ratios: CPU {fmt(resumed['cpu_pair_ratio'], '', 3)}, wall {fmt(resumed['wall_pair_ratio'], '', 3)}")
     print(json.dumps(results, indent=1))
 
 

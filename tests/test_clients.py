@@ -61,13 +61,13 @@ def nvim_binaries() -> dict[str, str | None]:
     return found
 
 
-@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 27), ("ui.lua", 16), ("live.lua", 11)])
+@pytest.mark.parametrize("scenario, checks", [("scenario.lua", 27), ("ui.lua", 16), ("live.lua", 12)])
 @pytest.mark.parametrize("version", ["0.7", "0.11"])
 def test_neovim_plugin_headless(version, scenario, checks):
     """scenario.lua: the catalog, skills, templates, tools, trust, completion that never waits;
     ui.lua: asking the user (ui/*, v4: ui/elicit), :HarnessCommand, mcp_servers and read_file under a Read
     hook (hookAs); live.lua: setup() merging, roots as users write them, the live catalog, :HarnessLog, the
-    floating prompts and withdrawn questions."""
+    floating prompts and withdrawn questions, :HarnessTools following ctx.tools.set_active."""
     nvim = nvim_binaries()[version]
     if nvim is None:
         unavailable(f"Neovim {version}")

@@ -5,8 +5,13 @@ copied unchanged), read by the real sidecar process."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
+
+from helpers import write
+
+from harness_sidecar.resources.plugins import tree_sha256
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "plugin-loading"
 
@@ -167,3 +172,43 @@ def test_several_folders_of_one_marketplace_are_each_their_entry_and_a_refresh_r
     refreshed = sidecar.call("thread/refresh", {"threadId": result["threadId"]})
     assert {p["name"]: p["version"] for p in refreshed["catalog"]["plugins"]} == {"gopls-lsp": "1.1.0",
                                                                                 "pyright-lsp": "1.0.0"}
+
+
+def test_a_fifo_named_like_a_plugin_file_is_reported_and_never_waited_on(spawn, tmp_path):
+    """A cloned repository whose plugin.json, hooks file, MCP servers file, marketplace.json or a pinned
+    plugin's extension is a FIFO: opening one for reading would wait for a writer forever, and the
+    thread/start with it. Each is reported (or left out) and the plugins beside it are served."""
+    def plugin(name: str, **manifest) -> Path:
+        folder = tmp_path / name
+        write(folder / ".claude-plugin/plugin.json", json.dumps({"name": name, **manifest}))
+        write(folder / "skills/review/SKILL.md", "---\nname: review\ndescription: Use when reviewing.\n---\nBody.\n")
+        return folder
+
+    good = plugin("good")
+    fifo_manifest = tmp_path / "fifo-manifest"
+    (fifo_manifest / ".claude-plugin").mkdir(parents=True)
+    os.mkfifo(fifo_manifest / ".claude-plugin/plugin.json")
+    hooks = plugin("fifo-hooks", hooks="./hooks/more.json", mcpServers="./servers.json")
+    (hooks / "hooks").mkdir()
+    os.mkfifo(hooks / "hooks/more.json")
+    os.mkfifo(hooks / "servers.json")
+    market = plugin("fifo-market")
+    os.mkfifo(market / ".claude-plugin/marketplace.json")
+    pinned = plugin("pinned")
+    (pinned / "extensions").mkdir()
+    os.mkfifo(pinned / "extensions/trap.py")
+    pin = tree_sha256(str(pinned))
+    paths = [str(p) for p in (good, fifo_manifest, hooks, market, pinned)]
+    sidecar = spawn()
+    for _ in range(2):  # and again: nothing was left waiting
+        result = sidecar.call("thread/start", {"roots": [], "plugins": paths, "watch": False, "marketplaces": [str(market)],
+                                               "trustedPlugins": [{"name": "fifo-hooks"},
+                                                                  {"name": "pinned", "sha256": pin}]}, timeout=30)
+        skills = {s["name"] for s in result["catalog"]["skills"]}
+        assert {"good:review", "fifo-hooks:review", "fifo-market:review", "pinned:review"} <= skills
+        found = {(d["kind"], d.get("path")) for d in result["diagnostics"]}
+        assert ("not_a_plugin", str(fifo_manifest)) in found
+        assert ("invalid_hooks", str(hooks / "hooks/more.json")) in found
+        assert ("invalid_mcp_servers", str(hooks / "servers.json")) in found
+        assert ("marketplace_not_found", str(market)) in found
+        assert ("resource_not_found", str(pinned / "extensions/trap.py")) in found

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 from helpers import TraceWorkspace, add_skill, error_kind, write
@@ -201,6 +200,22 @@ def test_state_survives_close_and_a_new_sidecar_and_comes_back_on_resume(spawn, 
         {"items": ["a", "b", "c"]}
 
 
+def test_the_resources_requested_with_an_activation_come_back_on_resume_and_fork(spawn, ws):
+    write(ws.root / "skills/review/checklist.md", "CHECKLIST BODY\n")
+    sidecar = spawn()
+    thread = _session(sidecar, ws, sessionId="with-resources")["threadId"]
+    sidecar.call("skills/activate", {"threadId": thread, "name": "review", "resources": ["checklist.md"]})
+    assert "CHECKLIST BODY" in sidecar.call("context/build", {"threadId": thread})["systemPrompt"]
+    fork = sidecar.call("thread/fork", {"threadId": thread, "sessionId": "forked"}, timeout=60)["threadId"]
+    assert "CHECKLIST BODY" in sidecar.call("context/build", {"threadId": fork})["systemPrompt"]
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    sidecar.close()
+    again = spawn()
+    resumed = _session(again, ws, sessionId="with-resources", resume=True)["threadId"]
+    built = again.call("context/build", {"threadId": resumed})
+    assert "REVIEW BODY" in built["systemPrompt"] and "CHECKLIST BODY" in built["systemPrompt"]
+
+
 def test_without_resume_a_session_starts_fresh_and_another_session_never_sees_the_state(spawn, ws):
     sidecar = spawn()
     thread = _session(sidecar, ws, sessionId="mine")["threadId"]
@@ -259,6 +274,29 @@ def test_a_state_file_copied_from_another_session_is_not_read(spawn, ws, tmp_pat
     resumed = _session(sidecar, ws, sessionId="attacker", resume=True)
     assert any(d["kind"] == "session_state_unreadable" for d in resumed["diagnostics"])
     assert "secret" not in _text(sidecar, resumed["threadId"], "remember", {"item": "x"})
+
+
+def test_a_state_file_laid_out_by_another_writer_resumes_and_a_state_set_unchanged_is_not_written(spawn, ws,
+                                                                                                      tmp_path):
+    """The host is handed each state as a raw line after init: a file written pretty-printed (newlines
+    between tokens, keys in another order) still resumes whole, with strings holding newlines and
+    integers past 64 bits exact; a thread_close that sets the state it got leaves the file alone."""
+    state_dir = tmp_path / "state"
+    sidecar = spawn(env={**os.environ, "HARNESS_SIDECAR_STATE_DIR": str(state_dir)})
+    thread = _session(sidecar, ws, sessionId="pretty")["threadId"]
+    _text(sidecar, thread, "remember", {"item": "a"})
+    sidecar.call("thread/close", {"threadId": thread}, timeout=60)
+    path = next(p for p in state_dir.rglob("state-*.json"))
+    kept = {"items": ["line one\nline two", 2 ** 70], "closed": True}
+    path.write_text(json.dumps({"state": kept, "extensionId": "todo", "sessionId": "pretty"}, indent=2))
+    resumed = _session(sidecar, ws, sessionId="pretty", resume=True)
+    assert not [d for d in resumed["diagnostics"] if d["kind"] == "session_state_unreadable"]
+    assert ["start", "resume", kept] in ws.events()
+    closed = sidecar.call("thread/close", {"threadId": resumed["threadId"]}, timeout=60)
+    assert closed["state"]["todo"] == kept  # thread_close set what it got: {**state, "closed": True}
+    assert path.read_text().startswith("{\n")  # not written again
+    again = _session(sidecar, ws, sessionId="pretty", resume=True)["threadId"]
+    assert json.loads(_text(sidecar, again, "remember", {"item": "b"}))["items"] == ["line one\nline two", 2 ** 70, "b"]
 
 
 def test_a_state_over_the_limit_raises_and_keeps_the_old_one(spawn, ws):

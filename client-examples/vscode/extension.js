@@ -291,6 +291,74 @@ class CatalogTree {
 }
 
 /**
+ * The tools the model may use now (tools/list, fetched again whenever the catalog changes: an extension's
+ * ctx.tools.set_active, a new MCP server's tools): Active (with where each comes from), Deferred (listed by
+ * name only; the model finds them with tool_search) and Inactive (the thread's tools an extension took away).
+ */
+class ToolsTree {
+  constructor() {
+    /** @type {import('./types/protocol').ToolsListResult | null} */
+    this.listed = null;
+    /** @type {import('./types/protocol').ToolSpec[]} */
+    this.all = [];
+    this.changed = new vscode.EventEmitter();
+    this.onDidChangeTreeData = this.changed.event;
+  }
+
+  /**
+   * @param {import('./types/protocol').ToolsListResult | null} listed
+   * @param {import('./types/protocol').ToolSpec[]} all the thread's tools (thread/start's, thread/refresh's)
+   */
+  set(listed, all) {
+    this.listed = listed;
+    this.all = all || [];
+    this.changed.fire(undefined);
+  }
+
+  getTreeItem(node) {
+    return node.item;
+  }
+
+  /** @param {{ group?: string, item: any }} [node] */
+  getChildren(node) {
+    const listed = this.listed;
+    if (!listed) return [];
+    const active = [], deferred = [];
+    for (const tool of listed.tools) ('deferred' in tool && tool.deferred ? deferred : active).push(tool);
+    const names = new Set(listed.tools.map((t) => t.name));
+    const inactive = this.all.filter((t) => !names.has(t.name));
+    const from = (t) => `${t.origin.kind}${t.origin.id ? ` ${t.origin.id}` : ''}`;
+    const leaf = (label, description, tooltip, icon) => {
+      const item = new vscode.TreeItem(label, vscode.TreeItemCollapsibleState.None);
+      Object.assign(item, { description, tooltip, iconPath: new vscode.ThemeIcon(icon) });
+      return { item };
+    };
+    if (!node) {
+      const group = (id, label, count) => {
+        const item = new vscode.TreeItem(`${label} (${count})`, count ? vscode.TreeItemCollapsibleState.Expanded
+          : vscode.TreeItemCollapsibleState.None);
+        item.id = `tools:${id}`;
+        return { group: id, item };
+      };
+      return [group('active', 'Active', active.length),
+        ...(deferred.length ? [group('deferred', 'Deferred', deferred.length)] : []),
+        ...(inactive.length ? [group('inactive', 'Inactive', inactive.length)] : [])];
+    }
+    switch (node.group) {
+      case 'active':
+        return active.map((t) => leaf(t.name, from(t), `${t.description}\n${from(t)}`, 'tools'));
+      case 'deferred':
+        return deferred.map((t) => leaf(t.name, 'deferred: found with tool_search', 'listed by name only', 'search'));
+      case 'inactive':
+        return inactive.map((t) => leaf(t.name, `${from(t)} · inactive`, 'an extension took it away (ctx.tools.set_active)',
+          'circle-slash'));
+      default:
+        return [];
+    }
+  }
+}
+
+/**
  * A plugin's parts, each with what it is and (for code) its trust state: skills, command templates,
  * agents (metadata, never run), command hooks, MCP servers, extensions.
  * @param {import('./types/protocol').PluginEntry} p
@@ -399,6 +467,8 @@ class Harness {
     this.problems = vscode.languages.createDiagnosticCollection('harness-sidecar');
     this.documents = new Documents();
     this.tree = new CatalogTree();
+    this.tools = new ToolsTree();
+    this.toolsCount = 0; // tool lists shown (tests wait on it)
     this.ui = new EditorUi(vscode, this.output);
     this.connection = null;
     this.threadPromise = null;
@@ -414,7 +484,8 @@ class Harness {
     this.settings;
     context.subscriptions.push(this.output, this.status, this.problems,
       vscode.workspace.registerTextDocumentContentProvider(SCHEME, this.documents),
-      vscode.window.registerTreeDataProvider('harnessSidecar.catalog', this.tree));
+      vscode.window.registerTreeDataProvider('harnessSidecar.catalog', this.tree),
+      vscode.window.registerTreeDataProvider('harnessSidecar.tools', this.tools));
   }
 
   setStatus(text, tooltip) {
@@ -522,6 +593,7 @@ class Harness {
       if (plugins.length) params.plugins = plugins;
       if (disabledPlugins.length) params.disabledPlugins = disabledPlugins;
       if (trustedPlugins.length) params.trustedPlugins = trustedPlugins;
+      if (this.settings.deferToolsOver) params.limits = { deferToolsOver: this.settings.deferToolsOver };
       Object.assign(params, this.session());
       this.threadPromise = this.live().request('thread/start', params, token)
         .then((started) => { this.showCatalogState(started); return started; })
@@ -545,6 +617,16 @@ class Harness {
     }
     this.sessionId = sessionId;
     return { sessionId, resume: true };
+  }
+
+  /** The Tools view: tools/list of the thread now, beside the thread's tools. */
+  async showTools(started) {
+    const connection = this.connection;
+    if (!connection) return;
+    const listed = await connection.request('tools/list', { threadId: started.threadId });
+    if (this.connection !== connection || this.started !== started) return; // a newer state is shown
+    this.tools.set(listed, started.tools);
+    this.toolsCount += 1;
   }
 
   /** catalog/changed for this window's thread: one refresh at the next idle moment (changes together are one). */
@@ -591,6 +673,7 @@ class Harness {
 
   showCatalogState(started) {
     this.started = started;
+    this.showTools(started).catch((err) => this.output.warn(`listing the tools failed: ${err.message}`));
     // Quiet about roots the user never made: with the default roots, a missing one is not shown.
     const shown = started.diagnostics.filter((d) => this.settings.rootsConfigured || !ROOT_KINDS.has(d.kind));
     this.tree.set(started, shown);

@@ -118,9 +118,14 @@ function trustedPlugins(value) {
   return value.filter((p) => p && typeof p === 'object' && typeof p.name === 'string');
 }
 
+/** harnessSidecar.deferToolsOver: a whole number of at least 0 (0, the default, defers nothing). */
+function deferToolsOver(value) {
+  return Number.isInteger(value) && value > 0 ? value : 0;
+}
+
 /**
  * The settings the extension runs with: {command, roots, trustedExtensions, trustedHooks, mcpServers,
- * plugins, disabledPlugins, trustedPlugins, mode, trusted, ignored}. `trusted` is whether the
+ * plugins, disabledPlugins, trustedPlugins, deferToolsOver, mode, trusted, ignored}. `trusted` is whether the
  * workspace is trusted (else trustedExtensions, trustedHooks, mcpServers and trustedPlugins are
  * always empty: plugins still bring their skills, command templates and agents, never their code).
  */
@@ -155,6 +160,7 @@ function read(vscode) {
     mcpServers: trusted ? mcpServers(userValue(config, 'mcpServers', [])) : [],
     plugins,
     disabledPlugins: strings(userValue(config, 'disabledPlugins', [])),
+    deferToolsOver: deferToolsOver(config.get('deferToolsOver')),
     trustedPlugins: trusted ? trustedPlugins(userValue(config, 'trustedPlugins', [])) : [],
     mode,
     trusted,

@@ -104,7 +104,7 @@ def serve(level: str, max_in_flight: int = 1000, max_result_bytes: int = 16 * 10
     if answered is not None:
         endpoint.initialized = True
         endpoint.set_capabilities(answered[1])
-        endpoint.preload()
+        endpoint.preload(now=True)
     code = asyncio.run(endpoint.serve(lambda deliver: relay.connect(deliver, first)))
     from harness_sidecar.containment import lifetimes
 
@@ -123,7 +123,9 @@ def make_sidecar(peer: Any) -> Any:
 
 
 def preload_sidecar() -> None:
-    """Imported while the editor reads ``initialize``'s answer, off the event loop (``Endpoint.preload``)."""
+    """Imported once ``initialize`` is answered, before the event loop runs, in the main thread
+    (``Endpoint.preload(now=True)``): a second thread importing beside the loop's start-up only traded
+    the GIL back and forth, and on a loaded machine every hand-over waited for a core."""
     import harness_sidecar.resources.extension_sources  # noqa: F401
     import harness_sidecar.threads.sidecar  # noqa: F401
 
@@ -175,6 +177,13 @@ def quiet_on_broken_pipe(command: Any, options: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    import gc
+
+    # No collector pass while serving starts: with the default threshold the ~220 modules a first
+    # thread/start imports cost 44 passes (8-12 ms of CPU) over objects that all live as long as the
+    # process. ``Endpoint.preload`` freezes them and ``Endpoint.serve`` enables the collector again;
+    # every other command enables it at once.
+    gc.disable()
     from harness_sidecar.containment.private import make_private
 
     make_private()  # first: no other process of the user opens our /proc/<pid>/fd/* or memory (protocol.md)
@@ -212,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rest:
         return serve(level, numbers["--max-in-flight"], numbers["--max-result-bytes"], numbers["--max-queued-bytes"],
                      numbers["--max-threads"])
+    gc.enable()
     set_max_threads(numbers["--max-threads"])
     configure_logging(level)
     command, options = rest[0], rest[1:]

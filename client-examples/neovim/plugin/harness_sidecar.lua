@@ -19,6 +19,8 @@ vim.api.nvim_create_user_command('HarnessDeactivate', function(o) hs().cmd_deact
     desc = 'Deactivate an active skill (a picker of the active ones without an argument)' })
 vim.api.nvim_create_user_command('HarnessResume', function() hs().cmd_resume() end,
   { desc = "Start the sidecar again and resume this session: extension state and activated skills come back" })
+vim.api.nvim_create_user_command('HarnessTools', function() hs().cmd_tools() end,
+  { desc = 'Show the tools the model may use now: active, deferred (found with tool_search) and inactive' })
 vim.api.nvim_create_user_command('HarnessRender', function(o)
   hs().cmd_render(o.fargs[1], vim.list_slice(o.fargs, 2), o.args)
 end, { nargs = '*', complete = function(lead, line) return hs().complete_render(lead, line) end,

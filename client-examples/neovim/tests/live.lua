@@ -332,5 +332,38 @@ check('a prompt asked around a command line being typed opens and is answered', 
   assert(not vim.api.nvim_win_is_valid(p.win))
 end)
 
+check(':HarnessTools lists the active, deferred and inactive tools and follows ctx.tools.set_active', function()
+  hs.stop({ quiet = true, wait = true })
+  local root = vim.fn.tempname()
+  vim.fn.mkdir(root .. '/extensions', 'p')
+  vim.fn.writefile({
+    'def focus(call_id, arguments, ctx):',
+    '    return ",".join(ctx.tools.set_active(arguments["names"]))',
+    'def activate(api):',
+    '    for name in ("alpha", "beta", "gamma"):',
+    '        api.register_tool(name=name, description="Tool " + name + ".", input_schema={},',
+    '                          execute=lambda call_id, arguments, ctx: "ran")',
+    '    api.register_tool(name="focus", description="Choose the active tools.", input_schema={}, execute=focus)',
+  }, root .. '/extensions/toolbox.py')
+  hs.setup({ roots = { root }, trusted_extensions = { 'toolbox' }, limits = { deferToolsOver = 2 } })
+  local text = t.shows(hs, 'HarnessTools')
+  contains(text, '## Active (')
+  contains(text, '## Deferred (')
+  contains(text, '- gamma\n') -- past the first 2: by name only
+  contains(text, 'tool_search')
+  assert(not text:find('## Inactive', 1, true), text)
+  local drawn, result = hs.tools_count, nil
+  hs.call_tool('focus', { names = { 'alpha', 'focus' } }, 'tools-1', function(e, r) result = r or e end)
+  wait_for(function() return result end, 'the focus call')
+  assert(result.result and not result.result.isError, vim.inspect(result))
+  wait_for(function() return hs.tools_count > drawn and buffer_text(hs.output_buf):find('## Inactive', 1, true) end,
+    'the tools view redrawn on catalog/changed')
+  text = buffer_text(hs.output_buf)
+  contains(text, '- beta (extension toolbox)')
+  contains(text, '- gamma (extension toolbox)')
+  contains(text, '- alpha (extension toolbox): Tool alpha.')
+  assert(not text:find('## Deferred', 1, true), text) -- two active tools: none past the first 2
+end)
+
 hs.stop({ quiet = true, wait = true })
 t.finish()

@@ -182,3 +182,59 @@ test('a repository with only .claude/ or .codex/ activates the extension and is 
     process.env.HOME = saved;
   }
 });
+
+test('the Tools view lists the active tools and follows ctx.tools.set_active (catalog/changed)', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-tools-'));
+  fs.mkdirSync(path.join(root, 'extensions'));
+  fs.writeFileSync(path.join(root, 'extensions', 'toolbox.py'), [
+    'def focus(call_id, arguments, ctx):',
+    '    return ",".join(ctx.tools.set_active(arguments["names"]))',
+    'def activate(api):',
+    '    for name in ("alpha", "beta", "gamma"):',
+    '        api.register_tool(name=name, description="Tool " + name + ".", input_schema={},',
+    '                          execute=lambda call_id, arguments, ctx: "ran")',
+    '    api.register_tool(name="focus", description="Choose the active tools.", input_schema={}, execute=focus)',
+    ''].join('\n'));
+  const { state, api } = await activated({ user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['toolbox'] } });
+  const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8'));
+  assert.ok(manifest.contributes.views.explorer.some((v) => v.id === 'harnessSidecar.tools'));
+  const tree = state.trees.get('harnessSidecar.tools');
+  await run(state, 'harnessSidecar.showCatalog'); // starts the thread
+  await until(() => api.harness.toolsCount >= 1, 15000, 'the tools listed');
+  const all = ['alpha', 'beta', 'editor_selection', 'focus', 'gamma', 'load_skill', 'read_file'];
+  assert.deepEqual(labels(tree), [`Active (${all.length})`]);
+  assert.deepEqual(labels(tree, tree.getChildren()[0]).sort(), all);
+  const alpha = tree.getChildren(tree.getChildren()[0]).find((n) => n.item.label === 'alpha');
+  assert.equal(alpha.item.description, 'extension toolbox');
+
+  const shown = api.harness.toolsCount;
+  await run(state, 'harnessSidecar.callTool', 'focus', { names: ['alpha', 'focus'] });
+  await until(() => api.harness.toolsCount > shown && labels(tree).length === 2, 15000, 'the Tools view after set_active');
+  const [active, inactive] = tree.getChildren();
+  assert.deepEqual([active.item.label, inactive.item.label], ['Active (3)', 'Inactive (4)']);
+  assert.deepEqual(labels(tree, active).sort(), ['alpha', 'focus', 'load_skill']); // builtins stay active
+  assert.deepEqual(labels(tree, inactive).sort(), ['beta', 'editor_selection', 'gamma', 'read_file']);
+});
+
+test('with harnessSidecar.deferToolsOver the Tools view lists the deferred tools apart', async () => {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-deferred-'));
+  fs.mkdirSync(path.join(root, 'extensions'));
+  fs.writeFileSync(path.join(root, 'extensions', 'many.py'), [
+    'def activate(api):',
+    '    for name in ("one", "two", "three"):',
+    '        api.register_tool(name=name, description="Tool " + name + ".", input_schema={},',
+    '                          execute=lambda call_id, arguments, ctx: "ran")',
+    ''].join('\n'));
+  const { state, api } = await activated({ user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['many'],
+    deferToolsOver: 2 } });
+  const tree = state.trees.get('harnessSidecar.tools');
+  await run(state, 'harnessSidecar.showCatalog');
+  await until(() => api.harness.toolsCount >= 1, 15000, 'the tools listed');
+  const [active, deferred] = tree.getChildren();
+  // 5 tools past the builtins (the editor's 2, the extension's 3): the first 2 stay, 3 are deferred; load_skill
+  // and tool_search (listed once some are deferred) are active
+  assert.deepEqual(labels(tree), ['Active (4)', 'Deferred (3)']);
+  assert.ok(labels(tree, active).includes('tool_search') && labels(tree, active).includes('load_skill'),
+    labels(tree, active).join(', '));
+  assert.ok(tree.getChildren(deferred).every((n) => n.item.description === 'deferred: found with tool_search'));
+});

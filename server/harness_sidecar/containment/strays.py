@@ -19,6 +19,10 @@ logger = logging.getLogger("harness_sidecar.containment.lifetimes")
 
 SWEEP_S = 1.0  # how often the subreaper mode ends adopted orphans
 
+# Children the sidecar forks itself, not through the launcher (``wire.early_scan``'s helper): never a
+# stray, whenever the sweep runs; each is taken out again once it is reaped (its pid may be reused).
+OWN_CHILDREN: set[int] = set()
+
 
 class Strays:
     """The pids we started (the registry), and the sweep that ends the others."""
@@ -51,6 +55,7 @@ class Strays:
         loop.call_later(SWEEP_S, tick)
 
     def read_registry(self) -> None:
+        self.started.update(OWN_CHILDREN)
         while True:
             try:
                 data = os.read(self.registry_r, 65536)

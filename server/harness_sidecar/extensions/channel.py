@@ -8,7 +8,9 @@ an integer: the exchange a frame belongs to (0 when none). Both sides encode wit
 
 Sidecar → host
   ``init``      0    {threadId, cwd, roots, ui: {confirm, select, ...}, memoryMb, maxResultBytes, maxTools,
-                      states: {extension id: JSON}, stateBytes}  (states: what ctx.state.get() starts with)
+                      stateLines: [extension id, ...], stateBytes}  then, raw, one line per id of stateLines:
+                      that extension's ctx.state as its compact JSON text (no newline byte in it; no frame
+                      around it: the host keeps the bytes as they came and parses them at ctx.state.get())
   ``load``      seq  {id, code (base64 of the hashed bytes), codePath, package, directory,
                       settings, deadline}                                  → ``loaded``
   ``commit``    0    {ids: [extension id, ...]}  the extensions whose registrations are live

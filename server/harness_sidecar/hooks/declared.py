@@ -28,10 +28,10 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness_sidecar.hooks import handler_types
-from harness_sidecar.hooks.matcher import BadMatcher, Matcher, compile_matcher
+if TYPE_CHECKING:  # handler_types and matcher are imported by what reads a hooks file: a thread without
+    from harness_sidecar.hooks.matcher import Matcher  # one (the common first thread/start) never needs them
 from harness_sidecar.base.diagnostics import Diagnostic
 
 FILE_NAME = "hooks.json"
@@ -167,6 +167,9 @@ class Declared:
 
 def read_hooks(source: HookSource, document: Any) -> tuple[list[Handler], list[Diagnostic]]:
     """The handlers ``document`` (a parsed hooks file) declares for ``source``, and its diagnostics."""
+    from harness_sidecar.hooks import handler_types
+    from harness_sidecar.hooks.matcher import BadMatcher, compile_matcher
+
     handlers: list[Handler] = []
     diagnostics: list[Diagnostic] = []
 
@@ -286,6 +289,8 @@ def _typed(source: HookSource, event: str, matcher: Matcher, item: dict[str, Any
            order: int) -> tuple[Handler | None, str]:
     """An http / mcp_tool / prompt / agent handler (``hooks.handler_types``) and why it does not run on
     ``event`` (``supported: false``; "" when it runs), or ``(None, why it is malformed)``."""
+    from harness_sidecar.hooks import handler_types
+
     spec, invalid, unsupported = handler_types.read(kind, item, event)
     timeout = item.get("timeout")
     if invalid is None and timeout is not None and (type(timeout) not in (int, float) or timeout <= 0):

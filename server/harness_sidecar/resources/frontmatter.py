@@ -173,9 +173,9 @@ def load_yaml(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int
 
 def _load(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]]:
     """``(mapping, key lines, raw text of top-level plain scalar values)``."""
-    plain = plain_mapping(text, first_line)
+    plain = _plain(text, first_line)
     if plain is not None:
-        return plain[0], plain[1], {}
+        return plain
     return _load_with_yaml(text, first_line)
 
 
@@ -242,60 +242,131 @@ def _resolves_to_string(value: str) -> bool:
     return True
 
 
-def _plain_value(value: str) -> str | list[str] | None:
-    """What YAML reads for ``value`` (the rest of a ``key: `` line) if it is text, or ``None``."""
+# A value the fast path declines (YAML reads it); ``None`` is a value (YAML's null).
+DECLINED: Any = object()
+# The plain words the bool and null resolvers match, as SafeConstructor builds them.
+_BOOLEANS = {"yes": True, "Yes": True, "YES": True, "no": False, "No": False, "NO": False, "true": True,
+             "True": True, "TRUE": True, "false": False, "False": False, "FALSE": False, "on": True, "On": True,
+             "ON": True, "off": False, "Off": False, "OFF": False}
+_NULLS = frozenset(["~", "null", "Null", "NULL"])
+# Subsets of one resolver each that no resolver before it matches (bool, float, int, merge, null,
+# timestamp, value is PyYAML's order), built as SafeConstructor builds them; any other number,
+# date or time is left to YAML.
+_DECIMAL = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")  # int: sign * int(digits)
+_DECIMAL_FRACTION = re.compile(r"[-+]?[0-9]+\.[0-9]+")  # float: sign * float(digits)
+_DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")  # timestamp without a time: datetime.date
+
+
+def _scalar(value: str) -> Any:
+    """What YAML reads for the plain scalar ``value`` (not empty, stripped), or ``DECLINED``."""
+    if value in WORDS_NOT_TEXT:
+        if value in _BOOLEANS:
+            return _BOOLEANS[value]
+        return None if value in _NULLS else DECLINED  # '<<', '=', '!', '&', '*': YAML's own rules
+    if value[0] not in NUMERIC_START:
+        return value
+    if not any(pattern.match(value) for pattern in _resolvers()):
+        return value
+    if _DECIMAL.fullmatch(value):
+        return int(value)
+    if _DECIMAL_FRACTION.fullmatch(value):
+        return float(value)
+    date = _DATE.fullmatch(value)
+    if date is not None:
+        import datetime
+
+        try:
+            return datetime.date(int(date.group(1)), int(date.group(2)), int(date.group(3)))
+        except ValueError:  # '2024-13-45': YAML's error, with its line and column
+            return DECLINED
+    return DECLINED
+
+
+def _plain_value(value: str) -> Any:
+    """What YAML reads for ``value`` (the rest of a ``key: `` line, or a ``- `` item), or ``DECLINED``."""
     value = value.rstrip(" ")
     if not value:
-        return None
+        return DECLINED
     first = value[0]
     if first == "'":
         inner = value[1:-1]
         if len(value) < 2 or value[-1] != "'" or "'" in inner.replace("''", ""):
-            return None
+            return DECLINED
         return inner.replace("''", "'")
     if first == '"':
         inner = value[1:-1]
         if len(value) < 2 or value[-1] != '"' or '"' in inner or "\\" in inner:
-            return None
+            return DECLINED
         return inner
     if first == "[":
-        return _flow_words(value)
+        return _flow_sequence(value)
     if first in _INDICATORS or ": " in value or value.endswith(":") or " #" in value:
-        return None
-    return value if _resolves_to_string(value) else None
+        return DECLINED
+    return _scalar(value)
 
 
-_FLOW_WORDS = re.compile(r"\[ *((?:[A-Za-z0-9_][A-Za-z0-9_./+-]*)(?: *, *[A-Za-z0-9_][A-Za-z0-9_./+-]*)*)? *\]")
+# One item of a flow sequence on one line and what follows it: a double-quoted string without
+# escapes, a single-quoted one, or a plain word; then ',' or the closing ']'.
+_FLOW_ITEM = re.compile(r""" *(?:"([^"\\]*)"|'((?:[^']|'')*)'|([A-Za-z0-9_][A-Za-z0-9_./+-]*)) *([,\]])""")
 
 
-def _flow_words(value: str) -> list[str] | None:
-    """``[a, b-c, d.e]``: a flow sequence of plain words, each read as text, or ``None``."""
-    match = _FLOW_WORDS.fullmatch(value)
-    if match is None:
-        return None
-    words = [word.strip(" ") for word in match.group(1).split(",")] if match.group(1) else []
-    return words if all(_resolves_to_string(word) for word in words) else None
+def _flow_sequence(value: str) -> list[Any] | Any:
+    """``[a, "b c", 'd']`` on one line: each item read as YAML reads it, or ``DECLINED``."""
+    if value[1:].strip(" ") == "]":
+        return []
+    items: list[Any] = []
+    position, end = 1, len(value)
+    match = _FLOW_ITEM.match
+    while True:
+        item = match(value, position)
+        if item is None:
+            return DECLINED
+        double, single, word, separator = item.groups()
+        if double is not None:
+            items.append(double)
+        elif single is not None:
+            items.append(single.replace("''", "'"))
+        else:
+            read = _scalar(word)
+            if read is DECLINED:
+                return DECLINED
+            items.append(read)
+        position = item.end()
+        if separator == "]":
+            return items if position == end else DECLINED
 
 
 _CHILD = re.compile(r"( +)([A-Za-z][A-Za-z0-9_-]{0,63}):(?: +(.*))?")
+_ITEM = re.compile(r"( *)- +(.*)")
+_BLOCK_HEADERS = {"|": (False, True), "|-": (False, False), ">": (True, True), ">-": (True, False)}
 
 
 def plain_mapping(text: str, first_line: int = 0) -> tuple[dict[str, Any], dict[str, int]] | None:
     """``text`` read without YAML, when it is made of simple lines only.
 
-    Each line is blank, a comment starting in column 0, ``key: value``, or ``key:`` followed
-    by indented ``key: value`` lines (one level, the same indentation), where each value is
-    plain or simply quoted text or a ``[word, ...]`` list. Returns the mapping and each
-    top-level key's line (``first_line`` for the first line of ``text``; the first line of a
-    repeated key, whose value is the last, as YAML gives it), or ``None`` when YAML must read
-    the text. (Written for speed: it runs once per skill of every root.)
+    Each line is blank, a comment starting in column 0, ``key: value``, ``key:`` followed by
+    indented ``key: value`` lines (one level, the same indentation) or by ``- value`` lines (one
+    list, indented or not), or ``key: |`` / ``>`` (``|-`` / ``>-``) and a block of lines of one
+    indentation. A value is plain text, a boolean, null, a decimal integer or fraction, a date,
+    simply quoted text, or a ``[item, ...]`` list of words or quoted text on one line. Returns the
+    mapping and each top-level key's line (``first_line`` for the first line of ``text``; the first
+    line of a repeated key, whose value is the last, as YAML gives it), or ``None`` when YAML must
+    read the text. (Written for speed: it runs once per skill of every root.)
     """
+    read = _plain(text, first_line)
+    return None if read is None else (read[0], read[1])
+
+
+def _plain(text: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], dict[str, str]] | None:
+    """``plain_mapping``'s reading and, as the YAML path gives it, the written text of each top-level
+    plain scalar (what a hint quotes when YAML read it as something else than text)."""
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     if _NOT_PLAIN_TEXT.search(text):
         return None
     data: dict[str, Any] = {}
     lines: dict[str, int] = {}
+    raw: dict[str, str] = {}
     rows = text.split("\n")
     fullmatch = _KEY_VALUE.fullmatch
     number = 0
@@ -314,45 +385,149 @@ def plain_mapping(text: str, first_line: int = 0) -> tuple[dict[str, Any], dict[
         if key not in lines:
             lines[key] = number - 1 + first_line
         if rest is None or not rest.strip(" "):
-            children, number = _children(rows, number)
-            if children is None:
+            value, number = _nested(rows, number)
+            if value is DECLINED:
                 return None
-            data[key] = children
+            if value is None:
+                raw[key] = ""  # an empty plain scalar
+            data[key] = value
             continue
-        value = _plain_value(rest)
-        if value is None:
+        first = rest[0]
+        if first == "|" or first == ">":
+            value, number = _block_scalar(rows, number, rest.rstrip(" "))
+        else:
+            value = _plain_value(rest)
+            if first != "'" and first != '"' and first != "[":
+                raw[key] = rest.rstrip(" ")  # a plain scalar, as written (a hint quotes it)
+        if value is DECLINED:
             return None
         data[key] = value
-    return data, lines
+    return data, lines, raw
 
 
-def _children(rows: list[str], number: int) -> tuple[dict[str, Any] | None, int]:
-    """The indented ``key: value`` lines from ``rows[number]`` on, and the next row to read."""
-    children: dict[str, Any] = {}
+def _nested(rows: list[str], number: int, indent: int = 0) -> tuple[Any, int]:
+    """The value of a ``key:`` line (indented ``indent``) with nothing after it, from ``rows[number]``
+    on: more indented ``key: value`` lines, ``- value`` lines (at the key's indentation too), or
+    nothing (null); and the next row to read."""
+    at = number
+    while at < len(rows) and (not rows[at] or rows[at][0] == "#"):
+        at += 1
+    if at == len(rows):
+        return None, number
+    line = rows[at]
+    text = line.lstrip(" ")
+    spaces = len(line) - len(text)
+    if text[:1] == "-" and spaces >= indent:
+        return _sequence(rows, at)
+    if spaces <= indent:
+        return None, number  # the next key (or a line its reader refuses): null
+    return _children(rows, at, spaces)
+
+
+def _sequence(rows: list[str], number: int) -> tuple[Any, int]:
+    """``- value`` lines of one indentation from ``rows[number]`` on (the first is one), and the next
+    row to read (the first line indented less); ``DECLINED`` for anything else among them."""
+    items: list[Any] = []
     indent = None
     while number < len(rows):
         line = rows[number]
-        if line and line[0] != " ":
-            if line[0] != "#":
-                break
-            number += 1  # a comment in column 0 may sit among the indented lines
-            continue
-        if not line:
+        if not line or line[0] == "#":
             number += 1
             continue
-        match = _CHILD.fullmatch(line)
-        if match is None or match.group(3) is None or not _resolves_to_string(match.group(2)):
-            return None, number
+        match = _ITEM.fullmatch(line)
+        if match is None:
+            if indent is not None and len(line) - len(line.lstrip(" ")) <= len(indent):
+                break  # the next key (a sibling of the list's at its indentation): its reader checks it
+            return DECLINED, number
         if indent is None:
             indent = match.group(1)
         elif match.group(1) != indent:
-            return None, number
-        value = _plain_value(match.group(3))
-        if value is None:
-            return None, number
-        children[match.group(2)] = value
+            if len(match.group(1)) < len(indent):
+                break  # an item of an outer list: its reader checks it
+            return DECLINED, number
+        value = _plain_value(match.group(2))
+        if value is DECLINED:
+            return DECLINED, number
+        items.append(value)
         number += 1
-    return (children or None), number
+    return items, number
+
+
+def _block_scalar(rows: list[str], number: int, header: str) -> tuple[Any, int]:
+    """A ``|`` or ``>`` block (clipped, or stripped with ``-``) whose lines all have the indentation of
+    the first, read as YAML reads it; ``DECLINED`` for anything else (an indentation indicator, ``+``,
+    more-indented or leading blank lines, an empty block), and the next row to read."""
+    how = _BLOCK_HEADERS.get(header)
+    if how is None or number >= len(rows):
+        return DECLINED, number
+    folded, clip = how
+    first = rows[number]
+    text = first.lstrip(" ")
+    indent = len(first) - len(text)
+    if indent == 0 or not text:
+        return DECLINED, number
+    pieces = [text]
+    blanks = 0
+    last = number  # the row of the last line of text
+    number += 1
+    while number < len(rows):
+        line = rows[number]
+        text = line.lstrip(" ")
+        if not text:
+            if len(line) > indent:  # spaces past the indentation are text YAML keeps
+                return DECLINED, number
+            blanks += 1
+            number += 1
+            continue
+        spaces = len(line) - len(text)
+        if spaces == 0:
+            break  # the next key, or a comment
+        if spaces != indent:
+            return DECLINED, number
+        if folded:
+            pieces.append(" " if not blanks else "\n" * blanks)
+        else:
+            pieces.append("\n" * (blanks + 1))
+        pieces.append(text)
+        blanks = 0
+        last = number
+        number += 1
+    if clip and last < len(rows) - 1:  # the last line's own line break (none at the very end of the text)
+        pieces.append("\n")
+    return "".join(pieces), number
+
+
+def _children(rows: list[str], number: int, indent: int) -> tuple[Any, int]:
+    """The ``key: value`` lines indented ``indent`` from ``rows[number]`` on (each value as a top-level
+    one, or nested again below a ``key:``), and the next row to read (the first line indented less)."""
+    children: dict[str, Any] = {}
+    while number < len(rows):
+        line = rows[number]
+        if not line or line[0] == "#":
+            number += 1  # a comment in column 0 may sit among the indented lines
+            continue
+        match = _CHILD.fullmatch(line)
+        if match is None:
+            if len(line) - len(line.lstrip(" ")) < indent:
+                break  # the next key: its reader checks it
+            return DECLINED, number
+        spaces = len(match.group(1))
+        if spaces != indent:
+            if spaces < indent:
+                break
+            return DECLINED, number
+        key, rest = match.group(2), match.group(3)
+        if not _resolves_to_string(key):
+            return DECLINED, number
+        number += 1
+        if rest is None or not rest.strip(" "):
+            value, number = _nested(rows, number, indent)
+        else:
+            value = _plain_value(rest)
+        if value is DECLINED:
+            return DECLINED, number
+        children[key] = value
+    return (children or DECLINED), number
 
 
 # -- everything else: the safe YAML loader ---------------------------------------------------------

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -113,7 +114,11 @@ def _read(file: str, root: Any, diagnostics: list[Diagnostic]) -> Marketplace | 
         diagnostics.append(Diagnostic("marketplace_invalid", f"{file}: {why}; its plugins are not listed", file))
 
     try:
-        with open(file, "rb") as f:
+        # O_NONBLOCK: a FIFO swapped in after it was found is refused (not a regular file), never waited on
+        fd = os.open(file, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return invalid("it is not a regular file")
             data = f.read(MAX_BYTES + 1)
     except OSError as exc:
         return invalid(f"it cannot be read ({exc.strerror})")
@@ -183,7 +188,10 @@ def folders(marketplaces: list[Marketplace]) -> list[tuple[str, Any]]:
 def mark_installed(marketplaces: list[Marketplace], plugins: list[Any], entry_key: str) -> None:
     """``installed`` for each entry the thread serves: a plugin of that name from that folder (a plugin with a
     manifest of its own counts under any entry naming its folder)."""
-    served = [(os.path.realpath(p.path), p.name, bool(p.manifest.get(entry_key))) for p in plugins]
+    if not marketplaces:
+        return
+    # a plugin's boundary is its folder's real path (resources.plugins resolved it once)
+    served = [(p.boundary.real, p.name, bool(p.manifest.get(entry_key))) for p in plugins]
     for market in marketplaces:
         for entry in market.entries:
             entry.installed = entry.folder is not None and any(

@@ -27,6 +27,7 @@ the digests of the hash.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import stat
@@ -113,8 +114,11 @@ def _entries(top: str, arm: Callable[[str], bool] | None = None) -> list[tuple[s
 
 def _file_digest(path: str) -> str:
     digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    # O_NONBLOCK: a file swapped for a FIFO after it was listed is refused, never waited on
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
         for chunk in iter(lambda: f.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()

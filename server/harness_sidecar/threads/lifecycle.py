@@ -192,7 +192,7 @@ class ThreadLifecycle:
         thread = await self.open.get(params)
         del self.open.threads[thread.id]
         await self._end(thread, "close")
-        return {"state": dict(thread.states)}
+        return {"state": sessions.states_to_wire(thread)}
 
     async def _end(self, thread: Thread, reason: str) -> None:
         thread.closed = True
@@ -218,6 +218,8 @@ class ThreadLifecycle:
             deadline = asyncio.get_running_loop().call_later(lifetimes.STOP_DEADLINE_S, lifetimes.get().end_owner,
                                                              thread.id)
         ending = [c.close() for c in (thread.host, thread.mcp) if c is not None]
+        if thread.session is not None:  # its files fsynced while the host and servers stop
+            ending.append(sessions.sync(thread))
         if ending:
             await asyncio.gather(*ending)
         if fenced:  # and whatever they left behind

@@ -28,14 +28,12 @@ class Seed:
     and activations (``reason`` "fork"); thread/start's own is read from the store."""
 
     reason: str = "startup"
-    states: dict[str, Any] = field(default_factory=dict)
+    states: dict[str, bytes] = field(default_factory=dict)  # extension id → its state's compact JSON text
     active_skills: list[dict[str, Any]] = field(default_factory=list)
 
 
 def fork_seed(source: Thread) -> Seed:
-    import copy
-
-    return Seed("fork", copy.deepcopy(source.states), saved_skills(source))
+    return Seed("fork", dict(source.states), saved_skills(source))  # texts: nothing the two threads share changes
 
 
 def open_session(thread: Thread, seed: Seed | None) -> list[dict[str, Any]]:
@@ -43,7 +41,7 @@ def open_session(thread: Thread, seed: Seed | None) -> list[dict[str, Any]]:
     restore. A session started afresh (no resume) forgets what was saved under its id."""
     start = thread.start
     thread.reason = seed.reason if seed is not None else "resume" if start.resume else "startup"
-    states: dict[str, Any] = dict(seed.states) if seed is not None else {}
+    states: dict[str, bytes] = dict(seed.states) if seed is not None else {}
     skills = list(seed.active_skills) if seed is not None else []
     if start.session_id is not None:
         from harness_sidecar.base.session_store import SessionStore
@@ -56,12 +54,15 @@ def open_session(thread: Thread, seed: Seed | None) -> list[dict[str, Any]]:
             thread.notes.extend(saved.diagnostics)
         else:
             _store(thread, store.clear)
-    states.update(start.state or {})  # the editor's copy wins over what is saved
+    if start.state:  # the editor's copy wins over what is saved
+        from harness_sidecar.base.session_store import encode_state
+
+        states.update((ext_id, encode_state(value)) for ext_id, value in start.state.items())
     thread.states = states
     if thread.session is not None:
-        for ext_id, value in states.items():
+        for ext_id, text in states.items():
             if thread.reason != "resume" or ext_id in (start.state or {}):
-                _store(thread, thread.session.save_state, ext_id, value)
+                _store(thread, thread.session.save_state, ext_id, text)
     return skills
 
 
@@ -75,8 +76,9 @@ def restore_skills(thread: Thread, skills: list[dict[str, Any]]) -> None:
         if not located and winner is not None and os.path.normpath(winner.source) != os.path.normpath(entry["path"]):
             _dropped(thread, entry["name"], entry["path"], f"it is now shadowed by {winner.source}")
             continue
-        try:
-            skill = activate(thread.catalog, entry["name"], [], thread.limits, path=entry["path"])
+        try:  # with the resource files it was activated with (skills/activate's ``resources``)
+            skill = activate(thread.catalog, entry["name"], entry.get("resources", []), thread.limits,
+                             path=entry["path"])
         except DomainError as exc:
             _dropped(thread, entry["name"], entry["path"], exc.message)
             continue
@@ -86,11 +88,30 @@ def restore_skills(thread: Thread, skills: list[dict[str, Any]]) -> None:
         skills_changed(thread)
 
 
-def state_set(thread: Thread, extension_id: str, value: Any) -> None:
-    """An extension's ``ctx.state.set``: kept for thread/close and a fork, saved under the session."""
-    thread.states[extension_id] = value
+def state_set(thread: Thread, extension_id: str, text: bytes) -> None:
+    """An extension's ``ctx.state.set`` (its compact JSON text): kept for thread/close and a fork, saved
+    under the session — unless it is the state already kept (a handler that sets what it got, at every
+    ``thread_close`` say, writes nothing)."""
+    if thread.states.get(extension_id) == text:
+        return
+    thread.states[extension_id] = text
     if thread.session is not None:
-        _store(thread, thread.session.save_state, extension_id, value)
+        _store(thread, thread.session.save_state, extension_id, text)
+
+
+def states_to_wire(thread: Thread) -> dict[str, Any]:
+    """thread/close's ``state``: each extension's last state, as a JSON value."""
+    from harness_sidecar.base.session_store import state_value
+
+    return {ext_id: state_value(text) for ext_id, text in thread.states.items()}
+
+
+async def sync(thread: Thread) -> None:
+    """At the thread's end: what its session saved is fsynced (``SessionStore.sync``), off the event loop."""
+    if thread.session is not None and thread.session.unsynced:
+        import asyncio
+
+        await asyncio.to_thread(_store, thread, thread.session.sync)
 
 
 def record_activation(thread: Thread, skill: ActivatedSkill, via: str) -> None:
@@ -149,9 +170,16 @@ def skills_changed(thread: Thread) -> None:
 
 
 def saved_skills(thread: Thread) -> list[dict[str, Any]]:
-    """The activations as saved and forked: context/build's entries, and whether a path locator chose each."""
-    return [{**thread.activated[n].active_to_wire(), "located": thread.activated[n].located}
-            for n in sorted(thread.activated)]
+    """The activations as saved and forked: context/build's entries, whether a path locator chose each, and
+    the resource files requested with it (pasted with its body: a resume brings them back)."""
+    saved = []
+    for name in sorted(thread.activated):
+        skill = thread.activated[name]
+        entry = {**skill.active_to_wire(), "located": skill.located}
+        if skill.resources:
+            entry["resources"] = [r.request for r in skill.resources]
+        saved.append(entry)
+    return saved
 
 
 def _store(thread: Thread, write: Callable[..., Any], *args: Any) -> None:

@@ -15,6 +15,8 @@ another through ``self``):
 
 and holds the method table, what the wire asks of its service (``oversize``, ``close_all``, ``warm``)
 and what the LSP mode sets (``watching``, ``watch_requested``, ``files_changed``, ``watch``).
+``ResourceMethods`` and ``CommandMethods`` are made at their first call or at ``warm`` (the editor is
+idle), whichever comes first: a fresh process's first thread/start does not import them.
 """
 
 from __future__ import annotations
@@ -23,14 +25,12 @@ from typing import Any, Awaitable, Callable
 
 from harness_sidecar.base.results import ToolCall, ToolResult
 from harness_sidecar.base.stderr import SINK
-from harness_sidecar.threads.commands import CommandMethods
 from harness_sidecar.threads.editor import Editor, Peer
 from harness_sidecar.threads.extensions import ExtensionHosts
 from harness_sidecar.threads.lifecycle import ThreadLifecycle
 from harness_sidecar.threads.live_catalog import LiveCatalog
 from harness_sidecar.threads.mcp import McpMethods
 from harness_sidecar.threads.open_threads import OpenThreads
-from harness_sidecar.threads.resources import ResourceMethods
 from harness_sidecar.threads.thread import Thread
 from harness_sidecar.threads.tools import ToolMethods
 
@@ -46,8 +46,8 @@ class Sidecar:
         self.open = OpenThreads()
         self.hosts = ExtensionHosts(self.editor)
         self.tools = ToolMethods(self.open, self.editor, self.hosts)
-        self.resources = ResourceMethods(self.open, self.editor, self.hosts)
-        self.commands = CommandMethods(self.open, self.editor, self.hosts)
+        self._resources: Any = None  # ResourceMethods and CommandMethods: made at their first call, so a
+        self._commands: Any = None  # fresh process's first thread/start does not import them (issue #32)
         self.live = LiveCatalog(self.open, self.editor, self.tools)
         self.lifecycle = ThreadLifecycle(self.open, self.editor, self.tools, self.hosts, self.live)
         self.mcp = McpMethods(self.open)
@@ -57,16 +57,16 @@ class Sidecar:
             "thread/close": self.lifecycle.thread_close,
             "thread/refresh": self.live.thread_refresh,
             "thread/fork": self.lifecycle.thread_fork,
-            "skills/activate": self.resources.skills_activate,
-            "skills/deactivate": self.resources.skills_deactivate,
-            "templates/render": self.resources.templates_render,
-            "context/build": self.resources.context_build,
+            "skills/activate": self._later("resources", "skills_activate"),
+            "skills/deactivate": self._later("resources", "skills_deactivate"),
+            "templates/render": self._later("resources", "templates_render"),
+            "context/build": self._later("resources", "context_build"),
             "tools/list": self.tools.tools_list,
             "tools/call": self.tools.tools_call,
-            "commands/list": self.commands.commands_list,
-            "commands/run": self.commands.commands_run,
-            "input/submit": self.commands.input_submit,
-            "loop/event": self.commands.loop_event,
+            "commands/list": self._later("commands", "commands_list"),
+            "commands/run": self._later("commands", "commands_run"),
+            "input/submit": self._later("commands", "input_submit"),
+            "loop/event": self._later("commands", "loop_event"),
             "mcp/resource/read": self.mcp.mcp_resource_read,
             "mcp/prompt/get": self.mcp.mcp_prompt_get,
         }
@@ -74,6 +74,32 @@ class Sidecar:
         # ``respond(result, error)``, the canceller of the request begun, or None to serve it by ``methods``.
         self.begin_now: dict[str, Callable[[dict[str, Any], Callable[[Any, BaseException | None], None]],
                                            Callable[[], None] | None]] = {"tools/call": self.tools.tools_call_now}
+
+    @property
+    def resources(self) -> Any:
+        """skills/activate, skills/deactivate, templates/render, context/build (``threads.resources``)."""
+        if self._resources is None:
+            from harness_sidecar.threads.resources import ResourceMethods
+
+            self._resources = ResourceMethods(self.open, self.editor, self.hosts)
+        return self._resources
+
+    @property
+    def commands(self) -> Any:
+        """commands/list, commands/run, input/submit, loop/event (``threads.commands``)."""
+        if self._commands is None:
+            from harness_sidecar.threads.commands import CommandMethods
+
+            self._commands = CommandMethods(self.open, self.editor, self.hosts)
+        return self._commands
+
+    def _later(self, part: str, method: str) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        """``part``'s ``method``, its part made (and its module imported) when it is first called."""
+        async def call(params: dict[str, Any]) -> Any:
+            return await getattr(getattr(self, part), method)(params)
+
+        call.__name__ = call.__qualname__ = method
+        return call
 
     # -- what the wire asks of its service --------------------------------------------------------
 
@@ -103,7 +129,9 @@ class Sidecar:
         await self.lifecycle.close_all(reason)
 
     def warm(self) -> None:
-        """Start a spare extension host now, so that the first thread trusting an extension need not wait."""
+        """Start a spare extension host now, so that the first thread trusting an extension need not wait;
+        and make the parts the first thread/start did without (the editor is idle: the wire says when)."""
+        self.resources, self.commands  # noqa: B018 - made now, off any request's path
         self.hosts.warm()
 
     # -- what the LSP mode sets and calls ----------------------------------------------------------

@@ -70,7 +70,7 @@ class Thread:
     # diagnostics for the next thread/start or thread/refresh answer (activation_dropped, session_state_unreadable)
     reason: str = "startup"
     session: Any = None  # base.session_store.SessionStore, when thread/start named a sessionId
-    states: dict[str, Any] = field(default_factory=dict)
+    states: dict[str, bytes] = field(default_factory=dict)  # extension id → its ctx.state's compact JSON text
     notes: list[dict[str, Any]] = field(default_factory=list)
 
     def handlers(self, event: str) -> list[str]:

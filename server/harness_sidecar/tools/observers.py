@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar.extensions.sidecar.steps import Answered, faults_of, HostLied, HostUnavailable, StepPlan, Stopped
-from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
 from harness_sidecar.hooks.python import AFTER, HookFault
+
+if TYPE_CHECKING:  # a plain thread (no extension) never imports the host machinery
+    from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
 
 logger = logging.getLogger("harness_sidecar.tools.pipeline")  # the pipeline's log, as before the split
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar.base import content as content_blocks
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
-from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
 from harness_sidecar.extensions.sidecar.steps import Answered, HostLied, HostUnavailable, StepPlan, Stopped
 from harness_sidecar.base.results import (
     ToolCall,
@@ -31,6 +30,9 @@ from harness_sidecar.base.results import (
 from harness_sidecar.tools.observers import Calls, Observers, report_faults
 from harness_sidecar.tools.registry import Tool, ToolRegistry
 from harness_sidecar.tools.trace import CallTrace, steps_of, trace, tracing
+
+if TYPE_CHECKING:  # a plain thread (no extension) never imports the host machinery
+    from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
 
 logger = logging.getLogger(__name__)
 

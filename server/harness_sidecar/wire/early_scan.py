@@ -20,8 +20,9 @@ frame first), so it is as current as the request asks; ``Catalog.scanned_at_ns``
 reading began, and the watch catches up from that moment. The helper holds none of the protocol's
 pipes (fds 0-2 are ``/dev/null``: the editor sees EOF when the sidecar goes), dies with the sidecar
 (``PR_SET_PDEATHSIG``), exits after one scan or as soon as the sidecar closes its end, and is reaped
-here. It is forked only when a core is free to run it (``_a_core_is_free``);
-``HARNESS_SIDECAR_EARLY_SCAN=on`` forks it always, ``off`` never (the bench and the tests use both).
+here; a subreaper's or cgroups' sweep leaves it alone (``containment.strays.OWN_CHILDREN``). It is
+forked only when a core is free to run it (``_a_core_is_free``); ``HARNESS_SIDECAR_EARLY_SCAN=on``
+forks it always, ``off`` never (the bench and the tests use both).
 """
 
 from __future__ import annotations
@@ -102,6 +103,7 @@ def start() -> None:
     # own thread/start anyway, and the helper inherits them instead of importing them a second time.
     import json  # noqa: F401
 
+    from harness_sidecar.containment import strays
     from harness_sidecar.resources import catalog, header_cache  # noqa: F401
     from harness_sidecar.wire import params  # noqa: F401
 
@@ -132,6 +134,7 @@ def start() -> None:
                 os._exit(0)
         os.close(request_r)
         os.close(result_w)
+        strays.OWN_CHILDREN.add(pid)  # a subreaper's or cgroups' sweep leaves it alone
         early.pid, early.request_w, early.result_r = pid, request_w, result_r
         catalog.first_scan = take  # the first build_catalog(persist=True) asks here (resources stays below wire)
         if early.frame is not None:
@@ -205,14 +208,18 @@ def _log(message: str, *args: Any) -> None:
 
 
 def _reap(pid: int, wait: bool) -> None:
+    from harness_sidecar.containment import strays
+
     try:
         if wait:
             os.waitpid(pid, 0)
         elif os.waitpid(pid, os.WNOHANG)[0] == 0:
             # it exits as soon as it reads the EOF just written; a thread waits so no zombie stays
             threading.Thread(target=_reap, args=(pid, True), name="harness-early-scan-reap", daemon=True).start()
-    except ChildProcessError:  # reaped already (a subreaper's sweep)
+            return
+    except ChildProcessError:  # reaped already
         pass
+    strays.OWN_CHILDREN.discard(pid)
 
 
 # -- the helper ---------------------------------------------------------------------------------

@@ -124,6 +124,7 @@ class Endpoint:
     async def serve(self, start_reader: Callable[[Callable[[list[Any]], None]], None]) -> int:
         """Serve until ``exit`` or EOF; return the process exit code."""
         gc.set_threshold(GC_THRESHOLD, 20, 20)
+        gc.enable()  # cli starts serving without it (what start-up makes is frozen by preload)
         loop = self._loop = asyncio.get_running_loop()
         exit_code = self.ending.start(loop)
         self.writer.coalesce(loop)
@@ -300,8 +301,12 @@ class Endpoint:
         if warm is not None:
             warm()
 
-    def preload(self) -> None:
-        """Warm the modules the next requests need while the editor reads the answer."""
+    def preload(self, now: bool = False) -> None:
+        """Warm the modules the next requests need while the editor reads the answer; ``now``: here, in
+        this thread (``cli``, before the event loop runs: no second thread competes for the GIL)."""
+        if now:
+            _preload(self)
+            return
         threading.Thread(target=_preload, args=(self,), name="harness-preload", daemon=True).start()
 
     async def _close_service(self, reason: str) -> None:

@@ -1,4 +1,4 @@
-"""Params of every method the sidecar serves: declared once as shapes, parsed into dataclasses.
+"""Params of every method the sidecar serves: declared once as shapes, parsed into records.
 
 Each shape below is both the params' JSON Schema (``wire/protocol.py`` puts it in the
 document ``harness-sidecar schema`` prints) and their parser: a wrong shape is ``-32602``,
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple
 
 from harness_sidecar.base.errors import InvalidParams
 from harness_sidecar.base.inputschema import InvalidSchema
 from harness_sidecar.base.inputschema import compile as compile_schema
 from harness_sidecar.base.limits import Limits
+from harness_sidecar.base.records import Record
 from harness_sidecar.base.names import (
     MAX_NAME_LENGTH,
     MCP_SERVER_NAME,
@@ -100,57 +100,84 @@ TOOL_NAME_SHAPE = Str(pattern=TOOL_NAME.pattern, name="ToolName",
 
 # -- thread/start ------------------------------------------------------------------------------
 
-@dataclass
-class TrustedHooks:
+# The records thread/start makes are written out (``base.records``), not ``@dataclass``: the first
+# thread/start of a fresh process imports this module, and a dataclass compiles its methods then.
+
+class TrustedHooks(Record):
     """A hooks file the editor lets run (protocol-v3 §5), maybe pinned to its sha256."""
 
-    path: str
-    sha256: str | None = None
+    __slots__ = ("path", "sha256")
+
+    def __init__(self, path: str, sha256: str | None = None) -> None:
+        self.path = path
+        self.sha256 = sha256
 
 
-@dataclass
-class DynamicTool:
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    # The checked schema (inputschema.CompiledSchema), so the tool need not compile it again.
-    compiled: Any = field(default=None, compare=False, repr=False)
-    namespace: str | None = None  # a Codex namespace's tool: listed as <namespace>__<tool> (protocol-v4 §5)
-    hook_as: Any = None  # hooks.vocabulary.HookAs: the tool as command hooks see it (protocol-v4 §3)
+class DynamicTool(Record):
+    """One of ``thread/start.dynamicTools``: a tool the editor runs (``item/tool/call``)."""
+
+    __slots__ = ("name", "description", "input_schema", "compiled", "namespace", "hook_as")
+    _uncompared = frozenset({"compiled"})
+
+    def __init__(self, name: str, description: str, input_schema: dict[str, Any], compiled: Any = None,
+                 namespace: str | None = None, hook_as: Any = None) -> None:
+        self.name = name
+        self.description = description
+        self.input_schema = input_schema
+        # The checked schema (inputschema.CompiledSchema), so the tool need not compile it again.
+        self.compiled = compiled
+        self.namespace = namespace  # a Codex namespace's tool: listed as <namespace>__<tool> (protocol-v4 §5)
+        self.hook_as = hook_as  # hooks.vocabulary.HookAs: the tool as command hooks see it (protocol-v4 §3)
 
 
-@dataclass
-class ThreadStartParams:
-    roots: list[str]
-    trusted_extensions: list[TrustedExtension] = field(default_factory=list)
-    extensions: list[ExplicitExtension] = field(default_factory=list)
-    dynamic_tools: list[DynamicTool] = field(default_factory=list)
-    limits: Limits = field(default_factory=Limits)
-    cwd: str | None = None
-    extension_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
-    watch: bool = True
-    mcp_servers: list[McpServerConfig] = field(default_factory=list)
-    trusted_hooks: list[TrustedHooks] = field(default_factory=list)
-    plugins: list[str] = field(default_factory=list)
-    disabled_plugins: list[str] = field(default_factory=list)
-    trusted_plugins: list[TrustedPlugin] = field(default_factory=list)
-    marketplaces: list[str] = field(default_factory=list)  # protocol-v4 §3 "Marketplaces, read"
-    # protocol-v4 §5: threads that resume
-    session_id: str | None = None
-    resume: bool = False
-    state: dict[str, Any] | None = None  # extension id → its state, overriding what is saved
+class ThreadStartParams(Record):
+    """``thread/start``'s params, parsed (``THREAD_START_PARAMS``)."""
+
+    __slots__ = ("roots", "trusted_extensions", "extensions", "dynamic_tools", "limits", "cwd",
+                 "extension_settings", "watch", "mcp_servers", "trusted_hooks", "plugins", "disabled_plugins",
+                 "trusted_plugins", "marketplaces", "session_id", "resume", "state")
+
+    def __init__(self, roots: list[str], trusted_extensions: list[TrustedExtension] | None = None,
+                 extensions: list[ExplicitExtension] | None = None, dynamic_tools: list[DynamicTool] | None = None,
+                 limits: Limits | None = None, cwd: str | None = None,
+                 extension_settings: dict[str, dict[str, Any]] | None = None, watch: bool = True,
+                 mcp_servers: list[McpServerConfig] | None = None, trusted_hooks: list[TrustedHooks] | None = None,
+                 plugins: list[str] | None = None, disabled_plugins: list[str] | None = None,
+                 trusted_plugins: list[TrustedPlugin] | None = None, marketplaces: list[str] | None = None,
+                 session_id: str | None = None, resume: bool = False, state: dict[str, Any] | None = None) -> None:
+        self.roots = roots
+        self.trusted_extensions = [] if trusted_extensions is None else trusted_extensions
+        self.extensions = [] if extensions is None else extensions
+        self.dynamic_tools = [] if dynamic_tools is None else dynamic_tools
+        self.limits = Limits() if limits is None else limits
+        self.cwd = cwd
+        self.extension_settings = {} if extension_settings is None else extension_settings
+        self.watch = watch
+        self.mcp_servers = [] if mcp_servers is None else mcp_servers
+        self.trusted_hooks = [] if trusted_hooks is None else trusted_hooks
+        self.plugins = [] if plugins is None else plugins
+        self.disabled_plugins = [] if disabled_plugins is None else disabled_plugins
+        self.trusted_plugins = [] if trusted_plugins is None else trusted_plugins
+        self.marketplaces = [] if marketplaces is None else marketplaces  # protocol-v4 §3 "Marketplaces, read"
+        # protocol-v4 §5: threads that resume
+        self.session_id = session_id
+        self.resume = resume
+        self.state = state  # extension id → its state, overriding what is saved
 
 
-@dataclass
-class TrustedPlugin:
+class TrustedPlugin(Record):
     """One entry of ``thread/start.trustedPlugins``: which of a plugin's code may run."""
 
-    name: str
-    sha256: str | None = None
-    hooks: bool = True
-    mcp_servers: bool | list[str] = True
-    extensions: bool | list[str] = True
-    path: str | None = None  # the plugin's folder: the grant applies to the candidate there only
+    __slots__ = ("name", "sha256", "hooks", "mcp_servers", "extensions", "path")
+
+    def __init__(self, name: str, sha256: str | None = None, hooks: bool = True, mcp_servers: bool | list[str] = True,
+                 extensions: bool | list[str] = True, path: str | None = None) -> None:
+        self.name = name
+        self.sha256 = sha256
+        self.hooks = hooks
+        self.mcp_servers = mcp_servers
+        self.extensions = extensions
+        self.path = path  # the plugin's folder: the grant applies to the candidate there only
 
 
 def _no_repeats(attr: str, message: str, suffix: str = "",

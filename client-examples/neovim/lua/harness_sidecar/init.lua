@@ -53,6 +53,8 @@ local DEFAULTS = {
   -- 1-128 of A-Za-z0-9._:-); default: one per working directory. :HarnessResume brings it back.
   session_id = nil,
   resume = false, -- true: the first thread of this Neovim resumes the session (as :HarnessResume does)
+  -- thread/start.limits, e.g. { deferToolsOver = 20 } (tools past the first 20 are deferred: :HarnessTools)
+  limits = nil,
 }
 
 M.config = vim.deepcopy(DEFAULTS)
@@ -183,6 +185,9 @@ M.notifications = {
   ['catalog/changed'] = function(params)
     if M.thread and params.threadId == M.thread.threadId then
       M.schedule_refresh()
+      if M.output_what == 'tools' and M.output_buf and vim.fn.bufwinid(M.output_buf) ~= -1 then
+        M.redraw_tools() -- the tools that left or came back (ctx.tools.set_active), or a new MCP server's
+      end
     end
   end,
 }
@@ -321,6 +326,9 @@ function M.thread_start_params()
   end
   if #trusted_plugins > 0 then
     start.trustedPlugins = trusted_plugins
+  end
+  if type(M.config.limits) == 'table' and next(M.config.limits) ~= nil then
+    start.limits = M.config.limits
   end
   start.sessionId = M.session_id()
   if M.resume_next == nil then
@@ -1242,6 +1250,77 @@ function M.complete_render(lead, line)
   local catalog = catalog_now()
   local entry = named(catalog and catalog.templates or {}, words[2])
   return starting_with(not_given(entry and entry.variables or {}, words, TEMPLATE_KEY), lead)
+end
+
+-- :HarnessTools: the tools the model may use now (tools/list: the active ones, the deferred among them
+-- by name only) and those an extension made inactive (in the thread's tools, not in tools/list). Shown
+-- in the output window and redrawn there on every catalog/changed while it is open.
+M.tools_count = 0 -- how many tool lists were shown (tests wait on it)
+
+local function tool_origin(tool)
+  local origin = tool.origin or {}
+  return origin.id and (tostring(origin.kind) .. ' ' .. tostring(origin.id)) or tostring(origin.kind or '?')
+end
+
+--- The text :HarnessTools shows for a tools/list answer (`listed`) and the thread's tools (`all`).
+function M.tools_text(listed, all)
+  local active, deferred, listed_names = {}, {}, {}
+  for _, tool in ipairs(listed.tools or {}) do
+    listed_names[tool.name] = true
+    if tool.deferred then
+      table.insert(deferred, '- ' .. tool.name)
+    else
+      local description = (tool.description or ''):gsub('%s+', ' ')
+      table.insert(active, string.format('- %s (%s)%s', tool.name, tool_origin(tool),
+        description ~= '' and (': ' .. description) or ''))
+    end
+  end
+  local inactive = {}
+  for _, tool in ipairs(all or {}) do
+    if not listed_names[tool.name] then
+      table.insert(inactive, string.format('- %s (%s)', tool.name, tool_origin(tool)))
+    end
+  end
+  local lines = { string.format('# Tools of %s (revision %s)', tostring(M.thread and M.thread.threadId),
+    tostring(listed.revision)), '', string.format('## Active (%d)', #active + #deferred) }
+  vim.list_extend(lines, active)
+  if #deferred > 0 then
+    vim.list_extend(lines, { '', string.format('## Deferred (%d): listed by name, found with tool_search', #deferred) })
+    vim.list_extend(lines, deferred)
+  end
+  if #inactive > 0 then
+    vim.list_extend(lines, { '', string.format('## Inactive (%d): an extension took them away', #inactive) })
+    vim.list_extend(lines, inactive)
+  end
+  return table.concat(lines, '\n')
+end
+
+local function with_tools(callback)
+  M.call('tools/list', {}, function(err, listed)
+    if err then
+      return report(err)
+    end
+    M.tools_count = M.tools_count + 1
+    callback(M.tools_text(listed, M.thread and M.thread.tools or {}))
+  end)
+end
+
+function M.cmd_tools()
+  with_tools(function(text) M.show(text, 'markdown', 'tools') end)
+end
+
+--- The tools view again, in place (catalog/changed), if it is still the window's.
+function M.redraw_tools()
+  with_tools(function(text)
+    local buf = M.output_buf
+    if M.output_what ~= 'tools' or not (buf and vim.api.nvim_buf_is_valid(buf)) then
+      return
+    end
+    vim.bo[buf].modifiable = true
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, '\n', { plain = true }))
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].modified = false
+  end)
 end
 
 -- :HarnessCall {tool} {json}: a tool of the thread called by hand (tools/call), as the model would

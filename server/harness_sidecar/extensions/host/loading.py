@@ -5,7 +5,6 @@ machinery, which never reads the extension's folder."""
 from __future__ import annotations
 
 import base64
-import json
 import importlib.machinery
 import importlib.util
 import itertools
@@ -207,8 +206,7 @@ class Loading:
         self.state.settings = body.get("settings", {})
         self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
         self.state.max_tools = body.get("maxTools")
-        self.state.states = {ext_id: json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-                             for ext_id, value in (body.get("states") or {}).items()}
+        # (its stateLines, each extension's ctx.state, are kept by serving as they are read: state.states)
         self.state.state_bytes = body.get("stateBytes", self.state.state_bytes)
         memory_mb = body.get("memoryMb")
         if memory_mb:

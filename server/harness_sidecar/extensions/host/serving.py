@@ -36,6 +36,7 @@ class Serving:
         self.frames = frames  # frame tag → what applies a frame that starts no exchange (init, commit, uiAnswer)
         self.sock = sock
         self.inbox: collections.deque = collections.deque()  # frames read, not yet dispatched
+        self.state_lines: collections.deque = collections.deque()  # whose ctx.state the next raw lines are
         self.splitter = channel.LineSplitter()
         self.read_buffer = bytearray(1 << 20)  # one reading thread at a time
         self.read_view = memoryview(self.read_buffer)
@@ -87,7 +88,13 @@ class Serving:
                 if isinstance(line, channel.TooLong):
                     log.error("the sidecar sent an over-long frame; exiting")
                     return False
-                self.inbox.append(channel.decode(line))
+                if self.state_lines:  # init's stateLines: a state's JSON text, kept unparsed (session_state)
+                    self.state.states[self.state_lines.popleft()] = line
+                    continue
+                frame = channel.decode(line)
+                if frame[0] == channel.INIT and type(frame[2]) is dict:
+                    self.state_lines.extend(frame[2].get("stateLines") or ())
+                self.inbox.append(frame)
             return True
 
     def _monitor(self) -> None:

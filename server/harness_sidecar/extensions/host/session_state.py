@@ -2,17 +2,23 @@
 sidecar, which saves it (``base.session_store``) and hands it back on resume, fork and a host restart.
 
 Runs in the host process only; imports no sidecar module but the channel and ``jsondata``. The host
-holds each extension's state as its compact JSON text (``HostState.states``): ``get()`` parses a fresh copy
-(the extension cannot change the kept state by mutating what it got), ``set(value)`` copies the value
-by exact JSON types (``jsondata.to_json``), refuses more than ``limits.extensionStateBytes`` with
-``ValueError`` (the old state stays), keeps it and sends ``["state", exchange, {step, state}]``: the
-sidecar names the extension by the step of its plan, never by what the frame says.
+holds each extension's state as its compact JSON text (``HostState.states``): the sidecar hands each over
+as a raw line after ``init`` (its ``stateLines``), kept as it came (no parse, no encode, however large,
+until it is used);
+``get()`` parses a fresh copy (the extension cannot change the kept state by mutating what it got) —
+orjson, with the standard library reading what orjson would read otherwise (an integer past 64 bits, a
+lone surrogate); ``set(value)`` copies the value by exact JSON types (``jsondata.to_json``), refuses
+more than ``limits.extensionStateBytes`` with ``ValueError`` (the old state stays), keeps it and sends
+``["state", exchange, {step, state}]``: the sidecar names the extension by the step of its plan, never
+by what the frame says.
 """
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.host.jsondata import to_json
@@ -37,7 +43,7 @@ class ExtensionState:
 
     def get(self) -> Any:
         text = self._host.states.get(self._extension_id)
-        return None if text is None else json.loads(text)
+        return None if text is None else parsed(text)
 
     def set(self, value: Any) -> None:
         copy = to_json(value, "state")  # NotJsonData is a ValueError
@@ -50,3 +56,29 @@ class ExtensionState:
         self._host.states[self._extension_id] = text
         exchange = self._exchange.id if self._exchange is not None else 0
         self._host.out.send(channel.STATE, exchange, {"step": self._step, "state": copy})
+
+
+WALKED_VALUES = 10_000
+_OVERFLOW = float(2 ** 63)
+
+
+def parsed(text: bytes | str) -> Any:
+    """The value of a kept state's text, every integer exact: orjson reads an integer past 64 bits as a
+    float of at least 2**63, so a value holding such a float (or too many values to look at) is read
+    again by the standard library — as is one orjson refuses."""
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+    todo, budget = [value], WALKED_VALUES
+    while todo:
+        item = todo.pop()
+        kind = type(item)
+        if kind is dict or kind is list:
+            budget -= len(item)
+            if budget < 0:
+                return json.loads(text)
+            todo.extend(item.values() if kind is dict else item)
+        elif kind is float and abs(item) >= _OVERFLOW:
+            return json.loads(text)
+    return value

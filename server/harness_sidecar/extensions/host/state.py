@@ -28,7 +28,8 @@ class HostState:
         self.conversation = False  # the editor declared capabilities.conversation (ctx.messages may ask)
         self.sampling = False  # the editor declared capabilities.sampling (ctx.sample may ask model/sample)
         self.settings: dict[str, dict[str, Any]] = {}
-        self.states: dict[str, str] = {}  # extension id → its ctx.state as compact JSON (session_state)
+        # extension id → its ctx.state as compact JSON text: bytes as init's stateLines brought it, str once set
+        self.states: dict[str, bytes | str] = {}
         self.state_bytes = 262144  # limits.extensionStateBytes
         self.max_result_bytes = 16 * 1024 * 1024
         self.max_tools: int | None = None  # limits.maxTools (per extension)

@@ -38,6 +38,9 @@ def _loop_time(loop: asyncio.AbstractEventLoop, monotonic_at: float) -> float:
     return monotonic_at - time.monotonic() + loop.time()
 
 
+GATHERED = 256  # at most this many frames and lines go to one sendmsg as they are (IOV_MAX is 1024)
+
+
 class HostProcess:
     """One host process: spawned with its channel; its output forwarded; its exit noticed."""
 
@@ -87,7 +90,7 @@ class HostProcess:
         self.exited = False
         self.returncode: int | None = None
         self._splitter = channel.LineSplitter()
-        self._out: list[bytes] = []
+        self._out: list[bytes | memoryview] = []
         self._flush_scheduled = False
         self._writer = False
         self._pipes: dict[int, bytearray] = {}
@@ -115,20 +118,38 @@ class HostProcess:
             self._flush_scheduled = True
             self.loop.call_soon(self.flush)
 
+    def send_lines(self, lines: list[bytes]) -> None:
+        """Raw lines after a frame that announces them (``init``'s ``stateLines``): each a compact JSON text,
+        which holds no newline byte. Joined with the frames around them at the next flush, never encoded."""
+        if self.exited:
+            return
+        for line in lines:
+            self._out += (line, b"\n")
+        if not self._flush_scheduled and not self._writer:
+            self._flush_scheduled = True
+            self.loop.call_soon(self.flush)
+
     def flush(self) -> None:
         self._flush_scheduled = False
-        if not self._out or self.exited:
+        out = self._out
+        if not out or self.exited:
             return
-        data = b"".join(self._out)
-        self._out.clear()
-        try:
-            sent = self.sock.send(data)
+        if len(out) > GATHERED:
+            out[:] = [b"".join(out)]
+        try:  # gathered by the kernel as they are: no join of a resume's 100s of KB of state lines
+            sent = self.sock.sendmsg(out)
         except (BlockingIOError, InterruptedError):
             sent = 0
         except OSError:
             return  # the host is gone; its exit is noticed elsewhere
-        if sent < len(data):
-            self._out.insert(0, data[sent:])
+        done = 0
+        while done < len(out) and sent >= len(out[done]):
+            sent -= len(out[done])
+            done += 1
+        del out[:done]
+        if out:
+            if sent:
+                out[0] = memoryview(out[0])[sent:]  # the rest of a part the socket took the start of
             if not self._writer:
                 self._writer = True
                 self.loop.add_writer(self.sock.fileno(), self._writable)

@@ -11,11 +11,11 @@ Nothing here imports or runs extension code.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any, Callable
 
+from harness_sidecar.base import jsonio
 from harness_sidecar.extensions import channel
 from harness_sidecar.extensions.sidecar.steps import Exchanges, Pending
 
@@ -50,7 +50,8 @@ class HostRelay:
         self.process_of = process_of
         self.exchanges: Exchanges = None  # type: ignore[assignment]  # set by ExtensionHost.__init__
         self.ui_tasks: dict[int, asyncio.Task] = {}
-        self.on_state: Callable[[str, Any], None] | None = None  # ctx.state.set of an extension (protocol-v4 §5)
+        # ctx.state.set of an extension (protocol-v4 §5): its id and the state's compact JSON text
+        self.on_state: Callable[[str, bytes], None] | None = None
 
     def relay(self, ident: int, body: Any) -> None:
         """A notification the host relays to the editor. What a host says is its own (v4 §2): it goes out
@@ -176,8 +177,9 @@ class HostRelay:
 
     def state(self, ident: int, body: Any) -> None:
         """``ctx.state.set`` (protocol-v4 §5): kept for the extension of the step that set it (``author``), so
-        that a restarted host gets it back (``init.states``), and told to ``on_state`` (saving it). A state
-        larger than ``init.stateBytes`` (the host refuses those itself) or of no handler is dropped."""
+        that a restarted host gets it back (``init.states``), and told to ``on_state`` (saving it), as its
+        compact JSON text, encoded once here. A state larger than ``init.stateBytes`` (the host refuses
+        those itself) or of no handler is dropped."""
         if type(body) is not dict or "state" not in body:
             return
         author = self.exchanges.author(ident, body.get("step"))
@@ -185,12 +187,12 @@ class HostRelay:
             logger.warning("%s: a ctx.state.set the host sent names no handler of the thread; dropped",
                            self.thread_id)
             return
-        value = body["state"]
+        text = jsonio.dumps(body["state"])  # a decoded frame: JSON data, nested at most 512 levels
         limit = self.init.get("stateBytes", 262144)
-        if len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")) > limit:
+        if len(text) > limit:
             logger.warning("%s: extension '%s' sent a state over %d bytes; dropped", self.thread_id,
                            author.extension_id, limit)
             return
-        self.init.setdefault("states", {})[author.extension_id] = value
+        self.init.setdefault("states", {})[author.extension_id] = text
         if self.on_state is not None:
-            self.on_state(author.extension_id, value)
+            self.on_state(author.extension_id, text)

@@ -60,12 +60,12 @@ class ExtensionHost:
         relay.exchanges = self.exchanges
 
     @property
-    def on_state(self) -> Callable[[str, Any], None] | None:
+    def on_state(self) -> Callable[[str, bytes], None] | None:
         """``ctx.state.set`` of an extension (protocol-v4 §5), told on: ``relay.HostRelay.on_state``."""
         return self.relay.on_state
 
     @on_state.setter
-    def on_state(self, on_state: Callable[[str, Any], None] | None) -> None:
+    def on_state(self, on_state: Callable[[str, bytes], None] | None) -> None:
         self.relay.on_state = on_state
 
     # -- the process
@@ -79,7 +79,9 @@ class ExtensionHost:
         process.owner = self.thread_id
         process.on_frame = self.exchanges.frame
         process.on_exit = self._exit
-        process.send(channel.INIT, 0, self.init)
+        init, states = _init_and_state_lines(self.init)
+        process.send(channel.INIT, 0, init)
+        process.send_lines(states)
         self.process = process
         return process
 
@@ -255,6 +257,16 @@ class ExtensionHost:
             process.close()
             if not process.exited:
                 await done
+
+
+def _init_and_state_lines(init: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
+    """``init`` as sent, and the lines after it: each state (kept as its compact JSON text) goes as a line
+    of its own, raw (``channel``: ``stateLines``), which the host keeps as it is and parses at
+    ``ctx.state.get()`` — never decoded as part of a frame, nor parsed and encoded again."""
+    sent = {k: v for k, v in init.items() if k != "states"}
+    texts = init.get("states") or {}
+    sent["stateLines"] = list(texts)
+    return sent, list(texts.values())
 
 
 def _registered(report: Any) -> Any:

@@ -1,0 +1,62 @@
+"""What a fresh sidecar loads to answer a plain first thread/start (issue #32: spawn → first catalog).
+
+A thread with no extension, no MCP server and no command hook must not pay for their machinery:
+the extension host's supervisor, the MCP client, the command-hook runner. The sidecar is driven
+from outside with ``PYTHONPROFILEIMPORTTIME=1``, so the interpreter itself names on stderr every
+module the process imports, whoever imports it and whenever.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from harness_sidecar.console.client import child_env
+from helpers import add_skill
+
+# What a plain thread never needs (a spare extension host may still be started when idle: that
+# is another process; its launcher is imported here, its supervisor is not).
+NOT_FOR_A_PLAIN_THREAD = (
+    "harness_sidecar.extensions.sidecar.supervisor",
+    "harness_sidecar.extensions.sidecar.loading",
+    "harness_sidecar.mcp.servers",
+    "harness_sidecar.mcp.session",
+    "harness_sidecar.hooks.command",
+    "harness_sidecar.hooks.boundaries",
+    "harness_sidecar.hooks.handler_types",  # what reads a hooks file (http, mcp_tool, prompt, agent handlers)
+    "harness_sidecar.hooks.matcher",
+)
+
+
+def imported_by_a_session(spawn, params: dict) -> tuple[dict, set[str]]:
+    sidecar = spawn(env=child_env({"PYTHONPROFILEIMPORTTIME": "1", "HARNESS_SIDECAR_EARLY_SCAN": "off"}))
+    started = sidecar.call("thread/start", params)
+    sidecar.call("tools/list", {"threadId": started["threadId"]})
+    sidecar.call("thread/close", {"threadId": started["threadId"]})
+    assert sidecar.close() == 0
+    assert sidecar._stderr_done.wait(20), "the sidecar's stderr did not end"
+    modules = set()
+    for line in sidecar.stderr_lines:
+        found = re.match(rb"import time:\s+-?\d+ \|\s+\d+ \| *(\S+)", line)
+        if found:
+            modules.add(found[1].decode())
+    return started, modules
+
+
+def test_a_plain_thread_loads_no_extension_mcp_or_hook_machinery(spawn, tmp_path: Path) -> None:
+    add_skill(tmp_path, "review", "Use when reviewing.")
+    started, modules = imported_by_a_session(spawn, {"roots": [str(tmp_path)]})
+    assert [s["name"] for s in started["catalog"]["skills"]] == ["review"]
+    assert "harness_sidecar.resources.catalog" in modules  # the interpreter did name what was imported
+    assert sorted(set(NOT_FOR_A_PLAIN_THREAD) & modules) == []
+
+
+def test_a_thread_with_an_extension_still_loads_its_host(spawn, tmp_path: Path) -> None:
+    add_skill(tmp_path, "review", "Use when reviewing.")
+    extension = tmp_path / "extensions" / "hello.py"
+    extension.parent.mkdir()
+    extension.write_text("def activate(api):\n    api.register_tool(name='hello', description='Say hello.', "
+                         "input_schema={'type': 'object'}, execute=lambda call_id, arguments: 'hello')\n")
+    started, modules = imported_by_a_session(spawn, {"roots": [str(tmp_path)], "trustedExtensions": ["hello"]})
+    assert "hello" in [t["name"] for t in started["tools"]]
+    assert "harness_sidecar.extensions.sidecar.supervisor" in modules
