@@ -43,6 +43,10 @@ CONTRACT_METHODS = {
     "ui/openUrl": ("server→client", "request"),  # v4 §4: a remote MCP server's sign-in
     "session/messages": ("server→client", "request"),  # v4 §5: the conversation (capabilities.conversation)
     "loop/event": ("client→server", "request"), "chat/send": ("server→client", "notification"),  # v3 §4
+    # v4, issue #30's Pi examples (docs/pi-examples.md): qna/handoff's drafts, trigger-compact's compaction
+    "chat/draft": ("server→client", "notification"), "chat/compact": ("server→client", "notification"),
+    "chat/model": ("server→client", "notification"),  # and preset's model
+    "tools/progress": ("server→client", "notification"),  # and subagent's progress
     "mcp/resource/read": ("client→server", "request"), "mcp/prompt/get": ("client→server", "request"),  # v4 §4
     "ui/elicit": ("server→client", "request"), "model/sample": ("server→client", "request"),  # v4 §4
 }
@@ -442,8 +446,9 @@ def test_the_document_covers_every_message_type_it_announces():
     requests = [m for m, e in messages.items() if e["kind"] == "request"]
     notifications = [m for m, e in messages.items() if e["kind"] == "notification"]
     # v3 §4: loop/event, chat/send; v4 §3: hook/prompt; v4 §4: ui/openUrl, mcp/resource/read, mcp/prompt/get,
-    # ui/elicit, model/sample; v4 §5: thread/fork, skills/deactivate, session/messages
-    assert len(messages) == 35 and len(requests) == 27 and len(notifications) == 8
+    # ui/elicit, model/sample; v4 §5: thread/fork, skills/deactivate, session/messages; v4 (#30's Pi examples):
+    # chat/draft, chat/compact, chat/model, tools/progress
+    assert len(messages) == 39 and len(requests) == 27 and len(notifications) == 12
     error_kinds = [name for name in SCHEMA.document["$defs"] if name.startswith("Error_")]
     assert len(error_kinds) == len(protocol.ERROR_KINDS) == 33  # v4 §5: skill_not_active; §4: mcp_server_not_found, mcp_error
     assert sys.modules.get("harness_sidecar.wire.protocol") is protocol

@@ -144,19 +144,19 @@ class EditorUi {
     for (const [name, field] of Object.entries(schema.properties || {})) {
       const value = await this._field(params, name, /** @type {any} */ (field), required.has(name), token);
       if (value === undefined) {
-        this.output.info(`ui/elicit from MCP server ${params.server}: declined`);
+        this.output.info(`ui/elicit from ${params.server ? `MCP server ${params.server}` : `extension ${params.extensionId}`}: declined`);
         return { action: 'decline' };
       }
       if (value !== null) content[name] = value;
     }
-    this.output.info(`ui/elicit from MCP server ${params.server}: accepted`);
+    this.output.info(`ui/elicit from ${params.server ? `MCP server ${params.server}` : `extension ${params.extensionId}`}: accepted`);
     return { action: 'accept', content };
   }
 
   /** One field's value; `null` when an optional one is left empty, `undefined` when the user declines. */
   async _field(/** @type {UiElicitParams} */ params, /** @type {string} */ name, /** @type {any} */ field,
     /** @type {boolean} */ required, /** @type {Token | undefined} */ token) {
-    const title = `${params.server}: ${params.message}`;
+    const title = `${params.server || params.extensionId}: ${params.message}`;
     const label = `${field.title || name}${field.description ? ` — ${field.description}` : ''}`;
     /** @type {{label: string, value: any}[] | null} */
     let options = null;

@@ -247,6 +247,16 @@ export type LoopEventParams =
       threadId: ThreadId;
       event: "session_before_fork";
       payload?: LoopEventPayloadSessionBeforeFork | null;
+    }
+  | {
+      threadId: ThreadId;
+      event: "model_select";
+      payload: LoopEventPayloadModelSelect;
+    }
+  | {
+      threadId: ThreadId;
+      event: "user_bash";
+      payload: LoopEventPayloadUserBash;
     };
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -880,6 +890,53 @@ export interface Diagnostic {
   [k: string]: unknown;
 }
 /**
+ * v4: an extension asks the editor to compact the conversation now (ctx.ui.compact, Pi's ctx.compact); the editor decides, and reports compact_before/compact_after as usual. Sent only to an editor that declared capabilities.ui.compact.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatCompactParams".
+ */
+export interface ChatCompactParams {
+  threadId: ThreadId;
+  extensionId: string;
+  /**
+   * For the summary (Pi's customInstructions).
+   */
+  instructions?: string;
+}
+/**
+ * v4: an extension asks the editor to put text in its input box for the user to edit and send (ctx.ui.set_editor_text, Pi's setEditorText); the editor decides. Sent only to an editor that declared capabilities.ui.draft.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatDraftParams".
+ */
+export interface ChatDraftParams {
+  threadId: ThreadId;
+  extensionId: string;
+  text: string;
+  /**
+   * true: in a new conversation (Pi's newSession first).
+   */
+  newThread: boolean;
+}
+/**
+ * v4: an extension asks the editor to switch the model and/or the thinking level (ctx.ui.set_model, Pi's setModel/setThinkingLevel); the editor decides, and reports a switch with loop/event model_select. At least one of the two. Sent only to an editor that declared capabilities.ui.model.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ChatModelParams".
+ */
+export interface ChatModelParams {
+  threadId: ThreadId;
+  extensionId: string;
+  /**
+   * The model, in the editor's own names (e.g. provider/id).
+   */
+  model?: string;
+  /**
+   * Pi's thinking levels: off, minimal, low, medium, high, xhigh.
+   */
+  thinkingLevel?: string;
+}
+/**
  * An extension asks the editor to send a message (ctx.ui.send_message); the editor decides. Sent only to an editor that declared capabilities.ui.sendMessage.
  *
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -946,6 +1003,22 @@ export interface UiCapabilities {
    * The editor takes chat/send (ctx.ui.send_message).
    */
   sendMessage?: boolean | null;
+  /**
+   * v4: the editor takes chat/draft (ctx.ui.set_editor_text).
+   */
+  draft?: boolean | null;
+  /**
+   * v4: the editor takes chat/compact (ctx.ui.compact).
+   */
+  compact?: boolean | null;
+  /**
+   * v4: the editor takes chat/model (ctx.ui.set_model).
+   */
+  model?: boolean | null;
+  /**
+   * v4: the editor takes tools/progress (ctx.ui.progress).
+   */
+  progress?: boolean | null;
   /**
    * The editor can answer ui/openUrl (opens a remote MCP server's sign-in page in the user's browser).
    */
@@ -1960,7 +2033,9 @@ export interface HookFault {
     | "permission_denied"
     | "setup"
     | "session_before_switch"
-    | "session_before_fork";
+    | "session_before_fork"
+    | "model_select"
+    | "user_bash";
   kind: "throw" | "timeout";
   message: string;
 }
@@ -2241,10 +2316,26 @@ export interface LoopBlocked {
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopCompaction".
+ */
+export interface LoopCompaction {
+  /**
+   * The text to compact the conversation into.
+   */
+  summary: string;
+  /**
+   * The extension that gave it: extension:<id>.
+   */
+  by: string;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventPayload_turn_start".
  */
 export interface LoopEventPayloadTurnStart {
   prompt: string;
+  entryId?: string | null;
+  systemPrompt?: string | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2252,6 +2343,7 @@ export interface LoopEventPayloadTurnStart {
  */
 export interface LoopEventPayloadTurnEnd {
   lastAssistantMessage?: string | null;
+  contextTokens?: number | null;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -2429,7 +2521,27 @@ export interface LoopEventPayloadSessionBeforeSwitch {
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventPayload_session_before_fork".
  */
-export interface LoopEventPayloadSessionBeforeFork {}
+export interface LoopEventPayloadSessionBeforeFork {
+  entryId?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_model_select".
+ */
+export interface LoopEventPayloadModelSelect {
+  model: string;
+  previousModel?: string | null;
+  source?: string | null;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopEventPayload_user_bash".
+ */
+export interface LoopEventPayloadUserBash {
+  command: string;
+  cwd?: string | null;
+  excludeFromContext?: boolean | null;
+}
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "LoopEventResult".
@@ -2449,6 +2561,20 @@ export interface LoopEventResult {
    */
   systemMessages: string[];
   stopTurn?: StopTurn;
+  compaction?: LoopCompaction;
+  userBash?: LoopUserBash;
+}
+/**
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "LoopUserBash".
+ */
+export interface LoopUserBash {
+  output: string;
+  exitCode: number;
+  /**
+   * The extension that ran it: extension:<id>.
+   */
+  by: string;
 }
 /**
  * A remote MCP server needs the user to sign in and the editor declared no capabilities.ui.openUrl (or did not open it); its tools join once signed in.
@@ -2702,6 +2828,10 @@ export interface ModelSampleParams {
   temperature?: unknown;
   stopSequences?: string[];
   metadata?: unknown;
+  /**
+   * v4: the extension whose ctx.sample asks (absent: an MCP server's sampling/createMessage)
+   */
+  extensionId?: string;
   [k: string]: unknown;
 }
 /**
@@ -3194,6 +3324,21 @@ export interface ToolsListResult {
   revision: Revision;
 }
 /**
+ * v4: a tool's execute tells the editor how a call in flight is going (ctx.ui.progress); labelled by the sidecar with the call. Sent only to an editor that declared capabilities.ui.progress.
+ *
+ * This interface was referenced by `Protocol`'s JSON-Schema
+ * via the `definition` "ToolsProgressParams".
+ */
+export interface ToolsProgressParams {
+  threadId: ThreadId;
+  extensionId: string;
+  callId: RequestId;
+  /**
+   * How the call is going (Pi's onUpdate), the latest replacing the one before.
+   */
+  text: string;
+}
+/**
  * This interface was referenced by `Protocol`'s JSON-Schema
  * via the `definition` "UiConfirmParams".
  */
@@ -3205,6 +3350,10 @@ export interface UiConfirmParams {
   callId?: RequestId;
   tool?: string;
   arguments?: JsonObject;
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * Anything else (an error, a malformed answer, no answer) counts as false.
@@ -3222,11 +3371,19 @@ export interface UiConfirmResult {
 export interface UiElicitParams {
   threadId: ThreadId;
   /**
-   * The MCP server that asks.
+   * The MCP server that asks (absent when an extension asks).
    */
-  server: string;
+  server?: string;
+  /**
+   * v4: the extension whose ctx.ui.elicit asks (absent when an MCP server asks).
+   */
+  extensionId?: string;
   message: string;
   requestedSchema: ElicitRequestedSchema;
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -3237,6 +3394,10 @@ export interface UiInputParams {
   extensionId: string;
   title: string;
   placeholder?: string;
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -3290,6 +3451,10 @@ export interface UiSelectParams {
   extensionId: string;
   title: string;
   options: UiOption[];
+  /**
+   * v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; the sidecar cancels it then, so an editor may show a countdown
+   */
+  timeoutMs?: number;
 }
 /**
  * This interface was referenced by `Protocol`'s JSON-Schema
@@ -3380,6 +3545,10 @@ export interface ServerNotifications {
   /** The request is answered -32800 (kind cancelled); the sidecar sends it for a ui/* request whose tools/call was cancelled. */
   "$/cancelRequest": CancelParams;
   "chat/send": ChatSendParams;
+  "chat/draft": ChatDraftParams;
+  "chat/compact": ChatCompactParams;
+  "chat/model": ChatModelParams;
+  "tools/progress": ToolsProgressParams;
   "thread/diagnostic": ThreadDiagnosticParams;
   "catalog/changed": CatalogChangedParams;
   "ui/notify": UiNotifyParams;

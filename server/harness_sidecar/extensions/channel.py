@@ -86,8 +86,9 @@ READY, LOADED, STEP, DONE, UI, NOTIFY, PONG = "ready", "loaded", "step", "done",
 STATE = "state"
 ENDED = "ended"
 # What a host's ``ui`` frame may ask the sidecar itself (``ctx.tools``; answered from the thread's tools,
-# never sent to the editor): threads.model_tools answers them.
+# never sent to the editor): threads.model_tools answers them; ``ctx.commands``, threads.extensions.
 TOOLS_LIST, TOOLS_SET_ACTIVE = "host/tools.list", "host/tools.setActive"
+COMMANDS_LIST = "host/commands.list"  # ctx.commands.list(): answered by threads.extensions
 
 def encode(tag: str, ident: int, body: object) -> bytes:
     """One frame. Raises ``ValueError``/``TypeError`` for what is not JSON data (callers check beforehand)."""

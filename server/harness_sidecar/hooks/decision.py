@@ -48,12 +48,16 @@ class Verdict:
     failure: str | None = None  # it failed (and its event fails closed): it blocks as hook_failed
     feedback: str | None = None  # PostToolUse: a decision "block" + reason, which cannot undo the call
     stop_reason: str | None = None  # ``continue: false``: the turn stops (its ``stopReason``, or why it blocked)
+    # what an extension's handler answers in place of the editor (``hooks.loop.answered``): compact_before's
+    # ``{summary}``, user_bash's ``{output, exitCode}``
+    result: dict[str, Any] | None = None
 
     def to_wire(self) -> dict[str, Any]:
         """The extension host → sidecar form (the channel's report of a loop event's handlers)."""
         out: dict[str, Any] = {"source": self.source, "context": self.context}
         for key, value in (("decision", self.decision), ("reason", self.reason or None),
-                           ("systemMessage", self.system_message), ("failure", self.failure)):
+                           ("systemMessage", self.system_message), ("failure", self.failure),
+                           ("result", self.result)):
             if value is not None:
                 out[key] = value
         return out
@@ -64,11 +68,12 @@ class Verdict:
         if (type(value) is not dict or type(value.get("source")) is not str
                 or value.get("decision") not in (None, ALLOW, DENY, ASK)
                 or type(value.get("context")) is not list or not all(type(c) is str for c in value["context"])
-                or any(type(value.get(k, "")) is not str for k in ("reason", "systemMessage", "failure"))):
+                or any(type(value.get(k, "")) is not str for k in ("reason", "systemMessage", "failure"))
+                or type(value.get("result", {})) is not dict):
             raise ValueError("malformed verdict")
         return cls(value["source"], decision=value.get("decision"), reason=value.get("reason", ""),
                    context=list(value["context"]), system_message=value.get("systemMessage"),
-                   failure=value.get("failure"))
+                   failure=value.get("failure"), result=value.get("result"))
 
 
 @dataclass

@@ -53,12 +53,15 @@ PERMISSION_DENIED = "permission_denied"
 SETUP = "setup"
 SESSION_BEFORE_SWITCH = "session_before_switch"  # the editor is about to leave the session (v4 §5)
 SESSION_BEFORE_FORK = "session_before_fork"  # … about to fork it; on both, ``blocked`` means cancel
+MODEL_SELECT = "model_select"  # the editor's model changed (Pi's event of that name): handlers observe it
+USER_BASH = "user_bash"  # the user typed a shell command (Pi's ``!cmd``): a handler may run it in the editor's place
 
 # event → {payload field: (JSON type, required)}. Payload fields reach handlers at the top level of
 # their ``event`` (``{threadId, event, ...payload}``).
 PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
-    TURN_START: {"prompt": (str, True)},
-    TURN_END: {"lastAssistantMessage": (str, False)},
+    # v4: entryId, the entry the turn follows (Pi's leaf); systemPrompt, the one the turn sends (Pi's getSystemPrompt)
+    TURN_START: {"prompt": (str, True), "entryId": (str, False), "systemPrompt": (str, False)},
+    TURN_END: {"lastAssistantMessage": (str, False), "contextTokens": (int, False)},  # v4: Pi's getContextUsage
     STOP: {"lastAssistantMessage": (str, False), "stopHookActive": (bool, True)},
     COMPACT_BEFORE: {"trigger": (str, True)},
     COMPACT_AFTER: {"trigger": (str, True)},
@@ -84,7 +87,9 @@ PAYLOADS: dict[str, dict[str, tuple[type, bool]]] = {
     PERMISSION_DENIED: {"toolName": (str, True), "toolInput": (dict, True), "reason": (str, False)},
     SETUP: {"trigger": (str, True)},
     SESSION_BEFORE_SWITCH: {"reason": (str, True)},
-    SESSION_BEFORE_FORK: {},
+    SESSION_BEFORE_FORK: {"entryId": (str, False)},  # v4: the entry the fork starts from (Pi's entryId)
+    MODEL_SELECT: {"model": (str, True), "previousModel": (str, False), "source": (str, False)},
+    USER_BASH: {"command": (str, True), "cwd": (str, False), "excludeFromContext": (bool, False)},
 }
 EVENTS = tuple(PAYLOADS)
 # Events where a source that cannot answer (raised, timed out, answered nonsense) blocks, as a failed
@@ -93,8 +98,10 @@ FAIL_CLOSED = (STOP, SUBAGENT_STOP, PERMISSION_REQUEST, TASK_CREATED, TASK_COMPL
 # Events a handler may cancel with Pi's ``{"cancel": True}`` (the same as ``{"block": True}``).
 CANCELLABLE = (SESSION_BEFORE_SWITCH, SESSION_BEFORE_FORK)
 DECISIONS = ("allow", "deny")
-_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array"}
+_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", list: "an array", int: "an integer"}
 RETURN_FORMS = ("None, {'block': True, 'reason': str}, {'context': str | [str]}, {'systemMessage': str}"
+                " or (compact_before) {'compaction': {'summary': str}}"
+                " or (user_bash) {'result': {'output': str, 'exitCode': int}}"
                 " or (permission_request) {'decision': 'allow' | 'deny', 'reason'?: str}"
                 " or (session_before_switch, session_before_fork) {'cancel': True, 'reason'?: str}")
 
@@ -143,7 +150,8 @@ def interpret(event: str, source: str, value: Any) -> Verdict:
     if value is None:
         return verdict
     allowed = {"block", "reason", "context", "systemMessage"} | ({"decision"} if event == PERMISSION_REQUEST else set()) \
-        | ({"cancel"} if event in CANCELLABLE else set())
+        | ({"cancel"} if event in CANCELLABLE else set()) | ({"compaction"} if event == COMPACT_BEFORE else set()) \
+        | ({"result"} if event == USER_BASH else set())
     if type(value) is not dict or not set(value) <= allowed:
         raise TypeError(f"a {event} handler must return {RETURN_FORMS}")
     block = value.get("block", False)
@@ -167,11 +175,37 @@ def interpret(event: str, source: str, value: Any) -> Verdict:
     decision = value.get("decision")
     if decision is not None and decision not in DECISIONS:
         raise TypeError("'decision' must be 'allow' or 'deny'")
+    compaction = value.get("compaction")
+    if compaction is not None:
+        if type(compaction) is not dict or set(compaction) != {"summary"} or type(compaction["summary"]) is not str:
+            raise TypeError("'compaction' must be {'summary': str}")
+        verdict.result = {"summary": compaction["summary"]} if compaction["summary"].strip() else None
+    ran = value.get("result") if event == USER_BASH else None
+    if ran is not None:
+        if type(ran) is not dict or set(ran) != {"output", "exitCode"} or type(ran["output"]) is not str \
+                or type(ran["exitCode"]) is not int:
+            raise TypeError("'result' must be {'output': str, 'exitCode': int}")
+        verdict.result = {"output": ran["output"], "exitCode": ran["exitCode"]}
     verdict.decision = DENY if block else decision
     verdict.reason = reason
     verdict.context = [c for c in context if c.strip()]
     verdict.system_message = message
     return verdict
+
+
+ANSWERED = {COMPACT_BEFORE: "compaction", USER_BASH: "userBash"}  # event → the answer's key for a handler's result
+
+
+def answered(event: str, verdicts: list[Verdict], answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` with what an extension answered in the editor's place, on an event nobody blocked: the first
+    in declaration order — ``compaction: {summary, by}`` (compact_before, Pi's ``{compaction: {summary}}``),
+    ``userBash: {output, exitCode, by}`` (user_bash, Pi's ``{result}``)."""
+    key = ANSWERED.get(event)
+    if key is not None and answer.get("blocked") is None:
+        for verdict in verdicts:
+            if verdict.result is not None:
+                return {**answer, key: {**verdict.result, "by": verdict.source}}
+    return answer
 
 
 def result(event: str, decision: Decision) -> dict[str, Any]:

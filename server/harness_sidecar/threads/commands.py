@@ -67,7 +67,9 @@ class CommandMethods:
             self._extension_verdicts(thread, request.event, request.payload))
         from harness_sidecar.hooks import fit
 
-        return fit.fit_answer(loop.result(request.event, merge([*hooks, *extensions])),
+        verdicts = [*hooks, *extensions]
+        answer = loop.answered(request.event, verdicts, loop.result(request.event, merge(verdicts)))
+        return fit.fit_answer(answer,
                               ("additionalContext", "systemMessages"), self.editor.max_result_bytes, self.editor.diagnostic,
                               thread.id, f"loop/event {request.event}")
 

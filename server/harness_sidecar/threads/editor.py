@@ -59,12 +59,21 @@ class Editor:
         """Whether the editor declared ``capabilities.conversation: true`` (it answers ``session/messages``)."""
         return self.declared("conversation")
 
+    @property
+    def sampling(self) -> bool:
+        """Whether the editor declared ``capabilities.sampling: true`` (it answers ``model/sample``)."""
+        return self.declared("sampling")
+
     async def ask(self, method: str, params: dict[str, Any], timeout_s: float) -> Any:
-        """A ``ui/*`` (or ``session/messages``) request to the editor; raises when it cannot be asked or does
-        not answer."""
+        """A ``ui/*`` (or ``session/messages``, ``model/sample``) request to the editor; raises when it cannot
+        be asked or does not answer."""
         if method == "session/messages":
             if not self.conversation:
                 raise PeerError("the editor did not declare capabilities.conversation")
+            return await self.peer.request(method, params, timeout_s)
+        if method == "model/sample":
+            if not self.sampling:
+                raise PeerError("the editor did not declare capabilities.sampling")
             return await self.peer.request(method, params, timeout_s)
         key = method.split("/", 1)[1]
         if not self.capable(key):
@@ -87,6 +96,24 @@ class Editor:
         if method == "chat/send":  # the host sends it only when the editor declared ui.sendMessage
             if self.capable("sendMessage") and type(params.get("text")) is str:
                 self.peer.notify(method, params)
+            return
+        if method == "chat/draft":  # ctx.ui.set_editor_text: only under ui.draft
+            if self.capable("draft") and type(params.get("text")) is str and type(params.get("newThread")) is bool:
+                self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", "text", "newThread")})
+            return
+        if method == "chat/compact":  # ctx.ui.compact: only under ui.compact
+            if self.capable("compact") and type(params.get("instructions", "")) is str:
+                self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", "instructions")
+                                          if k in params})
+            return
+        if method == "tools/progress":  # ctx.ui.progress: only under ui.progress
+            if self.capable("progress"):
+                self.peer.notify(method, params)
+            return
+        if method == "chat/model":  # ctx.ui.set_model: only under ui.model
+            keys = [k for k in ("model", "thinkingLevel") if type(params.get(k)) is str]
+            if self.capable("model") and keys:
+                self.peer.notify(method, {k: params[k] for k in ("threadId", "extensionId", *keys)})
             return
         if method == "thread/diagnostic":  # an extension author's diagnostic the host noticed
             if params.get("kind") in ("handler_return_ignored", "ui_after_handler"):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from harness_sidecar.extensions import channel
 from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
 from harness_sidecar.threads import sessions
 from harness_sidecar.threads.editor import Editor
@@ -19,6 +20,19 @@ from harness_sidecar.wire import params as P
 
 # The lines it logs on stderr name harness_sidecar.threads.sidecar, whichever piece of Sidecar logs them.
 logger = logging.getLogger("harness_sidecar.threads.sidecar")
+
+
+def command_listing(thread: Thread) -> list[dict[str, Any]]:
+    """``ctx.commands.list()`` (Pi's ``pi.getCommands()``): what the user of the thread can run or choose —
+    its extensions' commands (``/name``), its templates (``/name``, Pi's prompts) and its skills — each
+    ``{name, description, source: "extension" | "template" | "skill", extensionId? | path?}``."""
+    out: list[dict[str, Any]] = [{"name": c.name, "description": c.description, "source": "extension",
+                                  "extensionId": c.extension_id} for c in thread.commands.values()]
+    out += [{"name": t.name, "description": t.description or "", "source": "template", "path": t.source}
+            for t in thread.catalog.templates.values()]
+    out += [{"name": s.name, "description": s.description, "source": "skill", "path": s.source}
+            for s in thread.catalog.skills.values()]
+    return out
 
 
 class ExtensionHosts:
@@ -79,8 +93,8 @@ class ExtensionHosts:
         start, limits, registry = thread.start, thread.limits, thread.registry
         trusted = {t.id for t in start.trusted_extensions}
         init = {"threadId": thread.id, "cwd": start.cwd, "roots": list(start.roots),
-                "ui": {k: True for k in (*P.UI_KEYS, "sendMessage") if self.editor.capable(k)},
-                "conversation": self.editor.conversation,
+                "ui": {k: True for k in (*P.UI_KEYS, "sendMessage", "draft", "compact", "model", "progress") if self.editor.capable(k)},
+                "conversation": self.editor.conversation, "sampling": self.editor.sampling,
                 "settings": {k: v for k, v in start.extension_settings.items() if k in trusted},
                 "memoryMb": limits.host_memory_mb, "maxResultBytes": self.editor.max_result_bytes,
                 "maxTools": limits.max_tools, "stateBytes": limits.extension_state_bytes,
@@ -89,6 +103,8 @@ class ExtensionHosts:
         async def ask(method: str, params: dict[str, Any], timeout_s: float) -> Any:
             if method in model_tools.HOST_METHODS:  # ctx.tools: answered from the thread, not the editor
                 return model_tools.answer_host(thread, method, params, self.editor.notify)
+            if method == channel.COMMANDS_LIST:  # ctx.commands.list(): the thread's, not the editor's
+                return {"commands": command_listing(thread)}
             return await self.editor.ask(method, params, timeout_s)
 
         host = ExtensionHost(thread.id, self.spares(), init, limits.host_grace_ms / 1000,

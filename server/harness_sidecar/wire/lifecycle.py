@@ -37,7 +37,8 @@ def initialize_result(framing: str) -> dict[str, Any]:
         "capabilities": {
             "framing": framing,
             "methods": sorted([*SERVED_METHODS, "shutdown"]),
-            "notifications": ["catalog/changed", "chat/send", "thread/diagnostic", "ui/notify", "ui/status"],
+            "notifications": ["catalog/changed", "chat/compact", "chat/draft", "chat/model", "chat/send",
+                              "thread/diagnostic", "tools/progress", "ui/notify", "ui/status"],
             "clientRequests": ["hook/prompt", "item/tool/call", "model/sample", "session/messages", "ui/confirm",
                                "ui/elicit", "ui/input", "ui/openUrl", "ui/select"],
             "cancellation": True,

@@ -738,7 +738,7 @@ class _LoopEvent(Shape):
     def _variants(self) -> list[Obj]:
         from harness_sidecar.hooks.loop import PAYLOADS
 
-        shapes = {str: Str(), bool: Bool(), dict: JSON_OBJECT, list: Arr(AnyValue())}
+        shapes = {str: Str(), bool: Bool(), dict: JSON_OBJECT, list: Arr(AnyValue()), int: Int()}
         variants = []
         for event, fields in PAYLOADS.items():
             payload = Obj([Field(key, shapes[kind], required=required) for key, (kind, required) in fields.items()],
@@ -776,6 +776,10 @@ def parse_loop_event(params: dict[str, Any]) -> LoopEventParams:
 UI_KEYS = ("confirm", "select", "input", "notify", "status", "elicit")  # threads.Sidecar._ui reads capabilities.ui.<key>
 UI_CAPABILITIES = Obj([opt(key, Bool(), description=f"The editor can answer ui/{key}.") for key in UI_KEYS]
                       + [opt("sendMessage", Bool(), description="The editor takes chat/send (ctx.ui.send_message)."),
+                         opt("draft", Bool(), description="v4: the editor takes chat/draft (ctx.ui.set_editor_text)."),
+                         opt("compact", Bool(), description="v4: the editor takes chat/compact (ctx.ui.compact)."),
+                         opt("model", Bool(), description="v4: the editor takes chat/model (ctx.ui.set_model)."),
+                         opt("progress", Bool(), description="v4: the editor takes tools/progress (ctx.ui.progress)."),
                          opt("openUrl", Bool(), description="The editor can answer ui/openUrl (opens a remote MCP "
                                                             "server's sign-in page in the user's browser).")],
                       incoming=True, name="UiCapabilities",

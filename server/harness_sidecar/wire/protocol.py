@@ -424,6 +424,35 @@ CHAT_SEND = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Fi
                 name="ChatSendParams",
                 description="An extension asks the editor to send a message (ctx.ui.send_message); the editor "
                             "decides. Sent only to an editor that declared capabilities.ui.sendMessage.")
+CHAT_DRAFT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("text", Str()),
+                  Field("newThread", Bool(), description="true: in a new conversation (Pi's newSession first).")],
+                 name="ChatDraftParams",
+                 description="v4: an extension asks the editor to put text in its input box for the user to edit "
+                             "and send (ctx.ui.set_editor_text, Pi's setEditorText); the editor decides. Sent only to "
+                             "an editor that declared capabilities.ui.draft.")
+CHAT_COMPACT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                    opt("instructions", Str(), description="For the summary (Pi's customInstructions).")],
+                   name="ChatCompactParams",
+                   description="v4: an extension asks the editor to compact the conversation now (ctx.ui.compact, "
+                               "Pi's ctx.compact); the editor decides, and reports compact_before/compact_after as "
+                               "usual. Sent only to an editor that declared capabilities.ui.compact.")
+CHAT_MODEL = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                  opt("model", Str(), description="The model, in the editor's own names (e.g. provider/id)."),
+                  opt("thinkingLevel", Str(), description="Pi's thinking levels: off, minimal, low, medium, high, "
+                                                          "xhigh.")],
+                 name="ChatModelParams",
+                 description="v4: an extension asks the editor to switch the model and/or the thinking level "
+                             "(ctx.ui.set_model, Pi's setModel/setThinkingLevel); the editor decides, and reports "
+                             "a switch with loop/event model_select. At least one of the two. Sent only to an "
+                             "editor that declared capabilities.ui.model.")
+TOOLS_PROGRESS = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()),
+                      Field("callId", P.REQUEST_ID, description="The tools/call's call.id, as the editor sent it."),
+                      Field("text", Str(), description="How the call is going (Pi's onUpdate), the latest replacing "
+                                                       "the one before.")],
+                     name="ToolsProgressParams",
+                     description="v4: a tool's execute tells the editor how a call in flight is going "
+                                 "(ctx.ui.progress); labelled by the sidecar with the call. Sent only to an editor "
+                                 "that declared capabilities.ui.progress.")
 LOOP_EVENT_RESULT = Obj([
     Field("blocked", Nullable(Obj([Field("reason", Str(), description="Every blocking source's reason, joined "
                                                                        "with '; ' in declaration order."),
@@ -436,6 +465,17 @@ LOOP_EVENT_RESULT = Obj([
     Field("additionalContext", Arr(Str()), description="Every source's context, in declaration order."),
     Field("systemMessages", Arr(Str()), description="Messages for the user, in declaration order."),
     opt("stopTurn", STOP_TURN, description="A command hook answered continue: false: the editor ends the turn."),
+    opt("compaction", Obj([Field("summary", Str(), description="The text to compact the conversation into."),
+                           Field("by", Str(), description="The extension that gave it: extension:<id>.")],
+                          name="LoopCompaction"),
+        description="v4, compact_before only: an extension's own summary (Pi's {compaction: {summary}}), the "
+                    "first in load order; absent when blocked or none gave one. The editor decides whether to use "
+                    "it instead of its own."),
+    opt("userBash", Obj([Field("output", Str()), Field("exitCode", Int()),
+                         Field("by", Str(), description="The extension that ran it: extension:<id>.")],
+                        name="LoopUserBash"),
+        description="v4, user_bash only: an extension ran the user's command in the editor's place (Pi's "
+                    "{result}), the first in load order; absent when blocked or none did: the editor runs it."),
 ], name="LoopEventResult")
 
 ITEM_TOOL_CALL = Obj([Field("threadId", P.THREAD_ID), Field("callId", P.REQUEST_ID), Field("tool", Str()),
@@ -453,21 +493,28 @@ ITEM_TOOL_CALL_RESULT = Obj([
                     "item) or any of MCP's content blocks, kept as it is."),
     Field("success", Bool(), description="false: the result is an error with this text."),
 ], name="ItemToolCallResult")
+UI_TIMEOUT = opt("timeoutMs", Int(),
+                 description="v4: the question's own time (ctx.ui.*(timeout_ms=)), at most limits.uiTimeoutMs; "
+                             "the sidecar cancels it then, so an editor may show a countdown")
 UI_CONFIRM = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
                   Field("message", Str()),
                   opt("callId", P.REQUEST_ID, description="The tool call a hook is deciding, so the editor can show it."),
-                  opt("tool", Str()), opt("arguments", P.JSON_OBJECT)], name="UiConfirmParams")
+                  opt("tool", Str()), opt("arguments", P.JSON_OBJECT), UI_TIMEOUT], name="UiConfirmParams")
 UI_OPTION = Obj([Field("value", Str()), Field("label", Str()), opt("description", Str())], name="UiOption")
 UI_SELECT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
-                 Field("options", Arr(UI_OPTION))], name="UiSelectParams")
+                 Field("options", Arr(UI_OPTION)), UI_TIMEOUT], name="UiSelectParams")
 UI_INPUT = Obj([Field("threadId", P.THREAD_ID), Field("extensionId", Str()), Field("title", Str()),
-                opt("placeholder", Str())], name="UiInputParams")
+                opt("placeholder", Str()), UI_TIMEOUT], name="UiInputParams")
 ELICIT_SCHEMA = Obj([Field("type", Const("object")), Field("properties", Map(AnyValue())),
                      opt("required", Arr(Str()))], open_values=AnyValue(), name="ElicitRequestedSchema",
                     description="MCP's flat object schema: each property a string (format, enum, oneOf), number, "
                                 "integer, boolean, or array of enum strings.")
-UI_ELICIT = Obj([Field("threadId", P.THREAD_ID), Field("server", Str(), description="The MCP server that asks."),
-                 Field("message", Str()), Field("requestedSchema", ELICIT_SCHEMA)], name="UiElicitParams")
+UI_ELICIT = Obj([Field("threadId", P.THREAD_ID),
+                 opt("server", Str(), description="The MCP server that asks (absent when an extension asks)."),
+                 opt("extensionId", Str(), description="v4: the extension whose ctx.ui.elicit asks (absent when an "
+                                                       "MCP server asks)."),
+                 Field("message", Str()), Field("requestedSchema", ELICIT_SCHEMA), UI_TIMEOUT],
+                name="UiElicitParams")
 UI_ELICIT_RESULT = Union(
     Obj([Field("action", Const("accept")),
          Field("content", Map(AnyValue()), description="A value per field: string, number, boolean or array of "
@@ -479,7 +526,9 @@ MODEL_SAMPLE = Obj([Field("threadId", P.THREAD_ID), Field("messages", Arr(Obj([
     Field("role", Str(enum=("user", "assistant"))), Field("content", AnyValue())], open_values=AnyValue(),
     name="SamplingMessage"))), Field("maxTokens", Int()), opt("systemPrompt", Str()),
     opt("modelPreferences", AnyValue()), opt("includeContext", Str()), opt("temperature", AnyValue()),
-    opt("stopSequences", Arr(Str())), opt("metadata", AnyValue())], open_values=AnyValue(),
+    opt("stopSequences", Arr(Str())), opt("metadata", AnyValue()),
+    opt("extensionId", Str(), description="v4: the extension whose ctx.sample asks (absent: an MCP server's "
+                                          "sampling/createMessage)")], open_values=AnyValue(),
     name="ModelSampleParams", description="MCP's CreateMessageRequest params, plus threadId.")
 MODEL_SAMPLE_RESULT = Obj([Field("role", Str(enum=("user", "assistant"))), Field("content", AnyValue()),
                            Field("model", Str()), opt("stopReason", Str())], open_values=AnyValue(),
@@ -714,6 +763,10 @@ MESSAGES: list[Message] = [
              THREAD + ("mcp_server_not_found", "mcp_unavailable", "mcp_error"),
              "v4: prompts/get of one of the thread's MCP servers."),
     _notification("chat/send", CHAT_SEND),
+    _notification("chat/draft", CHAT_DRAFT),
+    _notification("chat/compact", CHAT_COMPACT),
+    _notification("chat/model", CHAT_MODEL),
+    _notification("tools/progress", TOOLS_PROGRESS),
     _notification("thread/diagnostic", THREAD_DIAGNOSTIC),
     _notification("catalog/changed", CATALOG_CHANGED),
     _notification("ui/notify", UI_NOTIFY),

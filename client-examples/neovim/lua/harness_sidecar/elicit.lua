@@ -80,7 +80,7 @@ end
 function M.ask(ui, params, reply)
   local fields = M.fields(params.requestedSchema)
   local content, closed, close_current = vim.empty_dict(), false, nil
-  local head = string.format('%s asks — %s', tostring(params.server), one_line(params.message))
+  local head = string.format('%s asks — %s', tostring(params.server or params.extensionId), one_line(params.message))
   local function decline()
     closed = true
     reply({ action = 'decline' })

@@ -70,6 +70,21 @@ def confirmed(answer: Any, hint: str | None) -> UiAnswer:
     return UiAnswer(False, hint or ("unavailable" if answer is not None else "cancelled"))
 
 
+def filled(answer: Any, hint: str | None, properties: dict[str, Any]) -> UiAnswer:
+    """A ``ui/elicit`` answer to an extension's form: the ``content`` of an ``accept`` whose every value is a
+    string, number, boolean or list of strings for a field of the form; ``decline`` → ``declined``,
+    ``cancel`` → ``cancelled``; anything else is no answer."""
+    if type(answer) is dict and answer.get("action") == "accept" and type(answer.get("content")) is dict:
+        content = answer["content"]
+        if all(key in properties and (type(value) in (str, int, float, bool) or (
+                type(value) is list and all(type(v) is str for v in value))) for key, value in content.items()):
+            return UiAnswer(content, "answered")
+        return UiAnswer(None, "unavailable")
+    if type(answer) is dict and answer.get("action") in ("decline", "cancel"):
+        return UiAnswer(None, "declined" if answer["action"] == "decline" else "cancelled")
+    return UiAnswer(None, hint or ("unavailable" if answer is not None else "cancelled"))
+
+
 def chosen(answer: Any, hint: str | None, valid: Any) -> UiAnswer:
     """A ``ui/select``/``ui/input`` answer: ``valid(value)`` says whether the value can be taken."""
     if type(answer) is dict and "value" in answer:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.hooks.python import ALIASES, EVENTS
+from harness_sidecar.extensions.host.bus import Events, Listener
 from harness_sidecar.extensions.host.jsondata import to_json
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -89,6 +90,7 @@ class Staging:
     commands: list[CommandSpec] = field(default_factory=list)
     handlers: list[Handler] = field(default_factory=list)
     aliases: list[str] = field(default_factory=list)  # Pi's event names api.on was given, each once, in order
+    listeners: list[Listener] = field(default_factory=list)  # api.events.on (bus.py), committed with the rest
     open: bool = True
     max_tools: int | None = None  # limits.maxTools: registering more fails at once (the sidecar checks too)
 
@@ -121,8 +123,10 @@ RAW_ARGUMENTS_SCHEMA = {"type": "object", "properties": {"text": {"type": "strin
                         "additionalProperties": False}
 
 
-def make_api(extension_id: str, max_tools: int | None = None) -> tuple[Any, Staging]:
-    """The ``api`` handed to ``activate``: registration only."""
+def make_api(extension_id: str, max_tools: int | None = None,
+             listeners: dict[str, list[Listener]] | None = None) -> tuple[Any, Staging]:
+    """The ``api`` handed to ``activate``: registration, and ``events`` (the thread's bus: ``listeners``,
+    the host's committed listeners by name)."""
     staging = Staging(extension_id, max_tools=max_tools)
     ext_logger = logging.getLogger(f"harness_sidecar.extension.{extension_id}")
 
@@ -172,6 +176,8 @@ def make_api(extension_id: str, max_tools: int | None = None) -> tuple[Any, Stag
             raise TypeError("a handler must be callable")
         staging.handlers.append(Handler(extension_id, event, fn, wants_ctx(fn, 1), _timeout_ms(timeout_ms)))
 
+    events = Events(extension_id, staging.listeners, {} if listeners is None else listeners, staging.check_open,
+                    lambda fn: wants_ctx(fn, 1))
     api = types.SimpleNamespace(id=extension_id, logger=ext_logger, register_tool=register_tool,
-                                register_command=register_command, on=on)
+                                register_command=register_command, on=on, events=events)
     return api, staging

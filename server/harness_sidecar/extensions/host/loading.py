@@ -202,6 +202,7 @@ class Loading:
         self.state.roots = body.get("roots", [])
         self.state.ui = body.get("ui", {})
         self.state.conversation = body.get("conversation") is True
+        self.state.sampling = body.get("sampling") is True
         self.state.settings = body.get("settings", {})
         self.state.max_result_bytes = body.get("maxResultBytes", self.state.max_result_bytes)
         self.state.max_tools = body.get("maxTools")
@@ -217,7 +218,7 @@ class Loading:
 
     def load(self, exchange: Exchange, body: dict[str, Any]) -> None:
         ext_id = body["id"]
-        api, staging = make_api(ext_id, self.state.max_tools)
+        api, staging = make_api(ext_id, self.state.max_tools, self.state.listeners)
         _local.extension = ext_id
         timings: dict[str, float] = {}  # the load sequence's steps, for the sidecar's --log-level debug
         try:
@@ -262,6 +263,7 @@ class Loading:
         self.state.tools.clear()
         self.state.plans.clear()
         self.state.commands.clear()
+        self.state.listeners.clear()  # the same dict every extension's api.events reads
         for ext_id in ids:
             if ext_id not in self.state.loaded:  # the sidecar gives a host like that up; never serve half a policy
                 continue
@@ -272,6 +274,8 @@ class Loading:
                 self.state.tools[tool.name] = tool
             for command in staging.commands:
                 self.state.commands[command.name] = command
+            for listener in staging.listeners:
+                self.state.listeners.setdefault(listener.name, []).append(listener)
         for ext_id in set(self.state.loaded) - set(ids):
             del self.state.loaded[ext_id]
         for tool in self.state.tools.values():

@@ -1,7 +1,9 @@
 """What a handler asks beyond the user (protocol-v4 §5): ``ctx.messages(limit=None)``, the conversation,
 asked of the editor (``session/messages``, only when it declared ``capabilities.conversation``;
-otherwise it raises and nothing is sent), and ``ctx.tools`` (``list()``, ``set_active(names)``), the
-thread's tools, answered by the sidecar. Both go through the relay the ``ui/*`` questions take."""
+otherwise it raises and nothing is sent), ``ctx.sample(messages, ...)``, a completion of the editor's
+model (``model/sample``, only under ``capabilities.sampling``), ``ctx.tools`` (``list()``,
+``set_active(names)``), the thread's tools, and ``ctx.commands.list()``, answered by the sidecar. All go through the relay the
+``ui/*`` questions take."""
 
 from __future__ import annotations
 
@@ -13,6 +15,14 @@ from harness_sidecar.extensions import channel
 
 class ConversationUnavailable(RuntimeError):
     """``ctx.messages`` could not get the conversation (no capability, no answer, a malformed one)."""
+
+
+class SamplingUnavailable(RuntimeError):
+    """``ctx.sample`` got no completion (no capability, an error answer, none in time, no text in it)."""
+
+
+SAMPLE_METHOD, SAMPLE_CAPABILITY = "model/sample", "capabilities.sampling"
+SAMPLE_ROLES = ("user", "assistant")
 
 
 class _Failed:
@@ -72,6 +82,54 @@ def messages(ui: Any, limit: int | None = None) -> Any:
     return _ask(ui, METHOD, params, parse, ConversationUnavailable(f"{METHOD} was refused"))
 
 
+def sample(ui: Any, messages: Any, system_prompt: str | None = None, max_tokens: int = 1024) -> Any:
+    """The editor's model's answer (its text) to ``messages`` — a str (one user message) or a list of
+    ``{role: "user" | "assistant", text}`` — asked with ``model/sample``; awaitable in an async handler."""
+    if type(messages) is str:
+        messages = [{"role": "user", "text": messages}]
+    if type(messages) is not list or not messages or not all(
+            type(m) is dict and m.get("role") in SAMPLE_ROLES and type(m.get("text")) is str for m in messages):
+        raise ValueError("messages is a str or a non-empty list of {'role': 'user' | 'assistant', 'text': str}")
+    if system_prompt is not None and type(system_prompt) is not str:
+        raise TypeError("system_prompt must be a str")
+    if type(max_tokens) is not int or max_tokens <= 0:
+        raise ValueError("max_tokens must be a positive int")
+    state = ui._users.state
+    if not state.sampling:
+        raise SamplingUnavailable(
+            f"ctx.sample needs the editor's {SAMPLE_CAPABILITY}: it did not declare it at initialize, so nothing "
+            f"was asked")
+    params: dict[str, Any] = {"threadId": state.thread_id, "maxTokens": max_tokens, "messages": [
+        {"role": m["role"], "content": {"type": "text", "text": state.bounded(m["text"])}} for m in messages]}
+    if system_prompt is not None:
+        params["systemPrompt"] = state.bounded(system_prompt)
+
+    def parse(answer: Any, hint: Any) -> Any:
+        if answer is None:
+            return _Failed(SamplingUnavailable(f"the editor did not answer {SAMPLE_METHOD} ({hint or 'no answer'})"))
+        content = answer.get("content")
+        blocks = content if type(content) is list else [content]
+        texts = [b["text"] for b in blocks if type(b) is dict and b.get("type") == "text" and type(b.get("text")) is str]
+        if not texts:
+            return _Failed(SamplingUnavailable(f"the editor's {SAMPLE_METHOD} answer has no text content"))
+        return "\n".join(texts)
+
+    return _ask(ui, SAMPLE_METHOD, params, parse, SamplingUnavailable(f"{SAMPLE_METHOD} was refused"))
+
+
+class Commands:
+    """``ctx.commands`` (Pi's ``pi.getCommands()``): ``list()`` → ``[{name, description, source, extensionId? |
+    path?}]``, the thread's extension commands, templates and skills, answered by the sidecar."""
+
+    __slots__ = ("_ui",)
+
+    def __init__(self, ui: Any) -> None:
+        self._ui = ui
+
+    def list(self) -> Any:
+        return _ask_sidecar(self._ui, channel.COMMANDS_LIST, {}, "commands", "ctx.commands")
+
+
 class Tools:
     """``ctx.tools``: the thread's tools (``list()``: ``[{name, description, origin, active}]``) and which
     of them the model may use (``set_active(names)``: builtins stay active; returns the active names)."""
@@ -90,12 +148,16 @@ class Tools:
         return self._sidecar(channel.TOOLS_SET_ACTIVE, {"names": list(names)}, "active")
 
     def _sidecar(self, method: str, params: dict[str, Any], key: str) -> Any:
-        def parse(answer: Any, hint: Any) -> Any:
-            if answer is None:
-                return _Failed(RuntimeError(f"the sidecar did not answer ctx.tools ({hint or 'no answer'})"))
-            if type(answer.get("error")) is str:
-                return _Failed(ValueError(answer["error"]))
-            return answer[key]
+        return _ask_sidecar(self._ui, method, params, key, "ctx.tools")
 
-        return _ask(self._ui, method, {"threadId": self._ui._users.state.thread_id, **params}, parse,
-                    RuntimeError("ctx.tools was refused"))
+
+def _ask_sidecar(ui: Any, method: str, params: dict[str, Any], key: str, what: str) -> Any:
+    """A question the sidecar answers itself (``ctx.tools``, ``ctx.commands``): ``answer[key]``, or its error."""
+    def parse(answer: Any, hint: Any) -> Any:
+        if answer is None:
+            return _Failed(RuntimeError(f"the sidecar did not answer {what} ({hint or 'no answer'})"))
+        if type(answer.get("error")) is str:
+            return _Failed(ValueError(answer["error"]))
+        return answer[key]
+
+    return _ask(ui, method, {"threadId": ui._users.state.thread_id, **params}, parse, RuntimeError(f"{what} was refused"))

@@ -26,6 +26,7 @@ class HostState:
         self.roots: list[str] = []
         self.ui: dict[str, bool] = {}  # the editor's ui capabilities, as the sidecar passed them on
         self.conversation = False  # the editor declared capabilities.conversation (ctx.messages may ask)
+        self.sampling = False  # the editor declared capabilities.sampling (ctx.sample may ask model/sample)
         self.settings: dict[str, dict[str, Any]] = {}
         # extension id → its ctx.state as compact JSON text: bytes as init's stateLines brought it, str once set
         self.states: dict[str, bytes | str] = {}
@@ -37,6 +38,7 @@ class HostState:
         self.tools: dict[str, Any] = {}  # name → api.ToolSpec
         self.plans: dict[str, list[tuple[str, Any]]] = {}  # tool name → its call plan (``calls.call_plan``)
         self.commands: dict[str, Any] = {}  # name → api.CommandSpec
+        self.listeners: dict[str, list[Any]] = {}  # api.events: event name → bus.Listener, load order
         self.schemas: dict[str, Any] = {}  # tool name → inputSchema (to check rewritten arguments)
         self.compiled: dict[str, Any] = {}  # tool name → its compiled inputSchema, made when first needed
         self.exchanges: dict[int, Any] = {}  # id → exchanges.Exchange

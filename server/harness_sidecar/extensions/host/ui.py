@@ -10,10 +10,10 @@ import time
 from typing import Any, Callable, Protocol
 
 from harness_sidecar.extensions import channel
-from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed
+from harness_sidecar.extensions.host.answers import UiAnswer, chosen, confirmed, filled
 from harness_sidecar.extensions.host.exchanges import Exchange
 from harness_sidecar.extensions.host.jsondata import to_json
-from harness_sidecar.extensions.host.session import Tools, messages
+from harness_sidecar.extensions.host.session import Commands, Tools, messages, sample
 from harness_sidecar.extensions.host.state import HostState
 
 class RunsUserCode(Protocol):
@@ -50,19 +50,20 @@ class Ui:
         self._call = call
         self._done = False
         self._hook = hook  # the event (or "command", "tool") whose handler this ctx is for
-        self.available = any(v for k, v in users.state.ui.items() if k != "sendMessage")
+        self.available = any(v for k, v in users.state.ui.items() if k not in _NOT_QUESTIONS)
         # How the last question this ctx asked ended (``answers.OUTCOMES``); None before the first. The
         # answers themselves are the v2 values: a bool, a str, or None when no answer came (v4 §2).
         self.last_outcome: str | None = None
 
-    def confirm(self, title: str, message: str) -> Any:
+    def confirm(self, title: str, message: str, timeout_ms: int | None = None) -> Any:
         _strings(title=title, message=message)
         params: dict[str, Any] = {"title": title, "message": message}
         if self._call is not None:
             params.update(callId=self._call["id"], tool=self._call["name"], arguments=self._call["arguments"])
+        _timeout(params, timeout_ms)
         return self._ask("confirm", params, confirmed, UiAnswer(False, "unavailable"))
 
-    def select(self, title: str, options: list[Any]) -> Any:
+    def select(self, title: str, options: list[Any], timeout_ms: int | None = None) -> Any:
         _strings(title=title)
         items = []
         for option in options:
@@ -76,17 +77,34 @@ class Ui:
             else:
                 raise TypeError("an option is a string or {'value': str, 'label': str, 'description'?: str}")
         values = {i["value"] for i in items}
-        return self._ask("select", {"title": title, "options": items},
+        params = {"title": title, "options": items}
+        _timeout(params, timeout_ms)
+        return self._ask("select", params,
                          lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str and v in values),
                          UiAnswer(None, "unavailable"))
 
-    def input(self, title: str, placeholder: str | None = None) -> Any:
+    def input(self, title: str, placeholder: str | None = None, timeout_ms: int | None = None) -> Any:
         _strings(title=title)
         params: dict[str, Any] = {"title": title}
         if placeholder is not None:
             _strings(placeholder=placeholder)
             params["placeholder"] = placeholder
+        _timeout(params, timeout_ms)
         return self._ask("input", params, lambda answer, hint: chosen(answer, hint, lambda v: type(v) is str),
+                         UiAnswer(None, "unavailable"))
+
+    def elicit(self, message: str, requested_schema: dict[str, Any], timeout_ms: int | None = None) -> Any:
+        """A form of several fields at once (``ui/elicit``, MCP's flat form; Pi's questionnaires): the
+        filled ``{field: value}``, or ``None`` (declined, cancelled, no ``capabilities.ui.elicit``)."""
+        _strings(message=message)
+        if type(requested_schema) is not dict or requested_schema.get("type") != "object" or \
+                type(requested_schema.get("properties")) is not dict or not requested_schema["properties"]:
+            raise ValueError("requested_schema must be {'type': 'object', 'properties': {...}} with a field")
+        schema = to_json(requested_schema, "requested_schema")
+        params: dict[str, Any] = {"message": message, "requestedSchema": schema}
+        _timeout(params, timeout_ms)
+        properties = schema["properties"]  # type: ignore[index]
+        return self._ask("elicit", params, lambda answer, hint: filled(answer, hint, properties),
                          UiAnswer(None, "unavailable"))
 
     def notify(self, message: str, level: str = "info") -> Any:
@@ -116,11 +134,59 @@ class Ui:
         or the handler has ended.
         """
         _strings(text=text)
+        return self._send("send_message", "sendMessage", "chat/send", {"text": self._users.state.bounded(text)})
+
+    def set_editor_text(self, text: str, new_thread: bool = False) -> Any:
+        """Ask the editor to put ``text`` in its input box for the user to edit and send (``chat/draft``;
+        Pi's ``setEditorText``); ``new_thread=True``: in a new conversation (Pi's ``newSession`` first).
+
+        True when it was sent; False without the editor's ``capabilities.ui.draft`` or after the handler.
+        """
+        _strings(text=text)
+        if type(new_thread) is not bool:
+            raise TypeError("new_thread must be True or False")
+        return self._send("set_editor_text", "draft", "chat/draft",
+                          {"text": self._users.state.bounded(text), "newThread": new_thread})
+
+    def compact(self, instructions: str | None = None) -> Any:
+        """Ask the editor to compact the conversation now (``chat/compact``; Pi's ``ctx.compact``), with
+        ``instructions`` for its summary. True when sent; False without ``capabilities.ui.compact``."""
+        params: dict[str, Any] = {}
+        if instructions is not None:
+            _strings(instructions=instructions)
+            params["instructions"] = self._users.state.bounded(instructions)
+        return self._send("compact", "compact", "chat/compact", params)
+
+    def progress(self, text: str) -> Any:
+        """From a tool's ``execute``: tell the editor how the call is going (``tools/progress``; Pi's
+        ``onUpdate``), labelled by the sidecar with the call. True when sent; False outside a tool's
+        execute or without ``capabilities.ui.progress``."""
+        _strings(text=text)
+        if self._call is None or self._hook:  # a tool's execute has a call and no hook
+            return _Ready(False) if self._users.running.on_loop() else False
+        return self._send("progress", "progress", "tools/progress", {"text": self._users.state.bounded(text)})
+
+    def set_model(self, model: str | None = None, thinking_level: str | None = None) -> Any:
+        """Ask the editor to switch the model (its own name for it, e.g. ``provider/id``) and/or the
+        thinking level (``chat/model``; Pi's ``setModel``, ``setThinkingLevel``). True when sent; False
+        without ``capabilities.ui.model``. The editor reports the switch with ``model_select``."""
+        if model is None and thinking_level is None:
+            raise ValueError("set_model needs a model or a thinking_level")
+        params: dict[str, Any] = {}
+        if model is not None:
+            _strings(model=model)
+            params["model"] = model
+        if thinking_level is not None:
+            _strings(thinking_level=thinking_level)
+            params["thinkingLevel"] = thinking_level
+        return self._send("set_model", "model", "chat/model", params)
+
+    def _send(self, what: str, capability: str, method: str, params: dict[str, Any]) -> Any:
+        """A request to the editor that it carries out as it decides: sent only under its capability."""
         sent = False
-        if not self._ended("send_message") and self._users.state.ui.get("sendMessage"):
-            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": "chat/send", "step": self._step, "params": {
-                "threadId": self._users.state.thread_id, "extensionId": self._extension_id,
-                "text": self._users.state.bounded(text)}})
+        if not self._ended(what) and self._users.state.ui.get(capability):
+            self._users.out.send(channel.NOTIFY, self._exchange_id(), {"method": method, "step": self._step, "params": {
+                "threadId": self._users.state.thread_id, "extensionId": self._extension_id, **params}})
             sent = True
         return _Ready(sent) if self._users.running.on_loop() else sent
 
@@ -159,6 +225,20 @@ class Ui:
             return _Plain(self, answer)
         self.last_outcome = answer.outcome
         return answer.value
+
+
+# capabilities.ui keys that are not questions (ctx.ui.available says nothing of them)
+_NOT_QUESTIONS = ("sendMessage", "draft", "compact", "model", "progress")
+
+
+def _timeout(params: dict[str, Any], timeout_ms: Any) -> None:
+    """A question's own time (Pi's ``{timeout}``): ``timeoutMs``, which the sidecar keeps (at most
+    ``limits.uiTimeoutMs``); when it passes, the question ends unanswered (``last_outcome`` ``timeout``)."""
+    if timeout_ms is None:
+        return
+    if type(timeout_ms) is not int or timeout_ms <= 0:
+        raise ValueError(f"timeout_ms must be a positive int (milliseconds), not {timeout_ms!r}")
+    params["timeoutMs"] = timeout_ms
 
 
 def _strings(**values: Any) -> None:
@@ -218,7 +298,7 @@ class _Pending:
 class Context:
     """``ctx``: where the handler runs and how to reach the user."""
 
-    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state", "tools")
+    __slots__ = ("thread_id", "cwd", "roots", "settings", "ui", "state", "tools", "commands")
 
     def __init__(self, state: HostState, extension_id: str, ui: Ui, extension_state: Any = None) -> None:
         self.thread_id = state.thread_id
@@ -229,10 +309,15 @@ class Context:
         self.ui = ui
         self.state = extension_state  # session_state.ExtensionState: ctx.state
         self.tools = Tools(ui)  # v4 §5: ctx.tools.list(), ctx.tools.set_active(names)
+        self.commands = Commands(ui)  # ctx.commands.list(): Pi's getCommands
 
     def messages(self, limit: int | None = None) -> Any:
         """The conversation (``capabilities.conversation``): ``extensions.host.session``."""
         return messages(self.ui, limit)
+
+    def sample(self, messages: Any, system_prompt: str | None = None, max_tokens: int = 1024) -> Any:
+        """The editor's model's completion (``capabilities.sampling``): ``extensions.host.session``."""
+        return sample(self.ui, messages, system_prompt, max_tokens)
 
 
 class UserRequests:

@@ -22,11 +22,13 @@ from harness_sidecar.extensions.sidecar.steps import Exchanges, Pending
 logger = logging.getLogger("harness_sidecar.extensions.sidecar.supervisor")
 
 # What a host may relay to the editor (labelled by the sidecar), and the diagnostics its own code reports.
-RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "thread/diagnostic"))
+RELAYED = frozenset(("ui/notify", "ui/status", "chat/send", "chat/draft", "chat/compact", "chat/model",
+                      "tools/progress", "thread/diagnostic"))
 HOST_DIAGNOSTICS = frozenset(("handler_return_ignored", "ui_after_handler"))
 # What a host may ask the editor, from inside a handler (v4: the conversation, ctx.messages).
-ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "session/messages",
-                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE))  # the last two: the sidecar answers (ctx.tools)
+ASKED = frozenset(("ui/confirm", "ui/select", "ui/input", "ui/elicit", "session/messages", "model/sample",
+                   channel.TOOLS_LIST, channel.TOOLS_SET_ACTIVE,  # the sidecar answers these (ctx.tools,
+                   channel.COMMANDS_LIST))                        # ctx.commands)
 Ask = Callable[[str, dict[str, Any], float], Any]  # (method, params, timeout_s) → awaitable answer
 
 
@@ -73,6 +75,13 @@ class HostRelay:
                            method)
             return
         params = {**params, "threadId": self.thread_id, "extensionId": author.extension_id}
+        if method == "tools/progress":  # a tool's own execute only, labelled with the call the sidecar sent
+            call_id = self.exchanges.pending[ident].call_id
+            if author.kind != "core" or call_id is None or type(params.get("text")) is not str:
+                logger.warning("%s: a tools/progress outside a tool's execute; dropped", self.thread_id)
+                return
+            params = {"threadId": self.thread_id, "extensionId": author.extension_id, "callId": call_id,
+                      "text": params["text"]}
         if method == "thread/diagnostic":  # the event of the handler it is about: its step's
             params.pop("hook", None)
             if author.kind not in ("core", "load"):
@@ -98,6 +107,14 @@ class HostRelay:
             limit = body["params"].get("limit")
             body["params"] = {"threadId": self.thread_id, **({"limit": limit} if type(limit) is int and limit >= 0
                                                                 else {})}
+        if body["method"] == "ui/elicit":  # an extension's form: never in an MCP server's name
+            params = body["params"]
+            body["params"] = {k: params[k] for k in ("threadId", "extensionId", "message", "requestedSchema",
+                                                      "timeoutMs") if k in params}
+        if body["method"] == "model/sample":  # MCP's CreateMessageRequest params: only those ctx.sample makes
+            params = body["params"]
+            body["params"] = {k: params[k] for k in ("threadId", "extensionId", "messages", "maxTokens",
+                                                      "systemPrompt") if k in params}
         if pending is not None:
             if pending.step == step:
                 if not pending.paused:
@@ -112,8 +129,14 @@ class HostRelay:
                           step: Any) -> None:
         answer = None
         outcome = None  # why no answer came, for ctx.ui's outcome: timeout | cancelled | unavailable
+        timeout_s = self.ui_timeout_s
+        own = params.get("timeoutMs")  # a question's own time (ctx.ui.*(timeout_ms=)), never past uiTimeoutMs
+        if type(own) is int and own > 0:
+            timeout_s = min(timeout_s, own / 1000)
+            if own / 1000 > self.ui_timeout_s:
+                params = {**params, "timeoutMs": int(self.ui_timeout_s * 1000)}
         try:
-            answer = await self.ask(method, params, self.ui_timeout_s)
+            answer = await self.ask(method, params, timeout_s)
         except asyncio.CancelledError:
             answer, outcome = None, "cancelled"
         except Exception as exc:  # noqa: BLE001 - no capability, an error answer, a timeout, EOF: no

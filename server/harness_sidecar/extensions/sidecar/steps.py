@@ -113,7 +113,7 @@ class Pending:
     """An exchange in flight: the step the host last announced and its deadline (by the sidecar's clock)."""
 
     __slots__ = ("ident", "tag", "plan", "first", "future", "step", "deadline", "shift", "paused", "paused_at",
-                 "carry", "faults", "ui", "_core", "closing", "started")
+                 "carry", "faults", "ui", "_core", "closing", "started", "call_id")
 
     def __init__(self, ident: int, tag: str, plan: list[StepPlan], first: int, future: "asyncio.Future | Rest",
                  deadline: float) -> None:
@@ -133,6 +133,7 @@ class Pending:
         self._core: int | None = -1  # a call's core index in the plan (-1: not looked up yet)
         self.closing = False  # thread/close asked the host to drop this call unless its core began
         self.started = False  # the host announced the first step (until then the deadline runs from the send)
+        self.call_id: Any = None  # a call's id, as the sidecar sent it (what tools/progress is labelled with)
 
     @property
     def core(self) -> int | None:
@@ -195,6 +196,8 @@ class Exchanges:
         body["deadline"] = deadline
         pending = Pending(ident, tag, plan, first, self.loop.create_future(), deadline)
         pending.carry = body.get("result")
+        if tag == channel.CALL and type(body.get("call")) is dict:
+            pending.call_id = body["call"].get("id")
         self.pending[ident] = pending
         process.send(tag, ident, body)
         if self._board_timer is None and process.board is not None:
