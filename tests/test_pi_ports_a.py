@@ -24,12 +24,12 @@ class Editor:
     """An editor with Pi's tools as dynamic tools: it runs them (``ran``), answers ``ui/select`` and
     ``ui/input`` from ``answers`` in turn (``{"value": null}`` once they run out: the user dismissed it)."""
 
-    def __init__(self, spawn, answers=()):
+    def __init__(self, spawn, answers=(), ui=UI):
         self.answers = list(answers)
         self.asked: list[dict] = []
         self.ran: list[dict] = []
         self.sidecar = spawn(on_request=self.on_request, initialize=False)
-        self.sidecar.call("initialize", {"protocolVersion": "4", "capabilities": {"ui": UI}})
+        self.sidecar.call("initialize", {"protocolVersion": "4", "capabilities": {"ui": ui}})
 
     def on_request(self, message):
         method, params = message["method"], message["params"]
@@ -310,12 +310,15 @@ def test_preset_chooses_the_tools_and_the_instructions_and_none_restores(spawn, 
     """Pi's ``/preset plan`` sets the preset's tools (warning about unknown ones), appends its instructions
     to the system prompt and shows ``preset:plan``; ``/preset`` alone offers the presets with their
     descriptions and ``(none)``, which restores the defaults. Here the same from the ``presets`` setting;
-    the model named in a preset is the editor's to choose (``details.preset``)."""
-    editor = Editor(spawn, answers=["(none)"])
+    Pi switches to the preset's model; here the editor is asked to (``chat/model``), and one that does not take
+    switches is warned about, as Pi warns when the model is not found."""
+    editor = Editor(spawn, answers=["(none)"], ui={**UI, "model": True})
     editor.open(["preset"], tmp_path, extensionSettings={"preset": {"presets": PRESETS}})
     applied = editor.command("/preset plan")
     assert text(applied) == 'Preset "plan" activated' and applied["details"]["preset"]["model"] == "gpt-5.2-codex"
     assert editor.notices() == ['Preset "plan": Unknown tools: grep', 'Preset "plan" activated']
+    assert [n["params"] for n in editor.sidecar.notifications if n["method"] == "chat/model"] == [
+        {"threadId": editor.thread, "extensionId": "preset", "model": "openai-codex/gpt-5.2-codex"}]
     assert editor.tools() == ["load_skill", "read", "bash"] and editor.status("preset") == "preset:plan"
     assert "# Extension: preset\n\nYou are in PLANNING MODE." in editor.prompt()
 
@@ -327,6 +330,12 @@ def test_preset_chooses_the_tools_and_the_instructions_and_none_restores(spawn, 
         ("(none)", "Clear active preset, restore defaults")]
     assert editor.tools() == ["load_skill", *PI_TOOLS] and editor.status("preset") is None
     assert "PLANNING MODE" not in editor.prompt()
+
+    plain = Editor(spawn)  # an editor that does not switch models: told, the rest applied
+    plain.open(["preset"], tmp_path, extensionSettings={"preset": {"presets": PRESETS}})
+    assert text(plain.command("/preset plan")) == 'Preset "plan" activated'
+    assert plain.notices()[0] == 'Preset "plan": the editor does not switch models (openai-codex/gpt-5.2-codex)'
+    assert not [n for n in plain.sidecar.notifications if n["method"] == "chat/model"]
 
     unknown = editor.command("/preset review")
     assert unknown["isError"] and text(unknown) == 'Unknown preset "review". Available: plan, implement'

@@ -27,13 +27,16 @@ class Editor:
     ``ui/select`` from ``confirm``/``select`` in turn (silent once they run out) and ``session/messages``
     from ``conversation``."""
 
-    def __init__(self, spawn, ui=UI, conversation=None, confirm=(), select=()):
+    def __init__(self, spawn, ui=UI, conversation=None, confirm=(), select=(), sample=None):
         self.asked: list[dict] = []
         self.confirm, self.select, self.conversation = list(confirm), list(select), conversation
+        self.sample = sample  # answers model/sample (the editor's model) from the request's params
         self.sidecar = spawn(on_request=self.on_request, initialize=False)
         capabilities = {"ui": ui} if ui else {}
         if conversation is not None:
             capabilities["conversation"] = True
+        if sample is not None:
+            capabilities["sampling"] = True
         self.sidecar.call("initialize", {"protocolVersion": "4", "capabilities": capabilities})
 
     def on_request(self, message):
@@ -41,6 +44,9 @@ class Editor:
         method = message["method"]
         if method == "session/messages":
             return {"result": {"messages": list(self.conversation)}}
+        if method == "model/sample" and self.sample is not None:
+            return {"result": {"role": "assistant", "model": "editor-model",
+                               "content": {"type": "text", "text": self.sample(message["params"])}}}
         if method == "ui/confirm" and self.confirm:
             return {"result": {"confirmed": self.confirm.pop(0)}}
         if method == "ui/select" and self.select:
@@ -382,6 +388,24 @@ def test_summarize_model_hands_pis_prompt_to_the_editors_model(spawn, tmp_path):
     assert result["details"]["summarizedBy"] == "summarize"
     assert result["content"][0]["text"].startswith("# Conversation Summary")
     assert not [n for n in plain.sidecar.notifications if n["method"] == "chat/send"]
+
+
+def test_summarize_has_the_editors_model_write_the_summary_from_pis_prompt(spawn, tmp_path):
+    """Pi hands its summary prompt, the conversation in it, to a model and shows the model's summary. Here the
+    editor's model is asked (``model/sample`` under ``capabilities.sampling``) with that very prompt, and its
+    answer is the command's result; nothing goes to the chat."""
+    editor = Editor(spawn, conversation=CONVERSATION,
+                    sample=lambda params: "# Summary\n- tabs: " + str("tabs" in params["messages"][0]["content"]["text"]))
+    editor.open("summarize", tmp_path)
+    result = run(editor, "summarize", "")
+    assert result["content"][0]["text"] == "# Summary\n- tabs: True" and not result["isError"]
+    assert result["details"]["summarizedBy"] == "editor-model"
+    (asked,) = editor.questions("model/sample")
+    assert asked["extensionId"] == "summarize" and asked["maxTokens"] == 2048
+    prompt = asked["messages"][0]["content"]["text"]
+    assert prompt.startswith("Summarize this conversation so I can resume it later.\n") and \
+        "User: Make the tokenizer handle tabs" in prompt and prompt.endswith("</conversation>")
+    assert not [n for n in editor.sidecar.notifications if n["method"] == "chat/send"]
 
 
 def test_summarize_warns_when_there_is_no_conversation_text(spawn, tmp_path):

@@ -7,9 +7,10 @@ Shows: settings as configuration (``presets``), ``ctx.tools.set_active``, a ``co
 ``thread_start`` (Pi's ``session_start``).
 
 Ported from Pi's ``examples/extensions/preset.ts`` (MIT, © Mario Zechner,
-https://github.com/badlogic/pi-mono). Class: **partly** — a preset's ``provider``/``model`` and
-``thinkingLevel`` are the editor's to choose (no sidecar API chooses the model): they are shown in
-the preset's description and in the answer's ``details.preset``, not applied. Otherwise:
+https://github.com/badlogic/pi-mono). Class: **nearly** — a preset's ``provider``/``model`` and
+``thinkingLevel`` go to the editor with ``ctx.ui.set_model`` (``chat/model``, under
+``capabilities.ui.model``), which switches as it decides (Pi switches itself, and warns when the model
+is not found: here an editor that does not take switches gets the warning). Otherwise:
 
 - Pi merges ``~/.pi/agent/presets.json`` and ``<cwd>/.pi/presets.json``; here the presets are the
   ``presets`` setting (``thread/start.extensionSettings.preset.presets``), the editor's to merge.
@@ -72,6 +73,11 @@ def apply(name, ctx):
     state = current(ctx)
     if state["before"] is None:
         state["before"] = [t["name"] for t in ctx.tools.list() if t["active"] and t["origin"] != "builtin"]
+    model = f"{preset['provider']}/{preset['model']}" if preset.get("provider") and preset.get("model") else None
+    level = preset.get("thinkingLevel") if isinstance(preset.get("thinkingLevel"), str) else None
+    if (model or level) and not ctx.ui.set_model(model, level):
+        ctx.ui.notify(f'Preset "{name}": the editor does not switch models ({model or "thinking:" + level})',
+                      "warning")
     apply_tools(name, preset, ctx)
     state["name"] = name
     ctx.state.set(state)

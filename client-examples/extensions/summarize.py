@@ -1,24 +1,24 @@
 """summarize: ``/summarize`` sums up the conversation so far, so the user can resume it later.
 
 Shows: a command that reads the conversation (``ctx.messages()``, asked of the editor with
-``session/messages`` under ``capabilities.conversation``), tells the user with ``ctx.ui.notify`` when
-there is nothing to sum up or the editor does not share the conversation, and (``/summarize model``)
-hands a prompt to the editor's model with ``ctx.ui.send_message``.
+``session/messages`` under ``capabilities.conversation``), has the editor's model write the summary
+(``ctx.sample``, ``model/sample`` under ``capabilities.sampling``), and tells the user with
+``ctx.ui.notify`` when there is nothing to sum up or the editor does not share the conversation.
 Ported from Pi's ``examples/extensions/summarize.ts`` (github:badlogic/pi-mono, packages/coding-agent;
-MIT licence, © Mario Zechner). Class: **partly** — the command, the conversation it reads (user and
-assistant text, one line per tool call, as Pi's ``buildConversationText``), the "No conversation text
-found" warning and a summary under headings port; the model-written summary does not.
+MIT licence, © Mario Zechner). Class: **nearly** — the command, the conversation it reads (user and
+assistant text, one line per tool call, as Pi's ``buildConversationText``), Pi's summary prompt word
+for word, the model's summary and the "No conversation text found" warning port; which model writes
+it and how the answer is shown are the editor's.
 What changed and why:
-- Pi asks a model of its own (``complete(getModel("openai", "gpt-5.2"))``) and shows the answer in a
-  custom TUI panel. An extension here cannot reach a model: ``model/sample`` is offered to MCP servers
-  only, and choosing a model is the editor's (protocol.md's Pi → sidecar table). So ``/summarize``
-  sums up deterministically — Goals (what the user asked), Progress (what the assistant said and the
-  tools it called), Open questions (the last assistant message's questions), Next steps (a user
-  message not answered yet) — and returns it as the command's result, which the editor shows.
-- ``/summarize model`` sends Pi's own summary prompt, the conversation in it, as a user message
-  (``chat/send``): the editor's model then writes the summary in the chat — when and whether is the
-  editor's. Without the editor's ``ui.sendMessage`` it falls back to the deterministic summary.
-- Pi's panel is the editor's (a command's text result); Pi's "No API key" warnings have no match.
+- Pi asks a model it names (``complete(getModel("openai", "gpt-5.2"))``) and shows the answer in a
+  custom TUI panel. Here ``ctx.sample`` asks the editor's model (the editor chooses it, and may ask
+  the user first); the summary is the command's result, which the editor shows.
+- An editor without ``capabilities.sampling``: ``/summarize model`` sends the prompt as a user message
+  (``chat/send``, under ``ui.sendMessage``) so the model answers in the chat; otherwise, and for a plain
+  ``/summarize`` there, the port sums up deterministically — Goals (what the user asked), Progress
+  (what the assistant said and the tools it called), Open questions (the last assistant message's
+  questions), Next steps (a user message not answered yet).
+- Pi's "No API key" warnings have no match (the editor owns the model's keys).
 
 Settings: none.
 """
@@ -89,6 +89,12 @@ async def summarize(arguments, ctx):
     if not text.strip():
         ctx.ui.notify("No conversation text found", "warning")
         return {"content": "No conversation text found", "details": {"messages": len(messages)}}
+    try:
+        written = await ctx.sample(summary_prompt(text), max_tokens=2048)
+    except RuntimeError:  # SamplingUnavailable: no capabilities.sampling, refused, or no answer
+        written = None
+    if written:
+        return {"content": written, "details": {"messages": len(messages), "summarizedBy": "editor-model"}}
     if arguments["text"].strip() == "model" and await ctx.ui.send_message(summary_prompt(text)):
         ctx.ui.notify("Preparing summary...", "info")
         return {"content": "Asked the model for a summary (it answers in the chat).",
@@ -97,5 +103,6 @@ async def summarize(arguments, ctx):
 
 
 def activate(api):
-    api.register_command("summarize", "Summarize the current conversation (\"model\": ask the editor's model).",
+    api.register_command("summarize", "Summarize the current conversation with the editor's model (\"model\": in the "
+                         "chat when the editor offers no sampling).",
                          summarize, raw_arguments=True)
