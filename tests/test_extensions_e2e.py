@@ -569,7 +569,8 @@ def activate(api):
     sidecar = spawn()
     result = start(sidecar, workspace, ["curious"])
     assert status_of(result, "curious")["status"] == "loaded"
-    assert ["api", ["id", "logger", "on", "register_command", "register_tool"], "curious", "Logger"] in workspace.events()
+    assert ["api", ["events", "id", "logger", "on", "register_command", "register_tool"], "curious",
+            "Logger"] in workspace.events()  # v4: `events`, Pi's pi.events (a bus between a thread's extensions)
     assert not sidecar.proc.poll()
     sidecar.close()
     assert any(b"hello from the extension logger" in line for line in sidecar.stderr_lines)
