@@ -9,6 +9,7 @@ module the process imports, whoever imports it and whenever.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from harness_sidecar.console.client import child_env
@@ -60,3 +61,39 @@ def test_a_thread_with_an_extension_still_loads_its_host(spawn, tmp_path: Path) 
     started, modules = imported_by_a_session(spawn, {"roots": [str(tmp_path)], "trustedExtensions": ["hello"]})
     assert "hello" in [t["name"] for t in started["tools"]]
     assert "harness_sidecar.extensions.sidecar.supervisor" in modules
+
+
+# What the first answer does without, imported once the editor is idle (``Sidecar.warm``), so that the
+# first call needing one does not pay for it either.
+WARMED_AFTER_THE_FIRST_ANSWER = (
+    "harness_sidecar.resources.search",  # find_skills' and tool_search's ranking (the schema is on the path)
+)
+WARM_MARKER = "harness_sidecar.threads.resources"  # made only by the warm-up (or skills/activate …)
+
+
+def import_order(lines: list[bytes]) -> list[str]:
+    order = []
+    for line in lines:
+        found = re.match(rb"import time:\s+-?\d+ \|\s+\d+ \| *(\S+)", line)
+        if found:
+            order.append(found[1].decode())
+    return order
+
+
+def test_the_first_answer_leaves_to_the_warm_up_what_it_does_not_need(spawn, tmp_path: Path) -> None:
+    add_skill(tmp_path, "review", "Use when reviewing.")
+    sidecar = spawn(env=child_env({"PYTHONPROFILEIMPORTTIME": "1", "HARNESS_SIDECAR_EARLY_SCAN": "off"}))
+    started = sidecar.call("thread/start", {"roots": [str(tmp_path)]})
+    assert [t["name"] for t in started["tools"]][:1] == ["load_skill"]
+    deadline = time.monotonic() + 30
+    while WARM_MARKER not in import_order(list(sidecar.stderr_lines)):  # the idle warm-up ran
+        assert time.monotonic() < deadline, "the sidecar never warmed up while idle"
+        time.sleep(0.05)
+    sidecar.call("thread/close", {"threadId": started["threadId"]})
+    assert sidecar.close() == 0
+    assert sidecar._stderr_done.wait(20), "the sidecar's stderr did not end"
+    order = import_order(sidecar.stderr_lines)
+    for module in WARMED_AFTER_THE_FIRST_ANSWER:
+        assert module in order, f"{module} was not warmed up"
+        assert order.index(module) > order.index(WARM_MARKER), f"{module} was imported before the first answer"
+

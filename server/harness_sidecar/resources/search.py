@@ -18,20 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness_sidecar.base.errors import DomainError
+from harness_sidecar.resources.find_skills import check_arguments
 
 MAX_RESULTS = 20
-MAX_QUERY_CHARS = 200
-FIND_SKILLS_DESCRIPTION = ("Search the skills that are not all listed in the system prompt by words: returns the skills "
-                           "whose name, description or folder has the query's words (a skill's exact name first), "
-                           "best first. Load one with load_skill.")
-FIND_SKILLS_SCHEMA = {
-    "type": "object",
-    "properties": {"query": {"type": "string", "description": "What the skill is for, in words, or a skill's name."}},
-    "required": ["query"],
-    "additionalProperties": False,
-}
-
 NAME_WEIGHT = 3.0
 DESCRIPTION_WEIGHT = 1.0
 FOLDER_WEIGHT = 0.5
@@ -192,18 +181,6 @@ def rank(entries: Iterable[tuple[str, str]], query: str) -> list[tuple[str, str]
     """The ``(name, description)`` entries that match ``query``, best first (entries in roots order)."""
     entries = list(entries)
     return [(d.name, d.description) for d in Index.build(SkillDoc(n, t) for n, t in entries).rank(query)]
-
-
-def check_arguments(arguments: dict[str, Any]) -> str:
-    """The query of a ``find_skills`` call; ``invalid_arguments`` for anything else."""
-    extra = sorted(set(arguments) - {"query"})
-    query = arguments.get("query")
-    if extra or not isinstance(query, str):
-        why = f"unexpected field(s) {', '.join(extra)}" if extra else "'query' must be a string"
-        raise DomainError("invalid_arguments", f"find_skills takes exactly {{query}}: {why}")
-    if not query.strip() or len(query) > MAX_QUERY_CHARS:
-        raise DomainError("invalid_arguments", f"the query must have 1 to {MAX_QUERY_CHARS} characters")
-    return query
 
 
 def find_skills(index: Index | Iterable[tuple[str, str]], arguments: dict[str, Any],

@@ -17,7 +17,7 @@ from harness_sidecar.base import inputschema
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.results import ToolCall, ToolResult
 from harness_sidecar.extensions import channel
-from harness_sidecar.resources.search import MAX_QUERY_CHARS, rank
+from harness_sidecar.resources.find_skills import MAX_QUERY_CHARS
 from harness_sidecar.threads.thread import Thread
 from harness_sidecar.tools.builtin import BuiltinArguments
 from harness_sidecar.tools.registry import Tool
@@ -86,6 +86,8 @@ def tool_search_tool(run: Callable[..., Any]) -> Tool:
 
 def search(thread: Thread, call: ToolCall) -> ToolResult:
     """``tool_search {query}``: the deferred tools that match, ranked as ``find_skills`` ranks skills."""
+    from harness_sidecar.resources.search import rank  # at the first call (or idle)
+
     tools = {t.name: t for t in deferred(thread)}
     found = [name for name, _ in rank(((t.name, t.description) for t in tools.values()), call.arguments["query"])]
     specs = [tools[name].to_wire() for name in found[:MAX_FOUND]]

@@ -133,6 +133,9 @@ class Sidecar:
         """Start a spare extension host now, so that the first thread trusting an extension need not wait;
         and make the parts the first thread/start did without (the editor is idle: the wire says when)."""
         self.resources, self.commands  # noqa: B018 - made now, off any request's path
+        from harness_sidecar.resources.search import rank  # find_skills' and tool_search's ranking, imported now
+
+        del rank
         self.hosts.warm()
 
     # -- what the LSP mode sets and calls ----------------------------------------------------------

@@ -15,8 +15,7 @@ from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.activation import activate, check_skill_name
 from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.resources.catalog import Catalog
-from harness_sidecar.resources.search import FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA, find_skills
-from harness_sidecar.resources.search import index_of as search_index_of
+from harness_sidecar.resources.find_skills import FIND_SKILLS_DESCRIPTION, FIND_SKILLS_SCHEMA
 from harness_sidecar.base.results import ToolCall, ToolResult
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.extensions import ExtensionHosts
@@ -143,8 +142,10 @@ class ToolMethods:
 
     def _find_skills_runner(self) -> Callable[[ToolCall, Catalog], Awaitable[ToolResult]]:
         async def run(call: ToolCall, catalog: Catalog) -> ToolResult:
+            from harness_sidecar.resources.search import find_skills, index_of  # at the first call (or idle)
+
             try:
-                text, details = find_skills(search_index_of(catalog), call.arguments)
+                text, details = find_skills(index_of(catalog), call.arguments)
             except DomainError as exc:
                 return ToolResult.error(call, exc.message, kind=exc.kind)
             return ToolResult.text(call, text, **details)

@@ -11,7 +11,7 @@ from typing import Any, Callable
 from harness_sidecar.base import inputschema
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.resources.activation import check_skill_name
-from harness_sidecar.resources.search import FIND_SKILLS_SCHEMA, check_arguments
+from harness_sidecar.resources.find_skills import FIND_SKILLS_SCHEMA, check_arguments
 
 LOAD_SKILL_DESCRIPTION = "Activate a skill by name: its instructions and files become part of the context."
 LOAD_SKILL_SCHEMA = {
