@@ -67,17 +67,34 @@ def test_a_thread_with_an_extension_still_loads_its_host(spawn, tmp_path: Path) 
 # first call needing one does not pay for it either.
 WARMED_AFTER_THE_FIRST_ANSWER = (
     "harness_sidecar.resources.search",  # find_skills' and tool_search's ranking (the schema is on the path)
+    "harness_sidecar.tools.pipeline",  # made at a thread's first tools/call
+    "harness_sidecar.tools.observers",
+    "harness_sidecar.extensions.sidecar.steps",  # a call's steps (StepPlan), planned at its first call
+    "harness_sidecar.hooks.python",  # what a Python hook's answer means (the event names: hooks.stages)
+    "harness_sidecar.hooks.loop",
+    "harness_sidecar.hooks.decision",
 )
-WARM_MARKER = "harness_sidecar.threads.resources"  # made only by the warm-up (or skills/activate …)
+WARM_MARKER = "harness_sidecar.threads.resources"  # the warm-up's first import (else only skills/activate …)
 
 
-def import_order(lines: list[bytes]) -> list[str]:
+def import_tree(lines: list[bytes]) -> list[tuple[str, bool]]:
+    """Each import the interpreter named, in the order it finished, and whether it was a top-level one (not
+    made while another module was being imported): an import's own imports finish before it does."""
     order = []
     for line in lines:
-        found = re.match(rb"import time:\s+-?\d+ \|\s+\d+ \| *(\S+)", line)
+        found = re.match(rb"import time:\s+-?\d+ \|\s+\d+ \|( *)(\S+)", line)
         if found:
-            order.append(found[1].decode())
+            order.append((found[2].decode(), len(found[1]) == 1))
     return order
+
+
+def imported_by_the_warm_up(tree: list[tuple[str, bool]], module: str) -> bool:
+    """Whether ``module`` was imported within a top-level import that began once the warm-up did: the
+    top-level import around it finished no earlier than the warm-up's first (``WARM_MARKER``)."""
+    names = [name for name, _ in tree]
+    at = names.index(module)
+    around = next(i for i in range(at, len(tree)) if tree[i][1])
+    return around >= names.index(WARM_MARKER)
 
 
 def test_the_first_answer_leaves_to_the_warm_up_what_it_does_not_need(spawn, tmp_path: Path) -> None:
@@ -86,14 +103,15 @@ def test_the_first_answer_leaves_to_the_warm_up_what_it_does_not_need(spawn, tmp
     started = sidecar.call("thread/start", {"roots": [str(tmp_path)]})
     assert [t["name"] for t in started["tools"]][:1] == ["load_skill"]
     deadline = time.monotonic() + 30
-    while WARM_MARKER not in import_order(list(sidecar.stderr_lines)):  # the idle warm-up ran
+    while WARM_MARKER not in [name for name, _ in import_tree(list(sidecar.stderr_lines))]:  # the idle warm-up ran
         assert time.monotonic() < deadline, "the sidecar never warmed up while idle"
         time.sleep(0.05)
     sidecar.call("thread/close", {"threadId": started["threadId"]})
     assert sidecar.close() == 0
     assert sidecar._stderr_done.wait(20), "the sidecar's stderr did not end"
-    order = import_order(sidecar.stderr_lines)
+    tree = import_tree(sidecar.stderr_lines)
+    assert tree[[name for name, _ in tree].index(WARM_MARKER)][1], "the warm-up's first import is a top-level one"
     for module in WARMED_AFTER_THE_FIRST_ANSWER:
-        assert module in order, f"{module} was not warmed up"
-        assert order.index(module) > order.index(WARM_MARKER), f"{module} was imported before the first answer"
+        assert module in [name for name, _ in tree], f"{module} was not warmed up"
+        assert imported_by_the_warm_up(tree, module), f"{module} was imported before the first answer"
 

@@ -11,14 +11,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness_sidecar.hooks.loop import EVENTS as LOOP_EVENTS
+from harness_sidecar.hooks.stages import (  # the event names, also named here (their home: hooks.stages)
+    AFTER,
+    BEFORE,
+    CONTEXT,
+    INPUT,
+    THREAD_CLOSE,
+    THREAD_START,
+    TRANSFORM,
+)
 
-BEFORE = "tool_call"
-TRANSFORM = "tool_result_transform"
-AFTER = "tool_result"
-THREAD_START = "thread_start"
-THREAD_CLOSE = "thread_close"
-CONTEXT = "context"
-INPUT = "input"
 EVENTS = (BEFORE, TRANSFORM, AFTER, THREAD_START, THREAD_CLOSE, CONTEXT, INPUT) + LOOP_EVENTS  # loop: loop/event
 # Pi's event names (ExtensionAPI ``pi.on``) accepted by ``api.on`` as aliases of the sidecar's: a handler
 # registered by an alias is the target's handler, with the target's payload and semantics (v4 §5).
@@ -31,7 +33,6 @@ ALIASES = {
     "session_before_compact": "compact_before",
     "session_compact": "compact_after",
 }
-OBSERVERS = (AFTER, THREAD_START, THREAD_CLOSE)  # what they return is ignored (a value is a diagnostic)
 
 
 @dataclass

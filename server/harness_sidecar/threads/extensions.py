@@ -8,15 +8,18 @@ Given the ``Editor`` (what hosts ask and tell the user goes through it); knows n
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar.extensions import channel
-from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM, HookFault
+from harness_sidecar.hooks.stages import AFTER, BEFORE, TRANSFORM
 from harness_sidecar.threads import sessions
 from harness_sidecar.threads.editor import Editor
 from harness_sidecar.threads.thread import Command, Thread
 from harness_sidecar.tools.registry import Tool, claimant, foreign_schemas
 from harness_sidecar.wire import params as P
+
+if TYPE_CHECKING:
+    from harness_sidecar.hooks.python import HookFault
 
 # The lines it logs on stderr name harness_sidecar.threads.sidecar, whichever piece of Sidecar logs them.
 logger = logging.getLogger("harness_sidecar.threads.sidecar")

@@ -16,7 +16,7 @@ from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.limits import SIDECAR
 from harness_sidecar.base.stderr import SINK
-from harness_sidecar.hooks.python import THREAD_CLOSE, THREAD_START
+from harness_sidecar.hooks.stages import THREAD_CLOSE, THREAD_START
 from harness_sidecar.resources.context import left_out_of_listing
 from harness_sidecar.threads import scan, sessions
 from harness_sidecar.threads.editor import Editor
@@ -126,7 +126,7 @@ class ThreadLifecycle:
         if thread.hooks is not None:  # a plugin's are in the catalog's diagnostics already (resources.plugins)
             catalog.diagnostics.extend(thread.hooks.diagnostics(roots_only=True) + thread.hooks.unanswered())
             scan.say_ambiguous(self.editor, thread, catalog.diagnostics)  # a trustedHooks grant's
-        thread.pipeline = self.tools.new_pipeline(thread)
+        thread.pipeline = None  # made at its first tools/call (ToolMethods.pipeline): off the first answer's path
         sessions.restore_skills(thread, restore)
         thread.session_context = await self._session_start_hooks(thread)
         if thread.handlers(THREAD_START):

@@ -135,7 +135,9 @@ class Sidecar:
         self.resources, self.commands  # noqa: B018 - made now, off any request's path
         from harness_sidecar.resources.search import rank  # find_skills' and tool_search's ranking, imported now
 
-        del rank
+        from harness_sidecar.tools.pipeline import Pipeline  # a thread's first tools/call makes one
+
+        del rank, Pipeline
         self.hosts.warm()
 
     # -- what the LSP mode sets and calls ----------------------------------------------------------

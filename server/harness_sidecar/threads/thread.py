@@ -11,7 +11,7 @@ from typing import Any
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources.activation import ActivatedSkill
 from harness_sidecar.resources.catalog import Catalog
-from harness_sidecar.tools.pipeline import Calls
+from harness_sidecar.tools.calls import Calls
 from harness_sidecar.tools.registry import ToolRegistry
 from harness_sidecar.wire import params as P
 

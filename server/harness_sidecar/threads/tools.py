@@ -25,7 +25,6 @@ from harness_sidecar.threads import model_tools
 from harness_sidecar.threads.thread import Thread
 from harness_sidecar.tools.builtin import FIND_SKILLS_ARGUMENTS, LOAD_SKILL_ARGUMENTS, LOAD_SKILL_DESCRIPTION, \
     LOAD_SKILL_SCHEMA
-from harness_sidecar.tools.pipeline import Pipeline
 from harness_sidecar.tools.registry import Tool, ToolRegistry, arguments_problem, claimant, foreign_schemas
 from harness_sidecar.wire import params as P
 
@@ -59,7 +58,7 @@ class ToolMethods:
         stale = self.stale(thread, request) or model_tools.refused(thread, request.call)
         if stale is not None:
             return {"result": stale.to_wire()}
-        return {"result": (await thread.pipeline.call(request.call)).to_wire()}
+        return {"result": (await self.pipeline(thread).call(request.call)).to_wire()}
 
     def tools_call_now(self, params: dict[str, Any], respond: Callable[[Any, BaseException | None], None]) \
             -> Callable[[], None] | None:
@@ -79,7 +78,7 @@ class ToolMethods:
             return None
         if self.stale(thread, request) is not None:
             return None
-        return thread.pipeline.call_now(request.call, lambda result, error: respond(
+        return self.pipeline(thread).call_now(request.call, lambda result, error: respond(
             None if result is None else {"result": result.to_wire()}, error))
 
     @staticmethod
@@ -109,8 +108,17 @@ class ToolMethods:
             registry.tools[model_tools.TOOL_SEARCH] = model_tools.tool_search_tool(self._tool_search_runner(thread_id))
         return registry
 
-    def new_pipeline(self, thread: Thread) -> Pipeline:
+    def pipeline(self, thread: Thread) -> Any:
+        """The thread's ``tools.Pipeline``: thread/start leaves it to the first tools/call (a revision makes it
+        anew), so the first answer does not import it (issue #32)."""
+        if thread.pipeline is None:
+            thread.pipeline = self.new_pipeline(thread)
+        return thread.pipeline
+
+    def new_pipeline(self, thread: Thread) -> Any:
         """The pipeline of the thread's current revision (its registry, host and catalog as they are now)."""
+        from harness_sidecar.tools.pipeline import Pipeline
+
         return Pipeline(thread.id, thread.registry, thread.host, self.hosts.reporter(thread.id), arguments_problem,
                         thread.catalog, command_hooks=thread.hooks, calls=thread.calls)
 

@@ -11,40 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from harness_sidecar.extensions.sidecar.steps import Answered, faults_of, HostLied, HostUnavailable, StepPlan, Stopped
 from harness_sidecar.hooks.python import AFTER, HookFault
+from harness_sidecar.tools.calls import Calls
 
 if TYPE_CHECKING:  # a plain thread (no extension) never imports the host machinery
     from harness_sidecar.extensions.sidecar.supervisor import ExtensionHost
 
 logger = logging.getLogger("harness_sidecar.tools.pipeline")  # the pipeline's log, as before the split
-
-
-@dataclass
-class Calls:
-    """A thread's tool calls in flight (observers after the answer included): ``thread/close`` lets
-    those whose core has begun finish, and answers the others blocked ``closed``."""
-
-    count: int = 0
-    closing: bool = False
-    _idle: asyncio.Future | None = None
-    _observers: set = field(default_factory=set)  # tasks running observers after the answer
-
-    def enter(self) -> None:
-        self.count += 1
-
-    def leave(self) -> None:
-        self.count -= 1
-        if not self.count and self._idle is not None and not self._idle.done():
-            self._idle.set_result(None)
-
-    async def drained(self) -> None:
-        while self.count:
-            self._idle = asyncio.get_running_loop().create_future()
-            await self._idle
 
 
 def report_faults(report_fault: Callable[[HookFault], None], faults: Any, plan: list[StepPlan]) -> None:

@@ -7,11 +7,13 @@ Plain data and the functions over it: the call itself goes through ``tools.pipel
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from harness_sidecar.base.results import ToolCall, ToolResult
-from harness_sidecar.extensions.sidecar.steps import StepPlan
-from harness_sidecar.hooks.python import AFTER, BEFORE, TRANSFORM
+from harness_sidecar.hooks.stages import AFTER, BEFORE, TRANSFORM
+
+if TYPE_CHECKING:  # made by ``plan``, at a thread's first call of a tool (issue #32: not on the first answer's path)
+    from harness_sidecar.extensions.sidecar.steps import StepPlan
 
 Runner = Callable[[ToolCall, Any], Awaitable[ToolResult]]  # (call, the catalog snapshot of the call)
 
@@ -58,6 +60,8 @@ class ToolRegistry:
         """The steps of a call of ``tool`` as the host runs them (it computes the same list), and the core's index."""
         found = self._plans.get(tool.name)
         if found is None:
+            from harness_sidecar.extensions.sidecar.steps import StepPlan
+
             plan = self._steps(BEFORE)
             core = len(plan)
             plan.append(StepPlan("core", tool.origin_id if tool.run is None else None, tool.timeout_s))
@@ -66,6 +70,8 @@ class ToolRegistry:
         return found
 
     def _steps(self, event: str) -> list[StepPlan]:
+        from harness_sidecar.extensions.sidecar.steps import StepPlan
+
         own = self.step_timeouts.get(event, [])
         return [StepPlan(event, ext, own[i] if i < len(own) else self.hook_timeout_s)
                 for i, ext in enumerate(self.handlers.get(event, []))]

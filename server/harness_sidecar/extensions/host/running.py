@@ -20,7 +20,7 @@ from harness_sidecar.extensions.host.state import HostState
 from harness_sidecar.extensions.host.ui import Context
 from harness_sidecar.extensions.host.jsondata import NotJsonData, to_json
 from harness_sidecar.extensions import channel
-from harness_sidecar.hooks.python import AFTER, BEFORE, INPUT, OBSERVERS
+from harness_sidecar.hooks.stages import AFTER, BEFORE, INPUT, OBSERVERS
 
 _local = threading.local()  # .extension: the extension whose code this thread runs now
 

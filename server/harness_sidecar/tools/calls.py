@@ -1,0 +1,33 @@
+"""A thread's tool calls in flight (``Calls``): what ``thread/close`` waits for. Kept apart from the pipeline
+(``tools.pipeline``, ``tools.observers``) that counts them, so a thread is made without importing it: the
+pipeline is made at the thread's first ``tools/call`` (issue #32).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Calls:
+    """A thread's tool calls in flight (observers after the answer included): ``thread/close`` lets
+    those whose core has begun finish, and answers the others blocked ``closed``."""
+
+    count: int = 0
+    closing: bool = False
+    _idle: asyncio.Future | None = None
+    _observers: set = field(default_factory=set)  # tasks running observers after the answer
+
+    def enter(self) -> None:
+        self.count += 1
+
+    def leave(self) -> None:
+        self.count -= 1
+        if not self.count and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def drained(self) -> None:
+        while self.count:
+            self._idle = asyncio.get_running_loop().create_future()
+            await self._idle
