@@ -33,8 +33,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # handler_types and matcher are imported by what reads a hooks file: a thread without
     from harness_sidecar.hooks.matcher import Matcher  # one (the common first thread/start) never needs them
 from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.hooks.root_files import (  # where a root keeps hooks, also named here
+    CONFIG_TOML,
+    FILE_NAME,
+    HOOKS_FILE,
+    SETTINGS_FILE,
+    root_files,
+)
 
-FILE_NAME = "hooks.json"
 MAX_FILE_BYTES = 1024 * 1024
 
 # Claude Code's / Codex's event names this sidecar fires (protocol-v3 §5, v4 §3 "Every event the formats
@@ -312,33 +318,12 @@ def _unsupported(source: HookSource, event: str, matcher: Matcher, item: dict[st
                    type=kind if type(kind) is str else None, supported=False, declared=declared)
 
 
-# A root's hooks sources, in this order (protocol-v4 §3 "Where people keep hooks"): its own ``hooks.json``;
-# Claude Code's settings files (the root is a ``.claude`` folder: its ``settings.json`` and
-# ``settings.local.json``; a project root: the same under its ``.claude/``); Codex's ``config.toml``
-# ``[hooks]`` tables (the root is a ``.codex`` folder, or a project root's ``.codex/``) and its
-# ``.codex/hooks.json``. Each is a source of its own (``root:<path of the file>``) with its own
-# ``trustedHooks`` entry.
-HOOKS_FILE, SETTINGS_FILE, CONFIG_TOML = "hooks", "settings", "toml"
-ROOT_FILES: tuple[tuple[str, str], ...] = (
-    (FILE_NAME, HOOKS_FILE),
-    ("settings.json", SETTINGS_FILE), ("settings.local.json", SETTINGS_FILE), ("config.toml", CONFIG_TOML),
-    (os.path.join(".claude", "settings.json"), SETTINGS_FILE),
-    (os.path.join(".claude", "settings.local.json"), SETTINGS_FILE),
-    (os.path.join(".codex", FILE_NAME), HOOKS_FILE), (os.path.join(".codex", "config.toml"), CONFIG_TOML),
-)
-
-
 def file_format(path: str) -> str:
     """How a root's hooks source file is read: its place in ``ROOT_FILES`` (a plain hooks file otherwise)."""
     name = os.path.basename(path)
     if name.startswith("settings") and name.endswith(".json"):
         return SETTINGS_FILE
     return CONFIG_TOML if name == "config.toml" else HOOKS_FILE
-
-
-def root_files(root: str) -> list[str]:
-    """The hooks source files ``root`` has, in ``ROOT_FILES`` order."""
-    return [path for path in (os.path.join(root, rel) for rel, _ in ROOT_FILES) if os.path.isfile(path)]
 
 
 def read_file(source: HookSource) -> Declared | None:
@@ -438,11 +423,6 @@ def all_files(roots: list[str]) -> list[str]:
     """Every root's hooks source files in root order, each path once (a project root and its own
     ``.claude`` folder as two roots reach the same ``settings.json``: one source)."""
     return list(dict.fromkeys(os.path.normpath(f) for root in roots for f in root_files(root)))
-
-
-def has_sources(roots: list[str]) -> bool:
-    """Whether any root has a hooks source file (cheap: ``stat`` only)."""
-    return any(root_files(root) for root in roots)
 
 
 def ambiguous_grants(roots: list[str], trusted: list[Any]) -> tuple[dict[str, str], list[Diagnostic]]:

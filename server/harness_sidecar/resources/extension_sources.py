@@ -173,6 +173,8 @@ def resolve_grants(found: dict[str, ExtensionSource], every: list[ExtensionSourc
     (two or more match, or the one that matches is shadowed), ``hash_mismatch`` or
     ``extension_not_found`` (its ``path`` names none). A winner's own pin mismatch is the loader's.
     """
+    if not trusted:
+        return  # no grant: nothing to match (and resources.grants stays unimported, issue #32)
     from harness_sidecar.resources import grants
 
     by_id: dict[str, list[ExtensionSource]] = {}

@@ -13,7 +13,6 @@ from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.base.names import name_problem, plugin_mcp_server_name, plugin_server_key_problem
 from harness_sidecar.base.state_dir import plugin_data_dir
-from harness_sidecar.hooks.declared import Declared, HookSource, read_hooks
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import frontmatter
@@ -274,6 +273,11 @@ def _hooks(plugin: Plugin, text: str, limits: Limits, diagnostics: list[Diagnost
 
 def _read_hook_sets(plugin: Plugin, why_untrusted: str, diagnostics: list[Diagnostic]) -> None:
     """The plugin's hook declarations read into handlers, under one ``plugin:<name>`` source with its trust."""
+    if not plugin.hook_documents:
+        plugin.hook_sets = []
+        return
+    from harness_sidecar.hooks.declared import Declared, HookSource, read_hooks  # only a plugin with hooks
+
     plugin.hook_sets = []
     for path, document in plugin.hook_documents:
         source = HookSource(f"plugin:{plugin.name}", path, plugin_root=plugin.path,

@@ -7,18 +7,20 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.base.names import plugin_mcp_server_name
 from harness_sidecar.base.records import Record
-from harness_sidecar.hooks.declared import Declared, Handler
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
 from harness_sidecar.resources import pins
 from harness_sidecar.resources.catalog import Root
+
+if TYPE_CHECKING:  # what a plugin's hooks are read into (resources.plugin_parts, when it has hooks)
+    from harness_sidecar.hooks.declared import Declared, Handler
 
 MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
 DEFAULT_HOOKS = "hooks/hooks.json"

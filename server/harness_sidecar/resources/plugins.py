@@ -25,17 +25,20 @@ are always served; hooks, MCP servers and extensions are code and need ``trusted
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
-from harness_sidecar.resources import grants, pins
+from harness_sidecar.resources import pins
 from harness_sidecar.resources.catalog import Root
 from harness_sidecar.resources.plugin_manifests import MARKETPLACE_ENTRY, _candidates, _Reader
 from harness_sidecar.resources.plugin_parts import _load_plugins, _read_hook_sets
 from harness_sidecar.resources.plugin_records import Agent, McpServer, Plugin, PluginSet, Trust
+
+if TYPE_CHECKING:  # imported when a grant or a disabled folder needs it (issue #32: not for a plain thread)
+    from harness_sidecar.resources import grants
 
 # the records are kept beside (plugin_records), as are finding plugins (plugin_manifests) and what each brings
 # (plugin_parts); what other modules use is named here
@@ -102,6 +105,8 @@ def _pin_digest(plugin: Plugin, expected: str | None) -> str:
 
 
 def _candidate(plugin: Plugin, winner: Plugin, expected: str | None) -> grants.Candidate:
+    from harness_sidecar.resources import grants
+
     real = plugin.boundary.real
     return grants.Candidate(plugin.path, os.path.realpath(real), plugin.root is None, plugin is winner,
                             lambda: _pin_digest(plugin, expected), plugin)
@@ -115,6 +120,8 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     one at ``paths`` (an explicit source), else the first in root order; each other is ``shadowed``.
     A ``trustedPlugins`` entry trusts a winner only when it is the one candidate the entry matches.
     """
+    if trusted or disabled:  # a grant to resolve, a folder to compare
+        from harness_sidecar.resources import grants
     skip = {d for d in disabled if not d.startswith("/")}
     skip_folders = {grants.canonical(d) for d in disabled if d.startswith("/")}
     found: dict[str, list[Plugin]] = {}

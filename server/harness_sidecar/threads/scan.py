@@ -89,10 +89,11 @@ def command_hooks(editor: Editor, thread_id: str, start: P.ThreadStartParams, ca
     ``hooks.declared.ROOT_FILES``) and the plugins (``catalog.plugins.hooks``) declare, roots first;
     a ``hooks.boundaries.ThreadHooks``, or None when none declares any."""
     plugin_hooks = catalog.plugins.hooks if catalog.plugins is not None else []
-    from harness_sidecar.hooks.declared import has_sources, read_roots
+    from harness_sidecar.hooks.root_files import has_sources
 
     if not plugin_hooks and not has_sources(list(start.roots)):
         return None
+    from harness_sidecar.hooks.declared import read_roots
     from harness_sidecar.hooks.boundaries import ThreadHooks, thread_cwd
     from harness_sidecar.hooks.vocabulary import vocabulary_of
     from harness_sidecar.mcp.model import full_name
