@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.base.diagnostics import Diagnostic
+from harness_sidecar.resources.marketplace_files import files_of as _files_of
 from harness_sidecar.resources.paths import is_within
 
-FILES = (("claude", os.path.join(".claude-plugin", "marketplace.json")),
-         ("codex", os.path.join(".agents", "plugins", "marketplace.json")))
 MAX_BYTES = 4 * 1024 * 1024
 
 
@@ -64,10 +63,6 @@ class Marketplace:
 
     def to_wire(self) -> dict[str, Any]:
         return {"name": self.name, "path": self.path, "plugins": [e.to_wire() for e in self.entries]}
-
-
-def _files_of(folder: str) -> list[tuple[str, str]]:
-    return [(dialect, os.path.join(folder, rel)) for dialect, rel in FILES if os.path.isfile(os.path.join(folder, rel))]
 
 
 def _base_of(file: str) -> str:

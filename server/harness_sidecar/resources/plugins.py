@@ -201,12 +201,18 @@ def attach(catalog: C.Catalog, paths: list[str], disabled: list[str], trusted: l
     """Add the plugins and the roots' command templates to ``catalog`` (skills join ``catalog.skills``), and
     the marketplaces of the roots and ``marketplace_paths`` (``thread/start.marketplaces``), whose local
     plugins are loaded as found (protocol-v4 §3 "Marketplaces, read")."""
-    from harness_sidecar.resources import marketplaces as M
+    from harness_sidecar.resources.marketplace_files import files_of
 
     diagnostics = catalog.diagnostics
-    markets = M.find(catalog.roots, marketplace_paths or [], diagnostics)
-    plugins = discover(catalog.roots, paths, disabled, trusted, limits, diagnostics, M.folders(markets))
-    M.mark_installed(markets, plugins, MARKETPLACE_ENTRY)
+    markets: list[Any] = []
+    if marketplace_paths or any(files_of(root.path) for root in catalog.roots):  # else: not even imported
+        from harness_sidecar.resources import marketplaces as M
+
+        markets = M.find(catalog.roots, marketplace_paths or [], diagnostics)
+    plugins = discover(catalog.roots, paths, disabled, trusted, limits, diagnostics,
+                       M.folders(markets) if markets else [])
+    if markets:
+        M.mark_installed(markets, plugins, MARKETPLACE_ENTRY)
     if plugins:
         skills = dict(catalog.skills)
         for plugin in plugins:
