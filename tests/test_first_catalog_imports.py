@@ -80,6 +80,7 @@ NOT_BEFORE_THE_FIRST_ANSWER = (
     "harness_sidecar.hooks.declared",  # reads hooks files (hooks.root_files says whether a root has any)
     "harness_sidecar.resources.grants",  # resolves a trustedPlugins/trustedExtensions grant
     "harness_sidecar.resources.marketplaces",  # reads marketplace files (resources.marketplace_files finds them)
+    "harness_sidecar.resources.pins",  # a trustedPlugins pin's tree hash
 )
 WARM_MARKER = "harness_sidecar.threads.resources"  # the warm-up's first import (else only skills/activate …)
 

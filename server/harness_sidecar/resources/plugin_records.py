@@ -16,11 +16,11 @@ from harness_sidecar.base.names import plugin_mcp_server_name
 from harness_sidecar.base.records import Record
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
-from harness_sidecar.resources import pins
 from harness_sidecar.resources.catalog import Root
 
-if TYPE_CHECKING:  # what a plugin's hooks are read into (resources.plugin_parts, when it has hooks)
+if TYPE_CHECKING:  # what a plugin's hooks are read into (resources.plugin_parts, when it has hooks), its pin
     from harness_sidecar.hooks.declared import Declared, Handler
+    from harness_sidecar.resources import pins
 
 MANIFESTS = (("codex", ".codex-plugin/plugin.json"), ("claude", ".claude-plugin/plugin.json"))
 DEFAULT_HOOKS = "hooks/hooks.json"

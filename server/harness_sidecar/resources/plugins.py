@@ -31,7 +31,6 @@ from harness_sidecar.base.diagnostics import Diagnostic
 from harness_sidecar.base.limits import Limits
 from harness_sidecar.resources import catalog as C
 from harness_sidecar.resources import command_templates as T
-from harness_sidecar.resources import pins
 from harness_sidecar.resources.catalog import Root
 from harness_sidecar.resources.plugin_manifests import MARKETPLACE_ENTRY, _candidates, _Reader
 from harness_sidecar.resources.plugin_parts import _load_plugins, _read_hook_sets
@@ -51,6 +50,8 @@ def tree_sha256(path: str) -> str:
     """The sha256 a ``trustedPlugins[].sha256`` pin is compared with (protocol.md § Plugins, "The tree
     hash"): ``resources.pins.tree_sha256`` — links hashed as links, never followed; raises
     ``pins.PinLinkEscape`` for a link that leaves the tree."""
+    from harness_sidecar.resources import pins
+
     return pins.tree_sha256(path)
 
 
@@ -63,6 +64,8 @@ def _grant(plugin: Plugin, grant: Any, why: str, diagnostics: list[Diagnostic], 
     if grant is not None:
         trust.listed = True
         if grant.sha256 is not None:  # grants.resolve chose it by its tree hash: _pin_digest's state
+            from harness_sidecar.resources import pins
+
             expected = grant.sha256.lower()
             trust.sha256, files = plugin.pin_state  # type: ignore[misc]
             if (broke := pins.tainted(plugin.boundary.real, expected)) is not None:
@@ -94,6 +97,8 @@ def _pin_digest(plugin: Plugin, expected: str | None) -> str:
     per scan: ``plugin.pin_state`` keeps it with its files' digests for the pin ``_grant`` arms, or the
     ``pins.PinLinkEscape`` that refuses the tree. ``expected``: the pin, which lets a tree this process
     hashed to it, unchanged since as inotify saw, go without a walk (``pins.vouched``)."""
+    from harness_sidecar.resources import pins
+
     if plugin.pin_state is None:
         real = plugin.boundary.real
         try:
@@ -121,7 +126,7 @@ def discover(roots: list[Root], paths: list[str], disabled: list[str], trusted: 
     A ``trustedPlugins`` entry trusts a winner only when it is the one candidate the entry matches.
     """
     if trusted or disabled:  # a grant to resolve, a folder to compare
-        from harness_sidecar.resources import grants
+        from harness_sidecar.resources import grants, pins
     skip = {d for d in disabled if not d.startswith("/")}
     skip_folders = {grants.canonical(d) for d in disabled if d.startswith("/")}
     found: dict[str, list[Plugin]] = {}
