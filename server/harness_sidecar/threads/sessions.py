@@ -12,24 +12,28 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.records import Record
 from harness_sidecar.resources.activation import ActivatedSkill, activate, candidate
 from harness_sidecar.threads.thread import Thread
 
 logger = logging.getLogger("harness_sidecar.threads")
 
 
-@dataclass
-class Seed:
+class Seed(Record):
     """What a thread starts from besides its params: ``thread/fork``'s copies of the source thread's state
-    and activations (``reason`` "fork"); thread/start's own is read from the store."""
+    and activations (``reason`` "fork"); thread/start's own is read from the store. (Written out, not a
+    dataclass: a first thread/start imports this module; same repr and equality, issue #32.)"""
 
-    reason: str = "startup"
-    states: dict[str, bytes] = field(default_factory=dict)  # extension id → its state's compact JSON text
-    active_skills: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("reason", "states", "active_skills")
+
+    def __init__(self, reason: str = "startup", states: dict[str, bytes] | None = None,
+                 active_skills: list[dict[str, Any]] | None = None) -> None:
+        self.reason = reason
+        self.states = {} if states is None else states  # extension id → its state's compact JSON text
+        self.active_skills = [] if active_skills is None else active_skills
 
 
 def fork_seed(source: Thread) -> Seed:

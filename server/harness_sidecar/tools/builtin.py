@@ -5,11 +5,11 @@ methods (``threads.tools``), which have the thread they act on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from harness_sidecar.base import inputschema
 from harness_sidecar.base.errors import DomainError
+from harness_sidecar.base.records import Record
 from harness_sidecar.resources.activation import check_skill_name
 from harness_sidecar.resources.find_skills import FIND_SKILLS_SCHEMA, check_arguments
 
@@ -24,15 +24,18 @@ LOAD_SKILL_SCHEMA = {
 }
 
 
-@dataclass
-class BuiltinArguments:
+class BuiltinArguments(Record):
     """A builtin's whole check of its arguments — its inputSchema, then what the schema cannot say (a skill
     name's form, a query's length) — made where every tool's arguments are checked: before any hook sees
-    the call (v4 §2). ``first_error`` is a compiled schema's."""
+    the call (v4 §2). ``first_error`` is a compiled schema's. (Written out, not a dataclass: same repr and
+    equality, issue #32.)"""
 
-    schema: Any  # inputschema.CompiledSchema
-    check: Callable[[dict[str, Any]], Any]  # raises DomainError
-    field: str  # the argument the check is about
+    __slots__ = ("schema", "check", "field")
+
+    def __init__(self, schema: Any, check: Callable[[dict[str, Any]], Any], field: str) -> None:
+        self.schema = schema  # inputschema.CompiledSchema
+        self.check = check  # raises DomainError
+        self.field = field  # the argument the check is about
 
     def first_error(self, arguments: Any) -> tuple[str, str] | None:
         error = self.schema.first_error(arguments)

@@ -6,18 +6,23 @@ pipeline is made at the thread's first ``tools/call`` (issue #32).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+
+from harness_sidecar.base.records import Record
 
 
-@dataclass
-class Calls:
+class Calls(Record):
     """A thread's tool calls in flight (observers after the answer included): ``thread/close`` lets
-    those whose core has begun finish, and answers the others blocked ``closed``."""
+    those whose core has begun finish, and answers the others blocked ``closed``. (Written out, not a
+    dataclass: every thread has one; same repr and equality, issue #32.)"""
 
-    count: int = 0
-    closing: bool = False
-    _idle: asyncio.Future | None = None
-    _observers: set = field(default_factory=set)  # tasks running observers after the answer
+    __slots__ = ("count", "closing", "_idle", "_observers")
+
+    def __init__(self, count: int = 0, closing: bool = False, _idle: asyncio.Future | None = None,
+                 _observers: set | None = None) -> None:
+        self.count = count
+        self.closing = closing
+        self._idle = _idle
+        self._observers = set() if _observers is None else _observers  # tasks running observers after the answer
 
     def enter(self) -> None:
         self.count += 1
