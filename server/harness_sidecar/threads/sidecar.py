@@ -134,10 +134,12 @@ class Sidecar:
         and make the parts the first thread/start did without (the editor is idle: the wire says when)."""
         self.resources, self.commands  # noqa: B018 - made now, off any request's path
         from harness_sidecar.resources.search import rank  # find_skills' and tool_search's ranking, imported now
-
         from harness_sidecar.tools.pipeline import Pipeline  # a thread's first tools/call makes one
+        # what a later thread with hooks files, grants, pins or marketplaces reads them with (issue #32)
+        from harness_sidecar.hooks.declared import read_roots
+        from harness_sidecar.resources import grants, marketplaces, pins
 
-        del rank, Pipeline
+        del rank, Pipeline, read_roots, grants, marketplaces, pins
         self.hosts.warm()
 
     # -- what the LSP mode sets and calls ----------------------------------------------------------
