@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness_sidecar.base.limits import Limits
+from harness_sidecar.base.records import Record
 from harness_sidecar.resources.activation import ActivatedSkill
 from harness_sidecar.resources.catalog import Catalog
 from harness_sidecar.tools.calls import Calls
@@ -16,15 +17,21 @@ from harness_sidecar.tools.registry import ToolRegistry
 from harness_sidecar.wire import params as P
 
 
-@dataclass
-class Command:
-    name: str
-    description: str
-    extension_id: str
-    input_schema: dict[str, Any] | None
-    validator: Any = None  # the compiled input_schema
-    raw_arguments: bool = False  # takes the rest of the slash line as {"text": ...}
-    timeout_ms: int | None = None  # its own deadline (register_command(..., timeout_ms=))
+class Command(Record):
+    """An extension's command (``api.register_command``). Written out, not a dataclass: this module is on a
+    first thread/start's path; same repr and equality (issue #32)."""
+
+    __slots__ = ("name", "description", "extension_id", "input_schema", "validator", "raw_arguments", "timeout_ms")
+
+    def __init__(self, name: str, description: str, extension_id: str, input_schema: dict[str, Any] | None,
+                 validator: Any = None, raw_arguments: bool = False, timeout_ms: int | None = None) -> None:
+        self.name = name
+        self.description = description
+        self.extension_id = extension_id
+        self.input_schema = input_schema
+        self.validator = validator  # the compiled input_schema
+        self.raw_arguments = raw_arguments  # takes the rest of the slash line as {"text": ...}
+        self.timeout_ms = timeout_ms  # its own deadline (register_command(..., timeout_ms=))
 
     def to_wire(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "description": self.description}
