@@ -53,20 +53,31 @@ def find_codex() -> tuple[str | None, str]:
 
 
 class CodexAppServer:
-    def __init__(self, binary: str, workspace: Path, home: Path) -> None:
+    """Codex's app-server over stdio, as every bench starts it (this one, ``bench.corpus_peers``' comparison and
+    speed): its own ``CODEX_HOME``, no ``CODEX_*``/``OPENAI_*`` of ours, a request of its own declined. With
+    ``client``, the handshake (``initialize {clientInfo}``, ``initialized``) is made at once."""
+
+    def __init__(self, binary: str, workspace: Path, home: Path, client: str | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
         home.mkdir(parents=True, exist_ok=True)  # Codex refuses a CODEX_HOME that does not exist
         env.update(CODEX_HOME=str(home), RUST_LOG="error")
         self.proc = subprocess.Popen([binary, "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, env=env, cwd=str(workspace))
         self.next_id = 1
+        if client is not None:
+            self.handshake(client)
+
+    def handshake(self, client: str) -> None:
+        self.call("initialize", {"clientInfo": {"name": client, "version": "0"}})
+        self.send({"method": "initialized"})
 
     def send(self, message: dict) -> None:
         assert self.proc.stdin
         self.proc.stdin.write(json.dumps(message).encode() + b"\n")
         self.proc.stdin.flush()
 
-    def call(self, method: str, params: dict) -> dict:
+    def request(self, method: str, params: dict) -> dict:
+        """The whole answer (``result`` or ``error``) to ``method``."""
         request_id = self.next_id
         self.next_id += 1
         self.send({"id": request_id, "method": method, "params": params})
@@ -77,12 +88,19 @@ class CodexAppServer:
                 raise RuntimeError(f"codex app-server closed stdout before answering {method}")
             message = json.loads(line)
             if message.get("id") == request_id and "method" not in message:
-                if "error" in message:
-                    raise RuntimeError(f"codex {method}: {message['error']}")
-                return message["result"]
+                return message
+            if "method" in message and "id" in message:  # a request of its own: declined
+                self.send({"id": message["id"], "error": {"code": -32601, "message": "not supported"}})
 
-    def close(self) -> None:
-        close_process(self.proc)
+    def call(self, method: str, params: dict) -> dict:
+        """The ``result`` of ``method``; an error answer raises."""
+        message = self.request(method, params)
+        if "error" in message:
+            raise RuntimeError(f"codex {method}: {message['error']}")
+        return message["result"]
+
+    def close(self, grace: float = 10.0) -> None:
+        close_process(self.proc, grace)
 
 
 def first_skills_list(binary: str, workspace: Path, home: Path) -> tuple[float, int]:
@@ -90,8 +108,7 @@ def first_skills_list(binary: str, workspace: Path, home: Path) -> tuple[float, 
     started = time.perf_counter()
     codex = CodexAppServer(binary, workspace, home)
     try:
-        codex.call("initialize", {"clientInfo": {"name": "harness-sidecar-bench", "version": "0"}})
-        codex.send({"method": "initialized"})
+        codex.handshake("harness-sidecar-bench")
         result = codex.call("skills/list", {"cwds": [str(workspace)]})
         elapsed = (time.perf_counter() - started) * 1000
     finally:

@@ -73,12 +73,12 @@ class Raw:
         close_process(self.proc)
 
 
-def close_process(proc: subprocess.Popen) -> None:
-    """Close a server's stdin and let it exit; kill it if it has not within 10 s. Either way it is reaped."""
+def close_process(proc: subprocess.Popen, grace: float = 10.0) -> None:
+    """Close a server's stdin and let it exit; kill it if it has not within ``grace`` s. Either way it is reaped."""
     try:
         assert proc.stdin
         proc.stdin.close()
-        proc.wait(10)
+        proc.wait(grace)
     except Exception:  # noqa: BLE001
         proc.kill()
         proc.wait()

@@ -46,6 +46,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bench.codex import CodexAppServer
 from bench.corpus_peers.fetch import cache_dir
 from bench.corpus_peers.peers import contradictions
 
@@ -316,48 +317,7 @@ def read_claude(plugins: list[dict], tree: Path, workers: int, commits: dict[str
     return out, extra, version
 
 
-# -- Codex ----------------------------------------------------------------------------------------
-
-class CodexServer:
-    def __init__(self, binary: Path, home: Path, cwd: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
-        home.mkdir(parents=True, exist_ok=True)
-        env.update(CODEX_HOME=str(home), RUST_LOG="error")
-        self.proc = subprocess.Popen([str(binary), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, cwd=str(cwd))
-        self.next_id = 1
-        self.call("initialize", {"clientInfo": {"name": "harness-corpus", "version": "0"}})
-        self._send({"method": "initialized"})
-
-    def _send(self, message: dict) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def call(self, method: str, params: dict) -> dict:
-        request_id = self.next_id
-        self.next_id += 1
-        self._send({"id": request_id, "method": method, "params": params})
-        assert self.proc.stdout
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"codex app-server closed stdout before answering {method}")
-            message = json.loads(line)
-            if message.get("id") == request_id and "method" not in message:
-                return message
-            if "method" in message and "id" in message:  # a request of its own: decline
-                self._send({"id": message["id"], "error": {"code": -32601, "message": "not supported"}})
-
-    def close(self) -> None:
-        if self.proc.stdin:
-            self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-
+# -- Codex (bench.codex.CodexAppServer) ---------------------------------------------------------
 
 def read_codex(plugins: list[dict], tree: Path, installed: bool = False) -> tuple[dict[str, Reading], str, dict]:
     """Codex's readings by ``plugin/read``; with ``installed`` each loaded plugin is also
@@ -393,13 +353,13 @@ def read_codex(plugins: list[dict], tree: Path, installed: bool = False) -> tupl
             mfile = (repo_tree / ref["file"]).resolve()
             cwd = mfile.parent.parent if ref["kind"] == "claude" else mfile.parent.parent.parent
             own[p["id"]] = (cwd, mfile, ref["entry"])
-    server = CodexServer(binary, work / "home", work)
+    server = CodexAppServer(str(binary), work, work / "home", client="harness-corpus")
     out: dict[str, Reading] = {}
     check: dict = {}
     where: dict[str, tuple[str, str]] = {}  # plugin id -> (marketplace file, plugin name) it was read through
     try:
         cwds = list(dict.fromkeys([str(ws) for ws, _ in spaces.values()] + [str(c) for c, _, _ in own.values()]))
-        listed = server.call("plugin/list", {"cwds": cwds})
+        listed = server.request("plugin/list", {"cwds": cwds})
         result = listed.get("result") or {}
         errors = {os.path.realpath(e["marketplacePath"]): e["message"] for e in result.get("marketplaceLoadErrors", [])}
         present = {os.path.realpath(m["path"]): {pl["name"] for pl in m.get("plugins", [])}
@@ -418,7 +378,7 @@ def read_codex(plugins: list[dict], tree: Path, installed: bool = False) -> tupl
             if name not in present.get(mpath, set()):
                 out[p["id"]] = Reading(loads=False, notes=["plugin/list: not listed"])
                 continue
-            read = server.call("plugin/read", {"marketplacePath": mpath, "pluginName": name})
+            read = server.request("plugin/read", {"marketplacePath": mpath, "pluginName": name})
             where[p["id"]] = (mpath, name)
             if "error" in read:
                 out[p["id"]] = Reading(loads=False, notes=[f"plugin/read ({via}): {json.dumps(read['error'])[:300]}"])
@@ -436,7 +396,7 @@ def read_codex(plugins: list[dict], tree: Path, installed: bool = False) -> tupl
     return out, version, check
 
 
-def _check_installed(server: CodexServer, plugins: list[dict], out: dict[str, Reading],
+def _check_installed(server: CodexAppServer, plugins: list[dict], out: dict[str, Reading],
                      where: dict[str, tuple[str, str]], cwds: list[str], listed: dict) -> dict:
     market_name = {os.path.realpath(m["path"]): m["name"] for m in listed.get("marketplaces", []) if m.get("path")}
     plugin_id: dict[str, str] = {}
@@ -445,18 +405,18 @@ def _check_installed(server: CodexServer, plugins: list[dict], out: dict[str, Re
         if not out.get(p["id"], Reading(loads=False)).loads:
             continue
         mpath, name = where[p["id"]]
-        answer = server.call("plugin/install", {"marketplacePath": mpath, "pluginName": name})
+        answer = server.request("plugin/install", {"marketplacePath": mpath, "pluginName": name})
         if "error" in answer:
             failed.append({"plugin": p["id"], "error": json.dumps(answer["error"])[:200]})
             continue
         plugin_id[p["id"]] = f"{name}@{market_name.get(mpath, '?')}"
     skills: dict[str, set[str]] = {}
-    for entry in (server.call("skills/list", {"cwds": cwds, "forceReload": True}).get("result") or {}).get("data", []):
+    for entry in (server.request("skills/list", {"cwds": cwds, "forceReload": True}).get("result") or {}).get("data", []):
         for k in entry.get("skills", []):
             if k.get("pluginId"):
                 skills.setdefault(k["pluginId"], set()).add(_unprefix(k["name"]))
     hooks: dict[str, set[str]] = {}
-    for entry in (server.call("hooks/list", {"cwds": cwds}).get("result") or {}).get("data", []):
+    for entry in (server.request("hooks/list", {"cwds": cwds}).get("result") or {}).get("data", []):
         for h in entry.get("hooks", []):
             if h.get("pluginId"):
                 hooks.setdefault(h["pluginId"], set()).add(h["key"])

@@ -16,7 +16,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.corpus_peers.compare import REPO, CodexServer, peer_bin
+from bench.codex import CodexAppServer
+from bench.corpus_peers.compare import REPO, peer_bin
 
 sys.path.insert(0, str(REPO / "server"))  # the checkout's sidecar, installed or not
 from harness_sidecar.hooks.declared import EVENTS  # noqa: E402
@@ -82,15 +83,15 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="codex-probe-"))
     try:
         market = lay_out(scratch / "ws")
-        server = CodexServer(binary, scratch / "home", scratch / "ws")
+        server = CodexAppServer(str(binary), scratch / "ws", scratch / "home", client="harness-corpus")
         try:
-            listed = server.call("plugin/list", {"cwds": [str(scratch / "ws")]})["result"]
+            listed = server.request("plugin/list", {"cwds": [str(scratch / "ws")]})["result"]
             errors = listed.get("marketplaceLoadErrors") or []
             print(f"marketplace load errors: {errors or 'none'}")
             print("| probe | what it shows | Codex hooks (events) | Codex skills |")
             print("| --- | --- | --- | --- |")
             for name, (what, _) in PROBES.items():
-                read = server.call("plugin/read", {"marketplacePath": str(market), "pluginName": name})
+                read = server.request("plugin/read", {"marketplacePath": str(market), "pluginName": name})
                 if "error" in read:
                     print(f"| {name} | {what} | error {read['error'].get('message', '')[:80]} | |")
                     continue

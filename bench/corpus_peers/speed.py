@@ -21,7 +21,6 @@ import argparse
 import compileall
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.codex import CodexAppServer
 from bench.common import REPO, SIDECAR, Raw, cpu_seconds, fmt, summary
 from bench.corpus_peers.compare import peers_dir
 from bench.corpus_peers.fetch import cache_dir
@@ -43,49 +43,6 @@ def codex_native() -> Path | None:
 def peak_rss_mb(pid: int) -> float:
     with open(f"/proc/{pid}/status") as f:
         return int(next(line for line in f if line.startswith("VmHWM")).split()[1]) / 1024
-
-
-class Codex:
-    def __init__(self, binary: Path, home: Path, cwd: Path) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEX_", "OPENAI_"))}
-        env.update(CODEX_HOME=str(home), RUST_LOG="error")
-        self.proc = subprocess.Popen([str(binary), "app-server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, env=env, cwd=str(cwd))
-        self.next_id = 1
-        self.call("initialize", {"clientInfo": {"name": "harness-corpus-speed", "version": "0"}})
-        self._send({"method": "initialized"})
-
-    def _send(self, message: dict) -> None:
-        assert self.proc.stdin
-        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
-        self.proc.stdin.flush()
-
-    def call(self, method: str, params: dict) -> dict:
-        request_id = self.next_id
-        self.next_id += 1
-        self._send({"id": request_id, "method": method, "params": params})
-        assert self.proc.stdout
-        while True:
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"codex app-server closed stdout before answering {method}")
-            message = json.loads(line)
-            if message.get("id") == request_id and "method" not in message:
-                if "error" in message:
-                    raise RuntimeError(f"codex {method}: {message['error']}")
-                return message["result"]
-            if "method" in message and "id" in message:
-                self._send({"id": message["id"], "error": {"code": -32601, "message": "not supported"}})
-
-    def close(self) -> None:
-        """Codex lingers after its stdin closes: 2 s, then it is killed (after the figures are taken)."""
-        assert self.proc.stdin
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(2)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
 
 
 def lay_out_codex(plugins: list[dict], tree: Path, where: Path) -> tuple[list[str], list[tuple[Path, str]]]:
@@ -115,7 +72,7 @@ def lay_out_codex(plugins: list[dict], tree: Path, where: Path) -> tuple[list[st
 
 
 def install_all(binary: Path, home: Path, cwds: list[str], entries: list[tuple[Path, str]]) -> int:
-    codex = Codex(binary, home, Path(cwds[0]))
+    codex = CodexAppServer(str(binary), Path(cwds[0]), home, client="harness-corpus-speed")
     try:
         codex.call("plugin/list", {"cwds": cwds})
         installed = 0
@@ -127,12 +84,12 @@ def install_all(binary: Path, home: Path, cwds: list[str], entries: list[tuple[P
                 pass
         return installed
     finally:
-        codex.close()
+        codex.close(grace=2)  # Codex lingers after its stdin closes: killed after 2 s (the figures are taken)
 
 
 def codex_run(binary: Path, home: Path, cwds: list[str]) -> tuple[float, float, float, dict]:
     started = time.perf_counter()
-    codex = Codex(binary, home, Path(cwds[0]))
+    codex = CodexAppServer(str(binary), Path(cwds[0]), home, client="harness-corpus-speed")
     try:
         listed = codex.call("plugin/list", {"cwds": cwds})
         skills = codex.call("skills/list", {"cwds": cwds})
@@ -140,7 +97,7 @@ def codex_run(binary: Path, home: Path, cwds: list[str]) -> tuple[float, float, 
         rss = peak_rss_mb(codex.proc.pid)
         cpu = cpu_seconds(codex.proc.pid, children=True) * 1000
     finally:
-        codex.close()
+        codex.close(grace=2)  # Codex lingers after its stdin closes: killed after 2 s (the figures are taken)
     shape = {"plugins": sum(len(m.get("plugins", [])) for m in listed.get("marketplaces", [])),
              "installed": sum(1 for m in listed.get("marketplaces", []) for p in m.get("plugins", [])
                               if p.get("installed")),
