@@ -29,6 +29,12 @@ def check_arguments(arguments: dict[str, Any]) -> str:
     if extra or not isinstance(query, str):
         why = f"unexpected field(s) {', '.join(extra)}" if extra else "'query' must be a string"
         raise DomainError("invalid_arguments", f"find_skills takes exactly {{query}}: {why}")
+    return check_query(query)
+
+
+def check_query(query: str) -> str:
+    """A search query's bound, the same for ``find_skills`` and ``tool_search``: 1 to ``MAX_QUERY_CHARS``
+    characters, not only blanks; ``invalid_arguments`` otherwise."""
     if not query.strip() or len(query) > MAX_QUERY_CHARS:
         raise DomainError("invalid_arguments", f"the query must have 1 to {MAX_QUERY_CHARS} characters")
     return query

@@ -14,10 +14,9 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from harness_sidecar.base import inputschema
-from harness_sidecar.base.errors import DomainError
 from harness_sidecar.base.results import ToolCall, ToolResult
 from harness_sidecar.extensions import channel
-from harness_sidecar.resources.find_skills import MAX_QUERY_CHARS
+from harness_sidecar.resources.find_skills import check_query
 from harness_sidecar.threads.thread import Thread
 from harness_sidecar.tools.builtin import BuiltinArguments
 from harness_sidecar.tools.registry import Tool
@@ -38,10 +37,7 @@ MAX_FOUND = 5
 
 
 def _check_query(arguments: dict[str, Any]) -> str:
-    query = arguments["query"]
-    if not query.strip() or len(query) > MAX_QUERY_CHARS:
-        raise DomainError("invalid_arguments", f"the query must have 1 to {MAX_QUERY_CHARS} characters")
-    return query
+    return check_query(arguments["query"])  # the schema made it a string
 
 
 TOOL_SEARCH_ARGUMENTS = BuiltinArguments(inputschema.compile(TOOL_SEARCH_SCHEMA), _check_query, "query")

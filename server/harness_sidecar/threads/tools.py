@@ -29,6 +29,11 @@ from harness_sidecar.tools.registry import Tool, ToolRegistry, arguments_problem
 from harness_sidecar.wire import params as P
 
 
+def _listing(thread: Thread) -> dict[str, Any]:
+    """The ``tools/list`` answer: the tools the model may use now, and the revision they belong to."""
+    return {"tools": model_tools.listing(thread), "revision": thread.revision}
+
+
 class ToolMethods:
     """A thread's tools: listed, called through its pipeline, and the runners of the builtin, editor and MCP ones."""
 
@@ -38,8 +43,7 @@ class ToolMethods:
         self.hosts = hosts
 
     async def tools_list(self, params: dict[str, Any]) -> dict[str, Any]:
-        thread = await self.open.get(params)
-        return {"tools": model_tools.listing(thread), "revision": thread.revision}
+        return _listing(await self.open.get(params))
 
     def tools_list_now(self, params: dict[str, Any], respond: Callable[[Any, BaseException | None], None]) \
             -> Callable[[], None] | None:
@@ -49,7 +53,7 @@ class ToolMethods:
         thread = self.open.get_open(params.get("threadId"))
         if thread is None:
             return None
-        respond({"tools": model_tools.listing(thread), "revision": thread.revision}, None)
+        respond(_listing(thread), None)
         return _nothing
 
     async def tools_call(self, params: dict[str, Any]) -> dict[str, Any]:
