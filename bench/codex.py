@@ -28,7 +28,7 @@ def installed_peer() -> str | None:
     """Codex as ``bench.corpus_peers`` installs it (``npm install @openai/codex@0.171.0`` under its
     peers folder): the native binary the npm package ships, so that the figure is Codex's own work
     and not node's start-up in its launcher script (the launcher when no binary is found)."""
-    from bench.corpus_peers.compare import peers_dir
+    from bench.corpus_peers.fetch import peers_dir
 
     modules = peers_dir() / "node_modules"
     for binary in sorted(modules.glob("@openai/codex-*/vendor/*/bin/codex")):

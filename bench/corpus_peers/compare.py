@@ -47,7 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from bench.codex import CodexAppServer
-from bench.corpus_peers.fetch import cache_dir
+from bench.corpus_peers.fetch import cache_dir, peers_dir
 from bench.corpus_peers.peers import contradictions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,10 +72,6 @@ class Reading:
 
 def _unprefix(name: str) -> str:
     return name.split(":", 1)[1] if ":" in name else name
-
-
-def peers_dir() -> Path:
-    return Path(os.environ.get("HARNESS_CORPUS_PEERS", str(cache_dir() / "peers"))).expanduser()
 
 
 def install_peers() -> None:

@@ -40,6 +40,11 @@ def cache_dir() -> Path:
     return Path(os.environ.get("HARNESS_CORPUS_CACHE", "~/.cache/harness-sidecar-corpus")).expanduser()
 
 
+def peers_dir() -> Path:
+    """Where the peers (Claude Code, Codex) are installed from npm for the corpus benches: ``$HARNESS_CORPUS_PEERS``."""
+    return Path(os.environ.get("HARNESS_CORPUS_PEERS", str(cache_dir() / "peers"))).expanduser()
+
+
 def mirrors_dir() -> Path:
     return Path(os.environ.get("HARNESS_CORPUS_MIRRORS", "/work/.mirror"))
 

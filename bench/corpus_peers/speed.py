@@ -30,7 +30,7 @@ from pathlib import Path
 
 from bench.codex import CodexAppServer
 from bench.common import REPO, SIDECAR, Raw, cpu_seconds, fmt, summary
-from bench.corpus_peers.compare import peers_dir
+from bench.corpus_peers.fetch import peers_dir
 from bench.corpus_peers.fetch import cache_dir
 
 
