@@ -189,16 +189,18 @@ def fmt(s: dict[str, float], unit: str = "", digits: int = 1) -> str:
 
 
 class LauncherTrue:
-    """``containment.launcher.spawn`` of ``/bin/true`` as a command hook (kind ``HOOK``: through its
-    owner's zygote, started at the first run) from one event loop kept for the whole run, waiting for
-    its exit: the floor every hook pays for the launcher and its fences."""
+    """``containment.launcher.spawn`` of ``/bin/true`` (or ``argv``) as a command hook (kind ``HOOK``:
+    through its owner's zygote, started at the first run) from one event loop kept for the whole run,
+    waiting for its exit: the floor every hook pays for the launcher and its fences. Each instance has an
+    owner of its own (``owner``), so each has its own zygote, made under its own loop."""
 
-    def __init__(self) -> None:
+    def __init__(self, argv: list[str] | None = None, owner: str = "bench") -> None:
         import asyncio
 
         from harness_sidecar.containment import launcher
 
         self.asyncio, self.launcher = asyncio, launcher
+        self.argv, self.owner = argv or ["/bin/true"], owner
         self.loop = asyncio.new_event_loop()
 
     def run_ms(self) -> float:
@@ -213,7 +215,7 @@ class LauncherTrue:
 
         async def once() -> float:
             started = time.perf_counter()
-            transport, proto = await launcher.spawn(launcher.Launch(["/bin/true"], launcher.HOOK, owner="bench"), Exit,
+            transport, proto = await launcher.spawn(launcher.Launch(self.argv, launcher.HOOK, owner=self.owner), Exit,
                                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                     stderr=subprocess.PIPE)
             await proto.done
@@ -225,6 +227,6 @@ class LauncherTrue:
     def close(self) -> None:
         from harness_sidecar.containment import zygote
 
-        zygote.end("bench")
+        zygote.end(self.owner)
         self.loop.run_until_complete(self.asyncio.sleep(0.1))
         self.loop.close()

@@ -4,7 +4,10 @@
   the hook − p50 without, the calls interleaved), against the fork/exec floor measured in the same
   run — spawning ``/bin/true`` from Python with ``subprocess`` as a hook is started (its stdin a pipe
   holding the same bytes as the hook's, its stdout and stderr pipes read to their end) and waiting
-  for it; the bare spawn (no pipes, the floor until issue 32's third round) is shown beside it;
+  for it; the bare spawn (no pipes, the floor until issue 32's third round) is shown beside it; and its
+  parts, each in floors: the hook's own program (``/bin/sh -c 'exit 0'``, not ``/bin/true``) started from
+  Python as the floor is, the same through ``containment.launcher`` (the zygote's hop), and what
+  tools/call adds beyond that (the hook's matching, start, answer and decision);
 - the same for a hook that runs a program (``/bin/true``), today and on ``V3`` (exported from git);
 - four matching hooks that each take 200 ms against one such hook: they run in parallel;
 - 300 matching ``exit 0`` handlers on one call (issue 27): answered, and its round trip ÷ 300 against
@@ -97,11 +100,11 @@ def hook_stdin(thread: str, i: int) -> bytes:
                                                            "tool_input": {"name": "demo"}, "tool_use_id": f"c{i}"})
 
 
-def spawn_true_piped_ms(stdin: bytes) -> float:
-    """The floor a hook is compared with: ``/bin/true`` started from Python as a hook is — ``stdin`` in a
-    pipe, stdout and stderr pipes read to their end — and waited for."""
+def spawn_true_piped_ms(stdin: bytes, argv: tuple[str, ...] = ("/bin/true",)) -> float:
+    """The floor a hook is compared with: ``/bin/true`` (or ``argv``) started from Python as a hook is —
+    ``stdin`` in a pipe, stdout and stderr pipes read to their end — and waited for."""
     started = time.perf_counter()
-    subprocess.run(["/bin/true"], input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
+    subprocess.run(argv, input=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=True)
     return (time.perf_counter() - started) * 1000
 
 
@@ -133,22 +136,36 @@ def trivial_hook(tmp: Path, runs: int, command: str = "exit 0", server: Path = R
     hooked = RawAt(server)
     plain_thread = open_thread(plain, make_root(tmp / f"plain-{name}", None))
     hooked_thread = open_thread(hooked, make_root(tmp / name, [{"type": "command", "command": command}]))
-    without, with_hook, floor, bare, fenced = [], [], [], [], []
+    without, with_hook, floor, bare, fenced, shell, shell_fenced = [], [], [], [], [], [], []
     through_launcher = LauncherTrue()
+    # where the hook's time goes: its own program (``/bin/sh -c command``) started from Python as the floor
+    # is, and through the launcher (its owner's zygote) from a bare event loop — the figure's parts
+    shell_argv = ("/bin/sh", "-c", command)
+    shell_launcher = LauncherTrue(list(shell_argv), owner="bench-shell")
     for i in range(1, runs + 6):  # interleaved, so both see the same load; 5 warm-up rounds
         took = in_turns(i, [lambda: round_trip_ms(plain, plain_thread, i), lambda: round_trip_ms(hooked, hooked_thread, i),
                             lambda: spawn_true_piped_ms(hook_stdin(hooked_thread, i)), lambda: spawn_true_ms(1)[0],
-                            through_launcher.run_ms])
+                            through_launcher.run_ms, lambda: spawn_true_piped_ms(hook_stdin(hooked_thread, i), shell_argv),
+                            shell_launcher.run_ms])
         if i > 5:
-            for into, ms in zip((without, with_hook, floor, bare, fenced), took):
+            for into, ms in zip((without, with_hook, floor, bare, fenced, shell, shell_fenced), took):
                 into.append(ms)
     plain.close()
     hooked.close()
     through_launcher.close()
+    shell_launcher.close()
     w, h, fl, ba, fe = summary(without), summary(with_hook), summary(floor), summary(bare), summary(fenced)
+    sh, shf = summary(shell), summary(shell_fenced)
     added = h["median"] - w["median"]
     return {"without_ms": w, "with_ms": h, "floor_ms": fl, "bare_floor_ms": ba, "launcher_ms": fe, "added_ms": added,
-            "ratio": added / fl["median"], "ratio_to_bare": added / ba["median"], "ratio_to_launcher": added / fe["median"]}
+            "ratio": added / fl["median"], "ratio_to_bare": added / ba["median"], "ratio_to_launcher": added / fe["median"],
+            "command_ms": sh, "command_launcher_ms": shf,
+            # the parts of ``ratio``, each in floors: the program itself (the shell, not /bin/true), the
+            # zygote's hop (the launcher against Python's own spawn of the same program), the call's hook
+            # machinery (what tools/call adds beyond the launcher's spawn)
+            "parts": {"program": (sh["median"] - fl["median"]) / fl["median"],
+                      "zygote": (shf["median"] - sh["median"]) / fl["median"],
+                      "tools_call": (added - shf["median"]) / fl["median"]}}
 
 
 def hook_sides(tmp: Path, runs: int, commands: dict[str, str], servers: dict[str, Path]) -> dict:
@@ -282,6 +299,11 @@ def run(quick: bool) -> dict:
               f"{fmt(t['with_ms'], ' ms', 2)}: +{t['added_ms']:.2f} ms; spawning /bin/true from Python piped as a "
               f"hook {fmt(t['floor_ms'], ' ms', 2)} (bare {fmt(t['bare_floor_ms'], ' ms', 2)}: "
               f"{t['ratio_to_bare']:.2f}×), through containment.launcher {fmt(t['launcher_ms'], ' ms', 2)}", flush=True)
+        parts = t["parts"]
+        print(f"  its parts, in floors: /bin/sh -c 'exit 0' from Python {fmt(t['command_ms'], ' ms', 2)} "
+              f"(1 + {parts['program']:.2f}: the shell's own start), through containment.launcher "
+              f"{fmt(t['command_launcher_ms'], ' ms', 2)} (+ {parts['zygote']:.2f}: the zygote's hop), in tools/call "
+              f"+ {parts['tools_call']:.2f} (the hook's matching, start, answer and decision)", flush=True)
         # 'exit 0' and a hook that runs a program (the shell form of most real hooks: ``python3 …/hook.py``),
         # here /bin/true, on today's sidecar (a simple command starts without /bin/sh) and on V3 (through
         # /bin/sh), all interleaved with the floor

@@ -58,6 +58,19 @@ Read at once, the pid is handled while the hook runs, mostly on the other core; 
 reads are on the hook's clock after its exit. Also within the noise (±0.05 ms): no ``sched_yield``;
 the hook's pipes attached and its stdin written before the send; ``setsigdef`` of the ignored signals
 only (glibc's child then queries every other signal instead: as many ``sigaction`` calls).
+
+Tried and measured, not kept (issue 32, fourth round; ``python -m bench.hooks`` now gives the figure's
+parts: the shell's own start, the zygote's hop, what tools/call adds): waking the zygote ahead — one byte
+when a tools/call its PreToolUse handlers match begins, the zygote then polling for the start for up to
+2 ms, with or without ``sched_yield`` — was 0.03-0.09 ms slower at p50 of what an ``exit 0`` hook adds
+(200 rounds, quiet): its wake-up is not what the hook waits for. A 100 us EEVDF slice for the zygote
+(``sched_setattr``, ``SCHED_FLAG_RESET_ON_FORK`` so its hooks keep the default; allowed unprivileged):
+without it, in 119 of 200 hooks the zygote, woken as its hook exec'd, waited 0.3-0.6 ms behind it on
+that CPU (``perf sched timehist``), so its pid came after the hook's exit; with it, never — and the
+round trip stayed the same (1.307 against 1.313 ms p50): the pid's reading moved beside the hook, the
+preemption onto it. The hook's pipes and pidfd in an epoll of the zygote's own (one loop reader, an
+``epoll_ctl`` per fd instead of the selector's Python), the pidfd watched only when the output ends
+before the exit: 0.02 ms slower (paired p50), where two identical sidecars differ by up to 0.03.
 """
 
 from __future__ import annotations
