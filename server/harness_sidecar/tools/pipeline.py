@@ -93,7 +93,9 @@ class Pipeline:
         tool = self.registry.tools.get(call.name)
         if tool is None:
             return ToolResult.error(call, f"no tool named '{call.name}' in this thread", kind="tool_not_found")
-        problem = self.validate(tool, call.arguments)
+        # the hooked pass's arguments were checked already: by the outer pass, or (rewritten by a hook) by
+        # ``ToolCallHooks.around_tool`` against the same tool
+        problem = None if hooked else self.validate(tool, call.arguments)
         if t is not None:
             t.step("arguments checked against inputSchema" if problem is None else "arguments refused")
         if problem is not None:
