@@ -162,22 +162,17 @@ def _put_back(value: object, texts: dict[str, tuple[str, memoryview | None]]) ->
     todo = [value]
     while todo and left:
         item = todo.pop()
-        if type(item) is dict:
-            for key, child in item.items():  # type: ignore[union-attr]
-                if type(child) is str and child in texts:
-                    item[key] = texts[child][0]  # type: ignore[index]
-                    left -= 1
-                elif type(child) is dict or type(child) is list:
-                    todo.append(child)
-            if any(key in texts for key in item):  # type: ignore[union-attr]
-                return False
-        elif type(item) is list:
-            for i, child in enumerate(item):  # type: ignore[arg-type]
-                if type(child) is str and child in texts:
-                    item[i] = texts[child][0]  # type: ignore[index]
-                    left -= 1
-                elif type(child) is dict or type(child) is list:
-                    todo.append(child)
+        is_dict = type(item) is dict
+        if not is_dict and type(item) is not list:  # the whole value a scalar: nothing to put back into
+            continue
+        for key, child in (item.items() if is_dict else enumerate(item)):  # type: ignore[union-attr,arg-type]
+            if type(child) is str and child in texts:
+                item[key] = texts[child][0]  # type: ignore[index]  # a value replaced: the container keeps its size
+                left -= 1
+            elif type(child) is dict or type(child) is list:
+                todo.append(child)
+        if is_dict and any(key in texts for key in item):  # type: ignore[union-attr]
+            return False
     return left == 0
 
 
