@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from harness_sidecar.console.client import child_env
-from helpers import REPO, TraceWorkspace, add_skill, write
+from helpers import FIND_EXCHANGE, REPO, TraceWorkspace, add_skill, write
 from mcp_helpers import alive, read_events, sdk_server, wait_until
 
 UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": True, "sendMessage": True}
@@ -25,14 +25,7 @@ UI = {"confirm": True, "select": True, "input": True, "notify": True, "status": 
 # exchange id and the step it is in.
 FIND = """
 import json, os, subprocess, sys, time
-def here():
-    frame = sys._getframe(1)
-    while frame is not None:
-        exchange = frame.f_locals.get("exchange")
-        if exchange is not None and hasattr(exchange, "host"):
-            return exchange
-        frame = frame.f_back
-    raise RuntimeError("no exchange on the stack")
+""" + FIND_EXCHANGE + """
 def raw(fd, tag, ident, body, step=None):
     if step is not None:
         body = {**body, "step": step}

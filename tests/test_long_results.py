@@ -15,7 +15,7 @@ import json
 
 import pytest
 from harness_sidecar.console.client import sidecar_command
-from helpers import TraceWorkspace
+from helpers import FIND_EXCHANGE, TraceWorkspace
 
 MB = 1_000_000
 # Results of a few MB arrive in several reads of the channel (the pass-through's case); each kind is
@@ -99,13 +99,7 @@ def test_max_result_bytes_bounds_a_passed_through_answer_to_the_byte(spawn, ws):
 # a result whose long text is not a JSON string's content.
 FORGER = '''
 import os, sys
-def here():
-    frame = sys._getframe(1)
-    while frame is not None:
-        exchange = frame.f_locals.get("exchange")
-        if exchange is not None and hasattr(exchange, "host"):
-            return exchange
-        frame = frame.f_back
+''' + FIND_EXCHANGE + '''
 def forge(call_id, arguments):
     exchange = here()
     bad = {"control": b"\\x01", "not-utf8": b"\\xff\\xfe"}[arguments["bad"]]
