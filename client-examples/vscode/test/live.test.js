@@ -22,6 +22,14 @@ function skill(root, name, description) {
     `---\nname: ${name}\ndescription: ${description}\n---\n\n# ${name} body\n`);
 }
 
+// A new root whose extensions/<name>.py holds the given lines of Python.
+function rootWithExtension(prefix, name, lines) {
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  fs.mkdirSync(path.join(root, 'extensions'));
+  fs.writeFileSync(path.join(root, 'extensions', `${name}.py`), [...lines, ''].join('\n'));
+  return root;
+}
+
 const labels = (tree, node) => tree.getChildren(node).map((n) => n.item.label);
 
 test('catalog/changed: the same thread is refreshed; tree, status bar and Problems follow; activations stay', async () => {
@@ -184,17 +192,14 @@ test('a repository with only .claude/ or .codex/ activates the extension and is 
 });
 
 test('the Tools view lists the active tools and follows ctx.tools.set_active (catalog/changed)', async () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-tools-'));
-  fs.mkdirSync(path.join(root, 'extensions'));
-  fs.writeFileSync(path.join(root, 'extensions', 'toolbox.py'), [
+  const root = rootWithExtension('hs-tools-', 'toolbox', [
     'def focus(call_id, arguments, ctx):',
     '    return ",".join(ctx.tools.set_active(arguments["names"]))',
     'def activate(api):',
     '    for name in ("alpha", "beta", "gamma"):',
     '        api.register_tool(name=name, description="Tool " + name + ".", input_schema={},',
     '                          execute=lambda call_id, arguments, ctx: "ran")',
-    '    api.register_tool(name="focus", description="Choose the active tools.", input_schema={}, execute=focus)',
-    ''].join('\n'));
+    '    api.register_tool(name="focus", description="Choose the active tools.", input_schema={}, execute=focus)']);
   const { state, api } = await activated({ user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['toolbox'] } });
   const manifest = JSON.parse(fs.readFileSync(path.resolve(__dirname, '..', 'package.json'), 'utf8'));
   assert.ok(manifest.contributes.views.explorer.some((v) => v.id === 'harnessSidecar.tools'));
@@ -217,14 +222,11 @@ test('the Tools view lists the active tools and follows ctx.tools.set_active (ca
 });
 
 test('with harnessSidecar.deferToolsOver the Tools view lists the deferred tools apart', async () => {
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-deferred-'));
-  fs.mkdirSync(path.join(root, 'extensions'));
-  fs.writeFileSync(path.join(root, 'extensions', 'many.py'), [
+  const root = rootWithExtension('hs-deferred-', 'many', [
     'def activate(api):',
     '    for name in ("one", "two", "three"):',
     '        api.register_tool(name=name, description="Tool " + name + ".", input_schema={},',
-    '                          execute=lambda call_id, arguments, ctx: "ran")',
-    ''].join('\n'));
+    '                          execute=lambda call_id, arguments, ctx: "ran")']);
   const { state, api } = await activated({ user: { command: sidecarCommand(), roots: [root], trustedExtensions: ['many'],
     deferToolsOver: 2 } });
   const tree = state.trees.get('harnessSidecar.tools');
