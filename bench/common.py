@@ -188,20 +188,35 @@ def fmt(s: dict[str, float], unit: str = "", digits: int = 1) -> str:
     return f"{s['median']:.{digits}f}{unit} ({s['min']:.{digits}f}–{s['max']:.{digits}f})"
 
 
-class LauncherTrue:
-    """``containment.launcher.spawn`` of ``/bin/true`` (or ``argv``) as a command hook (kind ``HOOK``:
-    through its owner's zygote, started at the first run) from one event loop kept for the whole run,
-    waiting for its exit: the floor every hook pays for the launcher and its fences. Each instance has an
-    owner of its own (``owner``), so each has its own zygote, made under its own loop."""
+class OwnLoop:
+    """An event loop kept for a whole bench run, for the hooks of one owner (``owner``: a zygote of its own,
+    made under this loop); ``close`` ends that zygote, then the loop."""
 
-    def __init__(self, argv: list[str] | None = None, owner: str = "bench") -> None:
+    def __init__(self, owner: str) -> None:
         import asyncio
 
+        self.asyncio, self.owner = asyncio, owner
+        self.loop = asyncio.new_event_loop()
+
+    def close(self) -> None:
+        from harness_sidecar.containment import zygote
+
+        zygote.end(self.owner)
+        self.loop.run_until_complete(self.asyncio.sleep(0.1))
+        self.loop.close()
+
+
+class LauncherTrue(OwnLoop):
+    """``containment.launcher.spawn`` of ``/bin/true`` (or ``argv``) as a command hook (kind ``HOOK``:
+    through its owner's zygote, started at the first run) from one event loop kept for the whole run,
+    waiting for its exit: the floor every hook pays for the launcher and its fences."""
+
+    def __init__(self, argv: list[str] | None = None, owner: str = "bench") -> None:
         from harness_sidecar.containment import launcher
 
-        self.asyncio, self.launcher = asyncio, launcher
-        self.argv, self.owner = argv or ["/bin/true"], owner
-        self.loop = asyncio.new_event_loop()
+        super().__init__(owner)
+        self.launcher = launcher
+        self.argv = argv or ["/bin/true"]
 
     def run_ms(self) -> float:
         asyncio, launcher = self.asyncio, self.launcher
@@ -223,10 +238,3 @@ class LauncherTrue:
             return (time.perf_counter() - started) * 1000
 
         return self.loop.run_until_complete(once())
-
-    def close(self) -> None:
-        from harness_sidecar.containment import zygote
-
-        zygote.end(self.owner)
-        self.loop.run_until_complete(self.asyncio.sleep(0.1))
-        self.loop.close()

@@ -34,7 +34,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "server"))
 
-from bench.common import SIDECAR, LauncherTrue, Raw, bench_env, fmt, summary  # noqa: E402
+from bench.common import SIDECAR, LauncherTrue, OwnLoop, Raw, bench_env, fmt, summary  # noqa: E402
 
 BASE = "b8d0666"  # the last commit before command hooks
 V3 = "20b5f90"  # main before issue 32: every shell-form hook through /bin/sh
@@ -109,24 +109,21 @@ def spawn_true_piped_ms(stdin: bytes, argv: tuple[str, ...] = ("/bin/true",)) ->
     return (time.perf_counter() - started) * 1000
 
 
-class HandlerRun:
+class HandlerRun(OwnLoop):
     """``hooks.command.run_handler`` of one shell-form command handler, as a PreToolUse hook of the thread
     ``owner`` is run (through its zygote, its stdin made as the start is sent, its output and exit read),
     from one event loop kept for the whole run, timed inside it: a hook's run without the tools/call
     around it (no matching, no decision, no JSON-RPC)."""
 
     def __init__(self, command: str, owner: str) -> None:
-        import asyncio
-
         from harness_sidecar.hooks import command as hook_command
         from harness_sidecar.hooks.declared import Handler, HookSource
         from harness_sidecar.hooks.matcher import compile_matcher
 
-        self.asyncio, self.run_handler = asyncio, hook_command.run_handler
-        self.owner = owner
+        super().__init__(owner)
+        self.run_handler = hook_command.run_handler
         source = HookSource(f"root:{owner}", owner, trusted=True)
         self.handler = Handler(source, "PreToolUse", compile_matcher("load_skill"), command, None, None, 0)
-        self.loop = asyncio.new_event_loop()
 
     def run_ms(self, stdin: bytes) -> float:
         async def once() -> float:
@@ -138,13 +135,6 @@ class HandlerRun:
             return took
 
         return self.loop.run_until_complete(once())
-
-    def close(self) -> None:
-        from harness_sidecar.containment import zygote
-
-        zygote.end(self.owner)
-        self.loop.run_until_complete(self.asyncio.sleep(0.1))
-        self.loop.close()
 
 
 def in_turns(round_number: int, measures: list) -> list[float]:
